@@ -1,0 +1,47 @@
+"""Writes. Each service changes state in one transaction and checks its own preconditions."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from django.db import transaction
+from guardian.shortcuts import assign_perm, remove_perm
+
+from annotation import roles
+from annotation.models import Dataset
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser
+
+
+@transaction.atomic
+def dataset_create(
+    *,
+    name: str,
+    by: AbstractBaseUser,
+    description: str = "",
+    experts_per_query: int = 2,
+    show_submitted_checklists: bool = False,
+) -> Dataset:
+    """Create a dataset; its creator becomes its admin."""
+    dataset = Dataset.objects.create(
+        name=name,
+        description=description,
+        experts_per_query=experts_per_query,
+        show_submitted_checklists=show_submitted_checklists,
+        created_by=by,
+    )
+    dataset_set_role(dataset=dataset, user=by, role=roles.DatasetRole.ADMIN)
+    return dataset
+
+
+@transaction.atomic
+def dataset_set_role(
+    *, dataset: Dataset, user: AbstractBaseUser, role: roles.DatasetRole | None
+) -> None:
+    """Make `user` hold exactly `role` on `dataset` (None removes them)."""
+    wanted = roles.ROLE_PERMISSIONS[role] if role else frozenset()
+    for perm in roles.ALL_DATASET_PERMISSIONS - wanted:
+        remove_perm(f"annotation.{perm}", user, dataset)
+    for perm in wanted:
+        assign_perm(f"annotation.{perm}", user, dataset)

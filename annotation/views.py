@@ -1,0 +1,110 @@
+"""Pages. Thin: check access, call a selector or a service, render.
+
+Every page that shows a dataset or anything inside it goes through annotation.permissions.
+htmx requests get the named partial of the same template; plain requests get the page, so
+links and forms work with JavaScript off.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required, permission_required
+from django.core.paginator import Paginator
+from django.db.models import Q
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from guardian.shortcuts import get_users_with_perms
+
+from annotation import permissions, roles, selectors, services
+from annotation.forms import DatasetForm, MemberForm, QueryFilterForm
+
+
+@require_GET
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    datasets = selectors.dataset_list(request.user)
+    return render(request, "annotation/dataset_list.html", {"datasets": datasets})
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+@permission_required("annotation.add_dataset", raise_exception=True)
+def dataset_create(request: HttpRequest) -> HttpResponse:
+    form = DatasetForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        dataset = services.dataset_create(**form.cleaned_data, by=request.user)
+        messages.success(request, f"Dataset “{dataset.name}” created. You are its admin.")
+        return redirect("dataset-detail", pk=dataset.pk)
+    return render(request, "annotation/dataset_form.html", {"form": form})
+
+
+@require_GET
+@login_required
+def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    dataset = permissions.access_dataset(request.user, pk)
+    form = QueryFilterForm(request.GET or None)
+    queries = selectors.query_list(dataset)
+    if form.is_valid():
+        if form.cleaned_data["q"]:
+            queries = queries.filter(Q(text__icontains=form.cleaned_data["q"]))
+        if form.cleaned_data["status"]:
+            queries = queries.filter(status=form.cleaned_data["status"])
+    page = Paginator(queries, 50).get_page(request.GET.get("page"))
+    perms = permissions.dataset_permissions(request.user, dataset)
+    context = {
+        "dataset": dataset,
+        "form": form,
+        "page": page,
+        "can_manage": roles.CHANGE in perms,
+    }
+    template = "annotation/dataset_detail.html"
+    if request.htmx and request.htmx.target == "query-table":
+        template += "#query-table"
+    return render(request, template, context)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def dataset_members(request: HttpRequest, pk: int) -> HttpResponse:
+    dataset = permissions.access_dataset(request.user, pk, roles.CHANGE)
+    form = MemberForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        user = form.cleaned_data["username"]
+        role = roles.DatasetRole(form.cleaned_data["role"])
+        services.dataset_set_role(dataset=dataset, user=user, role=role)
+        messages.success(request, f"{user.username} is now {role.value} of this dataset.")
+        return redirect("dataset-members", pk=dataset.pk)
+    members = [
+        (user, roles.role_for_permissions(set(perms)))
+        for user, perms in get_users_with_perms(
+            dataset, attach_perms=True, with_superusers=False, with_group_users=False
+        ).items()
+    ]
+    members.sort(key=lambda pair: pair[0].username)
+    context = {"dataset": dataset, "form": form, "members": members}
+    return render(request, "annotation/dataset_members.html", context)
+
+
+@require_POST
+@login_required
+def dataset_member_remove(request: HttpRequest, pk: int, user_id: int) -> HttpResponse:
+    dataset = permissions.access_dataset(request.user, pk, roles.CHANGE)
+    user = get_user_model().objects.filter(pk=user_id).first()
+    if user is None or user.pk == request.user.pk:
+        messages.error(request, "You cannot remove yourself or an unknown user.")
+    else:
+        services.dataset_set_role(dataset=dataset, user=user, role=None)
+        messages.success(request, f"{user.username} no longer has access to this dataset.")
+    return redirect("dataset-members", pk=dataset.pk)
+
+
+@require_GET
+@login_required
+def query_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    query = permissions.access_query(request.user, pk)
+    perms = permissions.dataset_permissions(request.user, query.dataset)
+    checklists = selectors.checklists_visible(query, request.user, perms)
+    context = {"query": query, "dataset": query.dataset, "checklists": checklists}
+    return render(request, "annotation/query_detail.html", context)

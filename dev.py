@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""The two commands of a fresh clone, using nothing but Python 3.11's standard library.
+
+    python3.11 dev.py run     set up .venv, migrate, load demo data, run web server + worker
+    python3.11 dev.py test    set up .venv with the test tools, run the whole test suite
+
+Extra arguments after `test` go to pytest (`python3.11 dev.py test -k healthz -x`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PYTHON = BIN / "python"
+HOST, PORT = os.environ.get("HOST", "127.0.0.1"), os.environ.get("PORT", "8000")
+
+
+def say(message: str) -> None:
+    print(f"\033[1m==> {message}\033[0m", flush=True)
+
+
+def ensure_python() -> None:
+    if sys.version_info[:2] != (3, 11):
+        sys.exit(
+            f"Python 3.11 is required; this is {sys.version.split()[0]}. Run python3.11 dev.py"
+        )
+
+
+def ensure_venv(extra: str) -> None:
+    """Create .venv and install the project; reinstall only when pyproject.toml changed."""
+    if not PYTHON.exists():
+        say("Creating the virtual environment in .venv")
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + extra.encode()).hexdigest()
+    stamp = VENV / f".installed-{extra or 'runtime'}"
+    if stamp.exists() and stamp.read_text() == digest:
+        return
+    say(f"Installing the project{' with ' + extra if extra else ''} (first run takes a minute)")
+    pip = [str(PYTHON), "-m", "pip", "--disable-pip-version-check", "-q"]
+    subprocess.run([*pip, "install", "--upgrade", "pip"], check=True)
+    target = f".[{extra}]" if extra else "."
+    subprocess.run([*pip, "install", "-e", target], check=True, cwd=ROOT)
+    stamp.write_text(digest)
+
+
+def manage(*args: str, env: dict[str, str]) -> None:
+    subprocess.run([str(PYTHON), "manage.py", *args], check=True, cwd=ROOT, env=env)
+
+
+def run() -> int:
+    ensure_venv("")
+    env = {**os.environ, "DEBUG": os.environ.get("DEBUG", "1")}
+    say("Migrating the database")
+    manage("migrate", "--noinput", "-v", "0", env=env)
+    say("Loading demo data")
+    manage("demo", env=env)
+    say(f"Starting a Celery worker and the web server on http://{HOST}:{PORT}/")
+    worker = subprocess.Popen(
+        [
+            str(BIN / "celery"),
+            "-A",
+            "config",
+            "worker",
+            "--pool",
+            "threads",
+            "-c",
+            "4",
+            "-l",
+            "INFO",
+        ],
+        cwd=ROOT,
+        env=env,
+    )
+    try:
+        print(
+            f"\n    Open http://{HOST}:{PORT}/  ·  health: http://{HOST}:{PORT}/healthz\n",
+            flush=True,
+        )
+        server = subprocess.run(
+            [str(PYTHON), "manage.py", "runserver", f"{HOST}:{PORT}"], cwd=ROOT, env=env
+        )
+        return server.returncode
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        try:
+            worker.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+
+
+def test(pytest_args: list[str]) -> int:
+    ensure_venv("dev")
+    where = os.environ.get("DATABASE_URL", "SQLite (set DATABASE_URL for PostgreSQL)")
+    broker = os.environ.get("CELERY_BROKER_URL", "the embedded filesystem transport")
+    say(f"Running the tests against {where.split('@')[-1]}, broker {broker}")
+    return subprocess.run([str(PYTHON), "-m", "pytest", *pytest_args], cwd=ROOT).returncode
+
+
+def main(argv: list[str]) -> int:
+    ensure_python()
+    command, rest = (argv[0], argv[1:]) if argv else ("", [])
+    if command == "run":
+        return run()
+    if command == "test":
+        return test(rest)
+    print(__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,210 @@
+"""Demo content written for this project: fictional companies, finance-style queries.
+
+The companies and figures are invented so that nothing here can be mistaken for a real
+company's results. Two experts annotate each query independently; two systems answer it.
+"""
+
+from __future__ import annotations
+
+DATASET = {
+    "name": "Finance demo",
+    "description": (
+        "Analyst questions about five fictional listed companies, each fixed at a query date, "
+        "with two experts' checklists and two systems' answers."
+    ),
+}
+
+EXPERTS = ("alice", "bob")
+REVIEWER = "rita"
+SYSTEMS = (("Atlas QA", "2026.10"), ("Baseline RAG", "1.4"))
+
+# (text, query date, category, {expert: [(kind, criterion)]}, {system name: answer markdown})
+QUERIES = [
+    (
+        "Summarise Northwind Semiconductors' Q3 FY2026 earnings call and compare the results "
+        "with the guidance given on the Q2 call.",
+        "2026-10-30",
+        "Forward guidance and comparison",
+        {
+            "alice": [
+                (
+                    "methodology",
+                    "Uses the Q3 FY2026 earnings call of 28 October 2026 as the primary source.",
+                ),
+                (
+                    "methodology",
+                    "Compares Q3 results against the guidance issued on the Q2 FY2026 call.",
+                ),
+                ("fact", "States Q3 revenue of $4.12 billion."),
+                (
+                    "fact",
+                    "States that Q3 revenue exceeded the top of the $3.9–4.0 billion guidance range.",
+                ),
+                ("fact", "Reports a Q3 gross margin of 61.5%."),
+                ("fact", "Mentions the new Q4 revenue guidance of $4.3–4.45 billion."),
+                ("format", "Presents guidance versus actuals in a table."),
+            ],
+            "bob": [
+                ("methodology", "Covers the Q3 FY2026 call and the Q2 FY2026 guidance only."),
+                ("fact", "States Q3 revenue of $4.12 billion."),
+                ("fact", "Explains that data-centre demand drove the revenue beat."),
+                ("fact", "Reports a Q3 gross margin of 61.5%, above the 60% guided."),
+                ("fact", "Mentions the CFO's comment that inventory days fell to 98."),
+                ("format", "Highlights the headline figures in bold text."),
+            ],
+        },
+        {
+            "Atlas QA": (
+                "**Northwind Semiconductors, Q3 FY2026 (call of 28 October 2026)**\n\n"
+                "| Metric | Q2 guidance | Q3 actual |\n|---|---|---|\n"
+                "| Revenue | $3.9–4.0 billion | **$4.12 billion** |\n"
+                "| Gross margin | about 60% | **61.5%** |\n\n"
+                "Revenue beat the top of the range on data-centre demand. Management guided "
+                "Q4 revenue to $4.3–4.45 billion and said inventory days fell to 98."
+            ),
+            "Baseline RAG": (
+                "Northwind reported revenue of about $4 billion in Q3, in line with guidance, "
+                "and a gross margin near 60%. The company expects growth to continue."
+            ),
+        },
+    ),
+    (
+        "How did Harbor Logistics' operating margin change from FY2023 to FY2025?",
+        "2026-03-15",
+        "Time series and deltas",
+        {
+            "alice": [
+                ("methodology", "Uses the annual reports for FY2023, FY2024 and FY2025."),
+                ("fact", "States the FY2023 operating margin of 7.8%."),
+                ("fact", "States the FY2024 operating margin of 6.9%."),
+                ("fact", "States the FY2025 operating margin of 8.4%."),
+                ("fact", "Computes the change from FY2023 to FY2025 as +0.6 percentage points."),
+                ("format", "Presents the three margins in a table."),
+            ],
+            "bob": [
+                ("methodology", "Defines operating margin as operating income divided by revenue."),
+                ("fact", "States the FY2023 operating margin of 7.8%."),
+                ("fact", "States the FY2025 operating margin of 8.4%."),
+                ("fact", "Explains the FY2024 dip by higher fuel costs."),
+                ("format", "Uses bullet points for the year-by-year figures."),
+            ],
+        },
+        {
+            "Atlas QA": (
+                "Harbor Logistics' operating margin moved as follows:\n\n"
+                "- FY2023: 7.8%\n- FY2024: 6.9% (higher fuel costs)\n- FY2025: 8.4%\n\n"
+                "Over the period the margin rose by 0.6 percentage points."
+            ),
+            "Baseline RAG": (
+                "| Year | Operating margin |\n|---|---|\n| FY2023 | 7.8% |\n| FY2025 | 8.4% |\n\n"
+                "The margin improved."
+            ),
+        },
+    ),
+    (
+        "What did Crestline Energy announce about its dividend in 2026 up to the query date?",
+        "2026-08-01",
+        "Event digest",
+        {
+            "alice": [
+                ("methodology", "Covers announcements from 1 January 2026 to 1 August 2026."),
+                (
+                    "fact",
+                    "States the quarterly dividend was raised to $0.52 per share in February 2026.",
+                ),
+                (
+                    "fact",
+                    "Mentions the $1.5 billion share buyback announced alongside the dividend.",
+                ),
+                ("fact", "States the dividend yield was about 4.1% at the query date."),
+                ("format", "Lists the announcements in date order."),
+            ],
+            "bob": [
+                ("methodology", "Uses Crestline's press releases as the primary source."),
+                ("fact", "States the quarterly dividend was raised to $0.52 per share."),
+                ("fact", "States the previous quarterly dividend was $0.48 per share."),
+                (
+                    "fact",
+                    "Mentions that the payout ratio target stayed at 40–50% of free cash flow.",
+                ),
+                ("format", "Highlights the new dividend in bold text."),
+            ],
+        },
+        {
+            "Atlas QA": (
+                "1. **February 2026**: the quarterly dividend rose from $0.48 to **$0.52** per "
+                "share, with a $1.5 billion share buyback.\n"
+                "2. The payout target stayed at 40–50% of free cash flow.\n\n"
+                "At the query date the yield was about 4.1%."
+            ),
+            "Baseline RAG": "Crestline raised its dividend in 2026 to $0.52 per share.",
+        },
+    ),
+    (
+        "Compare the cloud revenue growth of Meridian Software and Apex Systems in their "
+        "latest fiscal year.",
+        "2026-09-10",
+        "Point-fact retrieval",
+        {
+            "alice": [
+                (
+                    "methodology",
+                    "Uses each company's latest full fiscal year reported before the query date.",
+                ),
+                ("fact", "States Meridian's cloud revenue grew 24% year over year."),
+                ("fact", "States Apex's cloud revenue grew 17% year over year."),
+                ("fact", "Concludes that Meridian grew faster than Apex."),
+                ("format", "Presents both companies side by side in a table."),
+            ],
+            "bob": [
+                ("methodology", "Compares the fiscal years ending in 2026 for both companies."),
+                ("fact", "States Meridian's cloud revenue of $8.2 billion."),
+                ("fact", "States Apex's cloud revenue of $11.6 billion."),
+                ("fact", "States Meridian's cloud revenue grew 24% year over year."),
+                ("fact", "States Apex's cloud revenue grew 17% year over year."),
+            ],
+        },
+        {
+            "Atlas QA": (
+                "| Company | Cloud revenue | Growth |\n|---|---|---|\n"
+                "| Meridian Software | $8.2 billion | 24% |\n| Apex Systems | $11.6 billion | 17% |\n\n"
+                "Meridian grew faster, from a smaller base."
+            ),
+            "Baseline RAG": (
+                "Meridian's cloud revenue grew 24% and Apex's grew 17%, so Meridian grew faster."
+            ),
+        },
+    ),
+    (
+        "What are the main strategic risks Solano Pharma highlighted in its 2025 annual report?",
+        "2026-04-20",
+        "Strategic analysis",
+        {
+            "alice": [
+                ("methodology", "Uses the risk factors section of the 2025 annual report."),
+                ("fact", "Mentions the patent expiry of its lead drug Solavex in 2028."),
+                ("fact", "Mentions the pending FDA decision on its oncology candidate."),
+                ("fact", "Mentions pricing pressure from the US drug price negotiation programme."),
+                ("format", "Groups the risks under headings."),
+            ],
+            "bob": [
+                ("methodology", "Limits the answer to risks the company itself calls material."),
+                ("fact", "Mentions the patent expiry of Solavex in 2028."),
+                ("fact", "States Solavex made up 38% of 2025 revenue."),
+                ("fact", "Mentions the concentration of manufacturing at one plant in Ireland."),
+                ("format", "Uses bullet points for the risks."),
+            ],
+        },
+        {
+            "Atlas QA": (
+                "### Product concentration\n- Solavex, 38% of 2025 revenue, loses patent "
+                "protection in 2028.\n### Regulation\n- A pending FDA decision on its oncology "
+                "candidate.\n- Pricing pressure from US drug price negotiation."
+            ),
+            "Baseline RAG": (
+                "Solano Pharma faces risks from competition and regulation, and depends on one "
+                "manufacturing site."
+            ),
+        },
+    ),
+]

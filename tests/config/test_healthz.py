@@ -1,0 +1,65 @@
+"""/healthz against the real database, the configured broker and a real worker process."""
+
+from __future__ import annotations
+
+import pytest
+
+from config.celery import app as celery_app
+
+
+def test_healthz_is_green_with_a_live_worker(client, celery_worker):
+    response = client.get("/healthz")
+    body = response.json()
+    assert response.status_code == 200, body
+    assert body["status"] == "ok"
+    assert {name: check["ok"] for name, check in body["checks"].items()} == {
+        "database": True,
+        "broker": True,
+        "worker": True,
+    }
+
+
+def test_healthz_page_for_browsers(client, celery_worker):
+    response = client.get("/healthz", HTTP_ACCEPT="text/html")
+    assert response.status_code == 200
+    assert "all green" in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_healthz_reports_a_missing_worker(client, settings):
+    # Ping a queue no worker consumes: the check must time out and say so.
+    settings.HEALTHZ_WORKER_TIMEOUT = 0.5
+    settings.HEALTHZ_PING_QUEUE = "healthz-nobody-listens"
+    try:
+        response = client.get("/healthz")
+    finally:
+        with celery_app.connection_for_write() as conn:
+            conn.default_channel.queue_purge("healthz-nobody-listens")
+    body = response.json()
+    assert response.status_code == 503
+    assert body["status"] == "fail"
+    assert body["checks"]["database"]["ok"] is True
+    assert body["checks"]["broker"]["ok"] is True
+    assert body["checks"]["worker"]["ok"] is False
+    assert "TimeoutError" in body["checks"]["worker"]["detail"]
+
+
+@pytest.mark.django_db
+def test_healthz_reports_an_unreachable_broker(client, monkeypatch):
+    from config import health
+
+    def broken_broker() -> str:
+        raise ConnectionRefusedError("broker down")
+
+    monkeypatch.setattr(health, "check_broker", broken_broker)
+    response = client.get("/healthz")
+    body = response.json()
+    assert response.status_code == 503
+    assert body["checks"]["broker"]["ok"] is False
+    assert body["checks"]["broker"]["detail"] == "ConnectionRefusedError: broker down"
+    assert body["checks"]["worker"] == {
+        "name": "worker",
+        "ok": False,
+        "detail": "skipped: the broker is unreachable",
+        "ms": 0,
+    }

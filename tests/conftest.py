@@ -1,0 +1,113 @@
+"""Fixtures shared by every test.
+
+People: `owner` (admin of `dataset`), `collaborator` (an expert on it) and `outsider` (a
+user with no access). Every endpoint test uses all three. Real components: `celery_worker`
+is a worker process on the configured broker; `loopback_openai` is an OpenAI-compatible
+server on 127.0.0.1 (see docs/loopback.md).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from django.conf import settings
+from django.contrib.auth.models import Group
+from django.db import connection
+from rest_framework.test import APIClient
+
+from annotation import roles, services
+from tests.factories import PASSWORD, QueryFactory, UserFactory
+from tests.support.celery_worker import WorkerProcess, database_url
+
+
+@pytest.fixture
+def password() -> str:
+    return PASSWORD
+
+
+@pytest.fixture
+def owner(db):
+    user = UserFactory(username="owner")
+    user.groups.add(Group.objects.get(name=roles.Group.ADMIN.value))
+    return user
+
+
+@pytest.fixture
+def collaborator(db):
+    user = UserFactory(username="collaborator")
+    user.groups.add(Group.objects.get(name=roles.Group.EXPERT.value))
+    return user
+
+
+@pytest.fixture
+def outsider(db):
+    user = UserFactory(username="outsider")
+    user.groups.add(Group.objects.get(name=roles.Group.EXPERT.value))
+    return user
+
+
+@pytest.fixture
+def dataset(owner, collaborator):
+    dataset = services.dataset_create(name="Owner dataset", by=owner)
+    services.dataset_set_role(dataset=dataset, user=collaborator, role=roles.DatasetRole.EXPERT)
+    return dataset
+
+
+@pytest.fixture
+def query(dataset):
+    return QueryFactory(dataset=dataset)
+
+
+def _api_client(user) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+@pytest.fixture
+def owner_api(owner) -> APIClient:
+    return _api_client(owner)
+
+
+@pytest.fixture
+def collaborator_api(collaborator) -> APIClient:
+    return _api_client(collaborator)
+
+
+@pytest.fixture
+def outsider_api(outsider) -> APIClient:
+    return _api_client(outsider)
+
+
+@pytest.fixture(scope="session")
+def celery_worker_process(django_db_setup, django_db_blocker):
+    """One worker process for the session, consuming this session's own queue."""
+    with django_db_blocker.unblock():
+        url = database_url(connection.settings_dict)
+    worker = WorkerProcess(queue=settings.CELERY_TASK_DEFAULT_QUEUE, database=url).start()
+    yield worker
+    worker.stop()
+
+
+@pytest.fixture
+def celery_worker(transactional_db, celery_worker_process):
+    """A live worker for one test. The test's data is committed so the worker can read it."""
+    if not celery_worker_process.alive:
+        pytest.fail(f"The Celery worker died:\n{celery_worker_process.log()[-4000:]}")
+    return celery_worker_process
+
+
+@pytest.fixture
+def loopback_openai():
+    """An OpenAI-compatible server on 127.0.0.1 for the real openai client."""
+    from evaluation.loopback import LoopbackOpenAI
+
+    with LoopbackOpenAI() as server:
+        yield server
+
+
+def pytest_report_header(config) -> list[str]:
+    db = os.environ.get("DATABASE_URL", "sqlite (default)").split("@")[-1]
+    broker = os.environ.get("CELERY_BROKER_URL", "filesystem:// (default)").split("@")[-1]
+    return [f"database: {db}", f"celery broker: {broker}"]

@@ -1,0 +1,42 @@
+"""The demo command loads a realistic dataset and can run twice without doubling anything."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+
+from annotation.models import Checklist, Criterion, Dataset, Query
+from annotation.permissions import dataset_permissions
+from evaluation.models import Answer, System
+
+pytestmark = pytest.mark.django_db
+
+
+def counts() -> tuple[int, ...]:
+    models = (Dataset, Query, Checklist, Criterion, System, Answer)
+    return tuple(m.objects.count() for m in models)
+
+
+def test_demo_loads_and_is_idempotent(capsys):
+    call_command("demo")
+    first = counts()
+    call_command("demo")
+    assert counts() == first
+    datasets, queries, checklists, criteria, systems, answers = first
+    assert (datasets, systems) == (1, 2)
+    assert queries >= 5
+    assert checklists == 2 * queries  # two experts' checklists per query
+    assert answers == 2 * queries  # two systems' answers per query
+    assert criteria >= 5 * checklists
+    assert "Log in as admin" in capsys.readouterr().out
+
+
+def test_demo_queries_carry_query_dates_and_experts_have_access():
+    from django.contrib.auth import get_user_model
+
+    call_command("demo")
+    assert not Query.objects.filter(query_date__isnull=True).exists()
+    dataset = Dataset.objects.get()
+    alice = get_user_model().objects.get(username="alice")
+    assert "annotate_dataset" in dataset_permissions(alice, dataset)
+    assert Checklist.objects.filter(author=alice).count() == Query.objects.count()

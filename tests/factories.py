@@ -1,0 +1,78 @@
+"""factory_boy factories. Datasets get members through services, never by writing perms."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import factory
+from django.contrib.auth import get_user_model
+
+from annotation.models import Checklist, Criterion, Dataset, Query
+from evaluation.models import Answer, System
+
+PASSWORD = "correct horse battery staple"
+
+
+class UserFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = get_user_model()
+        django_get_or_create = ("username",)
+        skip_postgeneration_save = True
+
+    username = factory.Sequence(lambda n: f"user{n}")
+    email = factory.LazyAttribute(lambda u: f"{u.username}@example.com")
+    password = factory.django.Password(PASSWORD)
+
+
+class DatasetFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Dataset
+
+    name = factory.Sequence(lambda n: f"Dataset {n}")
+    description = "A dataset made by a test."
+
+
+class QueryFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Query
+
+    dataset = factory.SubFactory(DatasetFactory)
+    text = factory.Sequence(lambda n: f"What did company {n} report for Q3 revenue?")
+    query_date = dt.date(2026, 10, 1)
+    category = "Point-fact retrieval"
+
+
+class ChecklistFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Checklist
+
+    query = factory.SubFactory(QueryFactory)
+    author = factory.SubFactory(UserFactory)
+
+
+class CriterionFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Criterion
+
+    checklist = factory.SubFactory(ChecklistFactory)
+    position = factory.Sequence(int)
+    text = factory.Sequence(lambda n: f"States the revenue figure number {n}.")
+    kind = Criterion.Kind.FACT
+
+
+class SystemFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = System
+        django_get_or_create = ("name", "version")
+
+    name = factory.Sequence(lambda n: f"System {n}")
+    version = "1.0"
+
+
+class AnswerFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Answer
+
+    system = factory.SubFactory(SystemFactory)
+    query = factory.SubFactory(QueryFactory)
+    text = "Revenue was **$4.1 billion**."

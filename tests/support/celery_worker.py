@@ -1,0 +1,94 @@
+"""A real Celery worker in its own process, pointed at the test database and test queue.
+
+The worker is `celery -A config worker`, exactly as in production; only its environment
+differs: DATABASE_URL names the test database and CELERY_QUEUE the test session's queue.
+Tests that use it must commit their data (`transactional_db`), or the worker cannot see it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def database_url(settings_dict: dict) -> str:
+    """The URL of the database Django is connected to now (the test database in a test)."""
+    engine = settings_dict["ENGINE"]
+    if engine.endswith("sqlite3"):
+        return f"sqlite:///{settings_dict['NAME']}"
+    if engine.endswith("postgresql"):
+        user = quote(settings_dict.get("USER") or "")
+        password = settings_dict.get("PASSWORD") or ""
+        auth = f"{user}:{quote(password)}@" if password else (f"{user}@" if user else "")
+        host = settings_dict.get("HOST") or "localhost"
+        port = settings_dict.get("PORT") or "5432"
+        return f"postgresql://{auth}{host}:{port}/{settings_dict['NAME']}"
+    raise ValueError(f"No worker support for database engine {engine}")
+
+
+class WorkerProcess:
+    def __init__(
+        self, *, queue: str, database: str, concurrency: int = 4, pool: str = "threads"
+    ) -> None:
+        self.queue = queue
+        self.database = database
+        self.concurrency = concurrency
+        self.pool = pool
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log_path = Path(tempfile.mkstemp(prefix="celery-worker-", suffix=".log")[1])
+
+    def start(self, timeout: float = 60) -> WorkerProcess:
+        env = {**os.environ, "DATABASE_URL": self.database, "CELERY_QUEUE": self.queue}
+        command = [
+            sys.executable, "-m", "celery", "-A", "config", "worker",
+            "--queues", self.queue, "--pool", self.pool, "--concurrency", str(self.concurrency),
+            "--loglevel", "INFO", "--without-heartbeat", "--without-gossip", "--without-mingle",
+            "--hostname", f"test-{self.queue}-{time.monotonic_ns()}@%h",
+        ]  # fmt: skip
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
+            )
+        self._wait_until_ready(timeout)
+        return self
+
+    def _wait_until_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"The Celery worker exited early:\n{self.log()}")
+            if " ready." in self.log():  # celery logs "celery@host ready." once consuming
+                return
+            time.sleep(0.1)
+        self.stop()
+        raise TimeoutError(f"The Celery worker was not ready after {timeout}s:\n{self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL: the worker dies mid-task without acknowledging anything."""
+        if self.alive:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+    def stop(self, timeout: float = 20) -> None:
+        if not self.alive:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
