@@ -36,6 +36,14 @@ ROLE_PERMISSIONS: dict[DatasetRole, frozenset[str]] = {
 ALL_DATASET_PERMISSIONS = ROLE_PERMISSIONS[DatasetRole.ADMIN]
 
 
+# Model-level permissions each site-wide group holds, as "app_label.codename".
+GROUP_MODEL_PERMISSIONS: dict[Group, tuple[str, ...]] = {
+    Group.EXPERT: (),
+    Group.REVIEWER: (),
+    Group.ADMIN: ("annotation.add_dataset",),
+}
+
+
 def role_for_permissions(perms: set[str]) -> DatasetRole | None:
     """The highest role whose permissions are all held; None for no membership."""
     for role in (DatasetRole.ADMIN, DatasetRole.REVIEWER, DatasetRole.EXPERT):

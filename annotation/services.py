@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from django.contrib.auth.models import Group, Permission
 from django.db import transaction
 from guardian.shortcuts import assign_perm, remove_perm
 
@@ -45,3 +46,19 @@ def dataset_set_role(
         remove_perm(f"annotation.{perm}", user, dataset)
     for perm in wanted:
         assign_perm(f"annotation.{perm}", user, dataset)
+
+
+@transaction.atomic
+def role_groups_sync() -> None:
+    """Make the site-wide groups and their model permissions match annotation.roles.
+
+    Runs after every migrate (and after the test runner's flush), so a permission added to a
+    group in code reaches existing databases without a new data migration.
+    """
+    for name, perms in roles.GROUP_MODEL_PERMISSIONS.items():
+        group, _ = Group.objects.get_or_create(name=name.value)
+        wanted = [
+            Permission.objects.get(content_type__app_label=app, codename=codename)
+            for app, codename in (perm.split(".") for perm in perms)
+        ]
+        group.permissions.set(wanted)

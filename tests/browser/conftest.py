@@ -1,0 +1,76 @@
+"""Playwright driving Debian's Chromium against pytest-django's live server.
+
+Chromium is /usr/bin/chromium (CHROMIUM overrides). Without it the browser tests are skipped
+on a laptop, but fail in CI (CI=true), where .ci/run installs it. A failing test leaves a
+screenshot in var/test-artifacts/screenshots/.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.factories import PASSWORD
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+ARTIFACTS = Path(__file__).resolve().parents[2] / "var" / "test-artifacts"
+LAUNCH_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",  # this machine has no network beyond loopback
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"report_{report.when}", report)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not shutil.which(CHROMIUM):
+        message = f"Chromium not found at {CHROMIUM}: apt-get install chromium chromium-driver"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    # Playwright's sync API runs an event loop; Django's ORM must still be usable in the test.
+    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(request, browser, live_server) -> Iterator:
+    context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    yield page
+    report = getattr(request.node, "report_call", None)
+    if report is not None and report.failed:
+        shots = ARTIFACTS / "screenshots"
+        shots.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(shots / f"{request.node.name}.png"), full_page=True)
+    context.close()
+
+
+def log_in(page, username: str, password: str = PASSWORD) -> None:
+    page.goto("/accounts/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url("**/")
