@@ -3,15 +3,49 @@ from __future__ import annotations
 from django.contrib import admin
 from guardian.admin import GuardedModelAdmin
 
-from annotation.models import Checklist, Criterion, Dataset, Query
+from annotation.models import (
+    Checklist,
+    ChecklistEvent,
+    Citation,
+    Criterion,
+    Dataset,
+    DomainTag,
+    Guideline,
+    Query,
+    QueryCategory,
+    SourceType,
+)
 
 
 @admin.register(Dataset)
 class DatasetAdmin(GuardedModelAdmin):
     """Object permissions (dataset members) are managed from the "Object permissions" page."""
 
-    list_display = ["name", "experts_per_query", "show_submitted_checklists", "created_at"]
+    list_display = ["name", "guideline", "experts_per_query", "show_submitted_checklists"]
     search_fields = ["name"]
+
+
+@admin.register(QueryCategory)
+class QueryCategoryAdmin(admin.ModelAdmin):
+    list_display = ["name", "position"]
+    list_editable = ["position"]
+
+
+@admin.register(DomainTag)
+class DomainTagAdmin(admin.ModelAdmin):
+    search_fields = ["name"]
+
+
+@admin.register(SourceType)
+class SourceTypeAdmin(admin.ModelAdmin):
+    list_display = ["name", "slug", "is_banned"]
+    list_filter = ["is_banned"]
+    prepopulated_fields = {"slug": ["name"]}
+
+
+@admin.register(Guideline)
+class GuidelineAdmin(admin.ModelAdmin):
+    list_display = ["name", "version", "created_at"]
 
 
 @admin.register(Query)
@@ -19,11 +53,21 @@ class QueryAdmin(admin.ModelAdmin):
     list_display = ["id", "dataset", "query_date", "category", "status"]
     list_filter = ["dataset", "status", "category"]
     search_fields = ["text"]
+    filter_horizontal = ["tags", "assigned_experts"]
 
 
 class CriterionInline(admin.TabularInline):
     model = Criterion
     extra = 0
+    fields = ["position", "text", "kind", "weight", "is_core", "scoring_enabled"]
+
+
+class ChecklistEventInline(admin.TabularInline):
+    model = ChecklistEvent
+    extra = 0
+    fields = ["at", "actor", "action", "detail"]
+    readonly_fields = fields
+    can_delete = False
 
 
 @admin.register(Checklist)
@@ -31,4 +75,10 @@ class ChecklistAdmin(admin.ModelAdmin):
     list_display = ["id", "query", "author", "status", "updated_at"]
     list_filter = ["status", "query__dataset"]
     raw_id_fields = ["query"]
-    inlines = [CriterionInline]
+    inlines = [CriterionInline, ChecklistEventInline]
+
+
+@admin.register(Citation)
+class CitationAdmin(admin.ModelAdmin):
+    list_display = ["title", "source_type", "published_on"]
+    raw_id_fields = ["criterion"]

@@ -10,10 +10,12 @@ class AnnotationConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_migrate
 
-        post_migrate.connect(_sync_role_groups, sender=self)
+        post_migrate.connect(_after_migrate, sender=self)
 
 
-def _sync_role_groups(**kwargs: object) -> None:
+def _after_migrate(**kwargs: object) -> None:
+    from annotation.seeds import seed_reference_data
     from annotation.services import role_groups_sync
 
     role_groups_sync()
+    seed_reference_data()

@@ -3,14 +3,21 @@ from __future__ import annotations
 from django import forms
 from django.contrib.auth import get_user_model
 
-from annotation.models import Dataset
+from annotation.models import Citation, Criterion, Dataset, Query, QueryCategory, SourceType
 from annotation.roles import DatasetRole
 
 
 class DatasetForm(forms.ModelForm):
     class Meta:
         model = Dataset
-        fields = ["name", "description", "experts_per_query", "show_submitted_checklists"]
+        fields = [
+            "name",
+            "description",
+            "guideline",
+            "experts_per_query",
+            "show_submitted_checklists",
+            "formality_check",
+        ]
 
 
 class MemberForm(forms.Form):
@@ -27,10 +34,78 @@ class MemberForm(forms.Form):
 
 class QueryFilterForm(forms.Form):
     q = forms.CharField(required=False, label="Search")
-    status = forms.ChoiceField(required=False)
+    category = forms.ModelChoiceField(
+        QueryCategory.objects.all(), required=False, empty_label="Any category"
+    )
+    status = forms.ChoiceField(required=False, choices=[("", "Any status"), *Query.Status.choices])
+    submitted = forms.TypedChoiceField(
+        required=False,
+        label="Submitted checklists",
+        coerce=int,
+        empty_value=None,
+        choices=[("", "Any number"), *((str(n), str(n)) for n in range(6))],
+    )
+    mine = forms.BooleanField(required=False, label="Assigned to me")
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        from annotation.models import Query
 
+class AssignExpertsForm(forms.Form):
+    experts = forms.ModelMultipleChoiceField(
+        queryset=get_user_model().objects.none(),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+    )
+
+    def __init__(self, *args: object, experts: list, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["status"].choices = [("", "Any status"), *Query.Status.choices]
+        self.fields["experts"].queryset = get_user_model().objects.filter(
+            pk__in=[e.pk for e in experts]
+        )
+
+
+def allowed_source_types():
+    return SourceType.objects.filter(is_banned=False)
+
+
+class CriterionForm(forms.ModelForm):
+    source_types = forms.ModelMultipleChoiceField(
+        queryset=allowed_source_types(), required=False, widget=forms.CheckboxSelectMultiple
+    )
+
+    class Meta:
+        model = Criterion
+        fields = ["text", "kind", "source_types", "notes", "weight", "is_core"]
+        widgets = {
+            "text": forms.Textarea(attrs={"rows": 2, "placeholder": "States the Q3 revenue …"}),
+            "notes": forms.Textarea(attrs={"rows": 1}),
+        }
+        labels = {"is_core": "Core criterion"}
+
+    def __init__(self, *args: object, source_types=None, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        if source_types is not None:  # the editor passes one list for all rows: no query each
+            self.fields["source_types"].queryset = source_types
+
+
+class NewCriterionForm(forms.ModelForm):
+    class Meta:
+        model = Criterion
+        fields = ["text", "kind"]
+        widgets = {
+            "text": forms.Textarea(
+                attrs={"rows": 2, "placeholder": "Start with an action verb: States, Provides…"}
+            )
+        }
+
+
+class CitationForm(forms.ModelForm):
+    class Meta:
+        model = Citation
+        fields = ["title", "url", "source_type", "published_on"]
+        widgets = {"published_on": forms.DateInput(attrs={"type": "date"})}
+        labels = {"published_on": "Published on", "url": "URL or document id"}
+
+    def __init__(self, *args: object, source_types=None, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["source_type"].queryset = (
+            source_types if source_types is not None else allowed_source_types()
+        )

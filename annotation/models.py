@@ -1,8 +1,8 @@
-"""Datasets, queries, checklists and criteria.
+"""Datasets, queries, guidelines, source types, checklists, criteria and citations.
 
-The foundation keeps these minimal; the authoring issue grows them (taxonomies, source types,
-guidelines, citations). Permissions live on the dataset, the root object: everything below
-it is reached through its dataset.
+Permissions live on the dataset, the root object: everything below it is reached through its
+dataset (annotation.permissions). Models hold fields, constraints and small derived
+properties; writes go through annotation.services, reads through annotation.selectors.
 """
 
 from __future__ import annotations
@@ -12,15 +12,92 @@ from django.db import models
 from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase
 
 
-class Dataset(models.Model):
-    name = models.CharField(max_length=200)
+class QueryCategory(models.Model):
+    """A managed taxonomy of question types (point-fact retrieval, event digest, ...)."""
+
+    name = models.CharField(max_length=100, unique=True)
+    position = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["position", "name"]
+        verbose_name_plural = "query categories"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class DomainTag(models.Model):
+    name = models.CharField(max_length=60, unique=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class SourceType(models.Model):
+    """Where a fact may come from. Banned types (AI tools) are refused by validation."""
+
+    name = models.CharField(max_length=100, unique=True)
+    slug = models.SlugField(max_length=100, unique=True)
+    is_banned = models.BooleanField(default=False, help_text="Criteria may not rely on it.")
+    description = models.CharField(max_length=300, blank=True)
+
+    class Meta:
+        ordering = ["is_banned", "name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Guideline(models.Model):
+    """A versioned set of rule settings (annotation.validation.GuidelineConfig as JSON).
+
+    Versions are immutable once a checklist was submitted under them: change the rules by
+    adding a version, so every submitted checklist keeps the rules it was validated under.
+    """
+
+    name = models.CharField(max_length=100)
+    version = models.PositiveIntegerField(default=1)
     description = models.TextField(blank=True)
+    config = models.JSONField(help_text="Rule settings, see docs/guidelines.md.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["name", "version"], name="guideline_name_version")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} v{self.version}"
+
+
+class Dataset(models.Model):
+    name = models.CharField(max_length=200, unique=True)
+    description = models.TextField(blank=True)
+    guideline = models.ForeignKey(
+        Guideline,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="datasets",
+        help_text="The rules checklists are validated against (the newest finance version "
+        "when empty).",
+    )
     experts_per_query = models.PositiveSmallIntegerField(
         default=2, help_text="How many experts annotate each query independently."
     )
     show_submitted_checklists = models.BooleanField(
         default=False,
-        help_text="After submitting their own checklist, experts may read the others'.",
+        help_text="After submitting their own checklist for a query, experts may read the "
+        "other submitted checklists of that query.",
+    )
+    formality_check = models.BooleanField(
+        default=False,
+        help_text="Ask an LLM whether each criterion is specific and answerable yes or no "
+        "(advice only, never blocks).",
     )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
@@ -33,7 +110,6 @@ class Dataset(models.Model):
             ("annotate_dataset", "Write checklists in the dataset"),
             ("review_dataset", "Label and adjudicate in the dataset"),
         ]
-        constraints = [models.UniqueConstraint(fields=["name"], name="dataset_name_unique")]
 
     def __str__(self) -> str:
         return self.name
@@ -60,13 +136,20 @@ class Query(models.Model):
     query_date = models.DateField(
         help_text="Every cited source must have been public on or before this date."
     )
-    category = models.CharField(max_length=100, blank=True)
+    category = models.ForeignKey(
+        QueryCategory, null=True, blank=True, on_delete=models.PROTECT, related_name="queries"
+    )
+    tags = models.ManyToManyField(DomainTag, blank=True, related_name="queries")
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.OPEN)
+    assigned_experts = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="assigned_queries"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["dataset_id", "id"]
         verbose_name_plural = "queries"
+        indexes = [models.Index(fields=["dataset", "status"])]
 
     def __str__(self) -> str:
         return self.text[:80]
@@ -83,6 +166,15 @@ class Checklist(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="checklists"
     )
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.DRAFT)
+    guideline = models.ForeignKey(
+        Guideline,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="checklists",
+        help_text="The guideline version the checklist was last validated under on submit.",
+    )
+    first_submitted_at = models.DateTimeField(null=True, blank=True)
     submitted_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -92,9 +184,41 @@ class Checklist(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["query", "author"], name="one_checklist_per_expert")
         ]
+        indexes = [models.Index(fields=["query", "status"])]
 
     def __str__(self) -> str:
         return f"Checklist {self.pk} by {self.author_id} for query {self.query_id}"
+
+    @property
+    def is_editable(self) -> bool:
+        return self.status != self.Status.SUBMITTED
+
+
+class ChecklistEvent(models.Model):
+    """The history of a checklist: who did what, when, with the criteria as they then were."""
+
+    class Action(models.TextChoices):
+        CREATED = "created", "Created"
+        EDITED = "edited", "Edited"
+        SUBMITTED = "submitted", "Submitted"
+        REOPENED = "reopened", "Reopened"
+
+    checklist = models.ForeignKey(Checklist, on_delete=models.CASCADE, related_name="events")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    action = models.CharField(max_length=20, choices=Action.choices)
+    detail = models.CharField(max_length=300, blank=True)
+    snapshot = models.JSONField(default=list, blank=True)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["checklist_id", "at", "id"]
+
+    def __str__(self) -> str:
+        return (
+            f"{self.get_action_display()} checklist {self.checklist_id} at {self.at:%Y-%m-%d %H:%M}"
+        )
 
 
 class Criterion(models.Model):
@@ -107,6 +231,13 @@ class Criterion(models.Model):
     position = models.PositiveIntegerField()
     text = models.TextField()
     kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.FACT)
+    source_types = models.ManyToManyField(SourceType, blank=True, related_name="criteria")
+    notes = models.TextField(blank=True)
+    weight = models.DecimalField(max_digits=6, decimal_places=2, default=1)
+    is_core = models.BooleanField(default=True, help_text="Core, or supplementary.")
+    scoring_enabled = models.BooleanField(
+        default=True, help_text="Disabled criteria stay in the checklist but are not scored."
+    )
 
     class Meta:
         ordering = ["checklist_id", "position", "id"]
@@ -114,3 +245,21 @@ class Criterion(models.Model):
 
     def __str__(self) -> str:
         return self.text[:80]
+
+
+class Citation(models.Model):
+    criterion = models.ForeignKey(Criterion, on_delete=models.CASCADE, related_name="citations")
+    title = models.CharField(max_length=300)
+    url = models.CharField(
+        "URL or document identifier", max_length=500, blank=True
+    )  # filings are often cited by accession number, not by URL
+    source_type = models.ForeignKey(
+        SourceType, null=True, blank=True, on_delete=models.PROTECT, related_name="citations"
+    )
+    published_on = models.DateField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["criterion_id", "id"]
+
+    def __str__(self) -> str:
+        return self.title

@@ -1,7 +1,8 @@
 """One access helper per guarded object. Pages, API and tasks all call these.
 
 A user without `view_dataset` on the dataset gets 404 (the object's existence is not leaked);
-a member who lacks the specific permission asked for gets 403.
+a member who lacks the specific permission asked for gets 403. Checklists are blind: one
+that the user may not read is a 404 too, exactly as if it did not exist.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from django.http import Http404
 from guardian.core import ObjectPermissionChecker
 
 from annotation import roles
-from annotation.models import Dataset, Query
+from annotation.models import Checklist, Citation, Criterion, Dataset, Query
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -27,14 +28,14 @@ def dataset_permissions(user: AnyUser, dataset: Dataset) -> set[str]:
     return set(ObjectPermissionChecker(user).get_perms(dataset))
 
 
-def check_dataset(user: AnyUser, dataset: Dataset, perm: str = roles.VIEW) -> Dataset:
-    """Raise 404 for non-members and 403 for members without `perm`; return the dataset."""
+def check_dataset(user: AnyUser, dataset: Dataset, perm: str = roles.VIEW) -> set[str]:
+    """Raise 404 for non-members and 403 for members without `perm`; return the perms held."""
     held = dataset_permissions(user, dataset)
     if roles.VIEW not in held:
         raise Http404("No such dataset.")
     if perm not in held:
         raise PermissionDenied(f"You need the {perm!r} permission on this dataset.")
-    return dataset
+    return held
 
 
 def access_dataset(user: AnyUser, pk: int, perm: str = roles.VIEW) -> Dataset:
@@ -42,13 +43,77 @@ def access_dataset(user: AnyUser, pk: int, perm: str = roles.VIEW) -> Dataset:
         dataset = Dataset.objects.get(pk=pk)
     except (Dataset.DoesNotExist, ValueError, TypeError):
         raise Http404("No such dataset.") from None
-    return check_dataset(user, dataset, perm)
+    check_dataset(user, dataset, perm)
+    return dataset
 
 
 def access_query(user: AnyUser, pk: int, perm: str = roles.VIEW) -> Query:
     try:
-        query = Query.objects.select_related("dataset").get(pk=pk)
+        query = Query.objects.select_related("dataset", "category").get(pk=pk)
     except (Query.DoesNotExist, ValueError, TypeError):
         raise Http404("No such query.") from None
     check_dataset(user, query.dataset, perm)
     return query
+
+
+def has_submitted(user: AnyUser, query: Query) -> bool:
+    return Checklist.objects.filter(
+        query=query, author_id=user.pk, first_submitted_at__isnull=False
+    ).exists()
+
+
+def can_read_checklist(user: AnyUser, checklist: Checklist, perms: set[str]) -> bool:
+    """Blind annotation, for one checklist. selectors.checklists_for_user is the same rule
+    for lists; tests hold the two to the same answers."""
+    if checklist.author_id == user.pk or roles.CHANGE in perms:
+        return True
+    if checklist.status != Checklist.Status.SUBMITTED:
+        return False
+    if roles.REVIEW in perms:
+        return True
+    dataset = checklist.query.dataset
+    return dataset.show_submitted_checklists and has_submitted(user, checklist.query)
+
+
+def can_start_checklist(user: AnyUser, query: Query, perms: set[str]) -> bool:
+    """Experts of the dataset may annotate; once experts are assigned, only they may."""
+    if roles.ANNOTATE not in perms:
+        return False
+    assigned = {u.pk for u in query.assigned_experts.all()}
+    return not assigned or user.pk in assigned
+
+
+def access_checklist(user: AnyUser, pk: int, *, edit: bool = False) -> Checklist:
+    """Read access follows the blind rule; edit access is for the author alone."""
+    try:
+        checklist = Checklist.objects.select_related("query__dataset", "author").get(pk=pk)
+    except (Checklist.DoesNotExist, ValueError, TypeError):
+        raise Http404("No such checklist.") from None
+    perms = check_dataset(user, checklist.query.dataset)
+    if not can_read_checklist(user, checklist, perms):
+        raise Http404("No such checklist.")
+    if edit and (checklist.author_id != user.pk or roles.ANNOTATE not in perms):
+        raise PermissionDenied("Only the author may change a checklist.")
+    return checklist
+
+
+def access_criterion(user: AnyUser, pk: int, *, edit: bool = False) -> Criterion:
+    try:
+        checklist_id = Criterion.objects.values_list("checklist_id", flat=True).get(pk=pk)
+    except (Criterion.DoesNotExist, ValueError, TypeError):
+        raise Http404("No such criterion.") from None
+    checklist = access_checklist(user, checklist_id, edit=edit)
+    criterion = Criterion.objects.get(pk=pk)
+    criterion.checklist = checklist  # reuse the loaded checklist, query and dataset
+    return criterion
+
+
+def access_citation(user: AnyUser, pk: int, *, edit: bool = False) -> Citation:
+    try:
+        criterion_id = Citation.objects.values_list("criterion_id", flat=True).get(pk=pk)
+    except (Citation.DoesNotExist, ValueError, TypeError):
+        raise Http404("No such citation.") from None
+    criterion = access_criterion(user, criterion_id, edit=edit)
+    citation = Citation.objects.get(pk=pk)
+    citation.criterion = criterion
+    return citation

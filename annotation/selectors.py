@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from django.db.models import Count, QuerySet
-from guardian.shortcuts import get_objects_for_user
+from django.contrib.auth import get_user_model
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
+from guardian.shortcuts import get_objects_for_user, get_users_with_perms
 
 from annotation import roles
-from annotation.models import Checklist, Dataset, Query
+from annotation.models import Checklist, Criterion, Dataset, Query
 
 if TYPE_CHECKING:
     from annotation.permissions import AnyUser
+
+SUBMITTED = Checklist.Status.SUBMITTED
 
 
 def datasets_for_user(user: AnyUser, perm: str = roles.VIEW) -> QuerySet[Dataset]:
@@ -28,17 +32,143 @@ def dataset_list(user: AnyUser) -> QuerySet[Dataset]:
     return datasets_for_user(user).annotate(query_count=Count("queries")).order_by("name")
 
 
+def checklists_for_user(user: AnyUser) -> QuerySet[Checklist]:
+    """Every checklist the user may read: the blind-annotation rule as one database filter.
+
+    Own checklists; all checklists of datasets they administer; submitted checklists of
+    datasets they review; and, where the dataset allows it, the submitted checklists of a
+    query for which they have submitted their own.
+    """
+    if not user.is_authenticated or not user.is_active:
+        return Checklist.objects.none()
+    own_submitted = Checklist.objects.filter(
+        query=OuterRef("query"), author_id=user.pk, first_submitted_at__isnull=False
+    )
+    return Checklist.objects.filter(query__dataset__in=datasets_for_user(user)).filter(
+        Q(author_id=user.pk)
+        | Q(query__dataset__in=datasets_for_user(user, roles.CHANGE))
+        | Q(status=SUBMITTED, query__dataset__in=datasets_for_user(user, roles.REVIEW))
+        | Q(status=SUBMITTED, query__dataset__show_submitted_checklists=True)
+        & Exists(own_submitted)
+    )
+
+
 def queries_for_user(user: AnyUser) -> QuerySet[Query]:
-    return Query.objects.filter(dataset__in=datasets_for_user(user)).select_related("dataset")
+    return (
+        Query.objects.filter(dataset__in=datasets_for_user(user))
+        .select_related("dataset", "category")
+        .order_by("id")
+    )
 
 
-def query_list(dataset: Dataset) -> QuerySet[Query]:
-    return dataset.queries.annotate(checklist_count=Count("checklists")).order_by("id")
+@dataclass(frozen=True)
+class QueryFilters:
+    search: str = ""
+    category: int | None = None
+    status: str = ""
+    submitted: int | None = None  # exact number of submitted checklists
+    assigned_to_me: bool = False
 
 
-def checklists_visible(query: Query, user: AnyUser, perms: set[str]) -> QuerySet[Checklist]:
-    """Blind annotation: experts see their own checklist; dataset admins see every one."""
-    checklists = query.checklists.select_related("author").prefetch_related("criteria")
-    if roles.CHANGE in perms:
-        return checklists
-    return checklists.filter(author_id=user.pk)
+def query_list(dataset: Dataset, user: AnyUser, filters: QueryFilters) -> QuerySet[Query]:
+    queries = (
+        dataset.queries.select_related("category")
+        .prefetch_related("tags", "assigned_experts")
+        .annotate(
+            checklist_count=Count("checklists", distinct=True),
+            submitted_count=Count(
+                "checklists", filter=Q(checklists__status=SUBMITTED), distinct=True
+            ),
+        )
+        .order_by("id")
+    )
+    if filters.search:
+        # Search reaches criteria text, but only of checklists this user may read (blind).
+        visible_matches = checklists_for_user(user).filter(
+            query=OuterRef("pk"), criteria__text__icontains=filters.search
+        )
+        queries = queries.filter(Q(text__icontains=filters.search) | Exists(visible_matches))
+    if filters.category:
+        queries = queries.filter(category_id=filters.category)
+    if filters.status:
+        queries = queries.filter(status=filters.status)
+    if filters.submitted is not None:
+        queries = queries.filter(submitted_count=filters.submitted)
+    if filters.assigned_to_me:
+        queries = queries.filter(assigned_experts=user.pk)
+    return queries
+
+
+def checklists_visible(query: Query, user: AnyUser) -> QuerySet[Checklist]:
+    """The checklists of one query that the user may read, ready to render."""
+    return (
+        checklists_for_user(user)
+        .filter(query=query)
+        .select_related("author")
+        .prefetch_related(
+            Prefetch(
+                "criteria",
+                queryset=Criterion.objects.prefetch_related(
+                    "source_types", "citations__source_type"
+                ),
+            )
+        )
+        .order_by("id")
+    )
+
+
+def checklist_for_editor(checklist_pk: int) -> Checklist:
+    return (
+        Checklist.objects.select_related("query__dataset", "query__category", "author")
+        .prefetch_related(
+            Prefetch(
+                "criteria",
+                queryset=Criterion.objects.prefetch_related(
+                    "source_types", "citations__source_type"
+                ).order_by("position", "id"),
+            )
+        )
+        .get(pk=checklist_pk)
+    )
+
+
+def dataset_experts(dataset: Dataset) -> list:
+    """Users holding annotate permission on the dataset, by username."""
+    users = get_users_with_perms(
+        dataset, only_with_perms_in=[roles.ANNOTATE], with_superusers=False
+    )
+    return sorted(users, key=lambda u: u.get_username())
+
+
+@dataclass(frozen=True)
+class ExpertProgress:
+    username: str
+    assigned: int
+    drafts: int
+    submitted: int
+
+
+def progress_by_expert(dataset: Dataset) -> list[ExpertProgress]:
+    """Annotation progress per expert of the dataset, in two queries."""
+    experts = dataset_experts(dataset)
+    counts = (
+        get_user_model()
+        .objects.filter(pk__in=[e.pk for e in experts])
+        .annotate(
+            assigned=Count(
+                "assigned_queries", filter=Q(assigned_queries__dataset=dataset), distinct=True
+            ),
+            drafts=Count(
+                "checklists",
+                filter=Q(checklists__query__dataset=dataset) & ~Q(checklists__status=SUBMITTED),
+                distinct=True,
+            ),
+            submitted=Count(
+                "checklists",
+                filter=Q(checklists__query__dataset=dataset, checklists__status=SUBMITTED),
+                distinct=True,
+            ),
+        )
+        .order_by("username")
+    )
+    return [ExpertProgress(u.get_username(), u.assigned, u.drafts, u.submitted) for u in counts]

@@ -2,16 +2,28 @@ from __future__ import annotations
 
 from django.urls import path
 
-from annotation import views
+from annotation.views import datasets, editor, queries
 
 urlpatterns = [
-    path("datasets/new/", views.dataset_create, name="dataset-create"),
-    path("datasets/<int:pk>/", views.dataset_detail, name="dataset-detail"),
-    path("datasets/<int:pk>/members/", views.dataset_members, name="dataset-members"),
+    path("datasets/new/", datasets.dataset_create, name="dataset-create"),
+    path("datasets/<int:pk>/", datasets.dataset_detail, name="dataset-detail"),
+    path("datasets/<int:pk>/progress/", datasets.dataset_progress, name="dataset-progress"),
+    path("datasets/<int:pk>/members/", datasets.dataset_members, name="dataset-members"),
     path(
         "datasets/<int:pk>/members/<int:user_id>/remove/",
-        views.dataset_member_remove,
+        datasets.dataset_member_remove,
         name="dataset-member-remove",
     ),
-    path("queries/<int:pk>/", views.query_detail, name="query-detail"),
+    path("queries/<int:pk>/", queries.query_detail, name="query-detail"),
+    path("queries/<int:pk>/assign/", queries.query_assign, name="query-assign"),
+    path("queries/<int:pk>/my-checklist/", queries.checklist_start, name="checklist-start"),
+    path("checklists/<int:pk>/", editor.checklist_detail, name="checklist-detail"),
+    path("checklists/<int:pk>/criteria/", editor.criterion_create, name="criterion-create"),
+    path("checklists/<int:pk>/submit/", editor.checklist_submit, name="checklist-submit"),
+    path("checklists/<int:pk>/reopen/", editor.checklist_reopen, name="checklist-reopen"),
+    path("criteria/<int:pk>/", editor.criterion_update, name="criterion-update"),
+    path("criteria/<int:pk>/delete/", editor.criterion_delete, name="criterion-delete"),
+    path("criteria/<int:pk>/move/", editor.criterion_move, name="criterion-move"),
+    path("criteria/<int:pk>/citations/", editor.citation_create, name="citation-create"),
+    path("citations/<int:pk>/delete/", editor.citation_delete, name="citation-delete"),
 ]

@@ -226,6 +226,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Several models have a "status" field with different choices: name each enum.
+    "ENUM_NAME_OVERRIDES": {
+        "QueryStatusEnum": "annotation.models.Query.Status",
+        "ChecklistStatusEnum": "annotation.models.Checklist.Status",
+    },
 }
 
 # --- Celery ---------------------------------------------------------------------------------

@@ -5,11 +5,11 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from annotation import views as annotation_views
+from annotation.views.datasets import home
 from config.health import healthz
 
 urlpatterns = [
-    path("", annotation_views.home, name="home"),
+    path("", home, name="home"),
     path("healthz", healthz, name="healthz"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

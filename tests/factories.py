@@ -7,7 +7,7 @@ import datetime as dt
 import factory
 from django.contrib.auth import get_user_model
 
-from annotation.models import Checklist, Criterion, Dataset, Query
+from annotation.models import Checklist, Criterion, Dataset, Query, QueryCategory
 from evaluation.models import Answer, System
 
 PASSWORD = "correct horse battery staple"
@@ -39,7 +39,9 @@ class QueryFactory(factory.django.DjangoModelFactory):
     dataset = factory.SubFactory(DatasetFactory)
     text = factory.Sequence(lambda n: f"What did company {n} report for Q3 revenue?")
     query_date = dt.date(2026, 10, 1)
-    category = "Point-fact retrieval"
+    category = factory.LazyFunction(
+        lambda: QueryCategory.objects.get_or_create(name="Point-fact retrieval")[0]
+    )
 
 
 class ChecklistFactory(factory.django.DjangoModelFactory):
@@ -76,3 +78,33 @@ class AnswerFactory(factory.django.DjangoModelFactory):
     system = factory.SubFactory(SystemFactory)
     query = factory.SubFactory(QueryFactory)
     text = "Revenue was **$4.1 billion**."
+
+
+def source_types(*slugs: str):
+    from annotation.models import SourceType
+
+    return list(SourceType.objects.filter(slug__in=slugs))
+
+
+def valid_criteria():
+    """Six criteria that meet the finance guideline: the shape of a real small checklist."""
+    from annotation.services.checklists import CriterionData
+
+    transcript = source_types("earnings-call-transcript")
+    release = source_types("earnings-release")
+    return [
+        CriterionData(
+            text="Uses the Q3 FY2026 earnings call as the primary source.", kind="methodology"
+        ),
+        CriterionData(text="States Q3 revenue of $4.12 billion.", source_types=release),
+        CriterionData(text="Reports a Q3 gross margin of 61.5%.", source_types=release),
+        CriterionData(
+            text="Mentions the Q4 revenue guidance of $4.3–4.45 billion.",
+            source_types=transcript,
+        ),
+        CriterionData(
+            text="Explains that data-centre demand drove the revenue beat.",
+            source_types=transcript,
+        ),
+        CriterionData(text="Presents guidance versus actuals in a table.", kind="format"),
+    ]

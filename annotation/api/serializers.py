@@ -1,8 +1,34 @@
+"""Input and output shapes of the annotation API. Writes go through annotation.services."""
+
 from __future__ import annotations
 
 from rest_framework import serializers
 
-from annotation.models import Dataset, Query
+from annotation.models import (
+    Checklist,
+    Citation,
+    Criterion,
+    Dataset,
+    DomainTag,
+    Guideline,
+    Query,
+    QueryCategory,
+    SourceType,
+)
+from annotation.services.checklists import CitationData, CriterionData
+from annotation.validation import Finding, Report
+
+
+class SourceTypeSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = SourceType
+        fields = ["id", "slug", "name", "is_banned", "description"]
+
+
+class GuidelineSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Guideline
+        fields = ["id", "name", "version", "description", "config", "created_at"]
 
 
 class DatasetSerializer(serializers.ModelSerializer):
@@ -14,8 +40,10 @@ class DatasetSerializer(serializers.ModelSerializer):
             "id",
             "name",
             "description",
+            "guideline",
             "experts_per_query",
             "show_submitted_checklists",
+            "formality_check",
             "query_count",
             "created_at",
         ]
@@ -23,7 +51,198 @@ class DatasetSerializer(serializers.ModelSerializer):
 
 
 class QuerySerializer(serializers.ModelSerializer):
+    category = serializers.SlugRelatedField(
+        slug_field="name", queryset=QueryCategory.objects.all(), required=False, allow_null=True
+    )
+    tags = serializers.SlugRelatedField(
+        slug_field="name", many=True, read_only=True, help_text="Domain tags."
+    )
+    assigned_experts = serializers.SlugRelatedField(
+        slug_field="username", many=True, read_only=True
+    )
+
     class Meta:
         model = Query
-        fields = ["id", "dataset", "text", "query_date", "category", "status", "created_at"]
+        fields = [
+            "id",
+            "dataset",
+            "text",
+            "query_date",
+            "category",
+            "tags",
+            "status",
+            "assigned_experts",
+            "created_at",
+        ]
+        read_only_fields = ["id", "status", "created_at"]
+
+
+class QueryWriteSerializer(QuerySerializer):
+    tags = serializers.ListField(
+        child=serializers.CharField(max_length=60), required=False, help_text="Domain tags."
+    )
+
+    class Meta(QuerySerializer.Meta):
+        pass
+
+    def to_representation(self, instance: Query) -> dict:
+        return QuerySerializer(instance, context=self.context).data
+
+    def save_tags(self, query: Query) -> None:
+        if "tags" in self.validated_data:
+            names = self.validated_data["tags"]
+            query.tags.set([DomainTag.objects.get_or_create(name=n)[0] for n in names])
+
+    def create(self, validated_data: dict) -> Query:
+        validated_data.pop("tags", None)
+        query = super().create(validated_data)
+        self.save_tags(query)
+        return query
+
+    def update(self, instance: Query, validated_data: dict) -> Query:
+        validated_data.pop("tags", None)
+        query = super().update(instance, validated_data)
+        self.save_tags(query)
+        return query
+
+
+class CitationSerializer(serializers.ModelSerializer):
+    source_type = serializers.SlugRelatedField(
+        slug_field="slug", queryset=SourceType.objects.all(), required=False, allow_null=True
+    )
+
+    class Meta:
+        model = Citation
+        fields = ["title", "url", "source_type", "published_on"]
+
+    def to_data(self) -> CitationData:
+        return CitationData(**self.validated_data)
+
+
+class FindingSerializer(serializers.Serializer):
+    rule = serializers.CharField(source="rule_id")
+    severity = serializers.CharField()
+    field = serializers.CharField()
+    criterion = serializers.CharField(source="criterion_key", allow_null=True)
+    message = serializers.CharField()
+
+
+class CriterionInputSerializer(serializers.Serializer):
+    """One criterion as sent by a client (nested in a checklist, or alone)."""
+
+    text = serializers.CharField(max_length=2000, allow_blank=True, trim_whitespace=True)
+    kind = serializers.ChoiceField(choices=Criterion.Kind.choices, default=Criterion.Kind.FACT)
+    source_types = serializers.SlugRelatedField(
+        slug_field="slug", queryset=SourceType.objects.all(), many=True, required=False
+    )
+    notes = serializers.CharField(required=False, allow_blank=True, default="")
+    weight = serializers.DecimalField(max_digits=6, decimal_places=2, min_value=0, default=1)
+    is_core = serializers.BooleanField(default=True)
+    citations = CitationSerializer(many=True, required=False)
+
+    def to_data(self, validated: dict | None = None) -> CriterionData:
+        v = validated if validated is not None else self.validated_data
+        return CriterionData(
+            text=v["text"],
+            kind=v["kind"],
+            source_types=list(v.get("source_types", [])),
+            notes=v.get("notes", ""),
+            weight=v["weight"],
+            is_core=v["is_core"],
+            citations=tuple(CitationData(**c) for c in v.get("citations", [])),
+        )
+
+
+class CriterionSerializer(serializers.ModelSerializer):
+    source_types = serializers.SlugRelatedField(slug_field="slug", many=True, read_only=True)
+    citations = CitationSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Criterion
+        fields = [
+            "id",
+            "checklist",
+            "position",
+            "text",
+            "kind",
+            "source_types",
+            "notes",
+            "weight",
+            "is_core",
+            "scoring_enabled",
+            "citations",
+        ]
         read_only_fields = fields
+
+
+class CriterionCreateSerializer(CriterionInputSerializer):
+    checklist = serializers.PrimaryKeyRelatedField(queryset=Checklist.objects.all())
+
+
+class CriterionUpdateSerializer(CriterionInputSerializer):
+    """PATCH: every field optional; citations, when given, replace the criterion's own."""
+
+    text = serializers.CharField(max_length=2000, required=False)
+    kind = serializers.ChoiceField(choices=Criterion.Kind.choices, required=False)
+    weight = serializers.DecimalField(max_digits=6, decimal_places=2, min_value=0, required=False)
+    is_core = serializers.BooleanField(required=False)
+    notes = serializers.CharField(required=False, allow_blank=True)
+
+
+class ChecklistSerializer(serializers.ModelSerializer):
+    author = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    criteria = CriterionSerializer(many=True, read_only=True)
+    guideline = serializers.StringRelatedField()
+
+    class Meta:
+        model = Checklist
+        fields = [
+            "id",
+            "query",
+            "author",
+            "status",
+            "guideline",
+            "first_submitted_at",
+            "submitted_at",
+            "created_at",
+            "updated_at",
+            "criteria",
+        ]
+        read_only_fields = fields
+
+
+class ChecklistCreateSerializer(serializers.Serializer):
+    query = serializers.PrimaryKeyRelatedField(queryset=Query.objects.all())
+    criteria = CriterionInputSerializer(many=True, allow_empty=True)
+    submit = serializers.BooleanField(default=False, help_text="Submit at once if valid.")
+
+    def criteria_data(self) -> list[CriterionData]:
+        item = CriterionInputSerializer()
+        return [item.to_data(c) for c in self.validated_data["criteria"]]
+
+
+class ValidationResultSerializer(serializers.Serializer):
+    blocking = serializers.BooleanField()
+    errors = FindingSerializer(many=True)
+    warnings = FindingSerializer(many=True)
+
+
+def report_payload(report: Report, *, keys: dict[str, str] | None = None) -> dict:
+    """Findings as JSON; `keys` maps criterion keys to request paths such as "criteria[2]"."""
+
+    def one(f: Finding) -> dict:
+        prefix = (keys or {}).get(f.criterion_key or "", "")
+        field = f"{prefix}.{f.field}" if prefix and f.field else (prefix or f.field)
+        return {
+            "rule": f.rule_id,
+            "severity": f.severity,
+            "field": field,
+            "criterion": f.criterion_key,
+            "message": f.message,
+        }
+
+    return {
+        "blocking": report.blocking,
+        "errors": [one(f) for f in report.errors],
+        "warnings": [one(f) for f in report.warnings],
+    }

@@ -1,14 +1,23 @@
-"""API views. Lists come from selectors (only what the user was granted); single objects come
-from the same access helpers the pages use, so an id in a URL never bypasses a permission."""
+"""API views. Lists come from selectors (only what the user may read); single objects come
+from the same access helpers the pages use, so an id in a URL never bypasses a permission.
+Writes go through annotation.services, exactly as the pages' do."""
 
 from __future__ import annotations
 
+import django_filters
 from django.core.exceptions import PermissionDenied
-from rest_framework import viewsets
+from django.db.models import Count, Q
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import APIException
+from rest_framework.request import Request
+from rest_framework.response import Response
 
-from annotation import permissions, roles, selectors, services
-from annotation.api.serializers import DatasetSerializer, QuerySerializer
-from annotation.models import Dataset, Query
+from annotation import guidelines, permissions, roles, selectors, services
+from annotation.api import serializers as s
+from annotation.models import Checklist, Criterion, Dataset, Guideline, Query, SourceType
+from annotation.services.checklists import CitationData
 
 DATASET_ACTION_PERMS = {
     "retrieve": roles.VIEW,
@@ -18,8 +27,43 @@ DATASET_ACTION_PERMS = {
 }
 
 
+class Conflict(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The object is not in a state that allows this."
+    default_code = "conflict"
+
+
+class ChecklistRejectedError(APIException):
+    status_code = status.HTTP_400_BAD_REQUEST
+    default_code = "guideline_errors"
+
+
+def rejected(report, keys: dict[str, str] | None = None) -> ChecklistRejectedError:
+    payload = s.report_payload(report, keys=keys)
+    return ChecklistRejectedError(
+        {"detail": f"{len(payload['errors'])} guideline error(s) block submission.", **payload}
+    )
+
+
+class SourceTypeViewSet(viewsets.ReadOnlyModelViewSet):
+    """The managed list of source types (banned ones are flagged). Read by any user."""
+
+    queryset = SourceType.objects.all()
+    serializer_class = s.SourceTypeSerializer
+    filterset_fields = ["is_banned"]
+    search_fields = ["name", "slug"]
+
+
+class GuidelineViewSet(viewsets.ReadOnlyModelViewSet):
+    """Versioned guideline rule settings. Read by any user."""
+
+    queryset = Guideline.objects.all()
+    serializer_class = s.GuidelineSerializer
+    filterset_fields = ["name", "version"]
+
+
 class DatasetViewSet(viewsets.ModelViewSet):
-    serializer_class = DatasetSerializer
+    serializer_class = s.DatasetSerializer
     search_fields = ["name", "description"]
     ordering_fields = ["name", "created_at"]
 
@@ -32,7 +76,7 @@ class DatasetViewSet(viewsets.ModelViewSet):
         dataset.query_count = dataset.queries.count()
         return dataset
 
-    def perform_create(self, serializer: DatasetSerializer) -> None:
+    def perform_create(self, serializer: s.DatasetSerializer) -> None:
         if not self.request.user.has_perm("annotation.add_dataset"):
             raise PermissionDenied("Only admins may create datasets.")
         dataset = services.dataset_create(**serializer.validated_data, by=self.request.user)
@@ -40,14 +84,235 @@ class DatasetViewSet(viewsets.ModelViewSet):
         serializer.instance = dataset
 
 
-class QueryViewSet(viewsets.ReadOnlyModelViewSet):
-    serializer_class = QuerySerializer
-    filterset_fields = ["dataset", "status", "category"]
+class QueryFilter(django_filters.FilterSet):
+    category = django_filters.CharFilter(field_name="category__name")
+    assigned_to_me = django_filters.BooleanFilter(method="filter_assigned_to_me")
+    submitted = django_filters.NumberFilter(
+        field_name="submitted_count", help_text="Exact number of submitted checklists."
+    )
+
+    class Meta:
+        model = Query
+        fields = ["dataset", "status", "category"]
+
+    def filter_assigned_to_me(self, queryset, name, value):
+        user = self.request.user
+        return queryset.filter(assigned_experts=user.pk) if value else queryset
+
+
+class QueryViewSet(viewsets.ModelViewSet):
+    filterset_class = QueryFilter
     search_fields = ["text"]
     ordering_fields = ["id", "query_date"]
 
+    def get_serializer_class(self):
+        return s.QuerySerializer if self.action in ("list", "retrieve") else s.QueryWriteSerializer
+
     def get_queryset(self):
-        return selectors.queries_for_user(self.request.user)
+        return (
+            selectors.queries_for_user(self.request.user)
+            .prefetch_related("tags", "assigned_experts")
+            .annotate(
+                submitted_count=Count(
+                    "checklists",
+                    filter=Q(checklists__status=Checklist.Status.SUBMITTED),
+                    distinct=True,
+                )
+            )
+        )
 
     def get_object(self) -> Query:
-        return permissions.access_query(self.request.user, self.kwargs["pk"])
+        perm = roles.VIEW if self.action == "retrieve" else roles.CHANGE
+        return permissions.access_query(self.request.user, self.kwargs["pk"], perm)
+
+    def perform_create(self, serializer: s.QueryWriteSerializer) -> None:
+        dataset = serializer.validated_data["dataset"]
+        permissions.access_dataset(self.request.user, dataset.pk, roles.CHANGE)
+        serializer.save()
+
+    def perform_update(self, serializer: s.QueryWriteSerializer) -> None:
+        if "dataset" in serializer.validated_data:
+            target = serializer.validated_data["dataset"]
+            permissions.access_dataset(self.request.user, target.pk, roles.CHANGE)
+        serializer.save()
+
+
+class ChecklistViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Checklists, blind: a checklist the user may not read is a 404, in lists and by id."""
+
+    serializer_class = s.ChecklistSerializer
+    filterset_fields = {"query": ["exact"], "query__dataset": ["exact"], "status": ["exact"]}
+    ordering_fields = ["id", "updated_at"]
+
+    def get_queryset(self):
+        return (
+            selectors.checklists_for_user(self.request.user)
+            .select_related("author", "guideline")
+            .prefetch_related("criteria__source_types", "criteria__citations__source_type")
+            .order_by("id")
+        )
+
+    def get_object(self) -> Checklist:
+        edit = self.action in ("submit", "reopen")
+        checklist = permissions.access_checklist(self.request.user, self.kwargs["pk"], edit=edit)
+        return self.get_queryset().get(pk=checklist.pk) if not edit else checklist
+
+    @extend_schema(request=s.ChecklistCreateSerializer, responses={201: s.ChecklistSerializer})
+    def create(self, request: Request) -> Response:
+        """Create a checklist with all its criteria in one request (and submit it if asked)."""
+        payload = s.ChecklistCreateSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        query = permissions.access_query(
+            request.user, payload.validated_data["query"].pk, roles.ANNOTATE
+        )
+        perms = permissions.dataset_permissions(request.user, query.dataset)
+        if not permissions.can_start_checklist(request.user, query, perms):
+            raise PermissionDenied("Other experts are assigned to this query.")
+        criteria = payload.criteria_data()
+        report = _dry_run(query, criteria)
+        if payload.validated_data["submit"] and report.blocking:
+            raise rejected(report, keys=_index_keys(criteria))
+        try:
+            checklist = services.checklist_create_with_criteria(
+                query=query, by=request.user, criteria=criteria,
+                submit=payload.validated_data["submit"],
+            )  # fmt: skip
+        except services.ChecklistNotEditable as exc:
+            raise Conflict(str(exc)) from exc
+        body = dict(self.get_serializer(self.get_queryset().get(pk=checklist.pk)).data)
+        body["validation"] = s.report_payload(report, keys=_index_keys(criteria))
+        return Response(body, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses={200: s.ChecklistSerializer})
+    @action(detail=True, methods=["post"])
+    def submit(self, request: Request, pk: int) -> Response:
+        """Submit the checklist; refused with the failing rules if any error remains."""
+        checklist = self.get_object()
+        try:
+            services.checklist_submit(checklist=checklist, by=request.user)
+        except services.ChecklistRejected as exc:
+            raise rejected(exc.report) from exc
+        except services.ChecklistNotEditable as exc:
+            raise Conflict(str(exc)) from exc
+        return Response(self.get_serializer(self.get_queryset().get(pk=checklist.pk)).data)
+
+    @extend_schema(request=None, responses={200: s.ChecklistSerializer})
+    @action(detail=True, methods=["post"])
+    def reopen(self, request: Request, pk: int) -> Response:
+        checklist = services.checklist_reopen(checklist=self.get_object(), by=request.user)
+        return Response(self.get_serializer(self.get_queryset().get(pk=checklist.pk)).data)
+
+    @extend_schema(responses={200: s.ValidationResultSerializer})
+    @action(detail=True, methods=["get"], url_path="validation")
+    def validation(self, request: Request, pk: int) -> Response:
+        """The rule results of the checklist as stored."""
+        checklist = self.get_object()
+        return Response(s.report_payload(guidelines.checklist_report(checklist)))
+
+    @extend_schema(
+        request=s.ChecklistCreateSerializer, responses={200: s.ValidationResultSerializer}
+    )
+    @action(detail=False, methods=["post"])
+    def validate(self, request: Request) -> Response:
+        """Dry run: the rule results for a checklist payload, without saving anything."""
+        payload = s.ChecklistCreateSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        query = permissions.access_query(request.user, payload.validated_data["query"].pk)
+        criteria = payload.criteria_data()
+        report = _dry_run(query, criteria)
+        return Response(s.report_payload(report, keys=_index_keys(criteria)))
+
+
+def _dry_run(query: Query, criteria) -> object:
+    config = guidelines.config_of(guidelines.guideline_for(query.dataset))
+    return guidelines.validate_checklist(
+        guidelines.input_from_data(criteria, query.query_date), config
+    )
+
+
+def _index_keys(criteria) -> dict[str, str]:
+    return {str(i): f"criteria[{i}]" for i in range(len(criteria))}
+
+
+class CriterionViewSet(viewsets.ModelViewSet):
+    """Criteria of readable checklists; only the author changes them, while not submitted.
+    Every write answers with the criterion's rule results under "validation"."""
+
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+    filterset_fields = ["checklist", "kind"]
+    ordering_fields = ["position"]
+
+    def get_serializer_class(self):
+        return {
+            "create": s.CriterionCreateSerializer,
+            "partial_update": s.CriterionUpdateSerializer,
+        }.get(self.action, s.CriterionSerializer)
+
+    def get_queryset(self):
+        return (
+            Criterion.objects.filter(checklist__in=selectors.checklists_for_user(self.request.user))
+            .prefetch_related("source_types", "citations__source_type")
+            .order_by("checklist_id", "position")
+        )
+
+    def get_object(self) -> Criterion:
+        edit = self.action in ("partial_update", "destroy")
+        return permissions.access_criterion(self.request.user, self.kwargs["pk"], edit=edit)
+
+    def _respond(self, criterion: Criterion, code: int = status.HTTP_200_OK) -> Response:
+        criterion = self.get_queryset().get(pk=criterion.pk)
+        report = guidelines.checklist_report(criterion.checklist)
+        body = dict(s.CriterionSerializer(criterion).data)
+        findings = report.for_criterion(str(criterion.pk))
+        body["validation"] = s.report_payload(type(report)(findings=findings))
+        return Response(body, status=code)
+
+    @extend_schema(request=s.CriterionCreateSerializer, responses={201: s.CriterionSerializer})
+    def create(self, request: Request) -> Response:
+        payload = s.CriterionCreateSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        checklist = permissions.access_checklist(
+            request.user, payload.validated_data["checklist"].pk, edit=True
+        )
+        try:
+            criterion = services.criterion_add(
+                checklist=checklist, by=request.user, data=payload.to_data()
+            )
+        except services.ChecklistNotEditable as exc:
+            raise Conflict(str(exc)) from exc
+        return self._respond(criterion, status.HTTP_201_CREATED)
+
+    @extend_schema(request=s.CriterionUpdateSerializer, responses={200: s.CriterionSerializer})
+    def partial_update(self, request: Request, pk: int) -> Response:
+        criterion = self.get_object()
+        payload = s.CriterionUpdateSerializer(data=request.data, partial=True)
+        payload.is_valid(raise_exception=True)
+        v = payload.validated_data
+        try:
+            services.criterion_update(
+                criterion=criterion,
+                by=request.user,
+                text=v.get("text"),
+                kind=v.get("kind"),
+                source_types=v.get("source_types"),
+                notes=v.get("notes"),
+                weight=v.get("weight"),
+                is_core=v.get("is_core"),
+            )
+            if "citations" in v:
+                services.criterion_replace_citations(
+                    criterion=criterion,
+                    by=request.user,
+                    citations=[CitationData(**c) for c in v["citations"]],
+                )
+        except services.ChecklistNotEditable as exc:
+            raise Conflict(str(exc)) from exc
+        return self._respond(criterion)
+
+    def destroy(self, request: Request, pk: int) -> Response:
+        criterion = self.get_object()
+        try:
+            services.criterion_delete(criterion=criterion, by=request.user)
+        except services.ChecklistNotEditable as exc:
+            raise Conflict(str(exc)) from exc
+        return Response(status=status.HTTP_204_NO_CONTENT)

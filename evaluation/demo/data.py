@@ -18,6 +18,44 @@ EXPERTS = ("alice", "bob")
 REVIEWER = "rita"
 SYSTEMS = (("Atlas QA", "2026.10"), ("Baseline RAG", "1.4"))
 
+# Per query: the source types every fact criterion is tagged with, and one citation
+# (title, document id, source type, publication date) on the first fact criterion.
+SOURCES = [
+    (
+        ("earnings-call-transcript", "earnings-release"),
+        (
+            "Northwind Q3 FY2026 earnings call transcript",
+            "NWS-2026-Q3-call",
+            "earnings-call-transcript",
+            "2026-10-28",
+        ),
+    ),
+    (
+        ("filings",),
+        ("Harbor Logistics annual report FY2025", "HBL-10-K-2025", "filings", "2026-02-27"),
+    ),
+    (
+        ("press-release",),
+        ("Crestline raises quarterly dividend", "CRE-PR-2026-02-12", "press-release", "2026-02-12"),
+    ),
+    (
+        ("filings", "earnings-release"),
+        (
+            "Meridian Software FY2026 results",
+            "MRS-2026-FY-release",
+            "earnings-release",
+            "2026-08-20",
+        ),
+    ),
+    (
+        ("filings",),
+        ("Solano Pharma annual report 2025, risk factors", "SOL-AR-2025", "filings", "2026-03-05"),
+    ),
+]
+
+# Which demo checklists are submitted (the rest stay drafts), by (query index, expert).
+SUBMITTED = {(0, "alice"), (0, "bob"), (1, "alice"), (2, "bob")}
+
 # (text, query date, category, {expert: [(kind, criterion)]}, {system name: answer markdown})
 QUERIES = [
     (

@@ -10,7 +10,8 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 
 from annotation import roles, services
-from annotation.models import Checklist, Criterion, Dataset, Query
+from annotation.models import Checklist, Dataset, Query, QueryCategory, SourceType
+from annotation.services.checklists import CitationData, CriterionData
 from evaluation.demo import data
 from evaluation.models import Answer, System
 
@@ -31,6 +32,30 @@ def _user(username: str, *, group: roles.Group, superuser: bool = False):
     return user
 
 
+def _criteria(items, *, sources, source_types, citation) -> list[CriterionData]:
+    """Fact criteria are tagged with the query's sources; the first one cites a document."""
+    title, doc_id, citation_type, published = citation
+    first_fact = next((i for i, (kind, _) in enumerate(items) if kind == "fact"), None)
+    return [
+        CriterionData(
+            text=text,
+            kind=kind,
+            source_types=[source_types[slug] for slug in sources] if kind == "fact" else [],
+            citations=(
+                CitationData(
+                    title=title,
+                    url=doc_id,
+                    source_type=source_types[citation_type],
+                    published_on=dt.date.fromisoformat(published),
+                ),
+            )
+            if i == first_fact
+            else (),
+        )
+        for i, (kind, text) in enumerate(items)
+    ]
+
+
 @transaction.atomic
 def load_demo() -> Dataset:
     admin = _user(settings.DEMO_ADMIN_USERNAME, group=roles.Group.ADMIN, superuser=True)
@@ -40,31 +65,44 @@ def load_demo() -> Dataset:
     dataset = Dataset.objects.filter(name=data.DATASET["name"]).first()
     if dataset is None:
         dataset = services.dataset_create(
-            name=data.DATASET["name"], description=data.DATASET["description"], by=admin
+            name=data.DATASET["name"],
+            description=data.DATASET["description"],
+            show_submitted_checklists=True,
+            by=admin,
         )
     for expert in experts.values():
         services.dataset_set_role(dataset=dataset, user=expert, role=roles.DatasetRole.EXPERT)
     services.dataset_set_role(dataset=dataset, user=reviewer, role=roles.DatasetRole.REVIEWER)
 
+    source_types = {st.slug: st for st in SourceType.objects.all()}
     systems = {
         name: System.objects.get_or_create(name=name, version=version)[0]
         for name, version in data.SYSTEMS
     }
-    for text, date, category, checklists, answers in data.QUERIES:
-        query, _ = Query.objects.get_or_create(
+    for index, (text, date, category, checklists, answers) in enumerate(data.QUERIES):
+        query, created = Query.objects.get_or_create(
             dataset=dataset,
             text=text,
-            defaults={"query_date": dt.date.fromisoformat(date), "category": category},
+            defaults={
+                "query_date": dt.date.fromisoformat(date),
+                "category": QueryCategory.objects.get(name=category),
+            },
         )
-        for author_name, criteria in checklists.items():
-            checklist, created = Checklist.objects.get_or_create(
-                query=query, author=experts[author_name]
+        if created:
+            query.assigned_experts.set(experts.values())
+        sources, citation = data.SOURCES[index]
+        for author_name, items in checklists.items():
+            author = experts[author_name]
+            if Checklist.objects.filter(query=query, author=author).exists():
+                continue
+            services.checklist_create_with_criteria(
+                query=query,
+                by=author,
+                criteria=_criteria(
+                    items, sources=sources, source_types=source_types, citation=citation
+                ),
+                submit=(index, author_name) in data.SUBMITTED,
             )
-            if created:
-                Criterion.objects.bulk_create(
-                    Criterion(checklist=checklist, position=i, kind=kind, text=criterion)
-                    for i, (kind, criterion) in enumerate(criteria, start=1)
-                )
         for system_name, markdown in answers.items():
             Answer.objects.get_or_create(
                 system=systems[system_name],

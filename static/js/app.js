@@ -9,3 +9,40 @@ document.addEventListener("htmx:responseError", (event) => {
   box.textContent = status === 403 ? "Not allowed." : `The server answered ${status}. Please retry.`;
   document.querySelector("#main")?.prepend(box);
 });
+
+// --- Checklist editor keyboard shortcuts -------------------------------------------------
+// Ctrl+Enter adds the new criterion; Ctrl+S saves the criterion you are in at once;
+// Alt+Up/Down moves it; "n" (outside a text field) jumps to the new-criterion box.
+let refocusCriterion = null;
+
+function typingIn(target) {
+  return target.closest("input, textarea, select, [contenteditable]") !== null;
+}
+
+document.addEventListener("keydown", (event) => {
+  const editor = document.querySelector("[data-editor][data-editable]");
+  if (!editor) return;
+  const target = event.target;
+  const criterion = target.closest("[data-criterion]");
+  if ((event.ctrlKey || event.metaKey) && event.key === "Enter" && target.id === "new-criterion-text") {
+    event.preventDefault();
+    target.form.requestSubmit();
+  } else if ((event.ctrlKey || event.metaKey) && event.key.toLowerCase() === "s" && criterion) {
+    event.preventDefault();
+    htmx.trigger(criterion.querySelector(".criterion-form"), "save");
+  } else if (event.altKey && (event.key === "ArrowUp" || event.key === "ArrowDown") && criterion) {
+    event.preventDefault();
+    refocusCriterion = criterion.dataset.criterion;
+    criterion.querySelector(`[data-move="${event.key === "ArrowUp" ? "up" : "down"}"]`)?.click();
+  } else if (event.key === "n" && !typingIn(target) && !event.ctrlKey && !event.metaKey && !event.altKey) {
+    event.preventDefault();
+    document.getElementById("new-criterion-text")?.focus();
+  }
+});
+
+document.addEventListener("htmx:afterSettle", () => {
+  if (refocusCriterion) {
+    document.getElementById(`text-${refocusCriterion}`)?.focus();
+    refocusCriterion = null;
+  }
+});

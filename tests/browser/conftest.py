@@ -35,7 +35,9 @@ def pytest_runtest_makereport(item, call):
     setattr(item, f"report_{report.when}", report)
 
 
-@pytest.fixture(scope="session")
+# Package scope: Playwright's sync API keeps an event loop running while it lives, which
+# would break asyncio.run() in tests collected after the browser tests.
+@pytest.fixture(scope="package")
 def browser():
     if not shutil.which(CHROMIUM):
         message = f"Chromium not found at {CHROMIUM}: apt-get install chromium chromium-driver"
@@ -43,19 +45,27 @@ def browser():
             pytest.fail(message)
         pytest.skip(message)
     # Playwright's sync API runs an event loop; Django's ORM must still be usable in the test.
-    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS
-        )
-        yield browser
-        browser.close()
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS
+            )
+            yield browser
+            browser.close()
+    finally:
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
 @pytest.fixture
 def page(request, browser, live_server) -> Iterator:
+    """A fresh browser tab on the live server."""
     context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
     context.set_default_timeout(10_000)
     page = context.new_page()

@@ -23,7 +23,8 @@ PRODUCTION = {
 
 def run_manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     # Without PYTEST_VERSION the settings behave as in a real deployment.
-    clean = {k: v for k, v in os.environ.items() if k not in {"PYTEST_VERSION", *PRODUCTION}}
+    test_only = {"PYTEST_VERSION", "DJANGO_ALLOW_ASYNC_UNSAFE", *PRODUCTION}
+    clean = {k: v for k, v in os.environ.items() if k not in test_only}
     return subprocess.run(
         [sys.executable, "manage.py", *args],
         cwd=ROOT,

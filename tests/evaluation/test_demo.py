@@ -40,3 +40,16 @@ def test_demo_queries_carry_query_dates_and_experts_have_access():
     alice = get_user_model().objects.get(username="alice")
     assert "annotate_dataset" in dataset_permissions(alice, dataset)
     assert Checklist.objects.filter(author=alice).count() == Query.objects.count()
+
+
+def test_demo_has_submitted_checklists_that_meet_the_guideline():
+    from annotation.guidelines import checklist_report
+    from evaluation.demo import data
+
+    call_command("demo")
+    submitted = Checklist.objects.filter(status=Checklist.Status.SUBMITTED)
+    assert submitted.count() == len(data.SUBMITTED)
+    for checklist in submitted:
+        assert not checklist_report(checklist).blocking
+    assert Checklist.objects.filter(status=Checklist.Status.DRAFT).exists()
+    assert Criterion.objects.filter(citations__isnull=False).exists()

@@ -1,9 +1,4 @@
-"""Pages. Thin: check access, call a selector or a service, render.
-
-Every page that shows a dataset or anything inside it goes through annotation.permissions.
-htmx requests get the named partial of the same template; plain requests get the page, so
-links and forms work with JavaScript off.
-"""
+"""Dataset pages: the list, one dataset's queries, members and annotation progress."""
 
 from __future__ import annotations
 
@@ -11,7 +6,6 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.paginator import Paginator
-from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -45,12 +39,17 @@ def dataset_create(request: HttpRequest) -> HttpResponse:
 def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
     dataset = permissions.access_dataset(request.user, pk)
     form = QueryFilterForm(request.GET or None)
-    queries = selectors.query_list(dataset)
+    filters = selectors.QueryFilters()
     if form.is_valid():
-        if form.cleaned_data["q"]:
-            queries = queries.filter(Q(text__icontains=form.cleaned_data["q"]))
-        if form.cleaned_data["status"]:
-            queries = queries.filter(status=form.cleaned_data["status"])
+        data = form.cleaned_data
+        filters = selectors.QueryFilters(
+            search=data["q"],
+            category=data["category"].pk if data["category"] else None,
+            status=data["status"],
+            submitted=data["submitted"],
+            assigned_to_me=data["mine"],
+        )
+    queries = selectors.query_list(dataset, request.user, filters)
     page = Paginator(queries, 50).get_page(request.GET.get("page"))
     perms = permissions.dataset_permissions(request.user, dataset)
     context = {
@@ -63,6 +62,19 @@ def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if request.htmx and request.htmx.target == "query-table":
         template += "#query-table"
     return render(request, template, context)
+
+
+@require_GET
+@login_required
+def dataset_progress(request: HttpRequest, pk: int) -> HttpResponse:
+    dataset = permissions.access_dataset(request.user, pk, roles.CHANGE)
+    queries = selectors.query_list(dataset, request.user, selectors.QueryFilters())
+    context = {
+        "dataset": dataset,
+        "queries": queries,
+        "experts": selectors.progress_by_expert(dataset),
+    }
+    return render(request, "annotation/dataset_progress.html", context)
 
 
 @require_http_methods(["GET", "POST"])
@@ -98,13 +110,3 @@ def dataset_member_remove(request: HttpRequest, pk: int, user_id: int) -> HttpRe
         services.dataset_set_role(dataset=dataset, user=user, role=None)
         messages.success(request, f"{user.username} no longer has access to this dataset.")
     return redirect("dataset-members", pk=dataset.pk)
-
-
-@require_GET
-@login_required
-def query_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    query = permissions.access_query(request.user, pk)
-    perms = permissions.dataset_permissions(request.user, query.dataset)
-    checklists = selectors.checklists_visible(query, request.user, perms)
-    context = {"query": query, "dataset": query.dataset, "checklists": checklists}
-    return render(request, "annotation/query_detail.html", context)

@@ -9,7 +9,7 @@ from django.db import transaction
 from guardian.shortcuts import assign_perm, remove_perm
 
 from annotation import roles
-from annotation.models import Dataset
+from annotation.models import Dataset, Query
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
@@ -62,3 +62,18 @@ def role_groups_sync() -> None:
             for app, codename in (perm.split(".") for perm in perms)
         ]
         group.permissions.set(wanted)
+
+
+@transaction.atomic
+def query_assign_experts(*, query: Query, experts: list[AbstractBaseUser]) -> None:
+    """Assign exactly these experts; each must hold annotate permission on the dataset."""
+    from annotation.permissions import dataset_permissions
+
+    refused = [
+        e.get_username()
+        for e in experts
+        if roles.ANNOTATE not in dataset_permissions(e, query.dataset)
+    ]
+    if refused:
+        raise ValueError(f"Not experts of this dataset: {', '.join(sorted(refused))}")
+    query.assigned_experts.set(experts)

@@ -1,0 +1,100 @@
+"""The bridge between stored checklists and the plain-Python guideline rules.
+
+Builds annotation.validation inputs from model instances (using what the caller prefetched)
+and picks the guideline version that applies to a dataset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from annotation.models import Checklist, Criterion, Dataset, Guideline
+from annotation.seeds import FINANCE_GUIDELINE
+from annotation.validation import (
+    FINANCE,
+    ChecklistInput,
+    CitationInput,
+    CriterionInput,
+    GuidelineConfig,
+    Report,
+    validate_checklist,
+    validate_criterion,
+)
+
+
+def guideline_for(dataset: Dataset) -> Guideline | None:
+    """The dataset's own guideline, else the newest version of the default one."""
+    if dataset.guideline_id:
+        return dataset.guideline
+    return Guideline.objects.filter(name=FINANCE_GUIDELINE).order_by("-version").first()
+
+
+def config_of(guideline: Guideline | None) -> GuidelineConfig:
+    return GuidelineConfig.from_dict(guideline.config) if guideline else FINANCE
+
+
+def criterion_input(criterion: Criterion) -> CriterionInput:
+    # .all() on prefetched relations: no query per criterion when the caller prefetched.
+    return CriterionInput(
+        key=str(criterion.pk),
+        text=criterion.text,
+        kind=criterion.kind,
+        source_types=tuple(st.slug for st in criterion.source_types.all()),
+        citations=tuple(
+            CitationInput(
+                title=c.title,
+                url=c.url,
+                source_type=c.source_type.slug if c.source_type_id else "",
+                published_on=c.published_on,
+            )
+            for c in criterion.citations.all()
+        ),
+    )
+
+
+def checklist_input(checklist: Checklist, criteria: Iterable[Criterion]) -> ChecklistInput:
+    return ChecklistInput(
+        criteria=tuple(criterion_input(c) for c in criteria),
+        query_date=checklist.query.query_date,
+    )
+
+
+def criteria_for_validation(checklist: Checklist):
+    return checklist.criteria.prefetch_related("source_types", "citations__source_type")
+
+
+def checklist_report(checklist: Checklist, config: GuidelineConfig | None = None) -> Report:
+    config = config or config_of(guideline_for(checklist.query.dataset))
+    return validate_checklist(
+        checklist_input(checklist, criteria_for_validation(checklist)), config
+    )
+
+
+def criterion_report(criterion: Criterion, config: GuidelineConfig, query_date) -> Report:
+    return validate_criterion(criterion_input(criterion), config, query_date=query_date)
+
+
+def input_from_data(criteria, query_date) -> ChecklistInput:
+    """Validation input from unsaved criteria (annotation.services.CriterionData), keyed by
+    their index, for dry runs and for checking a payload before anything is written."""
+    return ChecklistInput(
+        criteria=tuple(
+            CriterionInput(
+                key=str(index),
+                text=data.text,
+                kind=data.kind,
+                source_types=tuple(st.slug for st in data.source_types),
+                citations=tuple(
+                    CitationInput(
+                        title=c.title,
+                        url=c.url,
+                        source_type=c.source_type.slug if c.source_type else "",
+                        published_on=c.published_on,
+                    )
+                    for c in data.citations
+                ),
+            )
+            for index, data in enumerate(criteria)
+        ),
+        query_date=query_date,
+    )

@@ -1,0 +1,48 @@
+"""Writes. Each service changes state in one transaction and checks its own preconditions.
+
+Callers (views, API, tasks, commands) check access first with annotation.permissions.
+"""
+
+from __future__ import annotations
+
+from annotation.services.checklists import (
+    ChecklistNotEditable,
+    ChecklistRejected,
+    checklist_create_with_criteria,
+    checklist_reopen,
+    checklist_start,
+    checklist_submit,
+    citation_add,
+    citation_delete,
+    criterion_add,
+    criterion_delete,
+    criterion_move,
+    criterion_replace_citations,
+    criterion_update,
+)
+from annotation.services.datasets import (
+    dataset_create,
+    dataset_set_role,
+    query_assign_experts,
+    role_groups_sync,
+)
+
+__all__ = [
+    "ChecklistNotEditable",
+    "ChecklistRejected",
+    "checklist_create_with_criteria",
+    "checklist_reopen",
+    "checklist_start",
+    "checklist_submit",
+    "citation_add",
+    "citation_delete",
+    "criterion_add",
+    "criterion_delete",
+    "criterion_move",
+    "criterion_replace_citations",
+    "criterion_update",
+    "dataset_create",
+    "dataset_set_role",
+    "query_assign_experts",
+    "role_groups_sync",
+]

@@ -1,0 +1,302 @@
+"""Writing checklists: criteria, citations, ordering, submission and its history.
+
+A draft may break guideline rules while the expert works; submission is refused while any
+rule of severity "error" fails. Every change leaves a ChecklistEvent with a snapshot of the
+criteria, so the history shows what the checklist looked like at each step.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import TYPE_CHECKING
+
+from django.db import transaction
+from django.db.models import F, Max
+from django.utils import timezone
+
+from annotation import guidelines
+from annotation.models import (
+    Checklist,
+    ChecklistEvent,
+    Citation,
+    Criterion,
+    Query,
+    SourceType,
+)
+from annotation.validation import Report
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser
+
+# Autosave writes on every pause in typing; one history entry per burst of editing is enough.
+EDIT_COALESCE_WINDOW = dt.timedelta(minutes=10)
+
+
+class ChecklistNotEditable(Exception):
+    """The checklist is submitted: reopen it first."""
+
+
+class ChecklistRejected(Exception):
+    """Submission refused: the report lists the rules that failed."""
+
+    def __init__(self, report: Report) -> None:
+        self.report = report
+        super().__init__(f"{len(report.errors)} guideline error(s) block submission")
+
+
+@dataclass(frozen=True)
+class CitationData:
+    title: str
+    url: str = ""
+    source_type: SourceType | None = None
+    published_on: dt.date | None = None
+
+
+@dataclass(frozen=True)
+class CriterionData:
+    text: str
+    kind: str = Criterion.Kind.FACT
+    source_types: Sequence[SourceType] = ()
+    notes: str = ""
+    weight: Decimal = Decimal(1)
+    is_core: bool = True
+    citations: Sequence[CitationData] = field(default_factory=tuple)
+
+
+def _ensure_editable(checklist: Checklist) -> None:
+    if not checklist.is_editable:
+        raise ChecklistNotEditable("This checklist is submitted. Reopen it to change it.")
+
+
+def _snapshot(checklist: Checklist) -> list[dict]:
+    criteria = checklist.criteria.prefetch_related("source_types", "citations__source_type")
+    return [
+        {
+            "id": c.pk,
+            "position": c.position,
+            "kind": c.kind,
+            "text": c.text,
+            "source_types": [st.slug for st in c.source_types.all()],
+            "citations": [
+                {
+                    "title": ci.title,
+                    "url": ci.url,
+                    "source_type": ci.source_type.slug if ci.source_type_id else "",
+                    "published_on": ci.published_on.isoformat() if ci.published_on else None,
+                }
+                for ci in c.citations.all()
+            ],
+        }
+        for c in criteria
+    ]
+
+
+def _record(checklist: Checklist, by: AbstractBaseUser, action: str, detail: str = "") -> None:
+    snapshot = _snapshot(checklist)
+    if action == ChecklistEvent.Action.EDITED:
+        last = checklist.events.order_by("-at", "-id").first()
+        recent = last and timezone.now() - last.at < EDIT_COALESCE_WINDOW
+        if recent and last.action == action and last.actor_id == by.pk:
+            last.snapshot, last.detail = snapshot, detail
+            last.save(update_fields=["snapshot", "detail"])
+            return
+    ChecklistEvent.objects.create(
+        checklist=checklist, actor=by, action=action, detail=detail, snapshot=snapshot
+    )
+    Checklist.objects.filter(pk=checklist.pk).update(updated_at=timezone.now())
+
+
+def _touch(checklist: Checklist, by: AbstractBaseUser, detail: str) -> None:
+    _record(checklist, by, ChecklistEvent.Action.EDITED, detail)
+
+
+@transaction.atomic
+def checklist_start(*, query: Query, by: AbstractBaseUser) -> Checklist:
+    """The expert's checklist for the query, created on first use."""
+    checklist, created = Checklist.objects.get_or_create(query=query, author=by)
+    if created:
+        _record(checklist, by, ChecklistEvent.Action.CREATED)
+        if query.status == Query.Status.OPEN:
+            Query.objects.filter(pk=query.pk).update(status=Query.Status.IN_PROGRESS)
+    return checklist
+
+
+def _add_citations(criterion: Criterion, citations: Iterable[CitationData]) -> None:
+    Citation.objects.bulk_create(
+        Citation(
+            criterion=criterion,
+            title=c.title,
+            url=c.url,
+            source_type=c.source_type,
+            published_on=c.published_on,
+        )
+        for c in citations
+    )
+
+
+def _create_criterion(checklist: Checklist, data: CriterionData, position: int) -> Criterion:
+    criterion = Criterion.objects.create(
+        checklist=checklist,
+        position=position,
+        text=data.text.strip(),
+        kind=data.kind,
+        notes=data.notes,
+        weight=data.weight,
+        is_core=data.is_core,
+    )
+    criterion.source_types.set(data.source_types)
+    _add_citations(criterion, data.citations)
+    return criterion
+
+
+@transaction.atomic
+def criterion_add(*, checklist: Checklist, by: AbstractBaseUser, data: CriterionData) -> Criterion:
+    _ensure_editable(checklist)
+    last = checklist.criteria.aggregate(last=Max("position"))["last"] or 0
+    criterion = _create_criterion(checklist, data, last + 1)
+    _touch(checklist, by, f"added criterion {criterion.position}")
+    return criterion
+
+
+@transaction.atomic
+def criterion_update(
+    *,
+    criterion: Criterion,
+    by: AbstractBaseUser,
+    text: str | None = None,
+    kind: str | None = None,
+    source_types: Sequence[SourceType] | None = None,
+    notes: str | None = None,
+    weight: Decimal | None = None,
+    is_core: bool | None = None,
+) -> Criterion:
+    """Change only the fields given (None leaves a field as it is)."""
+    _ensure_editable(criterion.checklist)
+    changes = {
+        name: value
+        for name, value in {
+            "text": text.strip() if text is not None else None,
+            "kind": kind,
+            "notes": notes,
+            "weight": weight,
+            "is_core": is_core,
+        }.items()
+        if value is not None
+    }
+    for name, value in changes.items():
+        setattr(criterion, name, value)
+    if changes:
+        criterion.save(update_fields=list(changes))
+    if source_types is not None:
+        criterion.source_types.set(source_types)
+    _touch(criterion.checklist, by, f"edited criterion {criterion.position}")
+    return criterion
+
+
+@transaction.atomic
+def criterion_delete(*, criterion: Criterion, by: AbstractBaseUser) -> None:
+    checklist = criterion.checklist
+    _ensure_editable(checklist)
+    position = criterion.position
+    criterion.delete()
+    checklist.criteria.filter(position__gt=position).update(position=F("position") - 1)
+    _touch(checklist, by, f"deleted criterion {position}")
+
+
+@transaction.atomic
+def criterion_move(*, criterion: Criterion, by: AbstractBaseUser, offset: int) -> Criterion:
+    """Move up (offset -1) or down (+1) by swapping with the neighbour; no-op at the ends."""
+    checklist = criterion.checklist
+    _ensure_editable(checklist)
+    neighbour = checklist.criteria.filter(position=criterion.position + offset).first()
+    if neighbour is None:
+        return criterion
+    neighbour.position, criterion.position = criterion.position, neighbour.position
+    Criterion.objects.bulk_update([neighbour, criterion], ["position"])
+    _touch(checklist, by, f"moved criterion to {criterion.position}")
+    return criterion
+
+
+@transaction.atomic
+def citation_add(*, criterion: Criterion, by: AbstractBaseUser, data: CitationData) -> Citation:
+    _ensure_editable(criterion.checklist)
+    citation = Citation.objects.create(
+        criterion=criterion,
+        title=data.title,
+        url=data.url,
+        source_type=data.source_type,
+        published_on=data.published_on,
+    )
+    _touch(criterion.checklist, by, f"cited a source in criterion {criterion.position}")
+    return citation
+
+
+@transaction.atomic
+def criterion_replace_citations(
+    *, criterion: Criterion, by: AbstractBaseUser, citations: Sequence[CitationData]
+) -> None:
+    _ensure_editable(criterion.checklist)
+    criterion.citations.all().delete()
+    _add_citations(criterion, citations)
+    _touch(criterion.checklist, by, f"replaced citations of criterion {criterion.position}")
+
+
+@transaction.atomic
+def citation_delete(*, citation: Citation, by: AbstractBaseUser) -> None:
+    checklist = citation.criterion.checklist
+    _ensure_editable(checklist)
+    citation.delete()
+    _touch(checklist, by, "removed a citation")
+
+
+@transaction.atomic
+def checklist_create_with_criteria(
+    *, query: Query, by: AbstractBaseUser, criteria: Sequence[CriterionData], submit: bool = False
+) -> Checklist:
+    """One call for a whole checklist (the API's bulk create). All or nothing."""
+    if Checklist.objects.filter(query=query, author=by).exists():
+        raise ChecklistNotEditable("You already have a checklist for this query; edit that one.")
+    checklist = checklist_start(query=query, by=by)
+    for position, data in enumerate(criteria, start=1):
+        _create_criterion(checklist, data, position)
+    _touch(checklist, by, f"created with {len(criteria)} criteria")
+    if submit:
+        checklist_submit(checklist=checklist, by=by)
+        checklist.refresh_from_db()
+    return checklist
+
+
+@transaction.atomic
+def checklist_submit(*, checklist: Checklist, by: AbstractBaseUser) -> Report:
+    """Validate under the dataset's guideline and submit, or raise ChecklistRejected."""
+    checklist = (
+        Checklist.objects.select_for_update().select_related("query__dataset").get(pk=checklist.pk)
+    )
+    _ensure_editable(checklist)
+    guideline = guidelines.guideline_for(checklist.query.dataset)
+    report = guidelines.checklist_report(checklist, guidelines.config_of(guideline))
+    if report.blocking:
+        raise ChecklistRejected(report)
+    now = timezone.now()
+    checklist.status = Checklist.Status.SUBMITTED
+    checklist.guideline = guideline
+    checklist.submitted_at = now
+    checklist.first_submitted_at = checklist.first_submitted_at or now
+    checklist.save(
+        update_fields=["status", "guideline", "submitted_at", "first_submitted_at", "updated_at"]
+    )
+    _record(checklist, by, ChecklistEvent.Action.SUBMITTED)
+    return report
+
+
+@transaction.atomic
+def checklist_reopen(*, checklist: Checklist, by: AbstractBaseUser) -> Checklist:
+    if checklist.status != Checklist.Status.SUBMITTED:
+        return checklist
+    checklist.status = Checklist.Status.REOPENED
+    checklist.save(update_fields=["status", "updated_at"])
+    _record(checklist, by, ChecklistEvent.Action.REOPENED)
+    return checklist

@@ -1,0 +1,217 @@
+"""The checklist editor: add, edit, reorder and delete criteria, cite sources, submit.
+
+Editing autosaves: each criterion row is its own form that htmx posts after a pause in
+typing; the answer is that criterion's rule results plus the checklist summary (swapped
+out of band), so the text box keeps focus while the expert types. Without JavaScript the
+same forms post and redirect back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from annotation import guidelines, permissions, selectors, services
+from annotation.forms import CitationForm, CriterionForm, NewCriterionForm, allowed_source_types
+from annotation.models import Checklist, Criterion
+from annotation.services.checklists import CitationData, CriterionData
+from annotation.validation import Finding, Report
+
+TEMPLATE = "annotation/checklist_editor.html"
+
+
+@dataclass(frozen=True)
+class EditorRow:
+    criterion: Criterion
+    findings: tuple[Finding, ...]
+    source_type_ids: frozenset[int]
+
+
+def _editor_context(request: HttpRequest, checklist_pk: int, **extra: object) -> dict:
+    checklist = selectors.checklist_for_editor(checklist_pk)
+    criteria = list(checklist.criteria.all())
+    guideline = guidelines.guideline_for(checklist.query.dataset)
+    report = guidelines.validate_checklist(
+        guidelines.checklist_input(checklist, criteria), guidelines.config_of(guideline)
+    )
+    rows = [
+        EditorRow(
+            criterion=c,
+            findings=report.for_criterion(str(c.pk)),
+            source_type_ids=frozenset(st.pk for st in c.source_types.all()),
+        )
+        for c in criteria
+    ]
+    editable = checklist.is_editable and checklist.author_id == request.user.pk
+    return {
+        "checklist": checklist,
+        "query": checklist.query,
+        "dataset": checklist.query.dataset,
+        "guideline": guideline,
+        "report": report,
+        "rows": rows,
+        "editable": editable,
+        "source_types": list(allowed_source_types()),
+        "kinds": Criterion.Kind.choices,
+        "new_form": NewCriterionForm(),
+        "events": checklist.events.select_related("actor").order_by("-at", "-id")[:20],
+        **extra,
+    }
+
+
+def _partials(request: HttpRequest, context: dict, *names: str) -> HttpResponse:
+    """Render named partials of the editor into one htmx response; the checklist summary
+    always comes along, swapped out of band, because every change can alter it."""
+    context = {**context, "oob": True}
+    html = "".join(
+        render_to_string(f"{TEMPLATE}#{n}", context, request) for n in (*names, "summary")
+    )
+    return HttpResponse(html)
+
+
+def _row(context: dict, criterion_pk: int) -> EditorRow:
+    return next(r for r in context["rows"] if r.criterion.pk == criterion_pk)
+
+
+def _back(checklist: Checklist, anchor: str = "") -> HttpResponse:
+    return redirect(reverse("checklist-detail", args=[checklist.pk]) + anchor)
+
+
+@require_GET
+@login_required
+def checklist_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    permissions.access_checklist(request.user, pk)
+    return render(request, TEMPLATE, _editor_context(request, pk))
+
+
+@require_POST
+@login_required
+def criterion_create(request: HttpRequest, pk: int) -> HttpResponse:
+    checklist = permissions.access_checklist(request.user, pk, edit=True)
+    form = NewCriterionForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"Criterion not added: {form.errors.as_text()}")
+        return _back(checklist, "#new-criterion")
+    data = CriterionData(text=form.cleaned_data["text"], kind=form.cleaned_data["kind"])
+    criterion = services.criterion_add(checklist=checklist, by=request.user, data=data)
+    if request.htmx:
+        context = _editor_context(request, pk, row=None)
+        context["row"] = _row(context, criterion.pk)
+        return _partials(request, context, "criterion-row")
+    return _back(checklist, f"#criterion-{criterion.pk}")
+
+
+@require_POST
+@login_required
+def criterion_update(request: HttpRequest, pk: int) -> HttpResponse:
+    criterion = permissions.access_criterion(request.user, pk, edit=True)
+    form = CriterionForm(request.POST, instance=criterion)
+    if form.is_valid():
+        data = form.cleaned_data
+        services.criterion_update(
+            criterion=criterion,
+            by=request.user,
+            text=data["text"],
+            kind=data["kind"],
+            source_types=list(data["source_types"]),
+            notes=data["notes"],
+            weight=data["weight"],
+            is_core=data["is_core"],
+        )
+    if request.htmx:
+        context = _editor_context(request, criterion.checklist_id, form_errors=form.errors)
+        context["row"] = _row(context, criterion.pk)
+        return _partials(request, context, "criterion-findings")
+    if not form.is_valid():
+        messages.error(request, f"Criterion not saved: {form.errors.as_text()}")
+    return _back(criterion.checklist, f"#criterion-{criterion.pk}")
+
+
+@require_POST
+@login_required
+def criterion_delete(request: HttpRequest, pk: int) -> HttpResponse:
+    criterion = permissions.access_criterion(request.user, pk, edit=True)
+    checklist = criterion.checklist
+    services.criterion_delete(criterion=criterion, by=request.user)
+    if request.htmx:
+        return _partials(request, _editor_context(request, checklist.pk), "criteria")
+    return _back(checklist)
+
+
+@require_POST
+@login_required
+def criterion_move(request: HttpRequest, pk: int) -> HttpResponse:
+    criterion = permissions.access_criterion(request.user, pk, edit=True)
+    offset = -1 if request.POST.get("direction") == "up" else 1
+    services.criterion_move(criterion=criterion, by=request.user, offset=offset)
+    if request.htmx:
+        context = _editor_context(request, criterion.checklist_id)
+        return _partials(request, context, "criteria")
+    return _back(criterion.checklist, f"#criterion-{criterion.pk}")
+
+
+@require_POST
+@login_required
+def citation_create(request: HttpRequest, pk: int) -> HttpResponse:
+    criterion = permissions.access_criterion(request.user, pk, edit=True)
+    form = CitationForm(request.POST)
+    if form.is_valid():
+        services.citation_add(
+            criterion=criterion, by=request.user, data=CitationData(**form.cleaned_data)
+        )
+    elif not request.htmx:
+        messages.error(request, f"Citation not added: {form.errors.as_text()}")
+    if request.htmx:
+        context = _editor_context(request, criterion.checklist_id, citation_errors=form.errors)
+        context["row"] = _row(context, criterion.pk)
+        return _partials(request, context, "criterion-row")
+    return _back(criterion.checklist, f"#criterion-{criterion.pk}")
+
+
+@require_POST
+@login_required
+def citation_delete(request: HttpRequest, pk: int) -> HttpResponse:
+    citation = permissions.access_citation(request.user, pk, edit=True)
+    criterion = citation.criterion
+    services.citation_delete(citation=citation, by=request.user)
+    if request.htmx:
+        context = _editor_context(request, criterion.checklist_id)
+        context["row"] = _row(context, criterion.pk)
+        return _partials(request, context, "criterion-row")
+    return _back(criterion.checklist, f"#criterion-{criterion.pk}")
+
+
+@require_POST
+@login_required
+def checklist_submit(request: HttpRequest, pk: int) -> HttpResponse:
+    checklist = permissions.access_checklist(request.user, pk, edit=True)
+    try:
+        services.checklist_submit(checklist=checklist, by=request.user)
+    except services.ChecklistRejected as rejected:
+        context = _editor_context(request, pk, rejected=rejected.report)
+        return render(request, TEMPLATE, context, status=422)
+    except services.ChecklistNotEditable as exc:
+        messages.error(request, str(exc))
+        return _back(checklist)
+    messages.success(request, "Checklist submitted.")
+    return _back(checklist)
+
+
+@require_POST
+@login_required
+def checklist_reopen(request: HttpRequest, pk: int) -> HttpResponse:
+    checklist = permissions.access_checklist(request.user, pk, edit=True)
+    services.checklist_reopen(checklist=checklist, by=request.user)
+    messages.info(request, "Checklist reopened: edit it, then submit again.")
+    return _back(checklist)
+
+
+def blocking_messages(report: Report) -> list[str]:
+    return [f"{f.rule_id}: {f.message}" for f in report.errors]

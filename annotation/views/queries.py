@@ -1,0 +1,70 @@
+"""The query page: the query, the checklists this user may read, and assigning experts."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from annotation import permissions, roles, selectors, services
+from annotation.forms import AssignExpertsForm
+from annotation.models import Checklist
+
+
+@require_GET
+@login_required
+def query_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    query = permissions.access_query(request.user, pk)
+    perms = permissions.dataset_permissions(request.user, query.dataset)
+    checklists = list(selectors.checklists_visible(query, request.user))
+    mine = next((c for c in checklists if c.author_id == request.user.pk), None)
+    can_manage = roles.CHANGE in perms
+    assign_form = None
+    if can_manage:
+        experts = selectors.dataset_experts(query.dataset)
+        assign_form = AssignExpertsForm(
+            experts=experts, initial={"experts": list(query.assigned_experts.all())}
+        )
+    context = {
+        "query": query,
+        "dataset": query.dataset,
+        "checklists": checklists,
+        "mine": mine,
+        "can_start": mine is None and permissions.can_start_checklist(request.user, query, perms),
+        "can_manage": can_manage,
+        "assign_form": assign_form,
+        "hidden_count": (
+            query.checklists.exclude(pk__in=[c.pk for c in checklists]).count()
+            if roles.ANNOTATE in perms
+            else None
+        ),
+    }
+    return render(request, "annotation/query_detail.html", context)
+
+
+@require_POST
+@login_required
+def query_assign(request: HttpRequest, pk: int) -> HttpResponse:
+    query = permissions.access_query(request.user, pk, roles.CHANGE)
+    form = AssignExpertsForm(request.POST, experts=selectors.dataset_experts(query.dataset))
+    if form.is_valid():
+        services.query_assign_experts(query=query, experts=list(form.cleaned_data["experts"]))
+        messages.success(request, "Assignments saved.")
+    else:
+        messages.error(request, f"Assignments not saved: {form.errors.as_text()}")
+    return redirect("query-detail", pk=query.pk)
+
+
+@require_POST
+@login_required
+def checklist_start(request: HttpRequest, pk: int) -> HttpResponse:
+    query = permissions.access_query(request.user, pk, roles.ANNOTATE)
+    perms = permissions.dataset_permissions(request.user, query.dataset)
+    existing = Checklist.objects.filter(query=query, author=request.user).first()
+    if existing is None and not permissions.can_start_checklist(request.user, query, perms):
+        raise PermissionDenied("Other experts are assigned to this query.")
+    checklist = existing or services.checklist_start(query=query, by=request.user)
+    return redirect("checklist-detail", pk=checklist.pk)
