@@ -124,7 +124,7 @@ def checklist_for_editor(checklist_pk: int) -> Checklist:
             Prefetch(
                 "criteria",
                 queryset=Criterion.objects.prefetch_related(
-                    "source_types", "citations__source_type"
+                    "source_types", "citations__source_type", "formality_advice"
                 ).order_by("position", "id"),
             )
         )

@@ -23,6 +23,7 @@ urlpatterns = [
     path("checklists/<int:pk>/reopen/", editor.checklist_reopen, name="checklist-reopen"),
     path("criteria/<int:pk>/", editor.criterion_update, name="criterion-update"),
     path("criteria/<int:pk>/delete/", editor.criterion_delete, name="criterion-delete"),
+    path("criteria/<int:pk>/formality/", editor.criterion_formality, name="criterion-formality"),
     path("criteria/<int:pk>/move/", editor.criterion_move, name="criterion-move"),
     path("criteria/<int:pk>/citations/", editor.citation_create, name="citation-create"),
     path("citations/<int:pk>/delete/", editor.citation_delete, name="citation-delete"),

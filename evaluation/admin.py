@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from evaluation.models import Answer, System
+from evaluation.models import Answer, FormalityAdvice, Judge, System
 
 
 @admin.register(System)
@@ -17,3 +17,17 @@ class AnswerAdmin(admin.ModelAdmin):
     list_filter = ["system", "query__dataset"]
     raw_id_fields = ["query"]
     search_fields = ["external_id", "text"]
+
+
+@admin.register(Judge)
+class JudgeAdmin(admin.ModelAdmin):
+    list_display = ["name", "model", "base_url", "api_key_env", "is_formality_judge"]
+    list_filter = ["is_formality_judge"]
+
+
+@admin.register(FormalityAdvice)
+class FormalityAdviceAdmin(admin.ModelAdmin):
+    list_display = ["criterion", "status", "specific", "deterministic", "self_contained", "yes_no"]
+    list_filter = ["status"]
+    raw_id_fields = ["criterion"]
+    readonly_fields = ["raw_output", "error"]

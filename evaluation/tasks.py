@@ -4,8 +4,32 @@ from __future__ import annotations
 
 from celery import shared_task
 
+# Module imports (not names): services also imports this module, to queue tasks.
+from evaluation import models, services
+from evaluation.judging.client import JudgeUnavailable
+
 
 @shared_task(name="evaluation.ping", ignore_result=False, acks_late=False)
 def ping(token: str) -> str:
     """Health probe: answers with the token it was given, proving a worker is consuming."""
     return token
+
+
+@shared_task(
+    name="evaluation.check_formality",
+    bind=True,
+    max_retries=3,
+    retry_backoff=10,
+    retry_jitter=True,
+)
+def check_formality(self, advice_id: int) -> None:
+    """Only an unreachable judge is retried; the service is safe to run again."""
+    try:
+        services.formality_run(advice_id=advice_id)
+    except JudgeUnavailable as exc:
+        if self.request.retries >= self.max_retries:
+            models.FormalityAdvice.objects.filter(pk=advice_id).update(
+                status=models.FormalityAdvice.Status.ERROR, error=f"The judge is unavailable: {exc}"
+            )
+            return
+        raise self.retry(exc=exc, countdown=10 * 2**self.request.retries) from exc

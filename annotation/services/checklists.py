@@ -27,6 +27,7 @@ from annotation.models import (
     SourceType,
 )
 from annotation.validation import Report
+from evaluation.services import formality_request
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
@@ -158,6 +159,7 @@ def criterion_add(*, checklist: Checklist, by: AbstractBaseUser, data: Criterion
     last = checklist.criteria.aggregate(last=Max("position"))["last"] or 0
     criterion = _create_criterion(checklist, data, last + 1)
     _touch(checklist, by, f"added criterion {criterion.position}")
+    formality_request(dataset=checklist.query.dataset, criteria=[criterion])
     return criterion
 
 
@@ -193,6 +195,8 @@ def criterion_update(
     if source_types is not None:
         criterion.source_types.set(source_types)
     _touch(criterion.checklist, by, f"edited criterion {criterion.position}")
+    if "text" in changes:
+        formality_request(dataset=criterion.checklist.query.dataset, criteria=[criterion])
     return criterion
 
 
@@ -260,9 +264,12 @@ def checklist_create_with_criteria(
     if Checklist.objects.filter(query=query, author=by).exists():
         raise ChecklistNotEditable("You already have a checklist for this query; edit that one.")
     checklist = checklist_start(query=query, by=by)
-    for position, data in enumerate(criteria, start=1):
+    created = [
         _create_criterion(checklist, data, position)
+        for position, data in enumerate(criteria, start=1)
+    ]
     _touch(checklist, by, f"created with {len(criteria)} criteria")
+    formality_request(dataset=query.dataset, criteria=created)
     if submit:
         checklist_submit(checklist=checklist, by=by)
         checklist.refresh_from_db()

@@ -23,6 +23,8 @@ from annotation.forms import CitationForm, CriterionForm, NewCriterionForm, allo
 from annotation.models import Checklist, Criterion
 from annotation.services.checklists import CitationData, CriterionData
 from annotation.validation import Finding, Report
+from evaluation.judging.formality import text_hash
+from evaluation.models import FormalityAdvice
 
 TEMPLATE = "annotation/checklist_editor.html"
 
@@ -32,6 +34,13 @@ class EditorRow:
     criterion: Criterion
     findings: tuple[Finding, ...]
     source_type_ids: frozenset[int]
+    advice: FormalityAdvice | None = None
+
+
+def current_advice(criterion: Criterion) -> FormalityAdvice | None:
+    """The formality advice on the criterion's present wording (prefetched), if any."""
+    wording = text_hash(criterion.text)
+    return next((a for a in criterion.formality_advice.all() if a.text_hash == wording), None)
 
 
 def _editor_context(request: HttpRequest, checklist_pk: int, **extra: object) -> dict:
@@ -46,6 +55,7 @@ def _editor_context(request: HttpRequest, checklist_pk: int, **extra: object) ->
             criterion=c,
             findings=report.for_criterion(str(c.pk)),
             source_type_ids=frozenset(st.pk for st in c.source_types.all()),
+            advice=current_advice(c),
         )
         for c in criteria
     ]
@@ -132,6 +142,18 @@ def criterion_update(request: HttpRequest, pk: int) -> HttpResponse:
     if not form.is_valid():
         messages.error(request, f"Criterion not saved: {form.errors.as_text()}")
     return _back(criterion.checklist, f"#criterion-{criterion.pk}")
+
+
+@require_GET
+@login_required
+def criterion_formality(request: HttpRequest, pk: int) -> HttpResponse:
+    """The formality advice box; htmx polls it while the advice is pending."""
+    criterion = permissions.access_criterion(request.user, pk)
+    advice = FormalityAdvice.objects.filter(
+        criterion=criterion, text_hash=text_hash(criterion.text)
+    ).first()
+    row = EditorRow(criterion=criterion, findings=(), source_type_ids=frozenset(), advice=advice)
+    return render(request, f"{TEMPLATE}#formality-advice", {"row": row})
 
 
 @require_POST
