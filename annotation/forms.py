@@ -32,6 +32,27 @@ class MemberForm(forms.Form):
             raise forms.ValidationError(f"No active user is called {username!r}.") from None
 
 
+class QueryForm(forms.ModelForm):
+    tags = forms.CharField(
+        required=False, help_text="Domain tags, separated by commas.", max_length=500
+    )
+
+    class Meta:
+        model = Query
+        fields = ["text", "query_date", "category"]
+        widgets = {
+            "text": forms.Textarea(attrs={"rows": 3}),
+            "query_date": forms.DateInput(attrs={"type": "date"}),
+        }
+
+    def clean_tags(self) -> list[str]:
+        names = [t.strip() for t in self.cleaned_data["tags"].split(",") if t.strip()]
+        too_long = [n for n in names if len(n) > 60]
+        if too_long:
+            raise forms.ValidationError(f"Tags are at most 60 characters: {too_long[0]!r}.")
+        return names
+
+
 class QueryFilterForm(forms.Form):
     q = forms.CharField(required=False, label="Search")
     category = forms.ModelChoiceField(

@@ -14,6 +14,7 @@ urlpatterns = [
         datasets.dataset_member_remove,
         name="dataset-member-remove",
     ),
+    path("datasets/<int:pk>/queries/new/", queries.query_create, name="query-create"),
     path("queries/<int:pk>/", queries.query_detail, name="query-detail"),
     path("queries/<int:pk>/assign/", queries.query_assign, name="query-assign"),
     path("queries/<int:pk>/my-checklist/", queries.checklist_start, name="checklist-start"),

@@ -9,7 +9,6 @@ from annotation.models import (
     Citation,
     Criterion,
     Dataset,
-    DomainTag,
     Guideline,
     Query,
     QueryCategory,
@@ -87,23 +86,6 @@ class QueryWriteSerializer(QuerySerializer):
 
     def to_representation(self, instance: Query) -> dict:
         return QuerySerializer(instance, context=self.context).data
-
-    def save_tags(self, query: Query) -> None:
-        if "tags" in self.validated_data:
-            names = self.validated_data["tags"]
-            query.tags.set([DomainTag.objects.get_or_create(name=n)[0] for n in names])
-
-    def create(self, validated_data: dict) -> Query:
-        validated_data.pop("tags", None)
-        query = super().create(validated_data)
-        self.save_tags(query)
-        return query
-
-    def update(self, instance: Query, validated_data: dict) -> Query:
-        validated_data.pop("tags", None)
-        query = super().update(instance, validated_data)
-        self.save_tags(query)
-        return query
 
 
 class CitationSerializer(serializers.ModelSerializer):

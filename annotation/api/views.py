@@ -128,13 +128,15 @@ class QueryViewSet(viewsets.ModelViewSet):
     def perform_create(self, serializer: s.QueryWriteSerializer) -> None:
         dataset = serializer.validated_data["dataset"]
         permissions.access_dataset(self.request.user, dataset.pk, roles.CHANGE)
-        serializer.save()
+        serializer.instance = services.query_create(**serializer.validated_data)
 
     def perform_update(self, serializer: s.QueryWriteSerializer) -> None:
-        if "dataset" in serializer.validated_data:
-            target = serializer.validated_data["dataset"]
-            permissions.access_dataset(self.request.user, target.pk, roles.CHANGE)
-        serializer.save()
+        fields = dict(serializer.validated_data)
+        if "dataset" in fields:  # moving a query needs admin rights on both datasets
+            permissions.access_dataset(self.request.user, fields["dataset"].pk, roles.CHANGE)
+        serializer.instance = services.query_update(
+            query=serializer.instance, tags=fields.pop("tags", None), **fields
+        )
 
 
 class ChecklistViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):

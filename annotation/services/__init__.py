@@ -24,6 +24,8 @@ from annotation.services.datasets import (
     dataset_create,
     dataset_set_role,
     query_assign_experts,
+    query_create,
+    query_update,
     role_groups_sync,
 )
 
@@ -44,5 +46,7 @@ __all__ = [
     "dataset_create",
     "dataset_set_role",
     "query_assign_experts",
+    "query_create",
+    "query_update",
     "role_groups_sync",
 ]

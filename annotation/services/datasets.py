@@ -9,7 +9,7 @@ from django.db import transaction
 from guardian.shortcuts import assign_perm, remove_perm
 
 from annotation import roles
-from annotation.models import Dataset, Query
+from annotation.models import Dataset, DomainTag, Query
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
@@ -62,6 +62,33 @@ def role_groups_sync() -> None:
             for app, codename in (perm.split(".") for perm in perms)
         ]
         group.permissions.set(wanted)
+
+
+@transaction.atomic
+def query_create(
+    *, dataset: Dataset, text: str, query_date, category=None, tags: list[str] = ()
+) -> Query:
+    query = Query.objects.create(
+        dataset=dataset, text=text.strip(), query_date=query_date, category=category
+    )
+    _set_tags(query, tags)
+    return query
+
+
+@transaction.atomic
+def query_update(*, query: Query, tags: list[str] | None = None, **fields: object) -> Query:
+    """Change the given fields (text, query_date, category, status, dataset); tags if given."""
+    for name, value in fields.items():
+        setattr(query, name, value)
+    if fields:
+        query.save(update_fields=list(fields))
+    if tags is not None:
+        _set_tags(query, tags)
+    return query
+
+
+def _set_tags(query: Query, names: list[str]) -> None:
+    query.tags.set([DomainTag.objects.get_or_create(name=name)[0] for name in names])
 
 
 @transaction.atomic

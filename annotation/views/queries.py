@@ -7,10 +7,10 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation import permissions, roles, selectors, services
-from annotation.forms import AssignExpertsForm
+from annotation.forms import AssignExpertsForm, QueryForm
 from annotation.models import Checklist
 
 
@@ -68,3 +68,15 @@ def checklist_start(request: HttpRequest, pk: int) -> HttpResponse:
         raise PermissionDenied("Other experts are assigned to this query.")
     checklist = existing or services.checklist_start(query=query, by=request.user)
     return redirect("checklist-detail", pk=checklist.pk)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def query_create(request: HttpRequest, pk: int) -> HttpResponse:
+    dataset = permissions.access_dataset(request.user, pk, roles.CHANGE)
+    form = QueryForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        query = services.query_create(dataset=dataset, **form.cleaned_data)
+        messages.success(request, "Query added.")
+        return redirect("query-detail", pk=query.pk)
+    return render(request, "annotation/query_form.html", {"dataset": dataset, "form": form})

@@ -198,6 +198,11 @@ def test_queries_are_created_by_dataset_admins(owner_api, collaborator_api, data
     assert fetched["category"] == "Point-fact retrieval"
     bad = owner_api.post("/api/queries/", {**data, "category": "Astrology"})
     assert bad.status_code == 400 and "category" in bad.json()
+    url = f"/api/queries/{created.json()['id']}/"
+    assert collaborator_api.patch(url, {"tags": ["mine"]}).status_code == 403
+    patched = owner_api.patch(url, {"tags": ["margins"], "query_date": "2026-03-02"})
+    assert patched.status_code == 200
+    assert (patched.json()["tags"], patched.json()["query_date"]) == (["margins"], "2026-03-02")
 
 
 def test_source_types_and_guidelines_are_listed(collaborator_api):

@@ -161,3 +161,21 @@ def test_query_list_page_query_count_is_flat(client, owner, dataset, django_asse
     with django_assert_max_num_queries(12):
         response = client.get(reverse("dataset-detail", args=[dataset.pk]))
     assert response.status_code == 200
+
+
+def test_dataset_admin_adds_a_query_with_tags(client, owner, collaborator, dataset):
+    from annotation.models import Query
+
+    url = reverse("query-create", args=[dataset.pk])
+    client.force_login(collaborator)
+    assert client.get(url).status_code == 403
+    client.force_login(owner)
+    refused = client.post(url, {"text": "What changed?", "query_date": "not a date"})
+    assert refused.status_code == 200 and "Enter a valid date." in refused.content.decode()
+    assert not Query.objects.exists()
+    response = client.post(
+        url, {"text": "What changed?", "query_date": "2026-05-01", "tags": "energy, dividends"}
+    )
+    query = Query.objects.get()
+    assert response["Location"] == reverse("query-detail", args=[query.pk])
+    assert sorted(query.tags.values_list("name", flat=True)) == ["dividends", "energy"]

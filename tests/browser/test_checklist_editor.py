@@ -18,6 +18,7 @@ DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "user-guide" / "img"
 
 
 def snap(page, name: str) -> None:
+    """Screenshots for the user guide, taken where a reader would look."""
     folder = DOCS_IMG if os.environ.get("UPDATE_SCREENSHOTS") else ARTIFACTS / "screenshots"
     folder.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(folder / f"{name}.png"), full_page=False)
@@ -42,6 +43,7 @@ def test_expert_writes_fixes_and_submits_a_checklist(page, collaborator, query):
     query.save()
     log_in(page, collaborator.username)
     page.goto(f"/queries/{query.pk}/")
+    snap(page, "query-page")
     page.get_by_role("button", name="Start my checklist").click()
     expect(page.get_by_role("button", name="Submit checklist")).to_be_visible()
 
@@ -86,6 +88,7 @@ def test_expert_writes_fixes_and_submits_a_checklist(page, collaborator, query):
     page.get_by_role("button", name="Submit checklist").click()
     expect(page.get_by_text("Checklist submitted.")).to_be_visible()
     expect(page.locator(".badge.status-submitted").first).to_be_visible()
+    snap(page, "editor-submitted")
     checklist = Checklist.objects.get(query=query, author=collaborator)
     assert checklist.status == Checklist.Status.SUBMITTED
     assert checklist.criteria.count() == 6

@@ -10,6 +10,7 @@ from django.core.management import call_command
 from playwright.sync_api import expect
 
 from tests.browser.conftest import log_in
+from tests.browser.test_checklist_editor import snap
 from tests.factories import QueryFactory
 
 pytestmark = pytest.mark.browser
@@ -22,6 +23,7 @@ def test_demo_admin_logs_in_and_sees_the_demo_dataset(page, transactional_db):
     page.get_by_role("link", name="Finance demo").click()
     expect(page.get_by_role("heading", name="Finance demo")).to_be_visible()
     expect(page.locator("#query-table tbody tr")).to_have_count(5)
+    snap(page, "dataset-queries")
 
 
 def test_query_search_filters_the_table_live_without_reloading(page, owner, dataset):
