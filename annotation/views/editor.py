@@ -9,6 +9,7 @@ same forms post and redirect back.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import wraps
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -22,7 +23,7 @@ from annotation import guidelines, permissions, selectors, services
 from annotation.forms import CitationForm, CriterionForm, NewCriterionForm, allowed_source_types
 from annotation.models import Checklist, Criterion
 from annotation.services.checklists import CitationData, CriterionData
-from annotation.validation import Finding, Report
+from annotation.validation import Finding
 from evaluation.judging.formality import text_hash
 from evaluation.models import FormalityAdvice
 
@@ -90,6 +91,31 @@ def _row(context: dict, criterion_pk: int) -> EditorRow:
     return next(r for r in context["rows"] if r.criterion.pk == criterion_pk)
 
 
+def _row_response(
+    request: HttpRequest, criterion: Criterion, partial: str = "criterion-row", **extra: object
+) -> HttpResponse:
+    """One criterion re-rendered (the whole row, or just its findings) plus the summary."""
+    context = _editor_context(request, criterion.checklist_id, **extra)
+    context["row"] = _row(context, criterion.pk)
+    return _partials(request, context, partial)
+
+
+def locked_checklist_answers_409(view):
+    """A stale tab may post to a checklist submitted since: say so instead of failing."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
+        try:
+            return view(request, *args, **kwargs)
+        except services.ChecklistNotEditable as exc:
+            if request.htmx:
+                return HttpResponse(str(exc), status=409)
+            messages.error(request, str(exc))
+            return redirect(request.headers.get("Referer") or "home")
+
+    return wrapper
+
+
 def _back(checklist: Checklist, anchor: str = "") -> HttpResponse:
     return redirect(reverse("checklist-detail", args=[checklist.pk]) + anchor)
 
@@ -103,6 +129,7 @@ def checklist_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_POST
 @login_required
+@locked_checklist_answers_409
 def criterion_create(request: HttpRequest, pk: int) -> HttpResponse:
     checklist = permissions.access_checklist(request.user, pk, edit=True)
     form = NewCriterionForm(request.POST)
@@ -112,14 +139,13 @@ def criterion_create(request: HttpRequest, pk: int) -> HttpResponse:
     data = CriterionData(text=form.cleaned_data["text"], kind=form.cleaned_data["kind"])
     criterion = services.criterion_add(checklist=checklist, by=request.user, data=data)
     if request.htmx:
-        context = _editor_context(request, pk, row=None)
-        context["row"] = _row(context, criterion.pk)
-        return _partials(request, context, "criterion-row")
+        return _row_response(request, criterion)
     return _back(checklist, f"#criterion-{criterion.pk}")
 
 
 @require_POST
 @login_required
+@locked_checklist_answers_409
 def criterion_update(request: HttpRequest, pk: int) -> HttpResponse:
     criterion = permissions.access_criterion(request.user, pk, edit=True)
     form = CriterionForm(request.POST, instance=criterion)
@@ -136,9 +162,7 @@ def criterion_update(request: HttpRequest, pk: int) -> HttpResponse:
             is_core=data["is_core"],
         )
     if request.htmx:
-        context = _editor_context(request, criterion.checklist_id, form_errors=form.errors)
-        context["row"] = _row(context, criterion.pk)
-        return _partials(request, context, "criterion-findings")
+        return _row_response(request, criterion, "criterion-findings", form_errors=form.errors)
     if not form.is_valid():
         messages.error(request, f"Criterion not saved: {form.errors.as_text()}")
     return _back(criterion.checklist, f"#criterion-{criterion.pk}")
@@ -158,6 +182,7 @@ def criterion_formality(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_POST
 @login_required
+@locked_checklist_answers_409
 def criterion_delete(request: HttpRequest, pk: int) -> HttpResponse:
     criterion = permissions.access_criterion(request.user, pk, edit=True)
     checklist = criterion.checklist
@@ -169,6 +194,7 @@ def criterion_delete(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_POST
 @login_required
+@locked_checklist_answers_409
 def criterion_move(request: HttpRequest, pk: int) -> HttpResponse:
     criterion = permissions.access_criterion(request.user, pk, edit=True)
     offset = -1 if request.POST.get("direction") == "up" else 1
@@ -181,6 +207,7 @@ def criterion_move(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_POST
 @login_required
+@locked_checklist_answers_409
 def citation_create(request: HttpRequest, pk: int) -> HttpResponse:
     criterion = permissions.access_criterion(request.user, pk, edit=True)
     form = CitationForm(request.POST)
@@ -191,22 +218,19 @@ def citation_create(request: HttpRequest, pk: int) -> HttpResponse:
     elif not request.htmx:
         messages.error(request, f"Citation not added: {form.errors.as_text()}")
     if request.htmx:
-        context = _editor_context(request, criterion.checklist_id, citation_errors=form.errors)
-        context["row"] = _row(context, criterion.pk)
-        return _partials(request, context, "criterion-row")
+        return _row_response(request, criterion, citation_errors=form.errors)
     return _back(criterion.checklist, f"#criterion-{criterion.pk}")
 
 
 @require_POST
 @login_required
+@locked_checklist_answers_409
 def citation_delete(request: HttpRequest, pk: int) -> HttpResponse:
     citation = permissions.access_citation(request.user, pk, edit=True)
     criterion = citation.criterion
     services.citation_delete(citation=citation, by=request.user)
     if request.htmx:
-        context = _editor_context(request, criterion.checklist_id)
-        context["row"] = _row(context, criterion.pk)
-        return _partials(request, context, "criterion-row")
+        return _row_response(request, criterion)
     return _back(criterion.checklist, f"#criterion-{criterion.pk}")
 
 
@@ -233,7 +257,3 @@ def checklist_reopen(request: HttpRequest, pk: int) -> HttpResponse:
     services.checklist_reopen(checklist=checklist, by=request.user)
     messages.info(request, "Checklist reopened: edit it, then submit again.")
     return _back(checklist)
-
-
-def blocking_messages(report: Report) -> list[str]:
-    return [f"{f.rule_id}: {f.message}" for f in report.errors]

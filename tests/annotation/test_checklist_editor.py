@@ -215,3 +215,17 @@ def test_admin_assigns_experts_on_the_query_page(client, owner, collaborator, qu
     response = client.post(reverse("query-assign", args=[query.pk]), {"experts": [collaborator.pk]})
     assert response.status_code == 302
     assert list(query.assigned_experts.all()) == [collaborator]
+
+
+def test_a_stale_tab_posting_to_a_submitted_checklist_gets_a_clear_answer(author, checklist):
+    services.checklist_submit(checklist=checklist, by=checklist.author)
+    criterion = checklist.criteria.first()
+    url = reverse("criterion-update", args=[criterion.pk])
+    data = {"text": "States something else.", "kind": "fact", "weight": "1"}
+    response = author.post(url, data, **HTMX)
+    assert response.status_code == 409
+    assert "Reopen it" in response.content.decode()
+    followed = author.post(url, data, follow=True)
+    assert "Reopen it" in followed.content.decode()
+    criterion.refresh_from_db()
+    assert criterion.text != "States something else."
