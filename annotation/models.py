@@ -73,6 +73,25 @@ class Guideline(models.Model):
     def __str__(self) -> str:
         return f"{self.name} v{self.version}"
 
+    def clean(self) -> None:
+        from django.core.exceptions import ValidationError
+
+        from annotation.validation import GuidelineConfig
+
+        try:
+            GuidelineConfig.from_dict(self.config)
+        except (ValueError, TypeError) as exc:
+            raise ValidationError({"config": str(exc)}) from exc
+        if self.pk and self.checklists.exists():
+            stored = Guideline.objects.filter(pk=self.pk).values_list("config", flat=True).first()
+            if stored != self.config:
+                raise ValidationError(
+                    {
+                        "config": "Checklists were submitted under this version: add a new "
+                        "version instead of changing it."
+                    }
+                )
+
 
 class Dataset(models.Model):
     name = models.CharField(max_length=200, unique=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from annotation.models import (
@@ -16,6 +17,7 @@ from annotation.models import (
 )
 from annotation.services.checklists import CitationData, CriterionData
 from annotation.validation import Finding, Report
+from evaluation.selectors import current_advice
 
 
 class SourceTypeSerializer(serializers.ModelSerializer):
@@ -135,9 +137,28 @@ class CriterionInputSerializer(serializers.Serializer):
         )
 
 
+class FormalityAdviceSerializer(serializers.Serializer):
+    status = serializers.CharField()
+    ok = serializers.BooleanField()
+    specific = serializers.BooleanField(allow_null=True)
+    deterministic = serializers.BooleanField(allow_null=True)
+    self_contained = serializers.BooleanField(allow_null=True)
+    yes_no = serializers.BooleanField(allow_null=True)
+    reason = serializers.CharField()
+    error = serializers.CharField()
+
+
 class CriterionSerializer(serializers.ModelSerializer):
     source_types = serializers.SlugRelatedField(slug_field="slug", many=True, read_only=True)
     citations = CitationSerializer(many=True, read_only=True)
+    formality = serializers.SerializerMethodField(
+        help_text="The LLM formality advice on the present wording, if the dataset asks."
+    )
+
+    @extend_schema_field(FormalityAdviceSerializer(allow_null=True))
+    def get_formality(self, criterion: Criterion) -> dict | None:
+        advice = current_advice(criterion)
+        return FormalityAdviceSerializer(advice).data if advice else None
 
     class Meta:
         model = Criterion
@@ -153,6 +174,7 @@ class CriterionSerializer(serializers.ModelSerializer):
             "is_core",
             "scoring_enabled",
             "citations",
+            "formality",
         ]
         read_only_fields = fields
 

@@ -150,7 +150,11 @@ class ChecklistViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
         return (
             selectors.checklists_for_user(self.request.user)
             .select_related("author", "guideline")
-            .prefetch_related("criteria__source_types", "criteria__citations__source_type")
+            .prefetch_related(
+                "criteria__source_types",
+                "criteria__citations__source_type",
+                "criteria__formality_advice",
+            )
             .order_by("id")
         )
 
@@ -253,7 +257,7 @@ class CriterionViewSet(viewsets.ModelViewSet):
     def get_queryset(self):
         return (
             Criterion.objects.filter(checklist__in=selectors.checklists_for_user(self.request.user))
-            .prefetch_related("source_types", "citations__source_type")
+            .prefetch_related("source_types", "citations__source_type", "formality_advice")
             .order_by("checklist_id", "position")
         )
 

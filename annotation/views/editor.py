@@ -26,6 +26,7 @@ from annotation.services.checklists import CitationData, CriterionData
 from annotation.validation import Finding
 from evaluation.judging.formality import text_hash
 from evaluation.models import FormalityAdvice
+from evaluation.selectors import current_advice
 
 TEMPLATE = "annotation/checklist_editor.html"
 
@@ -36,12 +37,6 @@ class EditorRow:
     findings: tuple[Finding, ...]
     source_type_ids: frozenset[int]
     advice: FormalityAdvice | None = None
-
-
-def current_advice(criterion: Criterion) -> FormalityAdvice | None:
-    """The formality advice on the criterion's present wording (prefetched), if any."""
-    wording = text_hash(criterion.text)
-    return next((a for a in criterion.formality_advice.all() if a.text_hash == wording), None)
 
 
 def _editor_context(request: HttpRequest, checklist_pk: int, **extra: object) -> dict:

@@ -113,3 +113,18 @@ def test_history_keeps_snapshots_and_coalesces_autosaves(checklist, collaborator
 def test_one_checklist_per_expert_and_query(checklist, collaborator, query):
     with pytest.raises(services.ChecklistNotEditable):
         services.checklist_create_with_criteria(query=query, by=collaborator, criteria=[])
+
+
+def test_guideline_config_is_validated_and_frozen_once_used(checklist, collaborator):
+    from django.core.exceptions import ValidationError
+
+    guideline = Guideline.objects.get(name="Finance", version=1)
+    guideline.config = {**guideline.config, "rules": {"no-such-rule": {"enabled": False}}}
+    with pytest.raises(ValidationError) as bad:
+        guideline.full_clean()
+    assert "no-such-rule" in str(bad.value)
+    services.checklist_submit(checklist=checklist, by=collaborator)
+    guideline.refresh_from_db()
+    guideline.config = {**guideline.config, "min_criteria": 3}
+    with pytest.raises(ValidationError, match="add a new version"):
+        guideline.full_clean()

@@ -137,3 +137,19 @@ def test_formality_box_is_blind_like_its_checklist(client, outsider, collaborato
     assert client.get(url).status_code == 404
     client.force_login(collaborator)
     assert client.get(url).status_code == 200
+
+
+def test_the_api_shows_the_advice_of_the_present_wording(
+    celery_worker, formality_dataset, query, collaborator
+):
+    from rest_framework.test import APIClient
+
+    checklist = services.checklist_create_with_criteria(
+        query=query, by=collaborator, criteria=valid_criteria()[:1]
+    )
+    wait_for(lambda: FormalityAdvice.objects.filter(status="done").count() == 1)
+    api = APIClient()
+    api.force_authenticate(collaborator)
+    criterion = api.get(f"/api/checklists/{checklist.pk}/").json()["criteria"][0]
+    assert criterion["formality"]["ok"] is True
+    assert criterion["formality"]["reason"] == "Clear as written."
