@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from django.apps import AppConfig
+from django.apps import AppConfig, apps
 
 
 class AnnotationConfig(AppConfig):
@@ -11,6 +11,8 @@ class AnnotationConfig(AppConfig):
         from django.db.models.signals import post_migrate
 
         post_migrate.connect(_after_migrate, sender=self)
+        # Groups also hold evaluation permissions, which exist once evaluation has migrated.
+        post_migrate.connect(_after_migrate, sender=apps.get_app_config("evaluation"))
 
 
 def _after_migrate(**kwargs: object) -> None:

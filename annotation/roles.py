@@ -40,7 +40,13 @@ ALL_DATASET_PERMISSIONS = ROLE_PERMISSIONS[DatasetRole.ADMIN]
 GROUP_MODEL_PERMISSIONS: dict[Group, tuple[str, ...]] = {
     Group.EXPERT: (),
     Group.REVIEWER: (),
-    Group.ADMIN: ("annotation.add_dataset",),
+    Group.ADMIN: (
+        "annotation.add_dataset",
+        "evaluation.add_judge",
+        "evaluation.change_judge",
+        "evaluation.add_panel",
+        "evaluation.change_panel",
+    ),
 }
 
 

@@ -230,6 +230,9 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "QueryStatusEnum": "annotation.models.Query.Status",
         "ChecklistStatusEnum": "annotation.models.Checklist.Status",
+        "CriterionKindEnum": "annotation.models.Criterion.Kind",
+        "JudgeKindEnum": "evaluation.models.Judge.Kind",
+        "RunStatusEnum": "evaluation.models.Run.Status",
     },
 }
 
@@ -266,6 +269,12 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 HEALTHZ_WORKER_TIMEOUT = float(os.environ.get("HEALTHZ_WORKER_TIMEOUT", "3"))
 HEALTHZ_PING_QUEUE = os.environ.get("HEALTHZ_PING_QUEUE") or None  # None: the default queue
+# Judging tasks may go to a queue of their own, served by dedicated workers.
+RUNS_QUEUE = os.environ.get("RUNS_QUEUE") or None
+# Retries of transient judge failures: attempts per call, and the first backoff in seconds
+# (doubling, with full jitter, capped at 20 s; a Retry-After from the server wins).
+JUDGE_RETRY_ATTEMPTS = envint("JUDGE_RETRY_ATTEMPTS", 6)
+JUDGE_RETRY_BASE_DELAY = float(os.environ.get("JUDGE_RETRY_BASE_DELAY", "0.5"))
 
 # --- Application ----------------------------------------------------------------------------
 DEMO_ADMIN_USERNAME = "admin"

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
+from dataclasses import dataclass
+
 from annotation.models import Criterion
 from evaluation.judging.formality import text_hash
-from evaluation.models import FormalityAdvice
+from evaluation.metrics.aggregation import Vote, aggregate
+from evaluation.metrics.scoring import AnswerScore, ScoredCriterion, mean_score, score_answer
+from evaluation.models import Answer, FormalityAdvice, Run, Verdict
 
 
 def current_advice(criterion: Criterion) -> FormalityAdvice | None:
@@ -14,3 +19,66 @@ def current_advice(criterion: Criterion) -> FormalityAdvice | None:
     """
     wording = text_hash(criterion.text)
     return next((a for a in criterion.formality_advice.all() if a.text_hash == wording), None)
+
+
+@dataclass(frozen=True)
+class AnswerResult:
+    answer_id: int
+    query_id: int
+    system: str
+    score: float | None  # mean over the query's checklists of the share of criteria passed
+    weighted: float | None
+    core: float | None
+    undecided: int
+    split: int  # criteria on which the judges' valid votes disagreed
+
+
+def run_scores(run: Run) -> list[AnswerResult]:
+    """Aggregate a run's votes per criterion (its panel's method), then score each answer:
+    the share per checklist, averaged over the query's checklists. Three queries in all."""
+    votes: dict[tuple[int, int], list[Vote]] = defaultdict(list)
+    rows = Verdict.objects.filter(run=run).values_list(
+        "answer_id", "criterion_id", "judge_id", "sample", "outcome"
+    )
+    for answer_id, criterion_id, judge_id, sample, outcome in rows:
+        votes[answer_id, criterion_id].append(Vote(str(judge_id), sample, outcome))
+    criteria = {
+        c["pk"]: c
+        for c in Criterion.objects.filter(pk__in={c for _, c in votes}).values(
+            "pk", "checklist_id", "weight", "is_core", "scoring_enabled"
+        )
+    }
+    answers = Answer.objects.filter(pk__in={a for a, _ in votes}).values_list(
+        "pk", "query_id", "system__name"
+    )
+    per_checklist: dict[tuple[int, int], list[ScoredCriterion]] = defaultdict(list)
+    splits: dict[int, int] = defaultdict(int)
+    for (answer_id, criterion_id), answer_votes in votes.items():
+        verdict = aggregate(answer_votes, run.panel.method, threshold=run.panel.threshold)
+        splits[answer_id] += verdict.split
+        info = criteria[criterion_id]
+        per_checklist[answer_id, info["checklist_id"]].append(
+            ScoredCriterion(
+                key=str(criterion_id),
+                outcome=verdict.outcome,
+                weight=info["weight"],
+                core=info["is_core"],
+                enabled=info["scoring_enabled"],
+            )
+        )
+    scores: dict[int, list[AnswerScore]] = defaultdict(list)
+    for (answer_id, _checklist), scored in per_checklist.items():
+        scores[answer_id].append(score_answer(scored))
+    return [
+        AnswerResult(
+            answer_id=pk,
+            query_id=query_id,
+            system=system,
+            score=mean_score(scores[pk]),
+            weighted=mean_score(scores[pk], "weighted_share"),
+            core=mean_score(scores[pk], "core_share"),
+            undecided=sum(s.undecided for s in scores[pk]),
+            split=splits[pk],
+        )
+        for pk, query_id, system in answers.order_by("query_id", "system__name")
+    ]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from celery import shared_task
 
-# Module imports (not names): services also imports this module, to queue tasks.
-from evaluation import models, services
+# Module imports (not names): services and runs import this module too, to queue tasks.
+from evaluation import models, runs, services
 from evaluation.judging.client import JudgeUnavailable
 
 
@@ -33,3 +33,12 @@ def check_formality(self, advice_id: int) -> None:
             )
             return
         raise self.retry(exc=exc, countdown=10 * 2**self.request.retries) from exc
+
+
+@shared_task(name="evaluation.judge_answer", acks_late=True, reject_on_worker_lost=True)
+def judge_answer(run_id: int, answer_id: int, judge_id: int) -> None:
+    """One answer × one judge of a run. Safe to redeliver: it only fills missing verdicts.
+
+    Judge failures are recorded as error verdicts by the service, not retried here: the run
+    page offers "retry failed calls" for those."""
+    runs.judge_answer(run_id=run_id, answer_id=answer_id, judge_id=judge_id)

@@ -85,7 +85,12 @@ def celery_worker_process(django_db_setup, django_db_blocker):
     """One worker process for the session, consuming this session's own queue."""
     with django_db_blocker.unblock():
         url = database_url(connection.settings_dict)
-    worker = WorkerProcess(queue=settings.CELERY_TASK_DEFAULT_QUEUE, database=url).start()
+    worker = WorkerProcess(
+        queue=settings.CELERY_TASK_DEFAULT_QUEUE,
+        database=url,
+        concurrency=8,  # judging tasks mostly wait on the network
+        env={"JUDGE_RETRY_BASE_DELAY": "0.05"},  # tests inject faults; keep backoffs short
+    ).start()
     yield worker
     worker.stop()
 

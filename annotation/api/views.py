@@ -33,16 +33,12 @@ class Conflict(APIException):
     default_code = "conflict"
 
 
-class ChecklistRejectedError(APIException):
-    status_code = status.HTTP_400_BAD_REQUEST
-    default_code = "guideline_errors"
-
-
-def rejected(report, keys: dict[str, str] | None = None) -> ChecklistRejectedError:
+def rejected(report, keys: dict[str, str] | None = None) -> Response:
+    """400 with the failing rules. A Response, not an APIException: DRF would turn the
+    booleans and nulls of the payload into strings."""
     payload = s.report_payload(report, keys=keys)
-    return ChecklistRejectedError(
-        {"detail": f"{len(payload['errors'])} guideline error(s) block submission.", **payload}
-    )
+    detail = f"{len(payload['errors'])} guideline error(s) block submission."
+    return Response({"detail": detail, **payload}, status=status.HTTP_400_BAD_REQUEST)
 
 
 class SourceTypeViewSet(viewsets.ReadOnlyModelViewSet):
@@ -177,7 +173,7 @@ class ChecklistViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
         criteria = payload.criteria_data()
         report = _dry_run(query, criteria)
         if payload.validated_data["submit"] and report.blocking:
-            raise rejected(report, keys=_index_keys(criteria))
+            return rejected(report, keys=_index_keys(criteria))
         try:
             checklist = services.checklist_create_with_criteria(
                 query=query, by=request.user, criteria=criteria,
@@ -197,7 +193,7 @@ class ChecklistViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
         try:
             services.checklist_submit(checklist=checklist, by=request.user)
         except services.ChecklistRejected as exc:
-            raise rejected(exc.report) from exc
+            return rejected(exc.report)
         except services.ChecklistNotEditable as exc:
             raise Conflict(str(exc)) from exc
         return Response(self.get_serializer(self.get_queryset().get(pk=checklist.pk)).data)

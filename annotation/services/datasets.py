@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from django.contrib.auth.models import Group, Permission
 from django.db import transaction
+from django.db.models import Q
 from guardian.shortcuts import assign_perm, remove_perm
 
 from annotation import roles
@@ -53,15 +54,15 @@ def role_groups_sync() -> None:
     """Make the site-wide groups and their model permissions match annotation.roles.
 
     Runs after every migrate (and after the test runner's flush), so a permission added to a
-    group in code reaches existing databases without a new data migration.
+    group in code reaches existing databases without a new data migration. Permissions of an
+    app not migrated yet are added by the run after that app's migration.
     """
     for name, perms in roles.GROUP_MODEL_PERMISSIONS.items():
         group, _ = Group.objects.get_or_create(name=name.value)
-        wanted = [
-            Permission.objects.get(content_type__app_label=app, codename=codename)
-            for app, codename in (perm.split(".") for perm in perms)
-        ]
-        group.permissions.set(wanted)
+        wanted = Q()
+        for app, codename in (perm.split(".") for perm in perms):
+            wanted |= Q(content_type__app_label=app, codename=codename)
+        group.permissions.set(Permission.objects.filter(wanted) if perms else [])
 
 
 @transaction.atomic

@@ -2,20 +2,28 @@
 
 Nothing else in the project imports `openai`. Structured outputs (a JSON schema) are asked
 for first; an endpoint that refuses them (400 on `response_format`) is remembered and asked
-in JSON mode from then on. Transient failures (429, 5xx, timeouts, dropped connections) are
-retried by the openai client with exponential backoff and jitter, honouring Retry-After;
-they surface as JudgeUnavailable when the retries are spent.
+in JSON mode from then on.
+
+Retries: `complete_json` leaves them to the openai client (fine for occasional calls such as
+the formality check). `complete_json_with_retries`, used by runs, makes one attempt at a
+time with the openai client's own retries off, and retries only what is transient (429,
+5xx, timeouts, dropped connections) with exponential backoff and full jitter, honouring
+Retry-After, both capped; every wait first passes the judge's shared rate limiter.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import openai
+
+from evaluation.judging.ratelimit import RateLimiter, Unlimited
 
 # Endpoints (base URL, model) known to refuse json_schema response formats.
 _NO_STRUCTURED_OUTPUTS: set[tuple[str, str]] = set()
@@ -51,7 +59,12 @@ class Completion:
 
 
 class JudgeUnavailable(Exception):
-    """The endpoint could not be reached or kept failing after the client's retries."""
+    """The endpoint could not be reached or kept failing after the retries."""
+
+    def __init__(self, message: str, kind: str = "unavailable", attempts: int = 1) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.attempts = attempts
 
 
 class JudgeRejected(Exception):
@@ -76,19 +89,32 @@ def _response_format(mode: Mode, name: str, schema: dict[str, Any]) -> dict[str,
     return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
 
 
+class Session:
+    """One HTTP connection pool to an endpoint, shared by many concurrent calls."""
+
+    def __init__(self, endpoint: Endpoint, *, max_retries: int | None = None) -> None:
+        self._client = openai.AsyncOpenAI(
+            base_url=endpoint.base_url,
+            api_key=endpoint.api_key(),
+            timeout=endpoint.timeout,
+            max_retries=endpoint.max_retries if max_retries is None else max_retries,
+        )
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+
 async def complete_json(
     endpoint: Endpoint,
     messages: list[dict[str, str]],
     *,
     schema_name: str,
     schema: dict[str, Any],
+    session: Session | None = None,
 ) -> Completion:
-    client = openai.AsyncOpenAI(
-        base_url=endpoint.base_url,
-        api_key=endpoint.api_key(),
-        timeout=endpoint.timeout,
-        max_retries=endpoint.max_retries,
-    )
+    own_session = session is None
+    session = session or Session(endpoint)
+    client = session._client
     key = (endpoint.base_url, endpoint.model)
     mode: Mode = "json_object" if key in _NO_STRUCTURED_OUTPUTS else "json_schema"
     try:
@@ -115,7 +141,7 @@ async def complete_json(
                 raise JudgeRejected(str(exc)) from exc
             except (openai.APIConnectionError, openai.APIStatusError) as exc:
                 # APITimeoutError is an APIConnectionError; 429 and 5xx are APIStatusErrors.
-                raise JudgeUnavailable(f"{type(exc).__name__}: {exc}") from exc
+                raise JudgeUnavailable(f"{type(exc).__name__}: {exc}", _kind(exc)) from exc
             raw = response.choices[0].message.content or ""
             usage = response.usage
             return Completion(
@@ -127,4 +153,82 @@ async def complete_json(
                 latency_ms=round((time.monotonic() - started) * 1000),
             )
     finally:
-        await client.close()
+        if own_session:
+            await session.aclose()
+
+
+def _kind(exc: Exception) -> str:
+    if isinstance(exc, openai.APITimeoutError):
+        return "timeout"
+    if isinstance(exc, openai.RateLimitError):
+        return "rate_limit"
+    if isinstance(exc, openai.APIStatusError):
+        return f"http_{exc.status_code}"
+    return "connection"
+
+
+def _retry_after(exc: JudgeUnavailable) -> float | None:
+    """Seconds the server asked us to wait (Retry-After, or OpenAI's retry-after-ms)."""
+    cause = exc.__cause__
+    response = getattr(cause, "response", None)
+    if response is None:
+        return None
+    headers = response.headers
+    try:
+        if "retry-after-ms" in headers:
+            return float(headers["retry-after-ms"]) / 1000
+        if "retry-after" in headers:
+            return float(headers["retry-after"])
+    except ValueError:
+        return None  # an HTTP date: rare from LLM endpoints; fall back to our backoff
+    return None
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    attempts: int = 6
+    base_delay: float = 0.5
+    max_delay: float = 20.0
+    max_retry_after: float = 60.0
+
+
+async def complete_json_with_retries(
+    endpoint: Endpoint,
+    messages: list[dict[str, str]],
+    *,
+    schema_name: str,
+    schema: dict[str, Any],
+    limiter: RateLimiter | None = None,
+    token_estimate: int = 0,
+    policy: RetryPolicy = RetryPolicy(),
+    session: Session | None = None,
+) -> Completion:
+    """One call with our own retries of transient failures; see the module docstring.
+
+    Pass a Session made with max_retries=0 to share connections between calls."""
+    limiter = limiter or Unlimited()
+    single_attempt = replace(endpoint, max_retries=0)
+    for attempt in range(1, policy.attempts + 1):
+        try:
+            await limiter.acquire(token_estimate)
+        except Exception as exc:
+            # an unavailable judge for this call: recorded as an error verdict, retryable.
+            if attempt == policy.attempts:
+                raise JudgeUnavailable(f"Rate limiter unavailable: {exc}", "rate_limiter") from exc
+            await asyncio.sleep(min(policy.max_delay, policy.base_delay * 2**attempt))
+            continue
+        try:
+            completion = await complete_json(
+                single_attempt, messages, schema_name=schema_name, schema=schema, session=session
+            )
+        except JudgeUnavailable as exc:
+            if attempt == policy.attempts:
+                exc.attempts = attempt
+                raise
+            backoff = random.uniform(0, min(policy.max_delay, policy.base_delay * 2**attempt))  # noqa: S311
+            asked = _retry_after(exc)
+            delay = min(asked, policy.max_retry_after) if asked is not None else backoff
+            await asyncio.sleep(delay)
+            continue
+        return replace(completion, meta={**completion.meta, "attempts": attempt})
+    raise AssertionError("unreachable")

@@ -79,7 +79,10 @@ def test_drafts_save_with_errors_and_report_them(collaborator_api, query):
     assert {"methodology-required", "fact-source-type"} <= rules
     submit = collaborator_api.post(f"/api/checklists/{response.json()['id']}/submit/")
     assert submit.status_code == 400
-    assert "methodology-required" in {e["rule"] for e in submit.json()["errors"]}
+    body = submit.json()
+    assert "methodology-required" in {e["rule"] for e in body["errors"]}
+    assert body["blocking"] is True  # JSON types survive (not "True")
+    assert any(e["criterion"] is None for e in body["errors"])  # checklist-level: null
 
 
 def test_dry_run_validates_without_saving(collaborator_api, query):

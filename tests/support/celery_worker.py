@@ -36,17 +36,29 @@ def database_url(settings_dict: dict) -> str:
 
 class WorkerProcess:
     def __init__(
-        self, *, queue: str, database: str, concurrency: int = 4, pool: str = "threads"
+        self,
+        *,
+        queue: str,
+        database: str,
+        concurrency: int = 4,
+        pool: str = "threads",
+        env: dict[str, str] | None = None,
     ) -> None:
         self.queue = queue
         self.database = database
         self.concurrency = concurrency
         self.pool = pool
+        self.extra_env = env or {}
         self.process: subprocess.Popen[bytes] | None = None
         self.log_path = Path(tempfile.mkstemp(prefix="celery-worker-", suffix=".log")[1])
 
     def start(self, timeout: float = 60) -> WorkerProcess:
-        env = {**os.environ, "DATABASE_URL": self.database, "CELERY_QUEUE": self.queue}
+        env = {
+            **os.environ,
+            "DATABASE_URL": self.database,
+            "CELERY_QUEUE": self.queue,
+            **self.extra_env,
+        }
         command = [
             sys.executable, "-m", "celery", "-A", "config", "worker",
             "--queues", self.queue, "--pool", self.pool, "--concurrency", str(self.concurrency),

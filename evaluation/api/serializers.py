@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from annotation.models import Dataset, Query
+from evaluation.models import Judge, Panel, PanelMember, Run, System, Verdict
+
+
+class JudgeSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Judge
+        fields = [
+            "id", "name", "kind", "base_url", "model", "api_key_env", "temperature",
+            "max_tokens", "seed", "timeout", "rpm_limit", "tpm_limit", "prompt_version",
+            "is_formality_judge",
+        ]  # fmt: skip
+
+    def validate(self, data: dict) -> dict:
+        kind = data.get("kind", getattr(self.instance, "kind", Judge.Kind.LLM))
+        if kind == Judge.Kind.LLM:
+            for field in ("base_url", "model"):
+                if not data.get(field, getattr(self.instance, field, "")):
+                    raise serializers.ValidationError({field: "Required for an LLM judge."})
+        return data
+
+
+class PanelMemberSerializer(serializers.ModelSerializer):
+    judge = serializers.PrimaryKeyRelatedField(queryset=Judge.objects.all())
+
+    class Meta:
+        model = PanelMember
+        fields = ["judge", "samples", "temperatures"]
+
+    def validate(self, data: dict) -> dict:
+        temps = data.get("temperatures") or []
+        if not isinstance(temps, list) or not all(isinstance(t, int | float) for t in temps):
+            raise serializers.ValidationError({"temperatures": "A list of numbers."})
+        if temps and len(temps) != data.get("samples", 1):
+            raise serializers.ValidationError(
+                {"temperatures": "Give one temperature per sample, or none."}
+            )
+        return data
+
+
+class PanelSerializer(serializers.ModelSerializer):
+    members = PanelMemberSerializer(many=True)
+
+    class Meta:
+        model = Panel
+        fields = ["id", "name", "description", "method", "threshold", "members"]
+
+    def create(self, validated: dict) -> Panel:
+        members = validated.pop("members")
+        panel = Panel.objects.create(**validated)
+        PanelMember.objects.bulk_create(PanelMember(panel=panel, **m) for m in members)
+        return panel
+
+
+class RunCreateSerializer(serializers.Serializer):
+    dataset = serializers.PrimaryKeyRelatedField(queryset=Dataset.objects.all())
+    panel = serializers.PrimaryKeyRelatedField(queryset=Panel.objects.all())
+    name = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    queries = serializers.PrimaryKeyRelatedField(
+        queryset=Query.objects.all(), many=True, required=False
+    )
+    systems = serializers.PrimaryKeyRelatedField(
+        queryset=System.objects.all(), many=True, required=False
+    )
+    answer_run_label = serializers.CharField(required=False, allow_blank=True, max_length=100)
+    concurrency = serializers.IntegerField(required=False, min_value=1, max_value=256)
+
+
+class ProgressSerializer(serializers.Serializer):
+    expected = serializers.IntegerField()
+    done = serializers.IntegerField()
+    percent = serializers.FloatField()
+    passed = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    unparseable = serializers.IntegerField()
+    errors = serializers.IntegerField()
+    errors_by_kind = serializers.DictField(child=serializers.IntegerField())
+    cache_hits = serializers.IntegerField()
+    prompt_tokens = serializers.IntegerField()
+    completion_tokens = serializers.IntegerField()
+    elapsed_s = serializers.FloatField()
+    rate_per_s = serializers.FloatField(allow_null=True)
+    eta_s = serializers.FloatField(allow_null=True)
+
+
+class RunSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Run
+        fields = [
+            "id", "name", "dataset", "panel", "status", "expected", "concurrency",
+            "answer_run_label", "created_at", "started_at", "finished_at",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+
+class VerdictSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Verdict
+        fields = [
+            "id", "run", "answer", "criterion", "judge", "sample", "outcome", "failure_kind",
+            "rationale", "raw_output", "error_kind", "error", "prompt_tokens",
+            "completion_tokens", "latency_ms", "attempts", "cache_hit", "created_at",
+        ]  # fmt: skip
+        read_only_fields = fields

@@ -1,0 +1,111 @@
+"""Judges and panels (site-wide; the Admin group manages them), runs and verdicts (per
+dataset; its reviewers and admins see them, its admins start and stop runs)."""
+
+from __future__ import annotations
+
+from django.http import Http404
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, permissions, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from annotation import permissions as access
+from annotation import roles
+from evaluation import runs
+from evaluation.api import serializers as s
+from evaluation.models import Judge, Panel, Run, Verdict
+from evaluation.permissions import access_run, runs_for_user
+
+
+class ModelPermsOrReadOnly(permissions.DjangoModelPermissions):
+    """Any signed-in user reads; writing needs the model permission (the Admin group)."""
+
+    def has_permission(self, request, view) -> bool:
+        if request.method in permissions.SAFE_METHODS:
+            return bool(request.user and request.user.is_authenticated)
+        return super().has_permission(request, view)
+
+
+class JudgeViewSet(viewsets.ModelViewSet):
+    queryset = Judge.objects.all()
+    serializer_class = s.JudgeSerializer
+    permission_classes = [ModelPermsOrReadOnly]
+    http_method_names = ["get", "post", "patch", "head", "options"]
+
+
+class PanelViewSet(viewsets.ModelViewSet):
+    queryset = Panel.objects.prefetch_related("members")
+    serializer_class = s.PanelSerializer
+    permission_classes = [ModelPermsOrReadOnly]
+    http_method_names = ["get", "post", "head", "options"]
+
+
+class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    serializer_class = s.RunSerializer
+    filterset_fields = ["dataset", "status", "panel"]
+
+    def get_queryset(self):
+        return runs_for_user(self.request.user).order_by("-created_at", "-id")
+
+    def get_object(self) -> Run:
+        manage = self.action in ("cancel", "resume", "retry_failed")
+        return access_run(self.request.user, self.kwargs["pk"], manage=manage)
+
+    @extend_schema(request=s.RunCreateSerializer, responses={201: s.RunSerializer})
+    def create(self, request: Request) -> Response:
+        """Create a run and start it at once."""
+        payload = s.RunCreateSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        data = payload.validated_data
+        dataset = access.access_dataset(request.user, data["dataset"].pk, roles.CHANGE)
+        try:
+            run = runs.run_create(
+                dataset=dataset, panel=data["panel"], by=request.user,
+                name=data.get("name", ""), queries=data.get("queries", []),
+                systems=data.get("systems", []),
+                answer_run_label=data.get("answer_run_label", ""),
+                concurrency=data.get("concurrency", 16),
+            )  # fmt: skip
+            run = runs.run_start(run=run)
+        except (ValueError, runs.RunStateError) as exc:
+            raise ValidationError({"queries": [str(exc)]}) from exc
+        return Response(s.RunSerializer(run).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses={200: s.ProgressSerializer})
+    @action(detail=True, methods=["get"])
+    def progress(self, request: Request, pk: int) -> Response:
+        progress = runs.run_progress(self.get_object())
+        return Response(s.ProgressSerializer(progress).data)
+
+    @extend_schema(request=None, responses={200: s.RunSerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: int) -> Response:
+        return Response(s.RunSerializer(runs.run_cancel(run=self.get_object())).data)
+
+    @extend_schema(request=None, responses={200: s.RunSerializer})
+    @action(detail=True, methods=["post"])
+    def resume(self, request: Request, pk: int) -> Response:
+        return Response(s.RunSerializer(runs.run_resume(run=self.get_object())).data)
+
+    @extend_schema(request=None, responses={200: s.RunSerializer})
+    @action(detail=True, methods=["post"], url_path="retry-failed")
+    def retry_failed(self, request: Request, pk: int) -> Response:
+        run = runs.run_resume(run=self.get_object(), retry_failed=True)
+        return Response(s.RunSerializer(run).data)
+
+
+class VerdictViewSet(viewsets.ReadOnlyModelViewSet):
+    serializer_class = s.VerdictSerializer
+    filterset_fields = ["run", "answer", "criterion", "judge", "outcome", "cache_hit"]
+
+    def get_queryset(self):
+        return Verdict.objects.filter(run__in=runs_for_user(self.request.user)).order_by("pk")
+
+    def get_object(self) -> Verdict:
+        verdict = Verdict.objects.filter(pk=self.kwargs["pk"]).select_related("run").first()
+        if verdict is None:
+            raise Http404("No such verdict.")
+        access_run(self.request.user, verdict.run_id)
+        return verdict

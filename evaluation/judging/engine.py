@@ -1,0 +1,118 @@
+"""Running many judge calls concurrently. Async, no ORM: plans go in, results come out.
+
+evaluation.runs loads what to judge and writes what comes back; keeping the database out
+of the event loop keeps both sides simple and lets a task's calls share one semaphore.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from evaluation.judging import client, prompts
+from evaluation.judging.ratelimit import RateLimiter
+
+# An unparseable output is asked again this many times before it is recorded as such.
+PARSE_RETRIES = 2
+
+
+@dataclass(frozen=True)
+class Call:
+    criterion_id: int
+    sample: int
+    cache_key: str
+    messages: list[dict[str, str]]
+    endpoint: client.Endpoint
+
+
+@dataclass(frozen=True)
+class CallResult:
+    criterion_id: int
+    sample: int
+    cache_key: str
+    outcome: str  # pass, fail, unparseable, error
+    failure_kind: str = ""
+    rationale: str = ""
+    raw_output: str = ""
+    error_kind: str = ""
+    error: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: int = 0
+    attempts: int = 1
+    cache_hit: bool = False
+
+
+def token_estimate(call: Call) -> int:
+    """What the rate limiter counts before the call: prompt characters / 4 plus the cap."""
+    return sum(len(m["content"]) for m in call.messages) // 4 + call.endpoint.max_tokens
+
+
+async def judge_one(
+    call: Call, limiter: RateLimiter, policy: client.RetryPolicy, session: client.Session
+) -> CallResult:
+    attempts = prompt_tokens = completion_tokens = latency_ms = 0
+    completion = None
+    for _ in range(1 + PARSE_RETRIES):
+        try:
+            completion = await client.complete_json_with_retries(
+                call.endpoint,
+                call.messages,
+                schema_name="verdict",
+                schema=prompts.SCHEMA,
+                limiter=limiter,
+                token_estimate=token_estimate(call),
+                policy=policy,
+                session=session,
+            )
+        except client.JudgeUnavailable as exc:
+            return CallResult(
+                call.criterion_id, call.sample, call.cache_key, "error",
+                error_kind=exc.kind, error=str(exc)[:2000], attempts=attempts + exc.attempts,
+                prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+            )  # fmt: skip
+        except client.JudgeRejected as exc:
+            return CallResult(
+                call.criterion_id, call.sample, call.cache_key, "error",
+                error_kind="rejected", error=str(exc)[:2000], attempts=attempts + 1,
+            )  # fmt: skip
+        attempts += completion.meta.get("attempts", 1)
+        prompt_tokens += completion.prompt_tokens
+        completion_tokens += completion.completion_tokens
+        latency_ms += completion.latency_ms
+        parsed = prompts.parse(completion.data)
+        if parsed is not None:
+            return CallResult(
+                call.criterion_id, call.sample, call.cache_key, parsed.verdict,
+                failure_kind=parsed.failure_kind, rationale=parsed.rationale,
+                raw_output=completion.raw, prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens, latency_ms=latency_ms, attempts=attempts,
+            )  # fmt: skip
+    return CallResult(
+        call.criterion_id, call.sample, call.cache_key, "unparseable",
+        raw_output=completion.raw if completion else "", prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens, latency_ms=latency_ms, attempts=attempts,
+    )  # fmt: skip
+
+
+async def judge_all(
+    calls: list[Call],
+    *,
+    concurrency: int,
+    limiter: RateLimiter,
+    policy: client.RetryPolicy | None = None,
+) -> list[CallResult]:
+    semaphore = asyncio.Semaphore(max(1, concurrency))
+    policy = policy or client.RetryPolicy()
+    # One connection pool per endpoint for the whole batch; retries are ours (max_retries=0).
+    sessions = {c.endpoint: client.Session(c.endpoint, max_retries=0) for c in calls}
+
+    async def bounded(call: Call) -> CallResult:
+        async with semaphore:
+            return await judge_one(call, limiter, policy, sessions[call.endpoint])
+
+    try:
+        return list(await asyncio.gather(*(bounded(c) for c in calls)))
+    finally:
+        for session in sessions.values():
+            await session.aclose()

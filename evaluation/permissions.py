@@ -1,0 +1,46 @@
+"""Access to runs and verdicts. They reveal the criteria of submitted checklists and the
+judges' votes, so they are for a dataset's reviewers and admins; experts (who may still be
+annotating blind) and outsiders do not see them."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from django.core.exceptions import PermissionDenied
+from django.db.models import Q, QuerySet
+from django.http import Http404
+
+from annotation import roles
+from annotation.permissions import check_dataset
+from annotation.selectors import datasets_for_user
+from evaluation.models import Run
+
+if TYPE_CHECKING:
+    from annotation.permissions import AnyUser
+
+
+def can_see_runs(perms: set[str]) -> bool:
+    return roles.CHANGE in perms or roles.REVIEW in perms
+
+
+def runs_for_user(user: AnyUser) -> QuerySet[Run]:
+    if not user.is_authenticated or not user.is_active:
+        return Run.objects.none()
+    return Run.objects.filter(
+        Q(dataset__in=datasets_for_user(user, roles.CHANGE))
+        | Q(dataset__in=datasets_for_user(user, roles.REVIEW))
+    )
+
+
+def access_run(user: AnyUser, pk: int, *, manage: bool = False) -> Run:
+    """404 for non-members; 403 for members who may not see runs or, to manage, change."""
+    try:
+        run = Run.objects.select_related("dataset", "panel").get(pk=pk)
+    except (Run.DoesNotExist, ValueError, TypeError):
+        raise Http404("No such run.") from None
+    perms = check_dataset(user, run.dataset)
+    if not can_see_runs(perms):
+        raise PermissionDenied("Runs are for the dataset's reviewers and admins.")
+    if manage and roles.CHANGE not in perms:
+        raise PermissionDenied("Only the dataset's admins manage runs.")
+    return run

@@ -1,0 +1,15 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from evaluation import views
+
+urlpatterns = [
+    path("datasets/<int:pk>/runs/", views.dataset_runs, name="dataset-runs"),
+    path("runs/<int:pk>/", views.run_detail, name="run-detail"),
+    path(
+        "runs/<int:pk>/<str:action>/",
+        views.run_action,
+        name="run-action",
+    ),
+]

@@ -1,0 +1,75 @@
+"""Run pages: a dataset's runs, starting one, and a run's live progress and scores."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from annotation import roles
+from annotation.permissions import access_dataset, dataset_permissions
+from evaluation import runs, selectors
+from evaluation.forms import RunForm
+from evaluation.permissions import access_run, can_see_runs
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def dataset_runs(request: HttpRequest, pk: int) -> HttpResponse:
+    dataset = access_dataset(request.user, pk)
+    perms = dataset_permissions(request.user, dataset)
+    if not can_see_runs(perms):
+        raise PermissionDenied("Runs are for the dataset's reviewers and admins.")
+    can_manage = roles.CHANGE in perms
+    form = RunForm(request.POST or None) if can_manage else None
+    if request.method == "POST":
+        if not can_manage:
+            raise PermissionDenied("Only the dataset's admins start runs.")
+        if form.is_valid():
+            data = form.cleaned_data
+            run = runs.run_create(
+                dataset=dataset, panel=data["panel"], by=request.user, name=data["name"],
+                systems=list(data["systems"]), answer_run_label=data["answer_run_label"],
+                concurrency=data["concurrency"],
+            )  # fmt: skip
+            runs.run_start(run=run)
+            messages.success(request, f"{run} started: {run.expected} verdicts to collect.")
+            return redirect("run-detail", pk=run.pk)
+    context = {
+        "dataset": dataset,
+        "runs": dataset.runs.select_related("panel").order_by("-created_at", "-id")[:100],
+        "form": form,
+    }
+    return render(request, "evaluation/dataset_runs.html", context)
+
+
+@require_GET
+@login_required
+def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    run = access_run(request.user, pk)
+    context = {
+        "run": run,
+        "dataset": run.dataset,
+        "progress": runs.run_progress(run),
+        "can_manage": roles.CHANGE in dataset_permissions(request.user, run.dataset),
+    }
+    if request.htmx and request.htmx.target == "run-progress":
+        return render(request, "evaluation/run_detail.html#progress", context)
+    context["results"] = selectors.run_scores(run)
+    return render(request, "evaluation/run_detail.html", context)
+
+
+@require_POST
+@login_required
+def run_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
+    run = access_run(request.user, pk, manage=True)
+    if action == "cancel":
+        runs.run_cancel(run=run)
+        messages.info(request, "Run cancelled; verdicts collected so far are kept.")
+    elif action in ("resume", "retry-failed"):
+        runs.run_resume(run=run, retry_failed=action == "retry-failed")
+        messages.info(request, "Run queued again; only missing verdicts will be collected.")
+    return redirect("run-detail", pk=run.pk)
