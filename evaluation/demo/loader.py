@@ -13,7 +13,7 @@ from annotation import roles, services
 from annotation.models import Checklist, Dataset, Query, QueryCategory, SourceType
 from annotation.services.checklists import CitationData, CriterionData
 from evaluation.demo import data
-from evaluation.models import Answer, System
+from evaluation.models import Answer, Judge, Panel, PanelMember, System
 
 
 def _user(username: str, *, group: roles.Group, superuser: bool = False):
@@ -110,4 +110,19 @@ def load_demo() -> Dataset:
                 run_label="demo",
                 defaults={"text": markdown},
             )
+    _offline_panel()
     return dataset
+
+
+def _offline_panel() -> Panel:
+    """The offline judge of the embedded set-up: no-LLM checks, so a run can be watched end
+    to end without an API key."""
+    judge, _ = Judge.objects.get_or_create(
+        name="Offline checks", defaults={"kind": Judge.Kind.NO_LLM}
+    )
+    panel, _ = Panel.objects.get_or_create(
+        name="Offline checks",
+        defaults={"description": "Figures, keywords and format checks; no LLM, no cost."},
+    )
+    PanelMember.objects.get_or_create(panel=panel, judge=judge)
+    return panel

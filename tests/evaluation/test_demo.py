@@ -53,3 +53,17 @@ def test_demo_has_submitted_checklists_that_meet_the_guideline():
         assert not checklist_report(checklist).blocking
     assert Checklist.objects.filter(status=Checklist.Status.DRAFT).exists()
     assert Criterion.objects.filter(citations__isnull=False).exists()
+
+
+def test_demo_run_with_the_offline_panel_completes(celery_worker):
+    from evaluation import runs
+    from evaluation.models import Panel, Run
+
+    call_command("demo")
+    run = runs.run_create(
+        dataset=Dataset.objects.get(), panel=Panel.objects.get(name="Offline checks")
+    )
+    run = runs.wait_for(runs.run_start(run=run), timeout=60)
+    assert run.status == Run.Status.DONE
+    progress = runs.run_progress(run)
+    assert progress.done == run.expected > 0 and progress.errors == 0

@@ -15,6 +15,8 @@ class Command(BaseCommand):
             self.style.SUCCESS(
                 f"Demo dataset “{dataset.name}” ready with {dataset.queries.count()} queries.\n"
                 f"Log in as {settings.DEMO_ADMIN_USERNAME} / {settings.DEMO_PASSWORD} (admin); "
-                f"experts alice and bob, reviewer rita use the same password."
+                f"experts alice and bob, reviewer rita use the same password.\n"
+                f"Start a run on the dataset's Runs page with the “Offline checks” panel "
+                f"(no-LLM checks, no API key needed)."
             )
         )

@@ -1,0 +1,113 @@
+"""Who sees and manages runs and verdicts: the dataset's admins manage, its reviewers read,
+its experts (possibly still annotating blind) and outsiders do not see them."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from annotation import roles, services
+from evaluation import runs
+from evaluation.models import Judge, Panel, PanelMember, Verdict
+from tests.factories import AnswerFactory, UserFactory, valid_criteria
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def reviewer(dataset):
+    user = UserFactory(username="reviewer")
+    services.dataset_set_role(dataset=dataset, user=user, role=roles.DatasetRole.REVIEWER)
+    return user
+
+
+@pytest.fixture
+def offline_panel():
+    judge = Judge.objects.create(name="Offline", kind=Judge.Kind.NO_LLM)
+    panel = Panel.objects.create(name="Offline panel")
+    PanelMember.objects.create(panel=panel, judge=judge)
+    return panel
+
+
+@pytest.fixture
+def run(dataset, query, collaborator, offline_panel, owner):
+    services.checklist_create_with_criteria(
+        query=query, by=collaborator, criteria=valid_criteria(), submit=True
+    )
+    AnswerFactory(query=query, text="Revenue was $4.12 billion; margin 61.5%.")
+    run = runs.run_create(dataset=dataset, panel=offline_panel, by=owner)
+    run = runs.run_start(run=run)
+    answer = run.dataset.queries.get().answers.get()
+    runs.judge_answer(run_id=run.pk, answer_id=answer.pk, judge_id=offline_panel.judges.get().pk)
+    run.refresh_from_db()
+    return run
+
+
+def test_the_offline_judge_grades_a_run_without_any_llm(run):
+    assert run.status == "done"
+    verdicts = Verdict.objects.filter(run=run)
+    assert verdicts.count() == run.expected == 6
+    assert all(v.rationale.startswith("No-LLM check") for v in verdicts)
+    assert verdicts.filter(outcome="pass").exists() and verdicts.filter(outcome="fail").exists()
+
+
+def test_run_page_by_role(client, run, owner, reviewer, collaborator, outsider):
+    url = reverse("run-detail", args=[run.pk])
+    for user, code in ((owner, 200), (reviewer, 200), (collaborator, 403), (outsider, 404)):
+        client.force_login(user)
+        assert client.get(url).status_code == code, user.username
+    client.force_login(owner)
+    page = client.get(url).content.decode()
+    assert "6 / 6 verdicts" in page.replace("</strong>", "") and "Scores" in page
+
+
+def test_run_api_by_role(run, owner_api, collaborator_api, outsider_api, reviewer):
+    from rest_framework.test import APIClient
+
+    reviewer_api = APIClient()
+    reviewer_api.force_authenticate(reviewer)
+    assert owner_api.get(f"/api/runs/{run.pk}/progress/").json()["done"] == 6
+    assert reviewer_api.get(f"/api/runs/{run.pk}/").status_code == 200
+    assert len(reviewer_api.get("/api/verdicts/", {"run": run.pk}).json()["results"]) == 6
+    assert reviewer_api.post(f"/api/runs/{run.pk}/cancel/").status_code == 403
+    assert collaborator_api.get(f"/api/runs/{run.pk}/").status_code == 403
+    assert collaborator_api.get("/api/verdicts/").json()["results"] == []
+    assert outsider_api.get(f"/api/runs/{run.pk}/").status_code == 404
+    verdict = Verdict.objects.filter(run=run).first()
+    assert outsider_api.get(f"/api/verdicts/{verdict.pk}/").status_code == 404
+    assert outsider_api.get("/api/runs/").json()["results"] == []
+
+
+def test_only_dataset_admins_start_runs(owner_api, collaborator_api, dataset, offline_panel):
+    data = {"dataset": dataset.pk, "panel": offline_panel.pk}
+    assert collaborator_api.post("/api/runs/", data).status_code == 403
+    created = owner_api.post("/api/runs/", data)
+    assert created.status_code == 201
+    assert created.json()["status"] == "running"
+
+
+def test_judges_and_panels_are_managed_by_the_admin_group(owner_api, collaborator_api):
+    data = {"name": "GPT", "base_url": "http://127.0.0.1:9/v1", "model": "gpt-4o-mini"}
+    assert collaborator_api.post("/api/judges/", data).status_code == 403
+    assert owner_api.post("/api/judges/", data).status_code == 201
+    missing = owner_api.post("/api/judges/", {"name": "No model", "base_url": data["base_url"]})
+    assert missing.status_code == 400 and "model" in missing.json()
+    assert (
+        owner_api.post("/api/judges/", {**data, "name": "Zero", "rpm_limit": 0}).status_code == 400
+    )
+    assert collaborator_api.get("/api/judges/").status_code == 200
+
+
+def test_start_run_page(client, owner, dataset, offline_panel, query, collaborator):
+    services.checklist_create_with_criteria(
+        query=query, by=collaborator, criteria=valid_criteria(), submit=True
+    )
+    AnswerFactory(query=query)
+    client.force_login(owner)
+    url = reverse("dataset-runs", args=[dataset.pk])
+    response = client.post(url, {"panel": offline_panel.pk, "concurrency": 4, "name": "Nightly"})
+    assert response.status_code == 302
+    run = dataset.runs.get()
+    assert (run.name, run.expected, run.status) == ("Nightly", 6, "running")
+    client.force_login(collaborator)
+    assert client.get(url).status_code == 403
