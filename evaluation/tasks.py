@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from celery import shared_task
 
 # Module imports (not names): services and runs import this module too, to queue tasks.
@@ -15,15 +17,10 @@ def ping(token: str) -> str:
     return token
 
 
-@shared_task(
-    name="evaluation.check_formality",
-    bind=True,
-    max_retries=3,
-    retry_backoff=10,
-    retry_jitter=True,
-)
+@shared_task(name="evaluation.check_formality", bind=True, max_retries=3)
 def check_formality(self, advice_id: int) -> None:
-    """Only an unreachable judge is retried; the service is safe to run again."""
+    """Only an unreachable judge is retried (after about 10, 20, 40 s, with jitter); the
+    service is safe to run again."""
     try:
         services.formality_run(advice_id=advice_id)
     except JudgeUnavailable as exc:
@@ -32,7 +29,8 @@ def check_formality(self, advice_id: int) -> None:
                 status=models.FormalityAdvice.Status.ERROR, error=f"The judge is unavailable: {exc}"
             )
             return
-        raise self.retry(exc=exc, countdown=10 * 2**self.request.retries) from exc
+        delay = 10 * 2**self.request.retries
+        raise self.retry(exc=exc, countdown=random.uniform(delay / 2, delay)) from exc  # noqa: S311
 
 
 @shared_task(name="evaluation.judge_answer", acks_late=True, reject_on_worker_lost=True)

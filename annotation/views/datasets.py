@@ -85,6 +85,10 @@ def dataset_members(request: HttpRequest, pk: int) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         user = form.cleaned_data["username"]
         role = roles.DatasetRole(form.cleaned_data["role"])
+        if user.pk == request.user.pk and role != roles.DatasetRole.ADMIN:
+            # An admin demoting themselves could leave the dataset with nobody to run it.
+            messages.error(request, "You cannot change your own role; ask another admin.")
+            return redirect("dataset-members", pk=dataset.pk)
         services.dataset_set_role(dataset=dataset, user=user, role=role)
         messages.success(request, f"{user.username} is now {role.value} of this dataset.")
         return redirect("dataset-members", pk=dataset.pk)

@@ -179,3 +179,13 @@ def test_dataset_admin_adds_a_query_with_tags(client, owner, collaborator, datas
     query = Query.objects.get()
     assert response["Location"] == reverse("query-detail", args=[query.pk])
     assert sorted(query.tags.values_list("name", flat=True)) == ["dividends", "energy"]
+
+
+def test_an_admin_cannot_demote_themselves(client, owner, dataset):
+    from annotation.permissions import dataset_permissions
+
+    client.force_login(owner)
+    url = reverse("dataset-members", args=[dataset.pk])
+    response = client.post(url, {"username": owner.username, "role": "expert"}, follow=True)
+    assert "You cannot change your own role" in response.content.decode()
+    assert roles.CHANGE in dataset_permissions(owner, dataset)
