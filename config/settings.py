@@ -271,8 +271,9 @@ HEALTHZ_WORKER_TIMEOUT = float(os.environ.get("HEALTHZ_WORKER_TIMEOUT", "3"))
 HEALTHZ_PING_QUEUE = os.environ.get("HEALTHZ_PING_QUEUE") or None  # None: the default queue
 # Judging tasks may go to a queue of their own, served by dedicated workers.
 RUNS_QUEUE = os.environ.get("RUNS_QUEUE") or None
-# Retries of transient judge failures: attempts per call, and the first backoff in seconds
-# (doubling, with full jitter, capped at 20 s; a Retry-After from the server wins).
+# Retries of transient judge failures (429, 5xx, timeouts, dropped connections): attempts
+# per call, and the backoff base in seconds: attempt n waits a random time up to
+# base × 2^n, at most 20 s; a Retry-After from the server wins, up to 60 s.
 JUDGE_RETRY_ATTEMPTS = envint("JUDGE_RETRY_ATTEMPTS", 6)
 JUDGE_RETRY_BASE_DELAY = float(os.environ.get("JUDGE_RETRY_BASE_DELAY", "0.5"))
 

@@ -8,7 +8,6 @@ never doubles a verdict (the unique constraint on Verdict backs this up).
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -59,6 +58,12 @@ def run_create(
     run.queries.set(queries)
     run.systems.set(systems)
     return run
+
+
+@transaction.atomic
+def run_create_and_start(**fields: object) -> Run:
+    """Both or neither: a run that cannot start (a panel without judges) is not kept."""
+    return run_start(run=run_create(**fields))
 
 
 def run_answers(run: Run) -> QuerySet[Answer]:
@@ -252,7 +257,7 @@ def _judge_with_llm(
     policy = client.RetryPolicy(
         attempts=settings.JUDGE_RETRY_ATTEMPTS, base_delay=settings.JUDGE_RETRY_BASE_DELAY
     )
-    fresh = asyncio.run(
+    fresh = client.run_sync(
         engine.judge_all(misses, concurrency=run.concurrency, limiter=limiter, policy=policy)
     )
     return [*fresh, *reused]

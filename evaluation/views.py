@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -30,14 +30,17 @@ def dataset_runs(request: HttpRequest, pk: int) -> HttpResponse:
             raise PermissionDenied("Only the dataset's admins start runs.")
         if form.is_valid():
             data = form.cleaned_data
-            run = runs.run_create(
-                dataset=dataset, panel=data["panel"], by=request.user, name=data["name"],
-                systems=list(data["systems"]), answer_run_label=data["answer_run_label"],
-                concurrency=data["concurrency"],
-            )  # fmt: skip
-            runs.run_start(run=run)
-            messages.success(request, f"{run} started: {run.expected} verdicts to collect.")
-            return redirect("run-detail", pk=run.pk)
+            try:
+                run = runs.run_create_and_start(
+                    dataset=dataset, panel=data["panel"], by=request.user, name=data["name"],
+                    systems=list(data["systems"]), answer_run_label=data["answer_run_label"],
+                    concurrency=data["concurrency"],
+                )  # fmt: skip
+            except runs.RunStateError as exc:
+                form.add_error("panel", str(exc))
+            else:
+                messages.success(request, f"{run} started: {run.expected} verdicts to collect.")
+                return redirect("run-detail", pk=run.pk)
     context = {
         "dataset": dataset,
         "runs": dataset.runs.select_related("panel").order_by("-created_at", "-id")[:100],
@@ -65,6 +68,8 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @login_required
 def run_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
+    if action not in ("cancel", "resume", "retry-failed"):
+        raise Http404("No such action.")
     run = access_run(request.user, pk, manage=True)
     if action == "cancel":
         runs.run_cancel(run=run)

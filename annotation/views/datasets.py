@@ -57,6 +57,7 @@ def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "form": form,
         "page": page,
         "can_manage": roles.CHANGE in perms,
+        "can_see_runs": roles.CHANGE in perms or roles.REVIEW in perms,
     }
     template = "annotation/dataset_detail.html"
     if request.htmx and request.htmx.target == "query-table":

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.db import transaction
 from rest_framework import serializers
 
 from annotation.models import Dataset, Query
@@ -27,6 +28,8 @@ class JudgeSerializer(serializers.ModelSerializer):
 class PanelMemberSerializer(serializers.ModelSerializer):
     judge = serializers.PrimaryKeyRelatedField(queryset=Judge.objects.all())
 
+    samples = serializers.IntegerField(min_value=1, max_value=20, default=1)
+
     class Meta:
         model = PanelMember
         fields = ["judge", "samples", "temperatures"]
@@ -43,12 +46,20 @@ class PanelMemberSerializer(serializers.ModelSerializer):
 
 
 class PanelSerializer(serializers.ModelSerializer):
-    members = PanelMemberSerializer(many=True)
+    members = PanelMemberSerializer(many=True, allow_empty=False)
+    threshold = serializers.FloatField(min_value=0.0, max_value=1.0, default=0.5)
 
     class Meta:
         model = Panel
         fields = ["id", "name", "description", "method", "threshold", "members"]
 
+    def validate_members(self, members: list[dict]) -> list[dict]:
+        judges = [m["judge"].pk for m in members]
+        if len(judges) != len(set(judges)):
+            raise serializers.ValidationError("A judge may appear once; use samples instead.")
+        return members
+
+    @transaction.atomic
     def create(self, validated: dict) -> Panel:
         members = validated.pop("members")
         panel = Panel.objects.create(**validated)

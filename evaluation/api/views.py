@@ -61,16 +61,17 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         data = payload.validated_data
         dataset = access.access_dataset(request.user, data["dataset"].pk, roles.CHANGE)
         try:
-            run = runs.run_create(
+            run = runs.run_create_and_start(
                 dataset=dataset, panel=data["panel"], by=request.user,
                 name=data.get("name", ""), queries=data.get("queries", []),
                 systems=data.get("systems", []),
                 answer_run_label=data.get("answer_run_label", ""),
                 concurrency=data.get("concurrency", 16),
             )  # fmt: skip
-            run = runs.run_start(run=run)
-        except (ValueError, runs.RunStateError) as exc:
+        except ValueError as exc:
             raise ValidationError({"queries": [str(exc)]}) from exc
+        except runs.RunStateError as exc:
+            raise ValidationError({"panel": [str(exc)]}) from exc
         return Response(s.RunSerializer(run).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses={200: s.ProgressSerializer})

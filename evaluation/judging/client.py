@@ -17,6 +17,7 @@ import asyncio
 import json
 import os
 import random
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -90,7 +91,10 @@ def _response_format(mode: Mode, name: str, schema: dict[str, Any]) -> dict[str,
 
 
 class Session:
-    """One HTTP connection pool to an endpoint, shared by many concurrent calls."""
+    """One HTTP connection pool to an endpoint, shared by many concurrent calls.
+
+    Making one costs tens of milliseconds (an httpx client with its TLS context), so
+    workers keep them: see run_sync and shared_session."""
 
     def __init__(self, endpoint: Endpoint, *, max_retries: int | None = None) -> None:
         self._client = openai.AsyncOpenAI(
@@ -137,11 +141,13 @@ async def complete_json(
                 raise JudgeRejected(str(exc)) from exc
             except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
                 raise JudgeRejected(str(exc)) from exc
-            except (openai.NotFoundError, openai.UnprocessableEntityError) as exc:
-                raise JudgeRejected(str(exc)) from exc
-            except (openai.APIConnectionError, openai.APIStatusError) as exc:
-                # APITimeoutError is an APIConnectionError; 429 and 5xx are APIStatusErrors.
+            except (openai.APIConnectionError, openai.RateLimitError) as exc:
+                # APITimeoutError is an APIConnectionError: timeouts and dropped connections.
                 raise JudgeUnavailable(f"{type(exc).__name__}: {exc}", _kind(exc)) from exc
+            except openai.APIStatusError as exc:
+                if exc.status_code >= 500:
+                    raise JudgeUnavailable(f"{type(exc).__name__}: {exc}", _kind(exc)) from exc
+                raise JudgeRejected(f"HTTP {exc.status_code}: {exc}") from exc  # 404, 409, 413…
             raw = response.choices[0].message.content or ""
             usage = response.usage
             return Completion(
@@ -208,13 +214,16 @@ async def complete_json_with_retries(
     Pass a Session made with max_retries=0 to share connections between calls."""
     limiter = limiter or Unlimited()
     single_attempt = replace(endpoint, max_retries=0)
-    for attempt in range(1, policy.attempts + 1):
+    attempts = max(1, policy.attempts)
+    for attempt in range(1, attempts + 1):
         try:
             await limiter.acquire(token_estimate)
         except Exception as exc:
             # an unavailable judge for this call: recorded as an error verdict, retryable.
-            if attempt == policy.attempts:
-                raise JudgeUnavailable(f"Rate limiter unavailable: {exc}", "rate_limiter") from exc
+            if attempt == attempts:
+                raise JudgeUnavailable(
+                    f"Rate limiter unavailable: {exc}", "rate_limiter", attempts=attempt
+                ) from exc
             await asyncio.sleep(min(policy.max_delay, policy.base_delay * 2**attempt))
             continue
         try:
@@ -222,7 +231,7 @@ async def complete_json_with_retries(
                 single_attempt, messages, schema_name=schema_name, schema=schema, session=session
             )
         except JudgeUnavailable as exc:
-            if attempt == policy.attempts:
+            if attempt == attempts:
                 exc.attempts = attempt
                 raise
             backoff = random.uniform(0, min(policy.max_delay, policy.base_delay * 2**attempt))  # noqa: S311
@@ -232,3 +241,37 @@ async def complete_json_with_retries(
             continue
         return replace(completion, meta={**completion.meta, "attempts": attempt})
     raise AssertionError("unreachable")
+
+
+# --- One event loop and one session per endpoint per worker thread -------------------------
+# A Celery worker thread runs many tasks one after another. asyncio.run() would make a new
+# loop, and so new connection pools, for each; instead each thread keeps one loop and the
+# sessions opened on it (sessions are tied to the loop they were made on).
+_thread = threading.local()
+
+
+def _thread_loop() -> asyncio.AbstractEventLoop:
+    loop = getattr(_thread, "loop", None)
+    if loop is None or loop.is_closed():
+        loop = asyncio.new_event_loop()
+        _thread.loop = loop
+        _thread.sessions = {}
+    return loop
+
+
+def run_sync(coroutine: Any) -> Any:
+    """Run a coroutine on this thread's own event loop (made on first use, then kept)."""
+    return _thread_loop().run_until_complete(coroutine)
+
+
+def shared_session(endpoint: Endpoint) -> Session:
+    """This thread's session for the endpoint's server and key (retries are the caller's).
+
+    Call it from inside run_sync(); parameters that vary per call (model, temperature) are
+    sent with each request, so one session serves them all."""
+    _thread_loop()
+    key = (endpoint.base_url, endpoint.api_key(), endpoint.timeout)
+    session = _thread.sessions.get(key)
+    if session is None:
+        session = _thread.sessions[key] = Session(endpoint, max_retries=0)
+    return session

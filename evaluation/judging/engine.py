@@ -102,17 +102,14 @@ async def judge_all(
     limiter: RateLimiter,
     policy: client.RetryPolicy | None = None,
 ) -> list[CallResult]:
+    """Judge every call, at most `concurrency` at a time. Run it with client.run_sync, whose
+    per-thread loop keeps the connection pools (client.shared_session) between batches."""
     semaphore = asyncio.Semaphore(max(1, concurrency))
     policy = policy or client.RetryPolicy()
-    # One connection pool per endpoint for the whole batch; retries are ours (max_retries=0).
-    sessions = {c.endpoint: client.Session(c.endpoint, max_retries=0) for c in calls}
 
     async def bounded(call: Call) -> CallResult:
         async with semaphore:
-            return await judge_one(call, limiter, policy, sessions[call.endpoint])
+            session = client.shared_session(call.endpoint)
+            return await judge_one(call, limiter, policy, session)
 
-    try:
-        return list(await asyncio.gather(*(bounded(c) for c in calls)))
-    finally:
-        for session in sessions.values():
-            await session.aclose()
+    return list(await asyncio.gather(*(bounded(c) for c in calls)))

@@ -210,9 +210,9 @@ class RedisTokenBucket:
     """The bucket in Redis, shared by every process that uses the same URL and key.
 
     One Lua script reads and updates the state atomically. Each acquire opens a connection
-    and closes it: callers run each batch under a fresh `asyncio.run`, and a redis.asyncio
-    connection belongs to the loop that opened it, so a cached client would break (or leak)
-    at the next loop. One connect per LLM call costs well under its latency.
+    and closes it: a redis.asyncio connection belongs to the loop that opened it, and a
+    limiter may outlive a loop, so a cached client could break (or leak) at the next one.
+    One connect per LLM call costs well under its latency.
     """
 
     def __init__(self, *, url: str, key: str, rpm: int | None, tpm: int | None) -> None:

@@ -111,3 +111,39 @@ def test_start_run_page(client, owner, dataset, offline_panel, query, collaborat
     assert (run.name, run.expected, run.status) == ("Nightly", 6, "running")
     client.force_login(collaborator)
     assert client.get(url).status_code == 403
+
+
+def test_bad_panels_are_refused_whole(owner_api):
+    from evaluation.models import Judge, Panel
+
+    judge = Judge.objects.create(name="J", base_url="http://127.0.0.1:9/v1", model="m")
+    twice = {"name": "Twice", "members": [{"judge": judge.pk}, {"judge": judge.pk}]}
+    assert owner_api.post("/api/panels/", twice, format="json").status_code == 400
+    empty = owner_api.post("/api/panels/", {"name": "Empty", "members": []}, format="json")
+    assert empty.status_code == 400 and "members" in empty.json()
+    high = {"name": "High", "threshold": 1.5, "members": [{"judge": judge.pk}]}
+    assert "threshold" in owner_api.post("/api/panels/", high, format="json").json()
+    zero = {"name": "Zero", "members": [{"judge": judge.pk, "samples": 0}]}
+    assert owner_api.post("/api/panels/", zero, format="json").status_code == 400
+    assert not Panel.objects.exists()
+
+
+def test_a_run_that_cannot_start_is_not_kept(owner_api, client, owner, dataset):
+    from evaluation.models import Panel, Run
+
+    panel = Panel.objects.create(name="No judges")
+    response = owner_api.post("/api/runs/", {"dataset": dataset.pk, "panel": panel.pk})
+    assert response.status_code == 400 and "panel" in response.json()
+    client.force_login(owner)
+    page = client.post(
+        reverse("dataset-runs", args=[dataset.pk]), {"panel": panel.pk, "concurrency": 4}
+    )
+    assert page.status_code == 200 and "The panel has no judges." in page.content.decode()
+    assert not Run.objects.exists()
+    assert client.post(reverse("run-action", args=[1, "explode"])).status_code == 404
+
+
+def test_reviewers_find_runs_from_the_dataset_page(client, reviewer, dataset):
+    client.force_login(reviewer)
+    page = client.get(reverse("dataset-detail", args=[dataset.pk])).content.decode()
+    assert reverse("dataset-runs", args=[dataset.pk]) in page
