@@ -33,22 +33,31 @@ def config_of(guideline: Guideline | None) -> GuidelineConfig:
     return GuidelineConfig.from_dict(guideline.config) if guideline else FINANCE
 
 
-def criterion_input(criterion: Criterion) -> CriterionInput:
-    # .all() on prefetched relations: no query per criterion when the caller prefetched.
+def _citation_input(citation) -> CitationInput:
+    """From a stored Citation or an unsaved CitationData: both have these attributes."""
+    source = citation.source_type
+    return CitationInput(
+        title=citation.title,
+        url=citation.url,
+        source_type=source.slug if source else "",
+        published_on=citation.published_on,
+    )
+
+
+def _criterion_input(key: str, criterion, source_types, citations) -> CriterionInput:
     return CriterionInput(
-        key=str(criterion.pk),
+        key=key,
         text=criterion.text,
         kind=criterion.kind,
-        source_types=tuple(st.slug for st in criterion.source_types.all()),
-        citations=tuple(
-            CitationInput(
-                title=c.title,
-                url=c.url,
-                source_type=c.source_type.slug if c.source_type_id else "",
-                published_on=c.published_on,
-            )
-            for c in criterion.citations.all()
-        ),
+        source_types=tuple(st.slug for st in source_types),
+        citations=tuple(_citation_input(c) for c in citations),
+    )
+
+
+def criterion_input(criterion: Criterion) -> CriterionInput:
+    # .all() on prefetched relations: no query per criterion when the caller prefetched.
+    return _criterion_input(
+        str(criterion.pk), criterion, criterion.source_types.all(), criterion.citations.all()
     )
 
 
@@ -79,21 +88,7 @@ def input_from_data(criteria, query_date) -> ChecklistInput:
     their index, for dry runs and for checking a payload before anything is written."""
     return ChecklistInput(
         criteria=tuple(
-            CriterionInput(
-                key=str(index),
-                text=data.text,
-                kind=data.kind,
-                source_types=tuple(st.slug for st in data.source_types),
-                citations=tuple(
-                    CitationInput(
-                        title=c.title,
-                        url=c.url,
-                        source_type=c.source_type.slug if c.source_type else "",
-                        published_on=c.published_on,
-                    )
-                    for c in data.citations
-                ),
-            )
+            _criterion_input(str(index), data, data.source_types, data.citations)
             for index, data in enumerate(criteria)
         ),
         query_date=query_date,

@@ -12,6 +12,8 @@ import re
 import unicodedata
 from functools import lru_cache
 
+from annotation.validation.presets import FINANCE_ACTION_VERBS
+
 
 def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
@@ -35,20 +37,7 @@ STOP_WORDS = _words(
 
 # Verbs that open a criterion ("States …", "Presents …"): the house guideline's list and a
 # few generic ones. The verb says how to say it, not what to say, so it is not looked for.
-ACTION_VERBS = _words(
-    """
-    acknowledges addresses analyses analyzes answers applies assesses attributes
-    breaks calculates categorises categorizes cites clarifies classifies compares computes
-    concludes confirms considers contrasts covers defines demonstrates derives describes
-    details discloses discusses distinguishes emphasises emphasizes estimates evaluates
-    excludes explains expresses flags focuses forecasts gives groups highlights identifies
-    includes indicates interprets lists limits mentions names notes orders organises
-    organizes outlines presents projects provides quantifies ranks recommends references
-    refers relies reports restricts separates shows specifies states structures suggests
-    summarises summarizes tabulates traces uses warns
-    contains discusses offers puts writes
-    """
-)
+ACTION_VERBS = FINANCE_ACTION_VERBS | _words("contains discusses offers puts writes")
 
 _AUXILIARIES = frozenset({"does", "do", "did"})
 
