@@ -13,6 +13,7 @@ from annotation import roles
 from annotation.permissions import access_dataset, dataset_permissions
 from evaluation import runs, selectors
 from evaluation.forms import RunForm
+from evaluation.models import Run
 from evaluation.permissions import access_run, can_see_runs
 
 
@@ -60,7 +61,11 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "can_manage": roles.CHANGE in dataset_permissions(request.user, run.dataset),
     }
     if request.htmx and request.htmx.target == "run-progress":
-        return render(request, "evaluation/run_detail.html#progress", context)
+        response = render(request, "evaluation/run_detail.html#progress", context)
+        if run.status != Run.Status.RUNNING:
+            # The run ended while the page polled: reload it whole, for status and scores.
+            response["HX-Refresh"] = "true"
+        return response
     context["results"] = selectors.run_scores(run)
     return render(request, "evaluation/run_detail.html", context)
 

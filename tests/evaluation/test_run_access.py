@@ -147,3 +147,12 @@ def test_reviewers_find_runs_from_the_dataset_page(client, reviewer, dataset):
     client.force_login(reviewer)
     page = client.get(reverse("dataset-detail", args=[dataset.pk])).content.decode()
     assert reverse("dataset-runs", args=[dataset.pk]) in page
+
+
+def test_polling_reloads_the_page_once_the_run_has_ended(client, owner, run):
+    client.force_login(owner)
+    url = reverse("run-detail", args=[run.pk])
+    polled = client.get(url, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="run-progress")
+    assert polled.headers.get("HX-Refresh") == "true"  # done: reload for status and scores
+    page = client.get(url).content.decode()
+    assert "No verdict yet" not in page and 'hx-trigger="every 2s"' not in page
