@@ -1,0 +1,153 @@
+"""Importing system answers from JSONL or CSV: every row is checked before anything is
+written, then all rows are written in one transaction, or none.
+
+Row fields: `query` (the query's id in the dataset), `system` (name), `system_version`
+(optional), `text` (the answer, markdown), `external_id` and `run_label` (optional).
+Importing the same file again updates the same answers: an answer is identified by its
+system, query and run label.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.db import transaction
+
+from annotation.models import Dataset
+from evaluation.models import Answer, System
+
+REQUIRED = ("query", "system", "text")
+OPTIONAL = ("system_version", "external_id", "run_label")
+LIMITS = {"system": 200, "system_version": 100, "external_id": 200, "run_label": 100}
+
+
+class ImportRejected(Exception):
+    """The file has errors; nothing was written. `errors` lists each one."""
+
+    def __init__(self, errors: list[str]) -> None:
+        self.errors = errors
+        shown = "\n".join(errors[:50])
+        more = f"\n… and {len(errors) - 50} more" if len(errors) > 50 else ""
+        super().__init__(f"{len(errors)} error(s); nothing was imported:\n{shown}{more}")
+
+
+@dataclass(frozen=True)
+class AnswerRow:
+    line: int
+    query_id: int
+    system: str
+    system_version: str
+    text: str
+    external_id: str
+    run_label: str
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    created: int
+    updated: int
+    systems_created: int
+
+
+def read_rows(name: str, content: str) -> list[tuple[int, dict]]:
+    """(line number, raw row) pairs from JSONL or CSV, chosen by the file name."""
+    if name.lower().endswith(".csv"):
+        reader = csv.DictReader(io.StringIO(content))
+        return [(i, dict(row)) for i, row in enumerate(reader, start=2)]  # line 1: header
+    rows = []
+    for i, line in enumerate(content.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ImportRejected([f"{name}:{i}: not valid JSON ({exc.msg})"]) from None
+        rows.append((i, value if isinstance(value, dict) else {"__not_an_object__": True}))
+    return rows
+
+
+def check_rows(name: str, raw: list[tuple[int, dict]], dataset: Dataset) -> list[AnswerRow]:
+    errors: list[str] = []
+    rows: list[AnswerRow] = []
+    query_ids = set(dataset.queries.values_list("pk", flat=True))
+    seen: dict[tuple[str, str, int, str], int] = {}
+    if not raw:
+        raise ImportRejected([f"{name}: no rows"])
+    for line, row in raw:
+        where = f"{name}:{line}"
+        if row.get("__not_an_object__"):
+            errors.append(f"{where}: each line must be a JSON object")
+            continue
+        problems = [f"{where}: field {f!r} is required" for f in REQUIRED if not _text(row, f)]
+        query = _text(row, "query")
+        if query and not query.isdigit():
+            problems.append(f"{where}: field 'query' must be a query id (a number), not {query!r}")
+        elif query and int(query) not in query_ids:
+            problems.append(f"{where}: field 'query': no query {query} in dataset {dataset.pk}")
+        for field, limit in LIMITS.items():
+            if len(_text(row, field)) > limit:
+                problems.append(f"{where}: field {field!r} is longer than {limit} characters")
+        if problems:
+            errors.extend(problems)
+            continue
+        answer = AnswerRow(
+            line=line,
+            query_id=int(query),
+            system=_text(row, "system"),
+            system_version=_text(row, "system_version"),
+            text=str(row["text"]),
+            external_id=_text(row, "external_id"),
+            run_label=_text(row, "run_label"),
+        )
+        key = (answer.system, answer.system_version, answer.query_id, answer.run_label)
+        if key in seen:
+            errors.append(
+                f"{where}: same system, query and run label as line {seen[key]}; one answer each"
+            )
+            continue
+        seen[key] = line
+        rows.append(answer)
+    if errors:
+        raise ImportRejected(errors)
+    return rows
+
+
+def _text(row: dict, field: str) -> str:
+    value = row.get(field)
+    return "" if value is None else str(value).strip()
+
+
+@transaction.atomic
+def import_answers(*, dataset: Dataset, name: str, content: str) -> ImportResult:
+    """Check every row, then write them all (or raise ImportRejected and write nothing)."""
+    rows = check_rows(name, read_rows(name, content), dataset)
+    systems: dict[tuple[str, str], System] = {}
+    systems_created = created = updated = 0
+    for row in rows:
+        key = (row.system, row.system_version)
+        if key not in systems:
+            systems[key], made = System.objects.get_or_create(
+                name=row.system, version=row.system_version
+            )
+            systems_created += made
+        _, made = Answer.objects.update_or_create(
+            system=systems[key],
+            query_id=row.query_id,
+            run_label=row.run_label,
+            defaults={"text": row.text, "external_id": row.external_id},
+        )
+        created += made
+        updated += not made
+    return ImportResult(created=created, updated=updated, systems_created=systems_created)
+
+
+def import_answers_file(*, dataset: Dataset, path: Path) -> ImportResult:
+    try:
+        content = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ImportRejected([f"{path.name}: cannot be read ({exc})"]) from exc
+    return import_answers(dataset=dataset, name=path.name, content=content)

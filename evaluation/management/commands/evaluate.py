@@ -1,0 +1,84 @@
+"""Nightly automation: load answers, run a panel over them, wait, print a summary.
+
+    python manage.py evaluate --dataset 1 --panel "GPT panel" --answers nightly.jsonl \
+        --run-label 2026-11-22
+
+Exit status: 0 when every verdict was collected; 1 when the run failed (errors left, or it
+did not finish in time); 2 for bad input (unknown dataset or panel, a file with errors:
+nothing is imported then).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from statistics import mean
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from annotation.models import Dataset
+from evaluation import runs, selectors
+from evaluation.imports import ImportRejected, import_answers_file
+from evaluation.models import Panel, Run
+
+
+class Command(BaseCommand):
+    help = "Import answers, start a run, wait for it and print a summary (for nightly jobs)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--dataset", type=int, required=True, help="Dataset id.")
+        parser.add_argument("--panel", required=True, help="Panel name.")
+        parser.add_argument("--answers", type=Path, help="JSONL or CSV file of answers.")
+        parser.add_argument("--run-label", default="", help="Grade only answers with it.")
+        parser.add_argument("--name", default="", help="Name of the run.")
+        parser.add_argument("--concurrency", type=int, default=16)
+        parser.add_argument("--timeout", type=float, default=3600, help="Seconds to wait.")
+
+    def handle(self, *args: object, **options: object) -> None:
+        dataset = Dataset.objects.filter(pk=options["dataset"]).first()
+        if dataset is None:
+            raise CommandError(f"No dataset {options['dataset']}.", returncode=2)
+        panel = Panel.objects.filter(name=options["panel"]).first()
+        if panel is None:
+            raise CommandError(f"No panel named {options['panel']!r}.", returncode=2)
+        if options["answers"]:
+            try:
+                result = import_answers_file(dataset=dataset, path=options["answers"])
+            except ImportRejected as rejected:
+                raise CommandError(str(rejected), returncode=2) from rejected
+            self.stdout.write(
+                f"Answers: {result.created} new, {result.updated} updated "
+                f"({result.systems_created} new systems)."
+            )
+        try:
+            run = runs.run_create_and_start(
+                dataset=dataset, panel=panel, name=options["name"],
+                answer_run_label=options["run_label"], concurrency=options["concurrency"],
+            )  # fmt: skip
+        except runs.RunStateError as exc:
+            raise CommandError(str(exc), returncode=2) from exc
+        self.stdout.write(f"{run} started: {run.expected} verdicts to collect.")
+        run = runs.wait_for(run, timeout=options["timeout"], poll=1.0)
+        self._summary(run)
+        progress = runs.run_progress(run)
+        if run.status != Run.Status.DONE or progress.errors:
+            raise CommandError(
+                f"{run} {run.get_status_display().lower()}: {progress.done}/{run.expected} "
+                f"verdicts, {progress.errors} errors.",
+                returncode=1,
+            )
+
+    def _summary(self, run: Run) -> None:
+        p = runs.run_progress(run)
+        self.stdout.write(
+            f"{run}: {run.get_status_display()} · {p.done}/{p.expected} verdicts · "
+            f"{p.passed} pass, {p.failed} fail, {p.unparseable} unparseable, {p.errors} errors · "
+            f"{p.cache_hits} from cache · {p.prompt_tokens + p.completion_tokens} tokens"
+        )
+        by_system: dict[str, list[float]] = {}
+        for result in selectors.run_scores(run):
+            if result.score is not None:
+                by_system.setdefault(result.system, []).append(result.score)
+        for system, scores in sorted(by_system.items()):
+            self.stdout.write(
+                f"  {system}: mean score {mean(scores):.1%} over {len(scores)} answers"
+            )

@@ -1,0 +1,127 @@
+"""Importing answers (checked whole first, atomic, idempotent) and the `evaluate` command."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from annotation import services
+from evaluation.imports import ImportRejected, import_answers
+from evaluation.models import Answer, Judge, Panel, PanelMember, System
+from tests.factories import valid_criteria
+
+
+def jsonl(*rows: dict) -> str:
+    return "\n".join(json.dumps(r) for r in rows) + "\n"
+
+
+@pytest.mark.django_db
+def test_import_creates_then_updates_the_same_answers(dataset, query):
+    rows = [
+        {
+            "query": query.pk,
+            "system": "Atlas",
+            "system_version": "1",
+            "text": "A",
+            "run_label": "n1",
+        },
+        {"query": query.pk, "system": "Baseline", "text": "B", "run_label": "n1"},
+    ]
+    first = import_answers(dataset=dataset, name="nightly.jsonl", content=jsonl(*rows))
+    assert (first.created, first.updated, first.systems_created) == (2, 0, 2)
+    rows[0]["text"] = "A, corrected"
+    again = import_answers(dataset=dataset, name="nightly.jsonl", content=jsonl(*rows))
+    assert (again.created, again.updated) == (0, 2)
+    assert Answer.objects.count() == 2
+    assert Answer.objects.get(system__name="Atlas").text == "A, corrected"
+
+
+@pytest.mark.django_db
+def test_csv_works_too(dataset, query):
+    content = f'query,system,text\n{query.pk},Atlas,"Revenue was $4.1bn, up 3%."\n'
+    assert import_answers(dataset=dataset, name="a.csv", content=content).created == 1
+    assert Answer.objects.get().text == "Revenue was $4.1bn, up 3%."
+
+
+@pytest.mark.django_db
+def test_a_bad_file_names_file_row_and_field_and_imports_nothing(dataset, query):
+    other_query = query.pk + 1000
+    content = jsonl(
+        {"query": query.pk, "system": "Atlas", "text": "fine"},
+        {"query": query.pk, "system": "", "text": "no system"},
+        {"query": other_query, "system": "Atlas", "text": "elsewhere"},
+        {"query": "first", "system": "Atlas", "text": "x"},
+        {"query": query.pk, "system": "Atlas", "text": "duplicate of line 1"},
+    )
+    with pytest.raises(ImportRejected) as rejected:
+        import_answers(dataset=dataset, name="nightly.jsonl", content=content)
+    assert rejected.value.errors == [
+        "nightly.jsonl:2: field 'system' is required",
+        f"nightly.jsonl:3: field 'query': no query {other_query} in dataset {dataset.pk}",
+        "nightly.jsonl:4: field 'query' must be a query id (a number), not 'first'",
+        "nightly.jsonl:5: same system, query and run label as line 1; one answer each",
+    ]
+    assert not Answer.objects.exists() and not System.objects.exists()
+
+
+@pytest.mark.django_db
+def test_broken_json_names_the_line(dataset):
+    with pytest.raises(ImportRejected, match=r"nightly.jsonl:2: not valid JSON"):
+        import_answers(dataset=dataset, name="nightly.jsonl", content='{"a": 1}\n{"b": \n')
+
+
+@pytest.fixture
+def offline_panel(db):
+    judge = Judge.objects.create(name="Offline", kind=Judge.Kind.NO_LLM)
+    panel = Panel.objects.create(name="Offline panel")
+    PanelMember.objects.create(panel=panel, judge=judge)
+    return panel
+
+
+def test_evaluate_imports_runs_waits_and_summarises(
+    celery_worker, dataset, query, collaborator, offline_panel, tmp_path, capsys
+):
+    services.checklist_create_with_criteria(
+        query=query, by=collaborator, criteria=valid_criteria(), submit=True
+    )
+    answers = tmp_path / "nightly.jsonl"
+    answers.write_text(
+        jsonl(
+            {
+                "query": query.pk,
+                "system": "Atlas",
+                "text": "Revenue: **$4.12 billion**.",
+                "run_label": "2026-11-22",
+            },
+            {
+                "query": query.pk,
+                "system": "Baseline",
+                "text": "Revenue rose.",
+                "run_label": "2026-11-22",
+            },
+        )
+    )
+    call_command(
+        "evaluate", dataset=dataset.pk, panel="Offline panel", answers=answers,
+        run_label="2026-11-22", timeout=60,
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert "Answers: 2 new, 0 updated (2 new systems)." in out
+    assert "12/12 verdicts" in out and "0 errors" in out
+    assert "Atlas: mean score" in out and "Baseline: mean score" in out
+
+
+@pytest.mark.django_db
+def test_evaluate_refuses_bad_input_with_status_2(dataset, offline_panel, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(jsonl({"query": 999999, "system": "Atlas", "text": "x"}))
+    with pytest.raises(CommandError) as error:
+        call_command("evaluate", dataset=dataset.pk, panel="Offline panel", answers=bad)
+    assert error.value.returncode == 2 and "bad.jsonl:1: field 'query'" in str(error.value)
+    with pytest.raises(CommandError) as error:
+        call_command("evaluate", dataset=dataset.pk, panel="No such panel")
+    assert error.value.returncode == 2
+    assert not Answer.objects.exists()
