@@ -46,6 +46,8 @@ GROUP_MODEL_PERMISSIONS: dict[Group, tuple[str, ...]] = {
         "evaluation.change_judge",
         "evaluation.add_panel",
         "evaluation.change_panel",
+        "evaluation.add_system",
+        "evaluation.change_system",
     ),
 }
 

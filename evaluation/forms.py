@@ -18,3 +18,10 @@ class RunForm(forms.Form):
         max_length=100, required=False, label="Answers' run label", help_text="Empty: all."
     )
     concurrency = forms.IntegerField(min_value=1, max_value=256, initial=16)
+
+
+class AnswersUploadForm(forms.Form):
+    file = forms.FileField(
+        help_text="JSONL or CSV: query, system, text; optional system_version, "
+        "external_id, run_label."
+    )

@@ -6,6 +6,7 @@ from evaluation import views
 
 urlpatterns = [
     path("datasets/<int:pk>/runs/", views.dataset_runs, name="dataset-runs"),
+    path("datasets/<int:pk>/answers/", views.dataset_answers, name="dataset-answers"),
     path("runs/<int:pk>/", views.run_detail, name="run-detail"),
     path(
         "runs/<int:pk>/<str:action>/",

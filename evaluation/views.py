@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -12,7 +13,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from annotation import roles
 from annotation.permissions import access_dataset, dataset_permissions
 from evaluation import runs, selectors
-from evaluation.forms import RunForm
+from evaluation.forms import AnswersUploadForm, RunForm
+from evaluation.imports import ImportRejected, import_answers
 from evaluation.models import Run
 from evaluation.permissions import access_run, can_see_runs
 
@@ -83,3 +85,47 @@ def run_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
         runs.run_resume(run=run, retry_failed=action == "retry-failed")
         messages.info(request, "Run queued again; only missing verdicts will be collected.")
     return redirect("run-detail", pk=run.pk)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def dataset_answers(request: HttpRequest, pk: int) -> HttpResponse:
+    """The dataset's answers by system and run label, and the upload form (admins)."""
+    dataset = access_dataset(request.user, pk)
+    perms = dataset_permissions(request.user, dataset)
+    if not can_see_runs(perms):
+        raise PermissionDenied("Answers are for the dataset's reviewers and admins.")
+    can_manage = roles.CHANGE in perms
+    form = AnswersUploadForm(request.POST or None, request.FILES or None)
+    errors: list[str] = []
+    status = 200
+    if request.method == "POST":
+        if not can_manage:
+            raise PermissionDenied("Only the dataset's admins upload answers.")
+        if form.is_valid():
+            upload = form.cleaned_data["file"]
+            try:
+                content = upload.read().decode("utf-8")
+                result = import_answers(dataset=dataset, name=upload.name, content=content)
+            except UnicodeDecodeError:
+                errors, status = [f"{upload.name}: not UTF-8 text."], 400
+            except ImportRejected as rejected:
+                errors, status = rejected.errors, 400
+            else:
+                messages.success(
+                    request,
+                    f"Imported {upload.name}: {result.created} new answers, {result.updated} "
+                    f"updated, {result.systems_created} new systems.",
+                )
+                return redirect("dataset-answers", pk=dataset.pk)
+    groups = (
+        dataset.queries.filter(answers__isnull=False)
+        .values("answers__system__name", "answers__system__version", "answers__run_label")
+        .annotate(n=Count("answers"))
+        .order_by("answers__system__name", "answers__run_label")
+    )
+    context = {
+        "dataset": dataset, "form": form if can_manage else None, "errors": errors,
+        "groups": groups,
+    }  # fmt: skip
+    return render(request, "evaluation/dataset_answers.html", context, status=status)

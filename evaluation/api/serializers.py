@@ -4,7 +4,7 @@ from django.db import transaction
 from rest_framework import serializers
 
 from annotation.models import Dataset, Query
-from evaluation.models import Judge, Panel, PanelMember, Run, System, Verdict
+from evaluation.models import Answer, Judge, Panel, PanelMember, Run, System, Verdict
 
 
 class JudgeSerializer(serializers.ModelSerializer):
@@ -117,3 +117,28 @@ class VerdictSerializer(serializers.ModelSerializer):
             "completion_tokens", "latency_ms", "attempts", "cache_hit", "created_at",
         ]  # fmt: skip
         read_only_fields = fields
+
+
+class SystemSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = System
+        fields = ["id", "name", "version", "description", "created_at"]
+        read_only_fields = ["id", "created_at"]
+
+
+class AnswerSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Answer
+        fields = ["id", "system", "query", "text", "external_id", "run_label", "created_at"]
+        read_only_fields = fields
+
+
+class AnswerImportSerializer(serializers.Serializer):
+    dataset = serializers.PrimaryKeyRelatedField(queryset=Dataset.objects.all())
+    file = serializers.FileField(help_text="JSONL or CSV, see docs/data-formats.md.")
+
+
+class AnswerImportResultSerializer(serializers.Serializer):
+    created = serializers.IntegerField()
+    updated = serializers.IntegerField()
+    systems_created = serializers.IntegerField()

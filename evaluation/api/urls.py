@@ -9,5 +9,7 @@ router.register("judges", views.JudgeViewSet, basename="judge")
 router.register("panels", views.PanelViewSet, basename="panel")
 router.register("runs", views.RunViewSet, basename="run")
 router.register("verdicts", views.VerdictViewSet, basename="verdict")
+router.register("systems", views.SystemViewSet, basename="system")
+router.register("answers", views.AnswerViewSet, basename="answer")
 
 urlpatterns = router.urls

@@ -13,9 +13,11 @@ from rest_framework.response import Response
 
 from annotation import permissions as access
 from annotation import roles
+from annotation.selectors import datasets_for_user
 from evaluation import runs
 from evaluation.api import serializers as s
-from evaluation.models import Judge, Panel, Run, Verdict
+from evaluation.imports import ImportRejected, import_answers
+from evaluation.models import Answer, Judge, Panel, Run, System, Verdict
 from evaluation.permissions import access_run, runs_for_user
 
 
@@ -110,3 +112,53 @@ class VerdictViewSet(viewsets.ReadOnlyModelViewSet):
             raise Http404("No such verdict.")
         access_run(self.request.user, verdict.run_id)
         return verdict
+
+
+class SystemViewSet(viewsets.ModelViewSet):
+    queryset = System.objects.all()
+    serializer_class = s.SystemSerializer
+    permission_classes = [ModelPermsOrReadOnly]
+    http_method_names = ["get", "post", "patch", "head", "options"]
+    search_fields = ["name", "version"]
+
+
+class AnswerViewSet(viewsets.ReadOnlyModelViewSet):
+    """Answers of the datasets the user is a member of. Written by the import endpoint."""
+
+    serializer_class = s.AnswerSerializer
+    filterset_fields = ["query", "system", "run_label", "query__dataset"]
+
+    def get_queryset(self):
+        visible = datasets_for_user(self.request.user)
+        return Answer.objects.filter(query__dataset__in=visible).order_by("pk")
+
+    def get_object(self) -> Answer:
+        answer = Answer.objects.select_related("query__dataset").filter(pk=self.kwargs["pk"])
+        answer = answer.first()
+        if answer is None:
+            raise Http404("No such answer.")
+        access.check_dataset(self.request.user, answer.query.dataset)
+        return answer
+
+    @extend_schema(
+        request={"multipart/form-data": s.AnswerImportSerializer},
+        responses={201: s.AnswerImportResultSerializer},
+    )
+    @action(detail=False, methods=["post"], url_path="import")
+    def import_file(self, request: Request) -> Response:
+        """Import a JSONL or CSV file of answers into a dataset (its admins only). The whole
+        file is checked first; any error rejects it with every error listed."""
+        payload = s.AnswerImportSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        dataset = access.access_dataset(
+            request.user, payload.validated_data["dataset"].pk, roles.CHANGE
+        )
+        upload = payload.validated_data["file"]
+        try:
+            content = upload.read().decode("utf-8")
+            result = import_answers(dataset=dataset, name=upload.name, content=content)
+        except UnicodeDecodeError:
+            raise ValidationError({"file": [f"{upload.name}: not UTF-8 text."]}) from None
+        except ImportRejected as rejected:
+            raise ValidationError({"file": rejected.errors}) from rejected
+        return Response(s.AnswerImportResultSerializer(result).data, status=status.HTTP_201_CREATED)
