@@ -2,7 +2,16 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from evaluation.models import Answer, FormalityAdvice, Judge, System
+from evaluation.models import (
+    Answer,
+    FormalityAdvice,
+    Judge,
+    Panel,
+    PanelMember,
+    Run,
+    System,
+    Verdict,
+)
 
 
 @admin.register(System)
@@ -31,3 +40,33 @@ class FormalityAdviceAdmin(admin.ModelAdmin):
     list_filter = ["status"]
     raw_id_fields = ["criterion"]
     readonly_fields = ["raw_output", "error"]
+
+
+class PanelMemberInline(admin.TabularInline):
+    model = PanelMember
+    extra = 1
+
+
+@admin.register(Panel)
+class PanelAdmin(admin.ModelAdmin):
+    list_display = ["name", "method", "threshold"]
+    inlines = [PanelMemberInline]
+
+
+@admin.register(Run)
+class RunAdmin(admin.ModelAdmin):
+    """Start, cancel and resume runs from the dataset's Runs page: it queues the work."""
+
+    list_display = ["__str__", "dataset", "panel", "status", "expected", "started_at"]
+    list_filter = ["status", "dataset"]
+    readonly_fields = ["status", "expected", "started_at", "finished_at", "created_by"]
+
+
+@admin.register(Verdict)
+class VerdictAdmin(admin.ModelAdmin):
+    list_display = ["run", "answer", "criterion", "judge", "sample", "outcome", "cache_hit"]
+    list_filter = ["outcome", "cache_hit", "judge"]
+    raw_id_fields = ["run", "answer", "criterion"]
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False  # verdicts are evidence: traced, never edited by hand
