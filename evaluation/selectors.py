@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from annotation.models import Criterion
 from evaluation.judging.formality import text_hash
-from evaluation.metrics.aggregation import Vote, aggregate
+from evaluation.metrics.aggregation import CriterionVerdict, Vote, aggregate
 from evaluation.metrics.scoring import AnswerScore, ScoredCriterion, mean_score, score_answer
 from evaluation.models import Answer, FormalityAdvice, Run, Verdict
 
@@ -82,3 +82,42 @@ def run_scores(run: Run) -> list[AnswerResult]:
         )
         for pk, query_id, system in answers.order_by("query_id", "system__name")
     ]
+
+
+@dataclass(frozen=True)
+class CriterionVotes:
+    criterion: Criterion
+    votes: list[Verdict]
+    verdict: CriterionVerdict
+
+
+def answer_verdicts(run: Run, answer: Answer) -> list[tuple[str, list[CriterionVotes]]]:
+    """Per checklist (by author), each criterion with its votes in this run and the panel's
+    verdict. Two queries: the criteria, and the votes with their judges."""
+    criteria = (
+        Criterion.objects.filter(
+            checklist__query=answer.query_id,
+            checklist__status="submitted",
+            scoring_enabled=True,
+        )
+        .select_related("checklist__author")
+        .order_by("checklist_id", "position")
+    )
+    votes: dict[int, list[Verdict]] = defaultdict(list)
+    for verdict in (
+        Verdict.objects.filter(run=run, answer=answer)
+        .select_related("judge")
+        .order_by("judge__name", "sample")
+    ):
+        votes[verdict.criterion_id].append(verdict)
+    by_checklist: dict[str, list[CriterionVotes]] = {}
+    for criterion in criteria:
+        own = votes.get(criterion.pk, [])
+        verdict = aggregate(
+            [Vote(str(v.judge_id), v.sample, v.outcome) for v in own],
+            run.panel.method,
+            threshold=run.panel.threshold,
+        )
+        author = criterion.checklist.author.get_username()
+        by_checklist.setdefault(author, []).append(CriterionVotes(criterion, own, verdict))
+    return list(by_checklist.items())

@@ -15,8 +15,9 @@ from annotation.permissions import access_dataset, dataset_permissions
 from evaluation import runs, selectors
 from evaluation.forms import AnswersUploadForm, RunForm
 from evaluation.imports import ImportRejected, import_answers
-from evaluation.models import Run
+from evaluation.models import Answer, Run
 from evaluation.permissions import access_run, can_see_runs
+from evaluation.rendering import render_answer
 
 
 @require_http_methods(["GET", "POST"])
@@ -129,3 +130,25 @@ def dataset_answers(request: HttpRequest, pk: int) -> HttpResponse:
         "groups": groups,
     }  # fmt: skip
     return render(request, "evaluation/dataset_answers.html", context, status=status)
+
+
+@require_GET
+@login_required
+def run_answer(request: HttpRequest, pk: int, answer_id: int) -> HttpResponse:
+    """The rendered answer beside each criterion's votes, rationales and final verdict."""
+    run = access_run(request.user, pk)
+    answer = (
+        Answer.objects.select_related("query", "system")
+        .filter(pk=answer_id, query__dataset=run.dataset_id)
+        .first()
+    )
+    if answer is None:
+        raise Http404("No such answer in this run's dataset.")
+    context = {
+        "run": run,
+        "dataset": run.dataset,
+        "answer": answer,
+        "answer_html": render_answer(answer.text),
+        "checklists": selectors.answer_verdicts(run, answer),
+    }
+    return render(request, "evaluation/run_answer.html", context)

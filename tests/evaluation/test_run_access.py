@@ -156,3 +156,33 @@ def test_polling_reloads_the_page_once_the_run_has_ended(client, owner, run):
     assert polled.headers.get("HX-Refresh") == "true"  # done: reload for status and scores
     page = client.get(url).content.decode()
     assert "No verdict yet" not in page and 'hx-trigger="every 2s"' not in page
+
+
+def test_answer_page_shows_sanitised_answer_beside_votes(client, owner, reviewer, outsider, run):
+    answer = run.dataset.queries.get().answers.get()
+    answer.text = (
+        "**Revenue** was $4.12 billion.\n\n<script>alert(1)</script> [x](javascript:alert(1))"
+    )
+    answer.save()
+    url = reverse("run-answer", args=[run.pk, answer.pk])
+    client.force_login(reviewer)
+    page = client.get(url).content.decode()
+    assert "<strong>Revenue</strong>" in page
+    assert "<script>alert(1)</script>" not in page and 'href="javascript:' not in page
+    assert page.count('class="verdict-row') == 6
+    assert "No-LLM check" in page and "Checklist by collaborator" in page
+    client.force_login(outsider)
+    assert client.get(url).status_code == 404
+
+
+def test_answer_page_query_count_is_flat(client, owner, run, django_assert_max_num_queries):
+    answer = run.dataset.queries.get().answers.get()
+    client.force_login(owner)
+    with django_assert_max_num_queries(12):
+        assert client.get(reverse("run-answer", args=[run.pk, answer.pk])).status_code == 200
+
+
+def test_an_answer_of_another_dataset_is_not_found(client, owner, run):
+    other = AnswerFactory()  # its query is in a dataset of its own
+    client.force_login(owner)
+    assert client.get(reverse("run-answer", args=[run.pk, other.pk])).status_code == 404
