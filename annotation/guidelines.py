@@ -18,7 +18,6 @@ from annotation.validation import (
     GuidelineConfig,
     Report,
     validate_checklist,
-    validate_criterion,
 )
 
 
@@ -77,10 +76,6 @@ def checklist_report(checklist: Checklist, config: GuidelineConfig | None = None
     return validate_checklist(
         checklist_input(checklist, criteria_for_validation(checklist)), config
     )
-
-
-def criterion_report(criterion: Criterion, config: GuidelineConfig, query_date) -> Report:
-    return validate_criterion(criterion_input(criterion), config, query_date=query_date)
 
 
 def input_from_data(criteria, query_date) -> ChecklistInput:

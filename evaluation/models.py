@@ -12,6 +12,7 @@ from django.core.validators import MinValueValidator
 from django.db import models
 
 from annotation.models import Criterion, Query
+from evaluation.judging.prompts import VERDICT_PROMPT_VERSION
 
 
 class System(models.Model):
@@ -93,7 +94,7 @@ class Judge(models.Model):
         validators=[MinValueValidator(1)],
         help_text="Shared by every worker; empty for no limit.",
     )
-    prompt_version = models.CharField(max_length=40, default="verdict-v1")
+    prompt_version = models.CharField(max_length=40, default=VERDICT_PROMPT_VERSION)
     is_formality_judge = models.BooleanField(
         default=False, help_text="Used for the formality check of criteria."
     )

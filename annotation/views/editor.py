@@ -95,6 +95,11 @@ def _row_response(
     return _partials(request, context, partial)
 
 
+def _criteria_response(request: HttpRequest, checklist_id: int) -> HttpResponse:
+    """The whole list re-rendered (positions changed) plus the summary."""
+    return _partials(request, _editor_context(request, checklist_id), "criteria")
+
+
 def locked_checklist_answers_409(view):
     """A stale tab may post to a checklist submitted since: say so instead of failing."""
 
@@ -183,7 +188,7 @@ def criterion_delete(request: HttpRequest, pk: int) -> HttpResponse:
     checklist = criterion.checklist
     services.criterion_delete(criterion=criterion, by=request.user)
     if request.htmx:
-        return _partials(request, _editor_context(request, checklist.pk), "criteria")
+        return _criteria_response(request, checklist.pk)
     return _back(checklist)
 
 
@@ -195,8 +200,7 @@ def criterion_move(request: HttpRequest, pk: int) -> HttpResponse:
     offset = -1 if request.POST.get("direction") == "up" else 1
     services.criterion_move(criterion=criterion, by=request.user, offset=offset)
     if request.htmx:
-        context = _editor_context(request, criterion.checklist_id)
-        return _partials(request, context, "criteria")
+        return _criteria_response(request, criterion.checklist_id)
     return _back(criterion.checklist, f"#criterion-{criterion.pk}")
 
 
