@@ -8,6 +8,7 @@ properties; writes go through annotation.services, reads through annotation.sele
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase
 
@@ -93,6 +94,14 @@ class Guideline(models.Model):
                 )
 
 
+class LabelPolicy(models.TextChoices):
+    """Which answers a dataset's labelling queue offers to reviewers."""
+
+    ALL = "all", "All answers"
+    RANDOM = "random", "A random share of answers"
+    UNCERTAIN = "uncertain", "The answers the judges are least certain about"
+
+
 class Dataset(models.Model):
     name = models.CharField(max_length=200, unique=True)
     description = models.TextField(blank=True)
@@ -117,6 +126,24 @@ class Dataset(models.Model):
         default=False,
         help_text="Ask an LLM whether each criterion is specific and answerable yes or no "
         "(advice only, never blocks).",
+    )
+    pass_threshold = models.FloatField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="An answer passes when its score (share of criteria passed, 0–1) reaches "
+        "this value; empty for no pass/fail line.",
+    )
+    label_policy = models.CharField(
+        max_length=20,
+        choices=LabelPolicy.choices,
+        default=LabelPolicy.UNCERTAIN,
+        help_text="Which answers the labelling queue asks reviewers to label.",
+    )
+    label_share = models.FloatField(
+        default=0.2,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="For the random and least-certain policies: the share of answers to label.",
     )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
@@ -159,6 +186,11 @@ class Query(models.Model):
         QueryCategory, null=True, blank=True, on_delete=models.PROTECT, related_name="queries"
     )
     tags = models.ManyToManyField(DomainTag, blank=True, related_name="queries")
+    reference_answer = models.TextField(
+        blank=True,
+        help_text="Markdown. An answer known to be right, for the graded (1–5) view; when "
+        "empty, the graded view uses the query's perfect answers.",
+    )
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.OPEN)
     assigned_experts = models.ManyToManyField(
         settings.AUTH_USER_MODEL, blank=True, related_name="assigned_queries"

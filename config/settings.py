@@ -233,6 +233,11 @@ SPECTACULAR_SETTINGS = {
         "CriterionKindEnum": "annotation.models.Criterion.Kind",
         "JudgeKindEnum": "evaluation.models.Judge.Kind",
         "RunStatusEnum": "evaluation.models.Run.Status",
+        "RunKindEnum": "evaluation.models.Run.Kind",
+        "VerdictOutcomeEnum": "evaluation.models.Verdict.Outcome",
+        "GradedScoreOutcomeEnum": "evaluation.models.GradedScore.Outcome",
+        "HumanLabelSourceEnum": "evaluation.models.HumanLabel.Source",
+        "ReviewQueueEnum": "evaluation.models.ReviewAssignment.Queue",
     },
 }
 

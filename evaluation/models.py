@@ -8,10 +8,10 @@ criteria verdicts into the answer's score (evaluation.metrics.scoring).
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.validators import MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
-from annotation.models import Criterion, Query
+from annotation.models import Checklist, Criterion, Dataset, Query
 from evaluation.judging.prompts import VERDICT_PROMPT_VERSION
 
 
@@ -21,6 +21,11 @@ class System(models.Model):
     name = models.CharField(max_length=200)
     version = models.CharField(max_length=100, blank=True)
     description = models.TextField(blank=True)
+    is_reference = models.BooleanField(
+        default=False,
+        help_text="Holds perfect answers written for checklists (cross-evaluation); never "
+        "graded as a system.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -39,7 +44,35 @@ class Answer(models.Model):
     text = models.TextField(help_text="Markdown.")
     external_id = models.CharField(max_length=200, blank=True)
     run_label = models.CharField(max_length=100, blank=True)
+    # Set on perfect answers only (cross-evaluation): the checklist whose criteria the answer
+    # was written to satisfy, and who or what wrote it.
+    checklist = models.OneToOneField(
+        Checklist,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="perfect_answer",
+        help_text="For a perfect answer: the checklist it satisfies.",
+    )
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The person who wrote or last edited the answer in the app.",
+    )
+    drafted_by = models.ForeignKey(
+        "Judge",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The LLM that drafted it, if one did.",
+    )
+    draft_prompt_version = models.CharField(max_length=40, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["query_id", "system_id", "id"]
@@ -63,6 +96,7 @@ class Judge(models.Model):
     class Kind(models.TextChoices):
         LLM = "llm", "LLM (OpenAI-compatible endpoint)"
         NO_LLM = "no_llm", "No-LLM checks (figures, keywords, format)"
+        EXTERNAL = "external", "External (imported verdicts, never called)"
 
     name = models.CharField(max_length=100, unique=True)
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.LLM)
@@ -95,6 +129,21 @@ class Judge(models.Model):
         help_text="Shared by every worker; empty for no limit.",
     )
     prompt_version = models.CharField(max_length=40, default=VERDICT_PROMPT_VERSION)
+    prompt_price = models.DecimalField(
+        "Price per million prompt tokens",
+        max_digits=10,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text="In your billing currency; empty when unknown (no cost estimate).",
+    )
+    completion_price = models.DecimalField(
+        "Price per million completion tokens",
+        max_digits=10,
+        decimal_places=4,
+        null=True,
+        blank=True,
+    )
     is_formality_judge = models.BooleanField(
         default=False, help_text="Used for the formality check of criteria."
     )
@@ -173,6 +222,11 @@ class Panel(models.Model):
     description = models.TextField(blank=True)
     method = models.CharField(max_length=20, choices=Method.choices, default=Method.MAJORITY)
     threshold = models.FloatField(default=0.5, help_text="For the mean-over-threshold method.")
+    graded = models.BooleanField(
+        default=False,
+        help_text="Also rate each answer 1–5 for correctness against the query's reference "
+        "(G-Eval style), beside the checklist score.",
+    )
     judges = models.ManyToManyField(Judge, through="PanelMember", related_name="panels")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -216,8 +270,14 @@ class Run(models.Model):
         DONE = "done", "Done"
         CANCELLED = "cancelled", "Cancelled"
 
-    dataset = models.ForeignKey("annotation.Dataset", on_delete=models.CASCADE, related_name="runs")
+    class Kind(models.TextChoices):
+        SYSTEMS = "systems", "System answers"
+        CROSS_EVALUATION = "cross_evaluation", "Cross-evaluation of perfect answers"
+        IMPORTED = "imported", "Imported verdicts"
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="runs")
     panel = models.ForeignKey(Panel, on_delete=models.PROTECT, related_name="runs")
+    kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.SYSTEMS)
     name = models.CharField(max_length=200, blank=True)
     queries = models.ManyToManyField(
         Query, blank=True, related_name="+", help_text="Empty: every query of the dataset."
@@ -284,6 +344,9 @@ class Verdict(models.Model):
     attempts = models.PositiveSmallIntegerField(default=1)
     cache_hit = models.BooleanField(default=False)
     cache_key = models.CharField(max_length=64, db_index=True)
+    # What the call was made with (base URL, model, prompt version, temperature, max tokens,
+    # seed), copied at write time so that editing the judge later does not rewrite history.
+    judge_params = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -298,3 +361,189 @@ class Verdict(models.Model):
 
     def __str__(self) -> str:
         return f"{self.outcome} by judge {self.judge_id} on criterion {self.criterion_id}"
+
+
+class GradedScore(models.Model):
+    """One judge's 1–5 rating of one answer against a reference, for one sample (G-Eval style).
+
+    The graded view sits beside the checklist score; it never changes it.
+    """
+
+    class Outcome(models.TextChoices):
+        SCORED = "scored", "Scored"
+        UNPARSEABLE = "unparseable", "Unparseable"
+        ERROR = "error", "Error"
+        NO_REFERENCE = "no_reference", "No reference answer"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="graded_scores")
+    answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="graded_scores")
+    judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="graded_scores")
+    sample = models.PositiveSmallIntegerField(default=0)
+    outcome = models.CharField(max_length=12, choices=Outcome.choices)
+    score = models.PositiveSmallIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(5)]
+    )
+    reasoning = models.TextField(blank=True)
+    raw_output = models.TextField(blank=True)
+    error_kind = models.CharField(max_length=40, blank=True)
+    error = models.TextField(blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    latency_ms = models.PositiveIntegerField(default=0)
+    attempts = models.PositiveSmallIntegerField(default=1)
+    cache_hit = models.BooleanField(default=False)
+    cache_key = models.CharField(max_length=64, db_index=True)
+    judge_params = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "answer", "judge", "sample"], name="one_graded_score_per_vote"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.score or self.outcome} by judge {self.judge_id} on answer {self.answer_id}"
+
+
+class Label(models.TextChoices):
+    PASS = "pass", "Pass"
+    FAIL = "fail", "Fail"
+
+
+class HumanLabel(models.Model):
+    """One reviewer's pass/fail on one criterion for one answer. Several reviewers may label
+    the same item; each keeps one label per item, updated in place.
+
+    `rater` is who labelled, as agreement statistics group it: the reviewer's username for
+    labels made in the app, the name given in the file for imported ones (reviewer is then
+    empty, unless the name matched a user).
+    """
+
+    class Source(models.TextChoices):
+        APP = "app", "Labelled in the app"
+        IMPORT = "import", "Imported"
+
+    answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="human_labels")
+    criterion = models.ForeignKey(
+        Criterion, on_delete=models.CASCADE, related_name="human_labels"
+    )
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="human_labels",
+    )
+    rater = models.CharField(max_length=150)
+    label = models.CharField(max_length=4, choices=Label.choices)
+    note = models.TextField(blank=True)
+    source = models.CharField(max_length=10, choices=Source.choices, default=Source.APP)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["answer_id", "criterion_id", "rater"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["answer", "criterion", "rater"], name="one_label_per_rater_and_item"
+            )
+        ]
+        indexes = [models.Index(fields=["criterion", "answer"])]
+
+    def __str__(self) -> str:
+        return f"{self.label} by {self.rater} on criterion {self.criterion_id}"
+
+
+class Adjudication(models.Model):
+    """The final label of one (answer, criterion). Where present it decides the score; the
+    judges' votes and the human labels stay as they are.
+
+    `version` counts decisions: a reviewer saves against the version they saw, so two
+    reviewers deciding at once cannot silently overwrite each other (the second gets a
+    conflict and sees the first's decision).
+    """
+
+    answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="adjudications")
+    criterion = models.ForeignKey(
+        Criterion, on_delete=models.CASCADE, related_name="adjudications"
+    )
+    label = models.CharField(max_length=4, choices=Label.choices)
+    reason = models.TextField(blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_at = models.DateTimeField(auto_now=True)
+    version = models.PositiveIntegerField(default=1)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["answer", "criterion"], name="one_adjudication_per_item")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.label} (adjudicated) on criterion {self.criterion_id}"
+
+
+class ReviewAssignment(models.Model):
+    """An item of a review queue given to one reviewer: a whole answer (labelling queue) or
+    one criterion of an answer (disagreement queue)."""
+
+    class Queue(models.TextChoices):
+        LABELLING = "labelling", "Labelling"
+        DISAGREEMENT = "disagreement", "Disagreement"
+
+    queue = models.CharField(max_length=20, choices=Queue.choices)
+    answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="assignments")
+    criterion = models.ForeignKey(
+        Criterion, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    assignee = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="review_assignments"
+    )
+    assigned_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["queue", "answer"],
+                condition=models.Q(criterion__isnull=True),
+                name="one_assignment_per_answer",
+            ),
+            models.UniqueConstraint(
+                fields=["queue", "answer", "criterion"],
+                condition=models.Q(criterion__isnull=False),
+                name="one_assignment_per_item",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_queue_display()} item for {self.assignee}"
+
+
+class CrossEvaluationSettings(models.Model):
+    """How a dataset's perfect answers are cross-graded, and whether that happens on its own
+    when a query gets a new submitted checklist."""
+
+    dataset = models.OneToOneField(
+        Dataset, on_delete=models.CASCADE, related_name="cross_evaluation_settings"
+    )
+    panel = models.ForeignKey(
+        Panel, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    automatic = models.BooleanField(
+        default=False,
+        help_text="Cross-evaluate a query's perfect answers again whenever it gets a new "
+        "submitted checklist.",
+    )
+
+    class Meta:
+        verbose_name_plural = "cross-evaluation settings"
+
+    def __str__(self) -> str:
+        return f"Cross-evaluation of {self.dataset}"

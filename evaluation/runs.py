@@ -68,6 +68,10 @@ def run_create_and_start(**fields: object) -> Run:
 
 def run_answers(run: Run) -> QuerySet[Answer]:
     answers = Answer.objects.filter(query__dataset=run.dataset_id)
+    if run.kind == Run.Kind.CROSS_EVALUATION:
+        answers = answers.filter(checklist__isnull=False)
+    else:  # perfect answers are never graded as a system's
+        answers = answers.filter(system__is_reference=False)
     query_ids = list(run.queries.values_list("pk", flat=True))
     if query_ids:
         answers = answers.filter(query__in=query_ids)
