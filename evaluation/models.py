@@ -427,9 +427,7 @@ class HumanLabel(models.Model):
         IMPORT = "import", "Imported"
 
     answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="human_labels")
-    criterion = models.ForeignKey(
-        Criterion, on_delete=models.CASCADE, related_name="human_labels"
-    )
+    criterion = models.ForeignKey(Criterion, on_delete=models.CASCADE, related_name="human_labels")
     reviewer = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
@@ -467,9 +465,7 @@ class Adjudication(models.Model):
     """
 
     answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="adjudications")
-    criterion = models.ForeignKey(
-        Criterion, on_delete=models.CASCADE, related_name="adjudications"
-    )
+    criterion = models.ForeignKey(Criterion, on_delete=models.CASCADE, related_name="adjudications")
     label = models.CharField(max_length=4, choices=Label.choices)
     reason = models.TextField(blank=True)
     decided_by = models.ForeignKey(
@@ -480,7 +476,9 @@ class Adjudication(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["answer", "criterion"], name="one_adjudication_per_item")
+            models.UniqueConstraint(
+                fields=["answer", "criterion"], name="one_adjudication_per_item"
+            )
         ]
 
     def __str__(self) -> str:
