@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from evaluation import views
+from evaluation.views import runs as views
 
 urlpatterns = [
     path("datasets/<int:pk>/runs/", views.dataset_runs, name="dataset-runs"),

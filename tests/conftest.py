@@ -48,9 +48,23 @@ def outsider(db):
 
 
 @pytest.fixture
+def reviewer(db):
+    user = UserFactory(username="reviewer")
+    user.groups.add(Group.objects.get(name=roles.Group.REVIEWER.value))
+    return user
+
+
+@pytest.fixture
 def dataset(owner, collaborator):
     dataset = services.dataset_create(name="Owner dataset", by=owner)
     services.dataset_set_role(dataset=dataset, user=collaborator, role=roles.DatasetRole.EXPERT)
+    return dataset
+
+
+@pytest.fixture
+def reviewed_dataset(dataset, reviewer):
+    """`dataset` with `reviewer` as its reviewer (labels and adjudicates)."""
+    services.dataset_set_role(dataset=dataset, user=reviewer, role=roles.DatasetRole.REVIEWER)
     return dataset
 
 
@@ -78,6 +92,11 @@ def collaborator_api(collaborator) -> APIClient:
 @pytest.fixture
 def outsider_api(outsider) -> APIClient:
     return _api_client(outsider)
+
+
+@pytest.fixture
+def reviewer_api(reviewer) -> APIClient:
+    return _api_client(reviewer)
 
 
 @pytest.fixture(scope="session")
