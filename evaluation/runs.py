@@ -29,6 +29,7 @@ DECIDED = (Verdict.Outcome.PASS, Verdict.Outcome.FAIL)
 UPSERT_FIELDS = [
     "outcome", "failure_kind", "rationale", "raw_output", "error_kind", "error",
     "prompt_tokens", "completion_tokens", "latency_ms", "attempts", "cache_hit", "cache_key",
+    "judge_params",
 ]  # fmt: skip
 
 
@@ -204,9 +205,22 @@ def judge_answer(*, run_id: int, answer_id: int, judge_id: int) -> int:
         results = [_offline(c, s, answer) for c, s in pending]
     else:
         results = _judge_with_llm(run, member, answer, pending)
-    _upsert(run, answer, judge, results)
+    params = {s: judge_params(member, s) for s in range(member.samples)}
+    _upsert(run, answer, judge, results, params)
     _finish_if_complete(run.pk)
     return len(results)
+
+
+def judge_params(member: PanelMember, sample: int) -> dict[str, object]:
+    """What a vote was made with, copied onto the verdict (the judge may be edited later)."""
+    judge = member.judge
+    if judge.kind != Judge.Kind.LLM:
+        return {"kind": judge.kind}
+    return {
+        "kind": judge.kind, "base_url": judge.base_url, "model": judge.model,
+        "prompt_version": judge.prompt_version, "temperature": member.temperature(sample),
+        "max_tokens": judge.max_tokens, "seed": judge.seed,
+    }  # fmt: skip
 
 
 def _offline(criterion: Criterion, sample: int, answer: Answer) -> engine.CallResult:
@@ -277,7 +291,13 @@ def _cached_verdicts(keys: list[str]) -> dict[str, Verdict]:
     return {v.cache_key: v for v in rows.only(*fields)}
 
 
-def _upsert(run: Run, answer: Answer, judge: Judge, results: list[engine.CallResult]) -> None:
+def _upsert(
+    run: Run,
+    answer: Answer,
+    judge: Judge,
+    results: list[engine.CallResult],
+    params: dict[int, dict[str, object]],
+) -> None:
     verdicts = [
         Verdict(
             run=run,
@@ -297,6 +317,7 @@ def _upsert(run: Run, answer: Answer, judge: Judge, results: list[engine.CallRes
             attempts=r.attempts,
             cache_hit=r.cache_hit,
             cache_key=r.cache_key,
+            judge_params=params[r.sample],
         )
         for r in results
     ]

@@ -48,6 +48,7 @@ def test_the_offline_judge_grades_a_run_without_any_llm(run):
     verdicts = Verdict.objects.filter(run=run)
     assert verdicts.count() == run.expected == 6
     assert all(v.rationale.startswith("No-LLM check") for v in verdicts)
+    assert all(v.judge_params == {"kind": "no_llm"} for v in verdicts)
     assert verdicts.filter(outcome="pass").exists() and verdicts.filter(outcome="fail").exists()
 
 

@@ -68,6 +68,12 @@ def test_12000_verdicts_with_10_percent_faults_then_cache_then_one_edit(celery_w
         assert 0.07 * TOTAL < faults < 0.13 * TOTAL, server.fault_counts
         assert set(server.fault_counts) == set(TRANSIENT)
         assert verdicts_match_the_script(first)
+        traced = Verdict.objects.filter(run=first, judge__name="Judge 1").first()
+        assert traced.judge_params == {
+            "kind": "llm", "base_url": server.base_url, "model": "model-1",
+            "prompt_version": traced.judge.prompt_version, "temperature": 0.0,
+            "max_tokens": 512, "seed": None,
+        }  # fmt: skip
 
         # The same run again: every verdict comes from the cache, no call is made.
         calls = server.call_count
