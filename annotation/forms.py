@@ -17,6 +17,9 @@ class DatasetForm(forms.ModelForm):
             "experts_per_query",
             "show_submitted_checklists",
             "formality_check",
+            "pass_threshold",
+            "label_policy",
+            "label_share",
         ]
 
 
@@ -39,9 +42,10 @@ class QueryForm(forms.ModelForm):
 
     class Meta:
         model = Query
-        fields = ["text", "query_date", "category"]
+        fields = ["text", "query_date", "category", "reference_answer"]
         widgets = {
             "text": forms.Textarea(attrs={"rows": 3}),
+            "reference_answer": forms.Textarea(attrs={"rows": 6}),
             "query_date": forms.DateInput(attrs={"type": "date"}),
         }
 

@@ -7,6 +7,7 @@ from annotation.views import datasets, editor, queries
 urlpatterns = [
     path("datasets/new/", datasets.dataset_create, name="dataset-create"),
     path("datasets/<int:pk>/", datasets.dataset_detail, name="dataset-detail"),
+    path("datasets/<int:pk>/settings/", datasets.dataset_edit, name="dataset-edit"),
     path("datasets/<int:pk>/progress/", datasets.dataset_progress, name="dataset-progress"),
     path("datasets/<int:pk>/members/", datasets.dataset_members, name="dataset-members"),
     path(

@@ -45,6 +45,9 @@ class DatasetSerializer(serializers.ModelSerializer):
             "experts_per_query",
             "show_submitted_checklists",
             "formality_check",
+            "pass_threshold",
+            "label_policy",
+            "label_share",
             "query_count",
             "created_at",
         ]
@@ -71,6 +74,7 @@ class QuerySerializer(serializers.ModelSerializer):
             "query_date",
             "category",
             "tags",
+            "reference_answer",
             "status",
             "assigned_experts",
             "created_at",

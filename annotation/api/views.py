@@ -79,6 +79,12 @@ class DatasetViewSet(viewsets.ModelViewSet):
         dataset.query_count = 0
         serializer.instance = dataset
 
+    def perform_update(self, serializer: s.DatasetSerializer) -> None:
+        services.dataset_update(dataset=serializer.instance, **serializer.validated_data)
+
+    def perform_destroy(self, instance: Dataset) -> None:
+        services.dataset_delete(dataset=instance)
+
 
 class QueryFilter(django_filters.FilterSet):
     category = django_filters.CharFilter(field_name="category__name")
@@ -133,6 +139,9 @@ class QueryViewSet(viewsets.ModelViewSet):
         serializer.instance = services.query_update(
             query=serializer.instance, tags=fields.pop("tags", None), **fields
         )
+
+    def perform_destroy(self, instance: Query) -> None:
+        services.query_delete(query=instance)
 
 
 class ChecklistViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):

@@ -22,9 +22,12 @@ from annotation.services.checklists import (
 )
 from annotation.services.datasets import (
     dataset_create,
+    dataset_delete,
     dataset_set_role,
+    dataset_update,
     query_assign_experts,
     query_create,
+    query_delete,
     query_update,
     role_groups_sync,
 )
@@ -44,9 +47,12 @@ __all__ = [
     "criterion_replace_citations",
     "criterion_update",
     "dataset_create",
+    "dataset_delete",
     "dataset_set_role",
+    "dataset_update",
     "query_assign_experts",
     "query_create",
+    "query_delete",
     "query_update",
     "role_groups_sync",
 ]

@@ -16,25 +16,53 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
 
 
+# The settings a dataset admin may change (through the settings page or the API).
+DATASET_SETTINGS = frozenset(
+    {
+        "name",
+        "description",
+        "guideline",
+        "experts_per_query",
+        "show_submitted_checklists",
+        "formality_check",
+        "pass_threshold",
+        "label_policy",
+        "label_share",
+    }
+)
+
+
+def _checked_settings(fields: dict[str, object]) -> dict[str, object]:
+    unknown = set(fields) - DATASET_SETTINGS
+    if unknown:
+        raise TypeError(f"Not a dataset setting: {', '.join(sorted(unknown))}")
+    return fields
+
+
 @transaction.atomic
-def dataset_create(
-    *,
-    name: str,
-    by: AbstractBaseUser,
-    description: str = "",
-    experts_per_query: int = 2,
-    show_submitted_checklists: bool = False,
-) -> Dataset:
+def dataset_create(*, name: str, by: AbstractBaseUser, **settings: object) -> Dataset:
     """Create a dataset; its creator becomes its admin."""
-    dataset = Dataset.objects.create(
-        name=name,
-        description=description,
-        experts_per_query=experts_per_query,
-        show_submitted_checklists=show_submitted_checklists,
-        created_by=by,
-    )
+    dataset = Dataset(name=name, created_by=by, **_checked_settings(settings))
+    dataset.full_clean()
+    dataset.save()
     dataset_set_role(dataset=dataset, user=by, role=roles.DatasetRole.ADMIN)
     return dataset
+
+
+@transaction.atomic
+def dataset_update(*, dataset: Dataset, **settings: object) -> Dataset:
+    """Change a dataset's settings; validated as a whole, saved together or not at all."""
+    for field, value in _checked_settings(settings).items():
+        setattr(dataset, field, value)
+    dataset.full_clean()
+    dataset.save(update_fields=[*settings])
+    return dataset
+
+
+@transaction.atomic
+def dataset_delete(*, dataset: Dataset) -> None:
+    """Delete a dataset with its queries, checklists, answers' grading and runs."""
+    dataset.delete()
 
 
 @transaction.atomic
@@ -67,10 +95,20 @@ def role_groups_sync() -> None:
 
 @transaction.atomic
 def query_create(
-    *, dataset: Dataset, text: str, query_date, category=None, tags: list[str] = ()
+    *,
+    dataset: Dataset,
+    text: str,
+    query_date,
+    category=None,
+    tags: list[str] = (),
+    reference_answer: str = "",
 ) -> Query:
     query = Query.objects.create(
-        dataset=dataset, text=text.strip(), query_date=query_date, category=category
+        dataset=dataset,
+        text=text.strip(),
+        query_date=query_date,
+        category=category,
+        reference_answer=reference_answer,
     )
     _set_tags(query, tags)
     return query
@@ -86,6 +124,12 @@ def query_update(*, query: Query, tags: list[str] | None = None, **fields: objec
     if tags is not None:
         _set_tags(query, tags)
     return query
+
+
+@transaction.atomic
+def query_delete(*, query: Query) -> None:
+    """Delete a query with its checklists, answers and their grading."""
+    query.delete()
 
 
 def _set_tags(query: Query, names: list[str]) -> None:

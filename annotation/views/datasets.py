@@ -34,6 +34,18 @@ def dataset_create(request: HttpRequest) -> HttpResponse:
     return render(request, "annotation/dataset_form.html", {"form": form})
 
 
+@require_http_methods(["GET", "POST"])
+@login_required
+def dataset_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    dataset = permissions.access_dataset(request.user, pk, roles.CHANGE)
+    form = DatasetForm(request.POST or None, instance=dataset)
+    if request.method == "POST" and form.is_valid():
+        services.dataset_update(dataset=dataset, **form.cleaned_data)
+        messages.success(request, "Settings saved.")
+        return redirect("dataset-detail", pk=dataset.pk)
+    return render(request, "annotation/dataset_form.html", {"form": form, "dataset": dataset})
+
+
 @require_GET
 @login_required
 def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
