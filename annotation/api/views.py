@@ -18,6 +18,7 @@ from annotation import guidelines, permissions, roles, selectors, services
 from annotation.api import serializers as s
 from annotation.models import Checklist, Criterion, Dataset, Guideline, Query, SourceType
 from annotation.services.checklists import CitationData
+from config.api_filters import IdFilterSet
 
 DATASET_ACTION_PERMS = {
     "retrieve": roles.VIEW,
@@ -86,7 +87,7 @@ class DatasetViewSet(viewsets.ModelViewSet):
         services.dataset_delete(dataset=instance)
 
 
-class QueryFilter(django_filters.FilterSet):
+class QueryFilter(IdFilterSet):
     category = django_filters.CharFilter(field_name="category__name")
     assigned_to_me = django_filters.BooleanFilter(method="filter_assigned_to_me")
     submitted = django_filters.NumberFilter(
