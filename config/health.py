@@ -87,3 +87,11 @@ def healthz(request: HttpRequest) -> HttpResponse:
         return render(request, "health.html", context, status=status)
     body = {"status": "ok" if healthy else "fail", "checks": {r.name: asdict(r) for r in results}}
     return JsonResponse(body, status=status)
+
+
+@never_cache
+@require_GET
+def livez(request: HttpRequest) -> HttpResponse:
+    """The web process answers: for a liveness probe that must not restart web servers when
+    the database, the broker or the workers are down (that is /healthz's business)."""
+    return JsonResponse({"status": "ok"})

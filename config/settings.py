@@ -164,7 +164,7 @@ if envbool("TRUST_X_FORWARDED_PROTO", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_HTTPONLY = True
 # Health probes come from load balancers over plain HTTP inside the network.
-SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^livez$"]
 
 # --- Email ----------------------------------------------------------------------------------
 EMAIL_BACKEND = os.environ.get(

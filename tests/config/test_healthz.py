@@ -63,3 +63,15 @@ def test_healthz_reports_an_unreachable_broker(client, monkeypatch):
         "detail": "skipped: the broker is unreachable",
         "ms": 0,
     }
+
+
+def test_livez_answers_without_the_database_or_the_broker(
+    client, settings, django_assert_num_queries
+):
+    # A broker nobody listens on: /healthz would fail, the liveness probe must not care.
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"
+    with django_assert_num_queries(0):
+        response = client.get("/livez", secure=False)
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}
+    assert "no-cache" in response["Cache-Control"]
