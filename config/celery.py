@@ -5,12 +5,26 @@ from __future__ import annotations
 import os
 
 from celery import Celery
+from celery.signals import task_postrun, task_prerun
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("workbench")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@task_prerun.connect
+@task_postrun.connect
+def close_old_connections(sender=None, **kwargs) -> None:
+    """Around each task, drop a broken or expired database connection, as Django does
+    around each request. Celery would otherwise close every connection around every task
+    (a new PostgreSQL connection per task); CELERY_DB_REUSE_MAX turns that off."""
+    if getattr(getattr(sender, "request", None), "is_eager", False):
+        return  # an eager task runs inside the caller's transaction
+    from django.db import close_old_connections
+
+    close_old_connections()
 
 
 def ensure_filesystem_broker_folders() -> None:

@@ -14,7 +14,10 @@ Retry-After, both capped; every wait first passes the judge's shared rate limite
 from __future__ import annotations
 
 import asyncio
+import atexit
+import collections
 import json
+import logging
 import os
 import random
 import threading
@@ -22,9 +25,20 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+import httpx
 import openai
 
 from evaluation.judging.ratelimit import RateLimiter, Unlimited
+
+# httpx logs every request at INFO: one line per judge call in a worker's log is noise.
+logging.getLogger("httpx").setLevel(logging.WARNING)
+
+try:  # openai's aiohttp transport (the `openai[aiohttp]` extra), when it is installed
+    import httpx_aiohttp  # noqa: F401
+
+    _AIOHTTP = True
+except ImportError:  # pragma: no cover - httpx's own transport then
+    _AIOHTTP = False
 
 # Endpoints (base URL, model) known to refuse json_schema response formats.
 _NO_STRUCTURED_OUTPUTS: set[tuple[str, str]] = set()
@@ -94,7 +108,11 @@ class Session:
     """One HTTP connection pool to an endpoint, shared by many concurrent calls.
 
     Making one costs tens of milliseconds (an httpx client with its TLS context), so
-    workers keep them: see run_sync and shared_session."""
+    workers keep them: see run_sync and shared_session.
+
+    The transport is aiohttp when installed: httpx's connection pool scans every connection
+    on each request and response (docs/benchmarks.md), which at 20+ calls in flight per
+    pool costs several milliseconds of CPU per call, more than the rest of the call."""
 
     def __init__(self, endpoint: Endpoint, *, max_retries: int | None = None) -> None:
         self._client = openai.AsyncOpenAI(
@@ -102,6 +120,7 @@ class Session:
             api_key=endpoint.api_key(),
             timeout=endpoint.timeout,
             max_retries=endpoint.max_retries if max_retries is None else max_retries,
+            http_client=openai.DefaultAioHttpClient(timeout=endpoint.timeout) if _AIOHTTP else None,
         )
 
     async def aclose(self) -> None:
@@ -124,15 +143,19 @@ async def complete_json(
     try:
         while True:
             started = time.monotonic()
+            body = {
+                "model": endpoint.model,
+                "messages": messages,
+                "temperature": endpoint.temperature,
+                "max_tokens": endpoint.max_tokens,
+                "seed": endpoint.seed,
+                "response_format": _response_format(mode, schema_name, schema),
+            }
             try:
-                response = await client.chat.completions.create(
-                    model=endpoint.model,
-                    messages=messages,
-                    temperature=endpoint.temperature,
-                    max_tokens=endpoint.max_tokens,
-                    seed=endpoint.seed,
-                    response_format=_response_format(mode, schema_name, schema),
-                )
+                # The plain JSON body and reply, not chat.completions.create(): its typed
+                # transform and response models cost about a millisecond of CPU per call.
+                # Errors, retries, auth and timeouts are still the openai client's.
+                response = await client.post("/chat/completions", body=body, cast_to=httpx.Response)
             except openai.BadRequestError as exc:
                 if mode == "json_schema" and getattr(exc, "param", None) == "response_format":
                     _NO_STRUCTURED_OUTPUTS.add(key)
@@ -148,14 +171,13 @@ async def complete_json(
                 if exc.status_code >= 500:
                     raise JudgeUnavailable(f"{type(exc).__name__}: {exc}", _kind(exc)) from exc
                 raise JudgeRejected(f"HTTP {exc.status_code}: {exc}") from exc  # 404, 409, 413…
-            raw = response.choices[0].message.content or ""
-            usage = response.usage
+            raw, usage = _content_and_usage(response)
             return Completion(
                 data=parse_json_object(raw),
                 raw=raw,
                 mode=mode,
-                prompt_tokens=usage.prompt_tokens if usage else 0,
-                completion_tokens=usage.completion_tokens if usage else 0,
+                prompt_tokens=usage.get("prompt_tokens") or 0,
+                completion_tokens=usage.get("completion_tokens") or 0,
                 latency_ms=round((time.monotonic() - started) * 1000),
             )
     finally:
@@ -163,14 +185,39 @@ async def complete_json(
             await session.aclose()
 
 
+def _content_and_usage(response: httpx.Response) -> tuple[str, dict[str, Any]]:
+    """The first choice's text and the usage of a chat completion. A 200 that is not a
+    completion gives empty text, which the caller records as unparseable."""
+    try:
+        payload = response.json()
+        content = payload["choices"][0]["message"].get("content") or ""
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        return response.text, {}
+    usage = payload.get("usage")
+    return (content if isinstance(content, str) else ""), (usage if isinstance(usage, dict) else {})
+
+
 def _kind(exc: Exception) -> str:
-    if isinstance(exc, openai.APITimeoutError):
+    if isinstance(exc, openai.APITimeoutError) and not _refused(exc):
         return "timeout"
     if isinstance(exc, openai.RateLimitError):
         return "rate_limit"
     if isinstance(exc, openai.APIStatusError):
         return f"http_{exc.status_code}"
     return "connection"
+
+
+def _refused(exc: BaseException) -> bool:
+    """A connection that failed at once (refused, unreachable, name not found) somewhere in
+    the exception's causes. The aiohttp transport maps those to a connect *timeout*."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, OSError) and not isinstance(cause, TimeoutError):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def _retry_after(exc: JudgeUnavailable) -> float | None:
@@ -243,11 +290,82 @@ async def complete_json_with_retries(
     raise AssertionError("unreachable")
 
 
+# --- A cap on calls in flight across the whole worker process ------------------------------
+class InFlightGate:
+    """At most `limit` judge calls in flight across every thread (and event loop) of the
+    process: Run.concurrency bounds one task, this bounds the worker. With more threads than
+    limit / calls per task, a thread that is reading or writing the database leaves its
+    slots to the others instead of idling them (docs/benchmarks.md)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._used = 0
+        self._waiters: collections.deque[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]
+        self._waiters = collections.deque()
+
+    async def __aenter__(self) -> None:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if self._used < self.limit:
+                self._used += 1
+                return
+            waiter = (loop, loop.create_future())
+            self._waiters.append(waiter)
+        try:
+            await waiter[1]
+        except asyncio.CancelledError:
+            with self._lock:
+                queued = waiter in self._waiters
+                if queued:
+                    self._waiters.remove(waiter)
+            if not queued and waiter[1].done() and not waiter[1].cancelled():
+                self._release()  # the slot was handed over just as we were cancelled
+            raise
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._release()
+
+    def _release(self) -> None:
+        with self._lock:
+            if not self._waiters:
+                self._used -= 1
+                return
+            loop, future = self._waiters.popleft()  # the slot passes to it directly
+        loop.call_soon_threadsafe(self._hand_over, future)
+
+    def _hand_over(self, future: asyncio.Future[None]) -> None:
+        if future.cancelled():
+            self._release()  # its waiter is gone: pass the slot on
+        else:
+            future.set_result(None)
+
+
+_gates: dict[int, InFlightGate] = {}
+_gates_lock = threading.Lock()
+
+
+def worker_gate(limit: int | None) -> InFlightGate | None:
+    """The process-wide gate for `limit` calls in flight (None or 0: no cap)."""
+    if not limit:
+        return None
+    with _gates_lock:
+        gate = _gates.get(limit)
+        if gate is None:
+            gate = _gates[limit] = InFlightGate(limit)
+        return gate
+
+
 # --- One event loop and one session per endpoint per worker thread -------------------------
 # A Celery worker thread runs many tasks one after another. asyncio.run() would make a new
 # loop, and so new connection pools, for each; instead each thread keeps one loop and the
 # sessions opened on it (sessions are tied to the loop they were made on).
 _thread = threading.local()
+
+
+# Every thread's loop and sessions, so that they can be closed when the process exits
+# (otherwise aiohttp reports each open connector as a leak).
+_thread_pools: list[tuple[asyncio.AbstractEventLoop, dict[Any, Session]]] = []
 
 
 def _thread_loop() -> asyncio.AbstractEventLoop:
@@ -256,7 +374,22 @@ def _thread_loop() -> asyncio.AbstractEventLoop:
         loop = asyncio.new_event_loop()
         _thread.loop = loop
         _thread.sessions = {}
+        _thread_pools.append((loop, _thread.sessions))
     return loop
+
+
+@atexit.register
+def _close_thread_pools() -> None:
+    for loop, sessions in _thread_pools:
+        if loop.is_closed() or loop.is_running():
+            continue
+        try:
+            loop.run_until_complete(
+                asyncio.gather(*(s.aclose() for s in sessions.values()), return_exceptions=True)
+            )
+            loop.close()
+        except Exception:  # noqa: S110 - best effort at exit, nothing left to tell
+            pass
 
 
 def run_sync(coroutine: Any) -> Any:

@@ -7,6 +7,7 @@ of the event loop keeps both sides simple and lets a task's calls share one sema
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass
 
 from evaluation.judging import client, prompts
@@ -101,14 +102,17 @@ async def judge_all(
     concurrency: int,
     limiter: RateLimiter,
     policy: client.RetryPolicy | None = None,
+    gate: client.InFlightGate | None = None,
 ) -> list[CallResult]:
-    """Judge every call, at most `concurrency` at a time. Run it with client.run_sync, whose
-    per-thread loop keeps the connection pools (client.shared_session) between batches."""
+    """Judge every call, at most `concurrency` at a time (and at most the gate's limit in
+    the whole process). Run it with client.run_sync, whose per-thread loop keeps the
+    connection pools (client.shared_session) between batches."""
     semaphore = asyncio.Semaphore(max(1, concurrency))
     policy = policy or client.RetryPolicy()
+    worker_slot = gate or contextlib.nullcontext()
 
     async def bounded(call: Call) -> CallResult:
-        async with semaphore:
+        async with semaphore, worker_slot:
             session = client.shared_session(call.endpoint)
             return await judge_one(call, limiter, policy, session)
 

@@ -103,3 +103,24 @@ def test_only_the_client_module_imports_openai():
     assert importers - {"evaluation/loopback/server.py", "evaluation/loopback/__init__.py"} == {
         "evaluation/judging/client.py"
     }
+
+
+def test_a_refused_connection_is_a_connection_error_not_a_timeout():
+    import socket
+
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    endpoint = client.Endpoint(base_url=f"http://127.0.0.1:{port}/v1", model="m", timeout=5)
+    with pytest.raises(client.JudgeUnavailable) as failure:
+        asyncio.run(client.complete_json(endpoint, MESSAGES, schema_name="verdict", schema=SCHEMA))
+    assert failure.value.kind == "connection"
+
+
+def test_a_slow_server_is_a_timeout():
+    with (
+        LoopbackOpenAI(responder=lambda r: {"verdict": "pass"}, latency=2.0) as server,
+        pytest.raises(client.JudgeUnavailable) as failure,
+    ):
+        call(server, timeout=0.3, max_retries=0)
+    assert failure.value.kind == "timeout"

@@ -1,0 +1,1 @@
+"""Reproducible benchmarks (see bench/README.md). Not part of the installed package."""
