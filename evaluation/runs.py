@@ -19,7 +19,7 @@ from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
 from annotation.models import Checklist, Criterion, Dataset, Query
-from evaluation import tasks
+from evaluation import grading, tasks
 from evaluation.checks.deterministic import offline_verdict
 from evaluation.judging import client, engine, prompts
 from evaluation.judging.ratelimit import limiter_for
@@ -152,6 +152,7 @@ def run_resume(*, run: Run, retry_failed: bool = False) -> Run:
     run = Run.objects.select_for_update().get(pk=run.pk)
     if retry_failed:
         run.verdicts.filter(outcome=Verdict.Outcome.ERROR).delete()
+        grading.forget_failed(run)
     run.status = Run.Status.PENDING
     run.save(update_fields=["status"])
     return run_start(run=run)
@@ -159,7 +160,11 @@ def run_resume(*, run: Run, retry_failed: bool = False) -> Run:
 
 def _finish_if_complete(run_id: int) -> None:
     run = Run.objects.get(pk=run_id)
-    if run.status == Run.Status.RUNNING and run.verdicts.count() >= run.expected:
+    if (
+        run.status == Run.Status.RUNNING
+        and run.verdicts.count() >= run.expected
+        and grading.graded_complete(run)  # a graded panel's 1–5 grades are part of the run
+    ):
         Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(
             status=Run.Status.DONE, finished_at=timezone.now()
         )
@@ -198,6 +203,7 @@ def judge_answer(*, run_id: int, answer_id: int, judge_id: int) -> int:
         for sample in range(member.samples)
         if (criterion.pk, sample) not in done
     ]
+    grading.grade_answer(run=run, member=member, answer=answer)  # graded panels only
     if not pending:
         _finish_if_complete(run.pk)
         return 0
@@ -275,8 +281,11 @@ def _judge_with_llm(
     policy = client.RetryPolicy(
         attempts=settings.JUDGE_RETRY_ATTEMPTS, base_delay=settings.JUDGE_RETRY_BASE_DELAY
     )
+    gate = client.worker_gate(settings.JUDGE_MAX_IN_FLIGHT)
     fresh = client.run_sync(
-        engine.judge_all(misses, concurrency=run.concurrency, limiter=limiter, policy=policy)
+        engine.judge_all(
+            misses, concurrency=run.concurrency, limiter=limiter, policy=policy, gate=gate
+        )
     )
     return [*fresh, *reused]
 

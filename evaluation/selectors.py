@@ -6,9 +6,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from annotation.models import Criterion
+from evaluation import scores
 from evaluation.judging.formality import text_hash
 from evaluation.metrics.aggregation import CriterionVerdict, Vote, aggregate
-from evaluation.metrics.scoring import AnswerScore, ScoredCriterion, mean_score, score_answer
 from evaluation.models import Answer, FormalityAdvice, Run, Verdict
 
 
@@ -34,53 +34,22 @@ class AnswerResult:
 
 
 def run_scores(run: Run) -> list[AnswerResult]:
-    """Aggregate a run's votes per criterion (its panel's method), then score each answer:
-    the share per checklist, averaged over the query's checklists. Three queries in all."""
-    votes: dict[tuple[int, int], list[Vote]] = defaultdict(list)
-    rows = Verdict.objects.filter(run=run).values_list(
-        "answer_id", "criterion_id", "judge_id", "sample", "outcome"
-    )
-    for answer_id, criterion_id, judge_id, sample, outcome in rows:
-        votes[answer_id, criterion_id].append(Vote(str(judge_id), sample, outcome))
-    criteria = {
-        c["pk"]: c
-        for c in Criterion.objects.filter(pk__in={c for _, c in votes}).values(
-            "pk", "checklist_id", "weight", "is_core", "scoring_enabled"
-        )
-    }
-    answers = Answer.objects.filter(pk__in={a for a, _ in votes}).values_list(
-        "pk", "query_id", "system__name"
-    )
-    per_checklist: dict[tuple[int, int], list[ScoredCriterion]] = defaultdict(list)
-    splits: dict[int, int] = defaultdict(int)
-    for (answer_id, criterion_id), answer_votes in votes.items():
-        verdict = aggregate(answer_votes, run.panel.method, threshold=run.panel.threshold)
-        splits[answer_id] += verdict.split
-        info = criteria[criterion_id]
-        per_checklist[answer_id, info["checklist_id"]].append(
-            ScoredCriterion(
-                key=str(criterion_id),
-                outcome=verdict.outcome,
-                weight=info["weight"],
-                core=info["is_core"],
-                enabled=info["scoring_enabled"],
-            )
-        )
-    scores: dict[int, list[AnswerScore]] = defaultdict(list)
-    for (answer_id, _checklist), scored in per_checklist.items():
-        scores[answer_id].append(score_answer(scored))
+    """Per answer: the panel's verdict per criterion (an adjudication, where present, decides
+    it instead), the share per checklist, averaged over the query's checklists. The full
+    report, with per-checklist scores, pass/fail and graded means, is scores.run_report."""
     return [
         AnswerResult(
-            answer_id=pk,
-            query_id=query_id,
-            system=system,
-            score=mean_score(scores[pk]),
-            weighted=mean_score(scores[pk], "weighted_share"),
-            core=mean_score(scores[pk], "core_share"),
-            undecided=sum(s.undecided for s in scores[pk]),
-            split=splits[pk],
+            answer_id=r.answer_id,
+            query_id=r.query_id,
+            system=r.system_name,
+            score=r.score,
+            weighted=r.weighted,
+            core=r.core,
+            undecided=r.undecided,
+            split=r.split,
         )
-        for pk, query_id, system in answers.order_by("query_id", "system__name")
+        for r in scores.run_report(run).answers
+        if r.checklists  # answers with verdicts; graded-only rows are in the full report
     ]
 
 

@@ -13,7 +13,7 @@ class JudgeSerializer(serializers.ModelSerializer):
         fields = [
             "id", "name", "kind", "base_url", "model", "api_key_env", "temperature",
             "max_tokens", "seed", "timeout", "rpm_limit", "tpm_limit", "prompt_version",
-            "is_formality_judge",
+            "prompt_price", "completion_price", "is_formality_judge",
         ]  # fmt: skip
 
     def validate(self, data: dict) -> dict:
@@ -22,6 +22,9 @@ class JudgeSerializer(serializers.ModelSerializer):
             for field in ("base_url", "model"):
                 if not data.get(field, getattr(self.instance, field, "")):
                     raise serializers.ValidationError({field: "Required for an LLM judge."})
+        for field in ("prompt_price", "completion_price"):
+            if data.get(field) is not None and data[field] < 0:
+                raise serializers.ValidationError({field: "A price cannot be negative."})
         return data
 
 
@@ -51,7 +54,7 @@ class PanelSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Panel
-        fields = ["id", "name", "description", "method", "threshold", "members"]
+        fields = ["id", "name", "description", "method", "threshold", "graded", "members"]
 
     def validate_members(self, members: list[dict]) -> list[dict]:
         judges = [m["judge"].pk for m in members]
@@ -102,7 +105,7 @@ class RunSerializer(serializers.ModelSerializer):
     class Meta:
         model = Run
         fields = [
-            "id", "name", "dataset", "panel", "status", "expected", "concurrency",
+            "id", "name", "dataset", "panel", "kind", "status", "expected", "concurrency",
             "answer_run_label", "created_at", "started_at", "finished_at",
         ]  # fmt: skip
         read_only_fields = fields

@@ -12,12 +12,13 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from annotation import roles
 from annotation.permissions import access_dataset, dataset_permissions
-from evaluation import runs, selectors
+from evaluation import grading, runs, scores, selectors
 from evaluation.forms import AnswersUploadForm, RunForm
 from evaluation.imports import ImportRejected, import_answers
 from evaluation.models import Answer, Run
 from evaluation.permissions import access_run, can_see_runs
 from evaluation.rendering import render_answer
+from evaluation.run_overview import run_overview
 
 
 @require_http_methods(["GET", "POST"])
@@ -57,10 +58,12 @@ def dataset_runs(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = access_run(request.user, pk)
+    overview = run_overview(run)
     context = {
         "run": run,
         "dataset": run.dataset,
-        "progress": runs.run_progress(run),
+        "progress": overview.progress,
+        "overview": overview,
         "can_manage": roles.CHANGE in dataset_permissions(request.user, run.dataset),
     }
     if request.htmx and request.htmx.target == "run-progress":
@@ -69,7 +72,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             # The run ended while the page polled: reload it whole, for status and scores.
             response["HX-Refresh"] = "true"
         return response
-    context["results"] = selectors.run_scores(run)
+    context["report"] = scores.run_report(run)
     return render(request, "evaluation/run_detail.html", context)
 
 
@@ -150,5 +153,6 @@ def run_answer(request: HttpRequest, pk: int, answer_id: int) -> HttpResponse:
         "answer": answer,
         "answer_html": render_answer(answer.text),
         "checklists": selectors.answer_verdicts(run, answer),
+        "grades": grading.answer_grades(run, answer),
     }
     return render(request, "evaluation/run_answer.html", context)

@@ -1,0 +1,132 @@
+"""A run's scores (`GET /api/runs/{id}/scores/`) and the graded and cost figures added to
+its progress. Who may read them: as the run API (the dataset's admins and reviewers)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from evaluation import scores
+from evaluation.api.serializers import ProgressSerializer
+from evaluation.permissions import access_run
+from evaluation.run_overview import RunOverview
+
+_SHARE = {"allow_null": True, "min_value": 0.0, "max_value": 1.0}
+
+
+class GradedProgressSerializer(serializers.Serializer):
+    expected = serializers.IntegerField()
+    done = serializers.IntegerField()
+    scored = serializers.IntegerField()
+    unparseable = serializers.IntegerField()
+    errors = serializers.IntegerField()
+    no_reference = serializers.IntegerField()
+    cache_hits = serializers.IntegerField()
+    prompt_tokens = serializers.IntegerField()
+    completion_tokens = serializers.IntegerField()
+
+
+class CostSerializer(serializers.Serializer):
+    known = serializers.BooleanField(help_text="False when an LLM judge has no price.")
+    so_far = serializers.DecimalField(
+        max_digits=20, decimal_places=6, allow_null=True, help_text="Null when unknown."
+    )
+    projected = serializers.DecimalField(
+        max_digits=20,
+        decimal_places=6,
+        allow_null=True,
+        help_text="Cost so far / done × expected (verdicts and grades); null when unknown or "
+        "nothing is done yet.",
+    )
+    unpriced = serializers.ListField(
+        child=serializers.CharField(), help_text="The LLM judges without a price."
+    )
+
+
+class RunProgressSerializer(ProgressSerializer):
+    """The verdict progress, the graded view's progress and the estimated cost."""
+
+    graded = GradedProgressSerializer()
+    cost = CostSerializer()
+
+
+def progress_data(overview: RunOverview) -> dict:
+    return {
+        **ProgressSerializer(overview.progress).data,
+        "graded": GradedProgressSerializer(overview.graded).data,
+        "cost": CostSerializer(overview.cost).data,
+    }
+
+
+class ScoreSerializer(serializers.Serializer):
+    passed = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    undecided = serializers.IntegerField()
+    total = serializers.IntegerField()
+    share = serializers.FloatField(**_SHARE)
+    weighted_share = serializers.FloatField(**_SHARE)
+    core_share = serializers.FloatField(**_SHARE)
+
+
+class ChecklistScoreSerializer(serializers.Serializer):
+    checklist = serializers.IntegerField(source="checklist_id")
+    author = serializers.CharField()
+    score = ScoreSerializer()
+
+
+class AnswerScoreSerializer(serializers.Serializer):
+    answer = serializers.IntegerField(source="answer_id")
+    query = serializers.IntegerField(source="query_id")
+    system = serializers.IntegerField(source="system_id")
+    system_name = serializers.CharField(source="system")
+    checklists = ChecklistScoreSerializer(many=True)
+    share = serializers.FloatField(source="score", **_SHARE)
+    weighted = serializers.FloatField(**_SHARE)
+    core = serializers.FloatField(**_SHARE)
+    undecided = serializers.IntegerField()
+    split = serializers.IntegerField()
+    adjudicated = serializers.IntegerField()
+    passed = serializers.BooleanField(
+        allow_null=True, help_text="share ≥ the dataset's pass threshold; null without one."
+    )
+    graded = serializers.FloatField(allow_null=True, min_value=1.0, max_value=5.0)
+
+
+class SystemScoreSerializer(serializers.Serializer):
+    system = serializers.IntegerField(source="system_id")
+    system_name = serializers.CharField(source="system")
+    answers = serializers.IntegerField()
+    share = serializers.FloatField(source="score", **_SHARE)
+    weighted = serializers.FloatField(**_SHARE)
+    core = serializers.FloatField(**_SHARE)
+    graded = serializers.FloatField(allow_null=True, min_value=1.0, max_value=5.0)
+    passed = serializers.IntegerField()
+    pass_rate = serializers.FloatField(**_SHARE)
+
+
+class RunScoresSerializer(serializers.Serializer):
+    run = serializers.IntegerField()
+    pass_threshold = serializers.FloatField(source="threshold", **_SHARE)
+    answers = AnswerScoreSerializer(many=True)
+    systems = SystemScoreSerializer(many=True)
+
+
+class RunScoresView(APIView):
+    """Scores of a run's answers and systems (see docs/api.md#scores)."""
+
+    @extend_schema(responses={200: RunScoresSerializer}, operation_id="runs_scores_retrieve")
+    def get(self, request: Request, pk: int) -> Response:
+        run = access_run(request.user, pk)
+        report = scores.run_report(run)
+        data = RunScoresSerializer(
+            {
+                "run": run.pk,
+                "threshold": report.threshold,
+                "answers": report.answers,
+                "systems": report.systems,
+            }
+        ).data
+        return Response(data)

@@ -1,0 +1,157 @@
+"""Forms of the judges and panels pages. Errors name the field (and the member row)."""
+
+from __future__ import annotations
+
+import re
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+from evaluation.models import Judge, Panel
+
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_SAMPLES = 20
+
+
+class JudgeForm(forms.ModelForm):
+    """The API key itself never passes through this form: only the variable's name."""
+
+    base_url = forms.URLField(
+        label="Base URL",
+        required=False,
+        assume_scheme="https",
+        help_text="For example https://api.openai.com/v1",
+    )
+
+    class Meta:
+        model = Judge
+        fields = [
+            "name", "kind", "base_url", "model", "api_key_env", "temperature", "max_tokens",
+            "seed", "timeout", "rpm_limit", "tpm_limit", "prompt_price", "completion_price",
+            "prompt_version", "is_formality_judge",
+        ]  # fmt: skip
+        widgets = {"api_key_env": forms.TextInput(attrs={"placeholder": "OPENAI_API_KEY"})}
+
+    def clean_api_key_env(self) -> str:
+        name = self.cleaned_data["api_key_env"].strip()
+        if name and not ENV_NAME.match(name):
+            # Most likely a key pasted into the wrong box: say so without echoing it back.
+            raise ValidationError(
+                "Give the name of the environment variable that holds the key (letters, "
+                "digits and _, e.g. OPENAI_API_KEY), never the key itself."
+            )
+        return name
+
+    def clean_temperature(self) -> float:
+        value = self.cleaned_data["temperature"]
+        if not 0.0 <= value <= 2.0:
+            raise ValidationError("Between 0 and 2.")
+        return value
+
+    def clean_timeout(self) -> float:
+        value = self.cleaned_data["timeout"]
+        if value <= 0:
+            raise ValidationError("More than 0 seconds.")
+        return value
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if data.get("kind") == Judge.Kind.LLM:
+            for field in ("base_url", "model"):
+                if not data.get(field) and field not in self.errors:
+                    self.add_error(field, "Required for an LLM judge.")
+        for field in ("prompt_price", "completion_price"):
+            value = data.get(field)
+            if value is not None and value < 0:
+                self.add_error(field, "A price cannot be negative.")
+        return data
+
+
+class PanelForm(forms.ModelForm):
+    class Meta:
+        model = Panel
+        fields = ["name", "description", "method", "threshold", "graded"]
+        widgets = {"description": forms.Textarea(attrs={"rows": 2})}
+        labels = {"graded": "Graded view (1–5)"}
+
+    def clean_threshold(self) -> float:
+        value = self.cleaned_data["threshold"]
+        if not 0.0 <= value <= 1.0:
+            raise ValidationError("Between 0 and 1 (a share of the valid votes).")
+        return value
+
+
+class PanelMemberForm(forms.Form):
+    judge = forms.ModelChoiceField(Judge.objects.none(), required=False)
+    samples = forms.IntegerField(min_value=1, max_value=MAX_SAMPLES, initial=1, required=False)
+    temperatures = forms.CharField(
+        required=False,
+        help_text="Optional, one per sample, separated by commas (e.g. 0, 0.5, 1).",
+    )
+
+    def __init__(self, *args: object, judges=None, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        # One judge list for every row: no query per row.
+        self.fields["judge"].queryset = judges if judges is not None else Judge.objects.all()
+
+    def clean_temperatures(self) -> list[float]:
+        raw = self.cleaned_data["temperatures"].strip().strip("[]")
+        if not raw:
+            return []
+        values = []
+        for part in raw.split(","):
+            try:
+                value = float(part.strip())
+            except ValueError:
+                raise ValidationError(f"{part.strip()!r} is not a number.") from None
+            if not 0.0 <= value <= 2.0:
+                raise ValidationError(f"{value:g} is outside 0 to 2.")
+            values.append(value)
+        return values
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if not data.get("judge"):
+            return data  # a blank row, ignored by the formset
+        samples = data.get("samples") or 1
+        data["samples"] = samples
+        temperatures = data.get("temperatures") or []
+        if len(temperatures) > samples:
+            self.add_error(
+                "temperatures",
+                f"{len(temperatures)} temperatures for {samples} sample"
+                f"{'s' if samples != 1 else ''}: give at most one per sample.",
+            )
+        return data
+
+
+class BasePanelMemberFormSet(forms.BaseFormSet):
+    def __init__(self, *args: object, judges=None, **kwargs: object) -> None:
+        self.judges = judges
+        super().__init__(*args, **kwargs)
+
+    def get_form_kwargs(self, index: int | None) -> dict:
+        return {**super().get_form_kwargs(index), "judges": self.judges}
+
+    def clean(self) -> None:
+        if any(self.errors):
+            return
+        members = self.members()
+        seen: set[int] = set()
+        for form in self.forms:
+            judge = form.cleaned_data.get("judge")
+            if judge is None:
+                continue
+            if judge.pk in seen:
+                form.add_error("judge", f"{judge.name} is already in the panel; use samples.")
+            seen.add(judge.pk)
+        if not members:
+            raise ValidationError("A panel needs at least one judge.")
+
+    def members(self) -> list[dict]:
+        return [f.cleaned_data for f in self.forms if f.cleaned_data.get("judge")]
+
+
+PanelMemberFormSet = forms.formset_factory(
+    PanelMemberForm, formset=BasePanelMemberFormSet, extra=2, max_num=20
+)

@@ -1,0 +1,78 @@
+"""Writes for judges and panels (site-wide; the Admin group manages them), and the
+"test connection" call. Each write is one transaction."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from django.db import transaction
+
+from evaluation.judging import connection
+from evaluation.models import Judge, Panel, PanelMember, Run
+from evaluation.services import judge_endpoint
+
+JUDGE_FIELDS = frozenset(
+    {
+        "name", "kind", "base_url", "model", "api_key_env", "temperature", "max_tokens", "seed",
+        "timeout", "rpm_limit", "tpm_limit", "prompt_price", "completion_price",
+        "prompt_version", "is_formality_judge",
+    }
+)  # fmt: skip
+PANEL_FIELDS = frozenset({"name", "description", "method", "threshold", "graded"})
+
+
+class PanelInUse(Exception):
+    """A running run uses the panel: its members cannot change under it."""
+
+
+def _set(instance: object, fields: dict[str, object], allowed: frozenset[str]) -> None:
+    unknown = set(fields) - allowed
+    if unknown:
+        raise TypeError(f"Not a field: {', '.join(sorted(unknown))}")
+    for field, value in fields.items():
+        setattr(instance, field, value)
+
+
+@transaction.atomic
+def judge_save(*, judge: Judge | None = None, **fields: object) -> Judge:
+    """Create (judge=None) or change a judge. Verdicts keep the parameters they were made
+    with (Verdict.judge_params), so editing a judge does not rewrite history."""
+    judge = judge or Judge()
+    _set(judge, fields, JUDGE_FIELDS)
+    judge.full_clean()
+    judge.save()
+    return judge
+
+
+@transaction.atomic
+def panel_save(*, panel: Panel | None = None, members: Sequence[dict], **fields: object) -> Panel:
+    """Create or change a panel with its members (each {judge, samples, temperatures})."""
+    if not members:
+        raise ValueError("A panel needs at least one judge.")
+    if panel is not None and panel.pk:
+        running = Run.objects.select_for_update().filter(panel=panel, status=Run.Status.RUNNING)
+        if running.exists():
+            raise PanelInUse("A run using this panel is running: cancel it or wait for it.")
+    panel = panel or Panel()
+    _set(panel, fields, PANEL_FIELDS)
+    panel.full_clean()
+    panel.save()
+    keep = {m["judge"].pk for m in members}
+    panel.members.exclude(judge__in=keep).delete()
+    for member in members:
+        PanelMember.objects.update_or_create(
+            panel=panel,
+            judge=member["judge"],
+            defaults={"samples": member["samples"], "temperatures": member["temperatures"]},
+        )
+    return panel
+
+
+def judge_test_connection(judge: Judge) -> connection.ConnectionResult:
+    """One small real call, from the web process (its environment decides the key)."""
+    if judge.kind != Judge.Kind.LLM:
+        return connection.ConnectionResult(
+            False, "error", f"A {judge.get_kind_display()} judge calls no endpoint."
+        )
+    return asyncio.run(connection.check_connection(judge_endpoint(judge)))
