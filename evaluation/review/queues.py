@@ -1,0 +1,165 @@
+"""Review queues, in plain Python: which answers to label, which items to adjudicate, and in
+what order. No ORM here; evaluation.review.selectors loads the facts and calls these.
+
+Labelling queue (one item per answer), by the dataset's label policy:
+- all: every answer;
+- random: a fixed share of answers, chosen by a hash of (dataset id, answer id), so the
+  choice is stable across reloads and does not move when labels arrive;
+- uncertain: the share of answers on which the judges are least certain: per criterion the
+  certainty is how far the valid votes are from an even split, averaged over the answer's
+  criteria (answers without any valid vote are never "uncertain").
+Answers that still need labels come first (fewest human labels), then the least certain.
+
+Disagreement queue (one item per answer and criterion): the panel's verdict differs from a
+human label, or the judges' valid votes split. Split votes come first, the most even split
+first; then items where a human disagrees with a unanimous panel. Adjudicated items are left
+out (they are done). Unparseable and errored votes are shown by the pages but never counted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Literal
+
+from evaluation.metrics.aggregation import CriterionVerdict
+
+Policy = Literal["all", "random", "uncertain"]
+POLICIES: frozenset[str] = frozenset({"all", "random", "uncertain"})
+
+
+def in_random_share(*, dataset_id: int, answer_id: int, share: float) -> bool:
+    """Whether the answer is in the dataset's random share.
+
+    The first 8 bytes of SHA-256("dataset:answer") as a number in [0, 1): stable across
+    reloads, processes and machines (unlike Python's salted hash()), and independent per
+    dataset.
+    """
+    digest = hashlib.sha256(f"{dataset_id}:{answer_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < share
+
+
+def uncertainty(verdicts: Iterable[CriterionVerdict]) -> float | None:
+    """Mean over criteria with a valid vote of 1 - |2·pass share - 1|.
+
+    1 means every criterion split 50/50, 0 means every vote agreed. None when no criterion
+    has a valid vote (nothing the judges could be uncertain about).
+    """
+    values = [1 - abs(2 * v.pass_share - 1) for v in verdicts if v.pass_share is not None]
+    return sum(values) / len(values) if values else None
+
+
+@dataclass(frozen=True)
+class AnswerFacts:
+    """What the labelling queue needs to know about one answer."""
+
+    answer_id: int
+    criteria: int  # criteria of the query's submitted checklists
+    labels: int  # human labels on this answer, all raters
+    uncertainty: float | None  # see uncertainty(); None without a judged criterion
+
+
+def labelling_queue(
+    answers: Sequence[AnswerFacts], *, policy: Policy | str, share: float, dataset_id: int
+) -> list[AnswerFacts]:
+    """The answers the policy selects, in queue order: fewest human labels first, then the
+    least certain, then by answer id."""
+    if policy not in POLICIES:
+        raise ValueError(f"unknown label policy {policy!r}; expected one of {sorted(POLICIES)}")
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"share must lie in [0, 1], got {share!r}")
+    if policy == "all":
+        chosen = list(answers)
+    elif policy == "random":
+        chosen = [
+            a
+            for a in answers
+            if in_random_share(dataset_id=dataset_id, answer_id=a.answer_id, share=share)
+        ]
+    else:
+        judged = [a for a in answers if a.uncertainty is not None]
+        # ceil: a share above zero of a small dataset still offers at least one answer.
+        take = math.ceil(share * len(judged))
+        judged.sort(key=lambda a: (-(a.uncertainty or 0.0), a.answer_id))
+        chosen = judged[:take]
+    return sorted(chosen, key=lambda a: (a.labels, -(a.uncertainty or 0.0), a.answer_id))
+
+
+@dataclass(frozen=True)
+class ItemFacts:
+    """One (answer, criterion) with the panel's verdict and the human labels on it."""
+
+    answer_id: int
+    criterion_id: int
+    position: int  # the criterion's order on the review page, for stable ties
+    verdict: CriterionVerdict
+    human_labels: tuple[str, ...]  # "pass" / "fail", one per rater
+    adjudicated: bool = False
+
+    @property
+    def split(self) -> bool:
+        return self.verdict.split
+
+    @property
+    def human_disagreements(self) -> int:
+        """Human labels that differ from a decided panel verdict (undecided: nothing to
+        disagree with; a tie is already a split)."""
+        if self.verdict.outcome not in ("pass", "fail"):
+            return 0
+        return sum(1 for label in self.human_labels if label != self.verdict.outcome)
+
+    @property
+    def disagreeing(self) -> bool:
+        return self.split or self.human_disagreements > 0
+
+    @property
+    def evenness(self) -> Fraction:
+        """|passes - fails| / valid votes: 0 for a 50/50 split, 1 for unanimous votes. Exact,
+        so that 2–1 and 1–2 tie instead of differing by a float rounding."""
+        valid = self.verdict.valid
+        return (
+            Fraction(abs(self.verdict.passes - self.verdict.fails), valid) if valid else Fraction(1)
+        )
+
+    @property
+    def reason(self) -> str:
+        parts = []
+        if self.split:
+            parts.append(f"judges split {self.verdict.vote_split}")
+        if self.human_disagreements:
+            parts.append(f"{self.human_disagreements} human label(s) differ")
+        return "; ".join(parts)
+
+
+def disagreement_queue(items: Iterable[ItemFacts]) -> list[ItemFacts]:
+    """The disagreeing, not yet adjudicated items, by priority: split votes first (the most
+    even split first, then those a human also disagrees with), then a unanimous panel that
+    humans contradict (most contradicting labels first); ties by answer and position."""
+    open_items = [i for i in items if i.disagreeing and not i.adjudicated]
+    return sorted(
+        open_items,
+        key=lambda i: (
+            not i.split,
+            i.evenness,
+            -i.human_disagreements,
+            i.answer_id,
+            i.position,
+            i.criterion_id,
+        ),
+    )
+
+
+def next_after(keys: Sequence[tuple[int, ...]], current: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The key after `current` in queue order, wrapping around; the first one when `current`
+    has left the queue (adjudicated, say). None when nothing else is queued."""
+    others = [k for k in keys if k != current]
+    if not others:
+        return None
+    if current in keys:
+        index = keys.index(current)
+        following = [k for k in keys[index + 1 :] if k != current]
+        return following[0] if following else others[0]
+    return others[0]

@@ -1,0 +1,344 @@
+"""Reads of the review: the queues of a dataset and the rows of the review page.
+
+Which verdicts stand for "the judges" on an answer: those of the run the reviewer chose
+(?run=), or else the latest done run that graded the answer (latest by finish time, then
+id). Each run is aggregated with its own panel's method (evaluation.metrics.aggregation), so
+unparseable and errored votes are shown but never counted.
+
+Every function here runs a fixed number of queries, whatever the size of the dataset.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from django.db.models import Count
+from guardian.shortcuts import get_users_with_perms
+
+from annotation import roles
+from annotation.models import Checklist, Criterion, Dataset
+from evaluation.metrics.aggregation import CriterionVerdict, Vote, aggregate
+from evaluation.models import (
+    Adjudication,
+    Answer,
+    HumanLabel,
+    ReviewAssignment,
+    Run,
+    Verdict,
+)
+from evaluation.review import queues
+
+if TYPE_CHECKING:
+    from annotation.permissions import AnyUser
+
+LABELLING = ReviewAssignment.Queue.LABELLING
+DISAGREEMENT = ReviewAssignment.Queue.DISAGREEMENT
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def _reviewable_criteria(**filters: object):
+    return Criterion.objects.filter(
+        checklist__status=Checklist.Status.SUBMITTED, scoring_enabled=True, **filters
+    )
+
+
+def _latest(runs: list[Run]) -> Run | None:
+    done = [r for r in runs if r.status == Run.Status.DONE]
+    return max(done, key=lambda r: (r.finished_at or _EPOCH, r.pk), default=None)
+
+
+def runs_by_answer(dataset: Dataset, run: Run | None = None) -> dict[int, Run]:
+    """For each answer of the dataset that has verdicts: the run whose verdicts count."""
+    pairs = Verdict.objects.filter(run__dataset=dataset)
+    if run is not None:
+        pairs = pairs.filter(run=run)
+        return {a: run for a in pairs.values_list("answer_id", flat=True).distinct()}
+    pairs = pairs.filter(run__status=Run.Status.DONE)
+    runs = {r.pk: r for r in Run.objects.filter(dataset=dataset, status=Run.Status.DONE)}
+    graded: dict[int, list[Run]] = defaultdict(list)
+    for answer_id, run_id in pairs.values_list("answer_id", "run_id").distinct():
+        graded[answer_id].append(runs[run_id])
+    return {a: latest for a, rs in graded.items() if (latest := _latest(rs)) is not None}
+
+
+def _verdicts(chosen: dict[int, Run]) -> dict[tuple[int, int], CriterionVerdict]:
+    """The aggregated verdict of every (answer, criterion) judged in the chosen runs."""
+    if not chosen:
+        return {}
+    run_ids = sorted({r.pk for r in chosen.values()})
+    runs = {r.pk: r for r in Run.objects.filter(pk__in=run_ids).select_related("panel")}
+    votes: dict[tuple[int, int], list[Vote]] = defaultdict(list)
+    # Filtered by run only (a handful of ids), not by answer: an IN list of every answer of
+    # a big dataset would be slower than skipping the few rows of other answers here.
+    rows = Verdict.objects.filter(run__in=run_ids).values_list(
+        "run_id", "answer_id", "criterion_id", "judge_id", "sample", "outcome"
+    )
+    for run_id, answer_id, criterion_id, judge_id, sample, outcome in rows.iterator():
+        counted = chosen.get(answer_id)
+        if counted is not None and counted.pk == run_id:
+            votes[answer_id, criterion_id].append(Vote(str(judge_id), sample, outcome))
+    verdicts = {}
+    for (answer_id, criterion_id), answer_votes in votes.items():
+        panel = runs[chosen[answer_id].pk].panel
+        verdicts[answer_id, criterion_id] = aggregate(
+            answer_votes, panel.method, threshold=panel.threshold
+        )
+    return verdicts
+
+
+def _assignments(dataset: Dataset, queue: str) -> dict[tuple[int, int | None], ReviewAssignment]:
+    rows = ReviewAssignment.objects.filter(queue=queue, answer__query__dataset=dataset)
+    return {(a.answer_id, a.criterion_id): a for a in rows.select_related("assignee")}
+
+
+def dataset_reviewers(dataset: Dataset) -> list:
+    """Users who may review the dataset (reviewers and admins), by username."""
+    users = get_users_with_perms(dataset, only_with_perms_in=[roles.REVIEW], with_superusers=False)
+    return sorted(users, key=lambda u: u.get_username())
+
+
+# --- labelling queue ------------------------------------------------------------------------
+
+
+@dataclass
+class LabellingItem:
+    answer: Answer
+    facts: queues.AnswerFacts
+    mine: int  # criteria the current user has labelled
+    assignment: ReviewAssignment | None
+    run: Run | None
+    url: str = ""  # the review page, set by the view
+
+    @property
+    def key(self) -> tuple[int, ...]:
+        return (self.answer.pk,)
+
+    @property
+    def done_by_me(self) -> bool:
+        return self.facts.criteria > 0 and self.mine >= self.facts.criteria
+
+
+def labelling_queue(
+    dataset: Dataset, user: AnyUser, *, run: Run | None = None, mine: bool = False
+) -> list[LabellingItem]:
+    """The dataset's labelling queue under its label policy, in order. Seven queries."""
+    chosen = runs_by_answer(dataset, run)
+    verdicts = _verdicts(chosen)
+    per_answer: dict[int, list[CriterionVerdict]] = defaultdict(list)
+    for (answer_id, _criterion), verdict in verdicts.items():
+        per_answer[answer_id].append(verdict)
+    criteria = dict(
+        _reviewable_criteria(checklist__query__dataset=dataset)
+        .values_list("checklist__query_id")
+        .annotate(n=Count("pk"))
+    )
+    labels = HumanLabel.objects.filter(answer__query__dataset=dataset)
+    all_labels = dict(labels.values_list("answer_id").annotate(n=Count("pk")))
+    own = dict(
+        labels.filter(rater=user.get_username()).values_list("answer_id").annotate(n=Count("pk"))
+    )
+    answers = {
+        a.pk: a
+        for a in Answer.objects.filter(query__dataset=dataset).select_related("system", "query")
+    }
+    facts = [
+        queues.AnswerFacts(
+            answer_id=pk,
+            criteria=criteria.get(a.query_id, 0),
+            labels=all_labels.get(pk, 0),
+            uncertainty=queues.uncertainty(per_answer.get(pk, [])),
+        )
+        for pk, a in answers.items()
+    ]
+    ordered = queues.labelling_queue(
+        facts, policy=dataset.label_policy, share=dataset.label_share, dataset_id=dataset.pk
+    )
+    assigned = _assignments(dataset, LABELLING)
+    items = [
+        LabellingItem(
+            answer=answers[f.answer_id], facts=f, mine=own.get(f.answer_id, 0),
+            assignment=assigned.get((f.answer_id, None)), run=chosen.get(f.answer_id),
+        )
+        for f in ordered
+    ]  # fmt: skip
+    if mine:
+        items = [i for i in items if i.assignment and i.assignment.assignee_id == user.pk]
+    return items
+
+
+# --- disagreement queue ---------------------------------------------------------------------
+
+
+@dataclass
+class DisagreementItem:
+    answer: Answer
+    criterion: Criterion
+    facts: queues.ItemFacts
+    assignment: ReviewAssignment | None
+    run: Run
+    url: str = ""  # the review page, set by the view
+
+    @property
+    def key(self) -> tuple[int, ...]:
+        return (self.answer.pk, self.criterion.pk)
+
+
+@dataclass
+class DisagreementQueue:
+    items: list[DisagreementItem]
+    adjudicated: int = 0  # disagreeing items already decided (left out of `items`)
+
+
+def disagreement_queue(
+    dataset: Dataset, user: AnyUser, *, run: Run | None = None, mine: bool = False
+) -> DisagreementQueue:
+    """Items where the panel's verdict differs from a human label or the judges split, by
+    priority (evaluation.review.queues.disagreement_queue). Eight queries."""
+    chosen = runs_by_answer(dataset, run)
+    verdicts = _verdicts(chosen)
+    labels: dict[tuple[int, int], list[str]] = defaultdict(list)
+    for answer_id, criterion_id, label in HumanLabel.objects.filter(
+        answer__query__dataset=dataset
+    ).values_list("answer_id", "criterion_id", "label"):
+        labels[answer_id, criterion_id].append(label)
+    decided = set(
+        Adjudication.objects.filter(answer__query__dataset=dataset).values_list(
+            "answer_id", "criterion_id"
+        )
+    )
+    criterion_ids = {c for _, c in verdicts}
+    criteria = {
+        c.pk: c
+        for c in Criterion.objects.filter(pk__in=criterion_ids).select_related("checklist__author")
+    }
+    in_page_order = sorted(criteria.values(), key=lambda c: (c.checklist_id, c.position, c.pk))
+    rank = {c.pk: i for i, c in enumerate(in_page_order)}
+    facts = [
+        queues.ItemFacts(
+            answer_id=a, criterion_id=c, position=rank[c], verdict=v,
+            human_labels=tuple(labels.get((a, c), ())), adjudicated=(a, c) in decided,
+        )
+        for (a, c), v in verdicts.items()
+        if c in criteria
+    ]  # fmt: skip
+    adjudicated = sum(1 for f in facts if f.disagreeing and f.adjudicated)
+    ordered = queues.disagreement_queue(facts)
+    answers = Answer.objects.filter(pk__in={f.answer_id for f in ordered}).select_related(
+        "system", "query"
+    )
+    answers_by_pk = {a.pk: a for a in answers}
+    assigned = _assignments(dataset, DISAGREEMENT)
+    items = [
+        DisagreementItem(
+            answer=answers_by_pk[f.answer_id], criterion=criteria[f.criterion_id], facts=f,
+            assignment=assigned.get((f.answer_id, f.criterion_id)), run=chosen[f.answer_id],
+        )
+        for f in ordered
+    ]  # fmt: skip
+    if mine:
+        items = [i for i in items if i.assignment and i.assignment.assignee_id == user.pk]
+    return DisagreementQueue(items=items, adjudicated=adjudicated)
+
+
+def next_item(
+    dataset: Dataset,
+    user: AnyUser,
+    *,
+    queue: str,
+    current: tuple[int, ...],
+    run: Run | None = None,
+    mine: bool = False,
+) -> LabellingItem | DisagreementItem | None:
+    """The item to review after `current`. Labelling: the next answer in queue order that
+    the user has not labelled completely. Disagreement: the next item in queue order
+    (adjudicated ones have left it). Both wrap around."""
+    items: list[LabellingItem] | list[DisagreementItem]
+    if queue == LABELLING:
+        items = [
+            i
+            for i in labelling_queue(dataset, user, run=run, mine=mine)
+            if not i.done_by_me or i.key == current
+        ]
+    else:
+        items = disagreement_queue(dataset, user, run=run, mine=mine).items
+    by_key = {i.key: i for i in items}
+    following = queues.next_after(list(by_key), current)
+    return by_key[following] if following is not None else None
+
+
+# --- review page ----------------------------------------------------------------------------
+
+
+@dataclass
+class ReviewRow:
+    """One criterion of the review page with everything said about it."""
+
+    criterion: Criterion
+    votes: list[Verdict] = field(default_factory=list)
+    verdict: CriterionVerdict | None = None  # None when no run graded the answer
+    labels: list[HumanLabel] = field(default_factory=list)
+    own: HumanLabel | None = None
+    adjudication: Adjudication | None = None
+    # Set by the adjudication view when the reviewer's decision lost a race: the decision
+    # that stands (None: removed), shown so that they can decide again knowingly.
+    conflict: bool = False
+    error: str = ""
+
+    @property
+    def author(self) -> str:
+        return self.criterion.checklist.author.get_username()
+
+    @property
+    def others(self) -> list[HumanLabel]:
+        return [label for label in self.labels if label is not self.own]
+
+
+def graded_runs(answer: Answer) -> list[Run]:
+    """Runs holding verdicts on the answer, newest first."""
+    return list(
+        Run.objects.filter(dataset=answer.query.dataset_id, verdicts__answer=answer)
+        .select_related("panel")
+        .distinct()
+        .order_by("-created_at", "-id")
+    )
+
+
+def default_run(runs: list[Run]) -> Run | None:
+    return _latest(runs)
+
+
+def review_rows(
+    answer: Answer, user: AnyUser, run: Run | None, *, criterion: Criterion | None = None
+) -> list[ReviewRow]:
+    """Every reviewable criterion of the answer's query (or just `criterion`) with the run's
+    votes and verdict, the human labels and the adjudication. Four queries."""
+    criteria = _reviewable_criteria(checklist__query=answer.query_id)
+    if criterion is not None:
+        criteria = criteria.filter(pk=criterion.pk)
+    rows = {
+        c.pk: ReviewRow(criterion=c)
+        for c in criteria.select_related("checklist__author").order_by("checklist_id", "position")
+    }
+    if run is not None:
+        verdicts = Verdict.objects.filter(run=run, answer=answer, criterion__in=rows)
+        for verdict in verdicts.select_related("judge").order_by("judge__name", "sample"):
+            rows[verdict.criterion_id].votes.append(verdict)
+        for row in rows.values():
+            row.verdict = aggregate(
+                [Vote(str(v.judge_id), v.sample, v.outcome) for v in row.votes],
+                run.panel.method,
+                threshold=run.panel.threshold,
+            )
+    username = user.get_username()
+    for label in HumanLabel.objects.filter(answer=answer, criterion__in=rows).order_by("rater"):
+        row = rows[label.criterion_id]
+        row.labels.append(label)
+        if label.rater == username:
+            row.own = label
+    adjudications = Adjudication.objects.filter(answer=answer, criterion__in=rows)
+    for adjudication in adjudications.select_related("decided_by"):
+        rows[adjudication.criterion_id].adjudication = adjudication
+    return list(rows.values())

@@ -1,0 +1,255 @@
+"""Writes of the review: human labels (set, undo, delete), adjudications with optimistic
+concurrency, and queue assignments. Callers check access first (evaluation.review.
+permissions); these functions check the rules of the state change itself.
+
+Undo: `label_set` returns the state the label had before (`LabelChange.previous`: None when
+the label is new). The caller keeps it (the review page keeps a short stack per answer in the
+session; an API client keeps it itself) and hands it to `label_restore`, which deletes a
+label that was new or puts the previous label and note back. Nothing else is stored, so a
+label's history is not a table: `updated_at` says when it last changed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from django.core.exceptions import PermissionDenied
+from django.db import IntegrityError, transaction
+
+from annotation import roles
+from annotation.models import Criterion
+from annotation.permissions import dataset_permissions
+from evaluation.models import Adjudication, Answer, HumanLabel, Label, ReviewAssignment
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser
+
+
+class ReviewError(Exception):
+    """An illegal review change; the message says why, in words a reviewer understands."""
+
+
+class AdjudicationConflict(Exception):
+    """The item was decided since the reviewer looked: `current` is that decision (None if it
+    was removed). Nothing was written; the reviewer may decide again knowingly."""
+
+    def __init__(self, current: Adjudication | None) -> None:
+        self.current = current
+        if current is None:
+            message = "The adjudication you saw no longer exists."
+        else:
+            who = current.decided_by.get_username() if current.decided_by else "someone"
+            message = (
+                f"{who} decided {current.label} at {current.decided_at:%Y-%m-%d %H:%M} "
+                f"(version {current.version}) after you loaded the item."
+            )
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class LabelState:
+    label: str
+    note: str
+
+
+@dataclass(frozen=True)
+class LabelChange:
+    label: HumanLabel
+    previous: LabelState | None  # None: the label did not exist before
+    created: bool
+
+
+def _check_item(answer: Answer, criterion: Criterion) -> None:
+    # Views resolve the criterion through permissions.reviewable_criterion; this keeps a
+    # service call from elsewhere (API, shell) from labelling a criterion of another query.
+    if criterion.checklist.query_id != answer.query_id:
+        raise ReviewError("The criterion does not belong to the answer's query.")
+
+
+def _check_label(label: str) -> None:
+    if label not in Label.values:
+        raise ReviewError(f"A label is one of {', '.join(Label.values)}, not {label!r}.")
+
+
+@transaction.atomic
+def label_set(
+    *,
+    answer: Answer,
+    criterion: Criterion,
+    reviewer: AbstractBaseUser,
+    label: str,
+    note: str | None = None,
+) -> LabelChange:
+    """Create or update the reviewer's label on the item (one per rater). A note of None
+    keeps the note already there, so labelling from the keyboard never wipes one."""
+    _check_label(label)
+    _check_item(answer, criterion)
+    rater = reviewer.get_username()
+    existing = (
+        HumanLabel.objects.select_for_update()
+        .filter(answer=answer, criterion=criterion, rater=rater)
+        .first()
+    )
+    if existing is None:
+        try:
+            with transaction.atomic():
+                created = HumanLabel.objects.create(
+                    answer=answer, criterion=criterion, rater=rater, reviewer=reviewer,
+                    label=label, note=note or "", source=HumanLabel.Source.APP,
+                )  # fmt: skip
+            return LabelChange(label=created, previous=None, created=True)
+        except IntegrityError:
+            # The same reviewer labelled the item from another tab at the same moment.
+            existing = HumanLabel.objects.select_for_update().get(
+                answer=answer, criterion=criterion, rater=rater
+            )
+    previous = LabelState(existing.label, existing.note)
+    existing.label = label
+    if note is not None:
+        existing.note = note
+    existing.reviewer = reviewer
+    existing.source = HumanLabel.Source.APP
+    existing.save(update_fields=["label", "note", "reviewer", "source", "updated_at"])
+    return LabelChange(label=existing, previous=previous, created=False)
+
+
+@transaction.atomic
+def label_restore(
+    *,
+    answer: Answer,
+    criterion: Criterion,
+    reviewer: AbstractBaseUser,
+    previous: LabelState | None,
+) -> HumanLabel | None:
+    """Undo: put the reviewer's label on the item back to `previous` (delete it when None)."""
+    if previous is None:
+        HumanLabel.objects.filter(
+            answer=answer, criterion=criterion, rater=reviewer.get_username()
+        ).delete()
+        return None
+    return label_set(
+        answer=answer, criterion=criterion, reviewer=reviewer, label=previous.label,
+        note=previous.note,
+    ).label  # fmt: skip
+
+
+@transaction.atomic
+def label_delete(*, label: HumanLabel, by: AbstractBaseUser) -> None:
+    """Reviewers delete their own labels only; imported and others' labels stay."""
+    if label.rater != by.get_username():
+        raise PermissionDenied("You may delete only your own labels.")
+    label.delete()
+
+
+@transaction.atomic
+def adjudicate(
+    *,
+    answer: Answer,
+    criterion: Criterion,
+    by: AbstractBaseUser,
+    label: str,
+    reason: str = "",
+    expected_version: int | None,
+) -> Adjudication:
+    """Decide the item's final label against the version the reviewer saw (None: they saw
+    no adjudication). A different current version raises AdjudicationConflict carrying the
+    current decision; otherwise the decision is written and its version goes up by one.
+
+    The row lock (select_for_update) makes the read-compare-write one step for concurrent
+    deciders of an existing adjudication. Two first decisions at once both find no row; the
+    unique constraint lets one insert win and the other becomes the conflict.
+    """
+    _check_label(label)
+    _check_item(answer, criterion)
+    current = (
+        Adjudication.objects.select_for_update(of=("self",))
+        .select_related("decided_by")
+        .filter(answer=answer, criterion=criterion)
+        .first()
+    )
+    if current is None:
+        if expected_version is not None:
+            raise AdjudicationConflict(None)
+        try:
+            with transaction.atomic():
+                return Adjudication.objects.create(
+                    answer=answer, criterion=criterion, label=label, reason=reason,
+                    decided_by=by, version=1,
+                )  # fmt: skip
+        except IntegrityError:
+            winner = (
+                Adjudication.objects.select_related("decided_by")
+                .filter(answer=answer, criterion=criterion)
+                .first()
+            )
+            raise AdjudicationConflict(winner) from None
+    if expected_version != current.version:
+        raise AdjudicationConflict(current)
+    current.label = label
+    current.reason = reason
+    current.decided_by = by
+    current.version = current.version + 1
+    current.save(update_fields=["label", "reason", "decided_by", "decided_at", "version"])
+    return current
+
+
+def _check_queue_item(queue: str, criterion: Criterion | None) -> None:
+    if queue == ReviewAssignment.Queue.LABELLING and criterion is not None:
+        raise ReviewError("Labelling-queue items are whole answers: no criterion.")
+    if queue == ReviewAssignment.Queue.DISAGREEMENT and criterion is None:
+        raise ReviewError("Disagreement-queue items need a criterion.")
+    if queue not in ReviewAssignment.Queue.values:
+        raise ReviewError(f"Unknown queue {queue!r}.")
+
+
+@transaction.atomic
+def assignment_set(
+    *,
+    queue: str,
+    answer: Answer,
+    criterion: Criterion | None = None,
+    assignee: AbstractBaseUser,
+    by: AbstractBaseUser,
+) -> ReviewAssignment:
+    """Give a queue item to a reviewer. A dataset admin assigns anyone who may review the
+    dataset, replacing any assignee; a reviewer may take an unassigned item for themselves."""
+    _check_queue_item(queue, criterion)
+    if criterion is not None:
+        _check_item(answer, criterion)
+    dataset = answer.query.dataset
+    perms = dataset_permissions(by, dataset)
+    if roles.REVIEW not in dataset_permissions(assignee, dataset):
+        raise ReviewError(f"{assignee.get_username()} does not review this dataset.")
+    existing = (
+        ReviewAssignment.objects.select_for_update(of=("self",))
+        .select_related("assignee")
+        .filter(queue=queue, answer=answer, criterion=criterion)
+        .first()
+    )
+    if roles.CHANGE not in perms:
+        if roles.REVIEW not in perms or assignee.pk != by.pk:
+            raise PermissionDenied("Only the dataset's admins assign items to others.")
+        if existing is not None and existing.assignee_id != by.pk:
+            raise ReviewError(f"Already assigned to {existing.assignee.get_username()}.")
+    if existing is None:
+        return ReviewAssignment.objects.create(
+            queue=queue, answer=answer, criterion=criterion, assignee=assignee, assigned_by=by
+        )
+    existing.assignee = assignee
+    existing.assigned_by = by
+    existing.save(update_fields=["assignee", "assigned_by"])
+    return existing
+
+
+@transaction.atomic
+def assignment_clear(
+    *, queue: str, answer: Answer, criterion: Criterion | None = None, by: AbstractBaseUser
+) -> None:
+    """Unassign an item: admins any, reviewers their own."""
+    _check_queue_item(queue, criterion)
+    existing = ReviewAssignment.objects.filter(queue=queue, answer=answer, criterion=criterion)
+    is_admin = roles.CHANGE in dataset_permissions(by, answer.query.dataset)
+    if not is_admin and existing.exclude(assignee=by).exists():
+        raise PermissionDenied("Only the dataset's admins unassign others' items.")
+    existing.delete()

@@ -1,0 +1,348 @@
+"""Review pages: a dataset's labelling and disagreement queues (with assignment), and the
+review page of one answer, where reviewers label and adjudicate criteria from the keyboard.
+
+Every page needs review_dataset on the dataset: 404 for non-members, 403 for experts.
+Writes answer htmx with the one row they changed (a small swap, never a full page); without
+JavaScript the same forms post and redirect back.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import urlencode
+from django.views.decorators.http import require_GET, require_POST
+
+from annotation import roles
+from annotation.models import Dataset
+from annotation.permissions import access_dataset, dataset_permissions
+from evaluation.models import Answer, Label, ReviewAssignment, Run
+from evaluation.rendering import render_answer
+from evaluation.review import selectors, services
+from evaluation.review.permissions import access_answer, reviewable_criterion
+
+QUEUES = {q.value: q.label for q in ReviewAssignment.Queue}
+UNDO_KEY = "review_undo"
+UNDO_DEPTH = 50  # per answer; enough for a session of labelling, small in the session
+
+
+def _run_for(dataset: Dataset, value: str | None) -> Run | None:
+    """The ?run= chosen, which must be a run of the dataset; None when not given."""
+    if not value:
+        return None
+    if not value.isdigit():
+        raise Http404("No such run in this dataset.")
+    run = Run.objects.select_related("panel").filter(pk=value, dataset=dataset).first()
+    if run is None:
+        raise Http404("No such run in this dataset.")
+    return run
+
+
+def _queue_name(value: str | None) -> str:
+    return value if value in QUEUES else ReviewAssignment.Queue.LABELLING
+
+
+def _review_url(item, *, queue: str, mine: bool, run: Run | None) -> str:
+    params: dict[str, object] = {"queue": queue}
+    if getattr(item, "criterion", None) is not None:
+        params["criterion"] = item.criterion.pk
+    if run is not None:
+        params["run"] = run.pk
+    if mine:
+        params["mine"] = 1
+    return f"{reverse('answer-review', args=[item.answer.pk])}?{urlencode(params)}"
+
+
+# --- queues ---------------------------------------------------------------------------------
+
+
+@require_GET
+@login_required
+def review_queue(request: HttpRequest, pk: int) -> HttpResponse:
+    dataset = access_dataset(request.user, pk, roles.REVIEW)
+    queue = _queue_name(request.GET.get("queue"))
+    mine = request.GET.get("mine") == "1"
+    run = _run_for(dataset, request.GET.get("run"))
+    adjudicated = 0
+    if queue == ReviewAssignment.Queue.LABELLING:
+        items: list = selectors.labelling_queue(dataset, request.user, run=run, mine=mine)
+    else:
+        result = selectors.disagreement_queue(dataset, request.user, run=run, mine=mine)
+        items, adjudicated = result.items, result.adjudicated
+    page = Paginator(items, 50).get_page(request.GET.get("page"))
+    for item in page:
+        item.url = _review_url(item, queue=queue, mine=mine, run=run)
+    can_assign = roles.CHANGE in dataset_permissions(request.user, dataset)
+    context = {
+        "dataset": dataset, "queue": queue, "queues": QUEUES, "mine": mine, "run": run,
+        "runs": dataset.runs.order_by("-created_at", "-id")[:50], "page": page,
+        "total": len(items), "adjudicated": adjudicated, "can_assign": can_assign,
+        "reviewers": selectors.dataset_reviewers(dataset) if can_assign else [],
+    }  # fmt: skip
+    if request.htmx and request.htmx.target == "queue-table":
+        return render(request, "evaluation/review_queue.html#queue-table", context)
+    return render(request, "evaluation/review_queue.html", context)
+
+
+@require_POST
+@login_required
+def review_assign(request: HttpRequest, pk: int) -> HttpResponse:
+    """Take an item (reviewers), assign it to someone or clear it (admins)."""
+    dataset = access_dataset(request.user, pk, roles.REVIEW)
+    queue = _queue_name(request.POST.get("queue"))
+    answer = Answer.objects.select_related("query__dataset").filter(
+        pk=request.POST.get("answer") or 0, query__dataset=dataset
+    ).first()  # fmt: skip
+    if answer is None:
+        raise Http404("No such answer in this dataset.")
+    criterion = None
+    if queue == ReviewAssignment.Queue.DISAGREEMENT:
+        criterion = reviewable_criterion(answer, request.POST.get("criterion"))
+    who = request.POST.get("assignee", "")
+    error = ""
+    try:
+        if who == "":
+            services.assignment_clear(
+                queue=queue, answer=answer, criterion=criterion, by=request.user
+            )
+        else:
+            assignee = request.user if who == "me" else _member(dataset, who)
+            services.assignment_set(
+                queue=queue, answer=answer, criterion=criterion, assignee=assignee,
+                by=request.user,
+            )  # fmt: skip
+    except services.ReviewError as exc:
+        error = str(exc)
+    if not request.htmx:
+        if error:
+            messages.error(request, error)
+        return redirect(f"{reverse('review-queue', args=[dataset.pk])}?queue={queue}")
+    assignment = (
+        ReviewAssignment.objects.select_related("assignee")
+        .filter(queue=queue, answer=answer, criterion=criterion)
+        .first()
+    )
+    perms = dataset_permissions(request.user, dataset)
+    context = {
+        "dataset": dataset, "queue": queue, "error": error,
+        "item": {"answer": answer, "criterion": criterion, "assignment": assignment},
+        "can_assign": roles.CHANGE in perms,
+        "reviewers": selectors.dataset_reviewers(dataset) if roles.CHANGE in perms else [],
+    }  # fmt: skip
+    return render(request, "evaluation/review_queue.html#assignment", context)
+
+
+def _member(dataset: Dataset, user_id: str):
+    user = get_user_model().objects.filter(pk=user_id if user_id.isdigit() else 0).first()
+    if user is None:
+        raise services.ReviewError("No such user.")
+    return user
+
+
+@require_GET
+@login_required
+def review_next(request: HttpRequest, pk: int) -> HttpResponse:
+    """The `n` key: go to the item after ?answer= (and ?criterion=) in the queue."""
+    dataset = access_dataset(request.user, pk, roles.REVIEW)
+    queue = _queue_name(request.GET.get("queue"))
+    mine = request.GET.get("mine") == "1"
+    run = _run_for(dataset, request.GET.get("run"))
+    try:
+        current = tuple(
+            int(request.GET[k])
+            for k in ("answer", "criterion")
+            if request.GET.get(k) and (k == "answer" or queue != "labelling")
+        )
+    except ValueError:
+        current = ()
+    item = selectors.next_item(
+        dataset, request.user, queue=queue, current=current, run=run, mine=mine
+    )
+    if item is None:
+        messages.info(request, f"The {QUEUES[queue].lower()} queue has nothing else for you.")
+        return redirect(f"{reverse('review-queue', args=[dataset.pk])}?queue={queue}")
+    return redirect(_review_url(item, queue=queue, mine=mine, run=run))
+
+
+# --- the review page ------------------------------------------------------------------------
+
+
+def _page_run(answer: Answer, value: str | None) -> tuple[Run | None, list[Run]]:
+    runs = selectors.graded_runs(answer)
+    if value:
+        chosen = next((r for r in runs if str(r.pk) == value), None)
+        if chosen is None:
+            chosen = _run_for(answer.query.dataset, value)  # a run of the dataset, no votes
+        return chosen, runs
+    return selectors.default_run(runs), runs
+
+
+def _render_row(
+    request: HttpRequest, answer: Answer, run: Run | None, criterion, *, status: int = 200,
+    conflict: bool = False, error: str = "",
+) -> HttpResponse:  # fmt: skip
+    row = selectors.review_rows(answer, request.user, run, criterion=criterion)[0]
+    row.conflict, row.error = conflict, error
+    return render(
+        request, "evaluation/review_answer.html#review-row",
+        {"answer": answer, "run": run, "row": row}, status=status,
+    )  # fmt: skip
+
+
+@require_GET
+@login_required
+def answer_review(request: HttpRequest, pk: int) -> HttpResponse:
+    answer, _perms = access_answer(request.user, pk)
+    run, runs = _page_run(answer, request.GET.get("run"))
+    rows = selectors.review_rows(answer, request.user, run)
+    queue = _queue_name(request.GET.get("queue"))
+    next_params = {"queue": queue, "answer": answer.pk}
+    if request.GET.get("criterion"):
+        next_params["criterion"] = request.GET["criterion"]
+    if request.GET.get("run"):
+        next_params["run"] = request.GET["run"]
+    if request.GET.get("mine") == "1":
+        next_params["mine"] = 1
+    dataset = answer.query.dataset
+    context = {
+        "dataset": dataset, "answer": answer, "answer_html": render_answer(answer.text),
+        "run": run, "runs": runs, "rows": rows, "queue": queue,
+        "current": request.GET.get("criterion", ""),
+        "labelled": sum(1 for r in rows if r.own is not None),
+        "next_url": f"{reverse('review-next', args=[dataset.pk])}?{urlencode(next_params)}",
+        "queue_url": f"{reverse('review-queue', args=[dataset.pk])}?queue={queue}",
+    }  # fmt: skip
+    return render(request, "evaluation/review_answer.html", context)
+
+
+def _item(request: HttpRequest, pk: int):
+    answer, _perms = access_answer(request.user, pk)
+    criterion = reviewable_criterion(answer, request.POST.get("criterion"))
+    run = _run_for(answer.query.dataset, request.POST.get("run"))
+    return answer, criterion, run
+
+
+def _back(answer: Answer, criterion, run: Run | None) -> HttpResponse:
+    params = {"criterion": criterion.pk, **({"run": run.pk} if run else {})}
+    url = f"{reverse('answer-review', args=[answer.pk])}?{urlencode(params)}"
+    return redirect(f"{url}#row-{criterion.pk}")
+
+
+def _push_undo(request: HttpRequest, answer: Answer, criterion, change) -> None:
+    stacks = request.session.get(UNDO_KEY, {})
+    stack = stacks.get(str(answer.pk), [])
+    previous = change.previous
+    stack.append(
+        {
+            "criterion": criterion.pk,
+            "previous": None if previous is None else [previous.label, previous.note],
+        }
+    )
+    stacks[str(answer.pk)] = stack[-UNDO_DEPTH:]
+    request.session[UNDO_KEY] = stacks
+
+
+@require_POST
+@login_required
+def answer_review_label(request: HttpRequest, pk: int) -> HttpResponse:
+    """Set the reviewer's label on one criterion (p / f, or the Pass / Fail buttons)."""
+    answer, criterion, run = _item(request, pk)
+    label = request.POST.get("label", "")
+    if label not in Label.values:
+        return HttpResponse("A label is pass or fail.", status=400)
+    note = request.POST.get("note")  # absent: keep the note already there
+    change = services.label_set(
+        answer=answer, criterion=criterion, reviewer=request.user, label=label, note=note
+    )
+    _push_undo(request, answer, criterion, change)
+    if not request.htmx:
+        return _back(answer, criterion, run)
+    return _render_row(request, answer, run, criterion)
+
+
+@require_POST
+@login_required
+def answer_review_undo(request: HttpRequest, pk: int) -> HttpResponse:
+    """Undo the reviewer's last label on this answer (u): the label goes back to what it was
+    before, or away if it was new. The stack lives in the session, per answer."""
+    answer, _perms = access_answer(request.user, pk)
+    run = _run_for(answer.query.dataset, request.POST.get("run"))
+    stacks = request.session.get(UNDO_KEY, {})
+    stack = stacks.get(str(answer.pk), [])
+    if not stack:
+        if not request.htmx:
+            messages.info(request, "Nothing to undo.")
+            return redirect("answer-review", pk=answer.pk)
+        response = HttpResponse("Nothing to undo on this answer.")
+        response["HX-Retarget"] = "#review-status"
+        response["HX-Reswap"] = "innerHTML"
+        return response
+    entry = stack.pop()
+    stacks[str(answer.pk)] = stack
+    request.session[UNDO_KEY] = stacks
+    criterion = reviewable_criterion(answer, entry["criterion"])
+    previous = entry["previous"]
+    services.label_restore(
+        answer=answer, criterion=criterion, reviewer=request.user,
+        previous=None if previous is None else services.LabelState(*previous),
+    )  # fmt: skip
+    if not request.htmx:
+        return _back(answer, criterion, run)
+    response = _render_row(request, answer, run, criterion)
+    response["HX-Retarget"] = f"#row-{criterion.pk}"
+    response["HX-Reswap"] = "outerHTML"
+    response["HX-Trigger"] = f'{{"review-focus": {{"criterion": {criterion.pk}}}}}'
+    return response
+
+
+@require_POST
+@login_required
+def answer_review_adjudicate(request: HttpRequest, pk: int) -> HttpResponse:
+    """Decide an item's final label against the version the reviewer saw. On a conflict the
+    row comes back with the decision that stands and the form set to its version."""
+    answer, criterion, run = _item(request, pk)
+    data: QueryDict = request.POST
+    label = data.get("label", "")
+    version_text = data.get("version", "")
+    if label not in Label.values or (version_text and not version_text.isdigit()):
+        if not request.htmx:
+            return HttpResponse("Choose pass or fail.", status=400)
+        return _render_row(request, answer, run, criterion, error="Choose pass or fail.")
+    try:
+        services.adjudicate(
+            answer=answer, criterion=criterion, by=request.user, label=label,
+            reason=data.get("reason", "").strip(),
+            expected_version=int(version_text) if version_text else None,
+        )  # fmt: skip
+    except services.AdjudicationConflict:
+        if request.htmx:
+            return _render_row(request, answer, run, criterion, conflict=True)
+        return _conflict_page(request, answer, run, criterion)
+    except services.ReviewError as exc:
+        raise PermissionDenied(str(exc)) from exc
+    if not request.htmx:
+        messages.success(request, "Adjudication saved.")
+        return _back(answer, criterion, run)
+    return _render_row(request, answer, run, criterion)
+
+
+def _conflict_page(request: HttpRequest, answer: Answer, run: Run | None, criterion):
+    rows = selectors.review_rows(answer, request.user, run)
+    for row in rows:
+        row.conflict = row.criterion.pk == criterion.pk
+    dataset = answer.query.dataset
+    context = {
+        "dataset": dataset, "answer": answer, "answer_html": render_answer(answer.text),
+        "run": run, "runs": selectors.graded_runs(answer), "rows": rows,
+        "queue": "disagreement", "current": str(criterion.pk),
+        "labelled": sum(1 for r in rows if r.own is not None),
+        "next_url": reverse("review-next", args=[dataset.pk]),
+        "queue_url": reverse("review-queue", args=[dataset.pk]),
+    }  # fmt: skip
+    return render(request, "evaluation/review_answer.html", context, status=409)

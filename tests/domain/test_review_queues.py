@@ -1,0 +1,119 @@
+"""Review queue ordering in plain Python: the label policies and the disagreement priority."""
+
+from __future__ import annotations
+
+import pytest
+
+from evaluation.metrics import aggregate
+from evaluation.metrics.aggregation import Vote
+from evaluation.review import queues
+
+
+def verdict(*outcomes: str, method: str = "majority"):
+    return aggregate([Vote(f"j{i}", 0, o) for i, o in enumerate(outcomes)], method)
+
+
+def test_uncertainty_is_one_for_an_even_split_and_zero_for_agreement():
+    assert queues.uncertainty([verdict("pass", "fail")]) == 1.0
+    assert queues.uncertainty([verdict("pass", "pass", "pass")]) == 0.0
+    assert queues.uncertainty([verdict("pass", "pass", "fail")]) == pytest.approx(2 / 3)
+    # Mean over criteria; invalid votes do not count, criteria without a valid vote are skipped.
+    mixed = [verdict("pass", "fail", "unparseable"), verdict("fail", "fail"), verdict("error")]
+    assert queues.uncertainty(mixed) == pytest.approx(0.5)
+    assert queues.uncertainty([verdict("unparseable", "error")]) is None
+    assert queues.uncertainty([]) is None
+
+
+def test_random_share_is_stable_and_about_the_share():
+    chosen = [
+        a for a in range(2000) if queues.in_random_share(dataset_id=7, answer_id=a, share=0.2)
+    ]
+    again = [a for a in range(2000) if queues.in_random_share(dataset_id=7, answer_id=a, share=0.2)]
+    assert chosen == again
+    assert 340 < len(chosen) < 460  # 400 expected; the hash is uniform
+    other = [a for a in range(2000) if queues.in_random_share(dataset_id=8, answer_id=a, share=0.2)]
+    assert other != chosen  # each dataset draws its own share
+    # Growing the share only adds answers: nothing labelled so far leaves the queue.
+    bigger = {
+        a for a in range(2000) if queues.in_random_share(dataset_id=7, answer_id=a, share=0.3)
+    }
+    assert set(chosen) <= bigger
+    assert not [a for a in range(50) if queues.in_random_share(dataset_id=7, answer_id=a, share=0)]
+
+
+def facts(answer_id: int, labels: int = 0, uncertainty: float | None = 0.0, criteria: int = 5):
+    return queues.AnswerFacts(answer_id, criteria, labels, uncertainty)
+
+
+def test_labelling_queue_all_puts_answers_needing_labels_first():
+    answers = [
+        facts(1, labels=3),
+        facts(2, labels=0, uncertainty=0.1),
+        facts(3, labels=0, uncertainty=0.9),
+        facts(4, labels=1, uncertainty=None),
+    ]
+    ordered = queues.labelling_queue(answers, policy="all", share=0.2, dataset_id=1)
+    assert [a.answer_id for a in ordered] == [3, 2, 4, 1]
+
+
+def test_labelling_queue_uncertain_takes_the_least_certain_share():
+    answers = [facts(i, uncertainty=u) for i, u in enumerate([0.0, 0.9, 0.2, 1.0, 0.5, None])]
+    ordered = queues.labelling_queue(answers, policy="uncertain", share=0.4, dataset_id=1)
+    # 5 judged answers, 40% → 2: the two least certain, most uncertain first.
+    assert [a.answer_id for a in ordered] == [3, 1]
+    one = queues.labelling_queue(answers, policy="uncertain", share=0.01, dataset_id=1)
+    assert [a.answer_id for a in one] == [3]  # a share above zero offers at least one
+
+
+def test_labelling_queue_random_follows_the_hash():
+    answers = [facts(i) for i in range(200)]
+    ordered = queues.labelling_queue(answers, policy="random", share=0.25, dataset_id=3)
+    expected = [
+        i for i in range(200) if queues.in_random_share(dataset_id=3, answer_id=i, share=0.25)
+    ]
+    assert [a.answer_id for a in ordered] == expected
+
+
+def test_labelling_queue_refuses_an_unknown_policy_or_share():
+    with pytest.raises(ValueError, match="policy"):
+        queues.labelling_queue([], policy="most", share=0.2, dataset_id=1)
+    with pytest.raises(ValueError, match="share"):
+        queues.labelling_queue([], policy="random", share=1.5, dataset_id=1)
+
+
+def item(answer, criterion, votes, humans=(), adjudicated=False):
+    return queues.ItemFacts(
+        answer, criterion, criterion, verdict(*votes), tuple(humans), adjudicated
+    )
+
+
+def test_disagreement_queue_lists_exactly_the_disagreeing_items_split_first():
+    items = [
+        item(1, 1, ("pass", "pass", "pass")),  # agreement, no human: out
+        item(1, 2, ("pass", "pass", "fail")),  # split 2–1
+        item(1, 3, ("pass", "fail", "unparseable")),  # split 1–1: the most even
+        item(1, 4, ("fail", "fail", "fail"), ["pass"]),  # a human contradicts the judges
+        item(1, 5, ("pass", "pass", "pass"), ["pass"]),  # human agrees: out
+        item(1, 6, ("pass", "unparseable", "error")),  # invalid votes are not fails: out
+        item(1, 7, ("fail", "fail", "pass"), adjudicated=True),  # decided: out
+        item(2, 1, ("pass", "fail", "fail"), ["pass"]),  # split 1–2 and a human disagrees
+        item(2, 2, ("pass", "pass", "pass"), ["fail", "fail"]),  # two humans contradict
+        item(
+            2, 3, ("unparseable", "unparseable"), ["fail"]
+        ),  # no valid vote: nothing to contradict
+    ]
+    ordered = queues.disagreement_queue(items)
+    assert [(i.answer_id, i.criterion_id) for i in ordered] == [
+        (1, 3), (2, 1), (1, 2), (2, 2), (1, 4),
+    ]  # fmt: skip
+    assert ordered[0].reason == "judges split 1–1"
+    assert ordered[1].reason == "judges split 1–2; 1 human label(s) differ"
+
+
+def test_next_after_wraps_and_restarts_when_the_current_item_left():
+    keys = [(1,), (2,), (3,)]
+    assert queues.next_after(keys, (1,)) == (2,)
+    assert queues.next_after(keys, (3,)) == (1,)
+    assert queues.next_after(keys, (9,)) == (1,)
+    assert queues.next_after([(1,)], (1,)) is None
+    assert queues.next_after([], (1,)) is None
