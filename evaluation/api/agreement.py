@@ -1,0 +1,124 @@
+"""Agreement figures and the imports of human labels and judge verdicts."""
+
+from __future__ import annotations
+
+from django.http import Http404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation import roles
+from annotation.permissions import access_dataset, dataset_permissions
+from evaluation.agreement.selectors import agreement_report
+from evaluation.agreement.serialize import report_data
+from evaluation.models import Run
+from evaluation.permissions import can_see_runs
+from evaluation.review_imports import ImportRejected, import_labels, import_verdicts
+
+
+class AgreementQuerySerializer(serializers.Serializer):
+    dataset = serializers.IntegerField(min_value=1)
+    run = serializers.IntegerField(min_value=1, required=False)
+
+
+class AgreementView(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("dataset", int, required=True, description="Dataset id."),
+            OpenApiParameter("run", int, description="Run id; default: the latest finished run."),
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    def get(self, request: Request) -> Response:
+        """Every figure of the dataset's agreement page (reviewers and admins)."""
+        params = AgreementQuerySerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        dataset = access_dataset(request.user, params.validated_data["dataset"])
+        if not can_see_runs(dataset_permissions(request.user, dataset)):
+            raise PermissionDenied("Agreement is for the dataset's reviewers and admins.")
+        try:
+            report = agreement_report(dataset, params.validated_data.get("run"))
+        except Run.DoesNotExist:
+            raise Http404("No such run in this dataset.") from None
+        return Response(report_data(report))
+
+
+class LabelsImportSerializer(serializers.Serializer):
+    dataset = serializers.IntegerField(min_value=1)
+    file = serializers.FileField(help_text="JSONL or CSV, see docs/data-formats.md.")
+
+
+class VerdictsImportSerializer(LabelsImportSerializer):
+    panel = serializers.CharField(max_length=100, help_text="Panel name; created if missing.")
+    run_name = serializers.CharField(max_length=200, required=False, default="", allow_blank=True)
+
+
+class LabelsImportResultSerializer(serializers.Serializer):
+    created = serializers.IntegerField()
+    updated = serializers.IntegerField()
+    unchanged = serializers.IntegerField()
+    raters = serializers.IntegerField()
+    linked_to_users = serializers.IntegerField()
+
+
+class VerdictsImportResultSerializer(serializers.Serializer):
+    run_id = serializers.IntegerField()
+    run_created = serializers.BooleanField()
+    panel_created = serializers.BooleanField()
+    judges_created = serializers.IntegerField()
+    created = serializers.IntegerField()
+    updated = serializers.IntegerField()
+    unchanged = serializers.IntegerField()
+
+
+def _upload(request: Request, serializer_class: type[serializers.Serializer]):
+    payload = serializer_class(data=request.data)
+    payload.is_valid(raise_exception=True)
+    dataset = access_dataset(request.user, payload.validated_data["dataset"], roles.CHANGE)
+    upload = payload.validated_data["file"]
+    try:
+        content = upload.read().decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValidationError({"file": [f"{upload.name}: not UTF-8 text."]}) from None
+    return dataset, upload.name, content, payload.validated_data
+
+
+class LabelsImportView(APIView):
+    @extend_schema(
+        request={"multipart/form-data": LabelsImportSerializer},
+        responses={201: LabelsImportResultSerializer},
+    )
+    def post(self, request: Request) -> Response:
+        """Import human labels (dataset admins). The whole file is checked first; any
+        error rejects it with every error listed, and nothing is written."""
+        dataset, name, content, _ = _upload(request, LabelsImportSerializer)
+        try:
+            result = import_labels(dataset=dataset, name=name, content=content)
+        except ImportRejected as rejected:
+            raise ValidationError({"file": rejected.errors}) from rejected
+        return Response(LabelsImportResultSerializer(result).data, status=status.HTTP_201_CREATED)
+
+
+class VerdictsImportView(APIView):
+    @extend_schema(
+        request={"multipart/form-data": VerdictsImportSerializer},
+        responses={201: VerdictsImportResultSerializer},
+    )
+    def post(self, request: Request) -> Response:
+        """Import external judges' verdicts into an imported run (dataset admins)."""
+        dataset, name, content, data = _upload(request, VerdictsImportSerializer)
+        try:
+            result = import_verdicts(
+                dataset=dataset,
+                name=name,
+                content=content,
+                panel=data["panel"],
+                run_name=data["run_name"],
+            )
+        except ImportRejected as rejected:
+            raise ValidationError({"file": rejected.errors}) from rejected
+        return Response(VerdictsImportResultSerializer(result).data, status=status.HTTP_201_CREATED)

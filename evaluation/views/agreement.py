@@ -1,0 +1,228 @@
+"""The agreement page of a dataset (judge vs human, human vs human, per reviewer) and the
+drill-down list of the items behind any figure. For the dataset's reviewers and admins."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import NoReverseMatch, reverse
+from django.views.decorators.http import require_GET
+
+from annotation.models import Criterion, Dataset
+from annotation.permissions import access_dataset, dataset_permissions
+from evaluation.agreement.selectors import (
+    AgreementReport,
+    Figure,
+    FigureKey,
+    agreement_report,
+    drill_down,
+)
+from evaluation.charts.bars import BarInput, bar_chart, shade
+from evaluation.metrics.agreement import PASS_FAIL
+from evaluation.models import Run
+from evaluation.permissions import can_see_runs
+
+DRILL_DOWN_LIMIT = 500
+
+
+def review_url(answer_id: int, criterion_id: int) -> str:
+    """The review page of an item; empty while the review page is not installed."""
+    try:
+        return reverse("answer-review", args=[answer_id]) + f"?criterion={criterion_id}"
+    except NoReverseMatch:
+        return ""
+
+
+def _access(request: HttpRequest, pk: int) -> Dataset:
+    dataset = access_dataset(request.user, pk)
+    if not can_see_runs(dataset_permissions(request.user, dataset)):
+        raise PermissionDenied("Agreement is for the dataset's reviewers and admins.")
+    return dataset
+
+
+def _run_id(request: HttpRequest) -> int | None:
+    value = request.GET.get("run", "")
+    if not value:
+        return None
+    if not value.isdigit():
+        raise Http404("No such run.")
+    return int(value)
+
+
+def items_href(dataset: Dataset, run: Run | None, key: FigureKey, cell: str = "") -> str:
+    extra = {"run": str(run.pk)} if run else {}
+    if cell:
+        extra["cell"] = cell
+    return f"{reverse('agreement-items', args=[dataset.pk])}?{key.params(**extra)}"
+
+
+def _row(dataset: Dataset, run: Run | None, figure: Figure) -> dict:
+    agreement, kappa = figure.agreement, figure.agreement.kappa
+    matrix = agreement.confusion
+    largest = max((c for row in matrix.counts for c in row), default=0)
+    return {
+        "label": figure.label,
+        "key": figure.key,
+        "n": agreement.n,
+        "agree": agreement.agree,
+        "percent": agreement.percent,
+        "kappa": kappa.kappa,
+        "low": kappa.low,
+        "high": kappa.high,
+        "href": items_href(dataset, run, figure.key),
+        "matrix": [
+            {
+                "label": first,
+                "cells": [
+                    {
+                        "count": matrix.counts[i][j],
+                        "opacity": shade(matrix.counts[i][j], largest),
+                        "agree": i == j,
+                        "href": items_href(dataset, run, figure.key, f"{first},{second}"),
+                    }
+                    for j, second in enumerate(matrix.categories)
+                ],
+            }
+            for i, first in enumerate(matrix.categories)
+        ],
+    }
+
+
+def _charts(dataset: Dataset, run: Run | None, title: str, figures: list[Figure]) -> dict:
+    def rows(kappa: bool) -> list[BarInput]:
+        return [
+            BarInput(
+                label=f.label,
+                value=f.agreement.kappa.kappa if kappa else f.agreement.percent,
+                href=items_href(dataset, run, f.key),
+                low=f.agreement.kappa.low if kappa else None,
+                high=f.agreement.kappa.high if kappa else None,
+                note=f"n={f.agreement.n}",
+            )
+            for f in figures
+        ]
+
+    return {
+        "title": title,
+        "percent": bar_chart(rows(False), title=f"Agreement {title}", percent=True),
+        "kappa": bar_chart(rows(True), title=f"Cohen's kappa {title}", low=-1.0, high=1.0),
+    }
+
+
+def page_context(report: AgreementReport) -> dict:
+    dataset, run = report.dataset, report.run
+    judge_figures = [report.overall, *report.judges]
+
+    def table(figures: list[Figure]) -> list[dict]:
+        return [_row(dataset, run, f) for f in figures]
+
+    return {
+        "dataset": dataset,
+        "report": report,
+        "run": run,
+        "categories": PASS_FAIL,
+        "judges": table(judge_figures),
+        "groups": [
+            ("criterion kind", table(report.kinds)),
+            ("source type", table(report.sources)),
+            ("query category", table(report.categories)),
+            ("system", table(report.systems)),
+        ],
+        "charts": [
+            _charts(dataset, run, "per judge (panel first)", judge_figures),
+            _charts(dataset, run, "per criterion kind", report.kinds),
+            _charts(dataset, run, "per source type", report.sources),
+            _charts(dataset, run, "per query category", report.categories),
+        ],
+        "pairs": table(report.pairs),
+        "pairs_chart": _charts(dataset, run, "per pair of raters", report.pairs),
+        "reviewers": [
+            {
+                "stats": r,
+                "judges": _row(dataset, run, r.with_judges),
+                "others": _row(dataset, run, r.with_others),
+            }
+            for r in report.reviewers
+        ],
+    }
+
+
+@require_GET
+@login_required
+def dataset_agreement(request: HttpRequest, pk: int) -> HttpResponse:
+    dataset = _access(request, pk)
+    try:
+        report = agreement_report(dataset, _run_id(request))
+    except Run.DoesNotExist:
+        raise Http404("No such run in this dataset.") from None
+    return render(request, "evaluation/agreement.html", page_context(report))
+
+
+@require_GET
+@login_required
+def agreement_items(request: HttpRequest, pk: int) -> HttpResponse:
+    dataset = _access(request, pk)
+    try:
+        key = FigureKey(
+            request.GET.get("figure", ""),
+            request.GET.get("value", ""),
+            request.GET.get("other", ""),
+        )
+    except ValueError:
+        raise Http404("No such figure.") from None
+    cell = None
+    if request.GET.get("cell"):
+        parts = tuple(request.GET["cell"].split(","))
+        if len(parts) != 2 or not set(parts) <= set(PASS_FAIL):
+            raise Http404("No such cell.")
+        cell = parts
+    try:
+        run, pairs = drill_down(dataset, _run_id(request), key, cell)
+    except Run.DoesNotExist:
+        raise Http404("No such run in this dataset.") from None
+    shown = pairs[:DRILL_DOWN_LIMIT]
+    texts = dict(
+        Criterion.objects.filter(pk__in={item.criterion_id for item, _, _ in shown}).values_list(
+            "pk", "text"
+        )
+    )
+    rows = [
+        {
+            "item": item,
+            "first": first,
+            "second": second,
+            "agree": first == second,
+            "criterion": texts.get(item.criterion_id, ""),
+            "judges": sorted(item.judges.items()),
+            "labels": sorted(item.labels.items()),
+            "review": review_url(item.answer_id, item.criterion_id),
+        }
+        for item, first, second in shown
+    ]
+    context = {
+        "dataset": dataset,
+        "run": run,
+        "key": key,
+        "cell": cell,
+        "rows": rows,
+        "total": len(pairs),
+        "limit": DRILL_DOWN_LIMIT,
+        "back": reverse("dataset-agreement", args=[dataset.pk]) + (f"?run={run.pk}" if run else ""),
+        "compared": _compared(key),
+    }
+    return render(request, "evaluation/agreement_items.html", context)
+
+
+def _compared(key: FigureKey) -> tuple[str, str]:
+    """What the two labels of each row are, in words."""
+    if key.figure == "pair":
+        return key.value, key.other
+    if key.figure == "rater-judges":
+        return "panel", key.value
+    if key.figure == "rater-others":
+        return "other raters (majority)", key.value
+    if key.figure == "judge":
+        return key.value, "human"
+    return "panel", "human"
