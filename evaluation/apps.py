@@ -11,3 +11,5 @@ class EvaluationConfig(AppConfig):
         from config.celery import ensure_filesystem_broker_folders
 
         ensure_filesystem_broker_folders()
+        # Automatic cross-evaluation listens to annotation's checklist_submitted signal.
+        from evaluation.cross_evaluation import receivers  # noqa: F401

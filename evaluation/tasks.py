@@ -8,6 +8,7 @@ from celery import shared_task
 
 # Module imports (not names): services and runs import this module too, to queue tasks.
 from evaluation import models, runs, services
+from evaluation.cross_evaluation import services as cross_evaluation
 from evaluation.judging.client import JudgeUnavailable
 
 
@@ -40,3 +41,21 @@ def judge_answer(run_id: int, answer_id: int, judge_id: int) -> None:
     Judge failures are recorded as error verdicts by the service, not retried here: the run
     page offers "retry failed calls" for those."""
     runs.judge_answer(run_id=run_id, answer_id=answer_id, judge_id=judge_id)
+
+
+@shared_task(
+    name="evaluation.draft_perfect_answer", bind=True, max_retries=3, ignore_result=False,
+    track_started=True,
+)  # fmt: skip
+def draft_perfect_answer(self, checklist_id: int, judge_id: int) -> dict[str, object]:
+    """An LLM drafts a checklist's perfect answer. The result is kept (the page polls it);
+    only an unreachable judge is retried. Safe to repeat: the draft replaces the text."""
+    try:
+        return cross_evaluation.perfect_answer_draft_run(
+            checklist_id=checklist_id, judge_id=judge_id
+        )
+    except JudgeUnavailable as exc:
+        if self.request.retries >= self.max_retries:
+            return {"ok": False, "error": f"The judge is unavailable: {exc}"}
+        delay = 10 * 2**self.request.retries
+        raise self.retry(exc=exc, countdown=random.uniform(delay / 2, delay)) from exc  # noqa: S311

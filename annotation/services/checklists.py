@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
-from annotation import guidelines
+from annotation import guidelines, signals
 from annotation.models import (
     Checklist,
     ChecklistEvent,
@@ -296,6 +296,9 @@ def checklist_submit(*, checklist: Checklist, by: AbstractBaseUser) -> Report:
         update_fields=["status", "guideline", "submitted_at", "first_submitted_at", "updated_at"]
     )
     _record(checklist, by, ChecklistEvent.Action.SUBMITTED)
+    transaction.on_commit(
+        lambda: signals.checklist_submitted.send(sender=Checklist, checklist=checklist, by=by)
+    )
     return report
 
 

@@ -1,0 +1,1 @@
+"""Export rows for datasets, runs and overlaps (one module per kind)."""
