@@ -281,6 +281,12 @@ RUNS_QUEUE = os.environ.get("RUNS_QUEUE") or None
 # base × 2^n, at most 20 s; a Retry-After from the server wins, up to 60 s.
 JUDGE_RETRY_ATTEMPTS = envint("JUDGE_RETRY_ATTEMPTS", 6)
 JUDGE_RETRY_BASE_DELAY = float(os.environ.get("JUDGE_RETRY_BASE_DELAY", "0.5"))
+# Judge calls in flight across one worker process (all its threads); 0: no cap beyond
+# threads × Run.concurrency. See docs/benchmarks.md for sizing threads against it.
+JUDGE_MAX_IN_FLIGHT = envint("JUDGE_MAX_IN_FLIGHT", 0)
+# Celery closes each thread's database connection before and after every task unless told
+# to reuse it; config/celery.py then applies DATABASE_CONN_MAX_AGE as a web request does.
+CELERY_DB_REUSE_MAX = envint("CELERY_DB_REUSE_MAX", 1000)
 
 # --- Application ----------------------------------------------------------------------------
 DEMO_ADMIN_USERNAME = "admin"

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from evaluation.api import views
+from evaluation.api import agreement, cross_evaluation, scores, views
+from evaluation.api import review as review_api
 
 router = DefaultRouter()
 router.register("judges", views.JudgeViewSet, basename="judge")
@@ -11,5 +13,16 @@ router.register("runs", views.RunViewSet, basename="run")
 router.register("verdicts", views.VerdictViewSet, basename="verdict")
 router.register("systems", views.SystemViewSet, basename="system")
 router.register("answers", views.AnswerViewSet, basename="answer")
+router.register("perfect-answers", cross_evaluation.PerfectAnswerViewSet, basename="perfect-answer")
+router.register("overlaps", cross_evaluation.OverlapViewSet, basename="overlap")
+router.register("labels", review_api.HumanLabelViewSet, basename="label")
+router.register("adjudications", review_api.AdjudicationViewSet, basename="adjudication")
+router.register("review-queue", review_api.ReviewQueueViewSet, basename="review-queue")
 
-urlpatterns = router.urls
+urlpatterns = [
+    *router.urls,
+    path("runs/<int:pk>/scores/", scores.RunScoresView.as_view(), name="run-scores"),
+    path("agreement/", agreement.AgreementView.as_view(), name="agreement"),
+    path("imports/labels/", agreement.LabelsImportView.as_view(), name="import-labels"),
+    path("imports/verdicts/", agreement.VerdictsImportView.as_view(), name="import-verdicts"),
+]

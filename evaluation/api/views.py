@@ -16,9 +16,11 @@ from annotation import roles
 from annotation.selectors import datasets_for_user
 from evaluation import runs
 from evaluation.api import serializers as s
+from evaluation.api.scores import RunProgressSerializer, progress_data
 from evaluation.imports import ImportRejected, import_answers
 from evaluation.models import Answer, Judge, Panel, Run, System, Verdict
 from evaluation.permissions import access_run, runs_for_user
+from evaluation.run_overview import run_overview
 
 
 class ModelPermsOrReadOnly(permissions.DjangoModelPermissions):
@@ -76,11 +78,10 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
             raise ValidationError({"panel": [str(exc)]}) from exc
         return Response(s.RunSerializer(run).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(responses={200: s.ProgressSerializer})
+    @extend_schema(responses={200: RunProgressSerializer})
     @action(detail=True, methods=["get"])
     def progress(self, request: Request, pk: int) -> Response:
-        progress = runs.run_progress(self.get_object())
-        return Response(s.ProgressSerializer(progress).data)
+        return Response(progress_data(run_overview(self.get_object())))
 
     @extend_schema(request=None, responses={200: s.RunSerializer})
     @action(detail=True, methods=["post"])
@@ -130,10 +131,15 @@ class AnswerViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_queryset(self):
         visible = datasets_for_user(self.request.user)
-        return Answer.objects.filter(query__dataset__in=visible).order_by("pk")
+        # Perfect answers restate blind checklists: they are served by /api/perfect-answers/
+        # under the checklist's blind rule, never here.
+        answers = Answer.objects.filter(query__dataset__in=visible, checklist__isnull=True)
+        return answers.order_by("pk")
 
     def get_object(self) -> Answer:
-        answer = Answer.objects.select_related("query__dataset").filter(pk=self.kwargs["pk"])
+        answer = Answer.objects.select_related("query__dataset").filter(
+            pk=self.kwargs["pk"], checklist__isnull=True
+        )
         answer = answer.first()
         if answer is None:
             raise Http404("No such answer.")
