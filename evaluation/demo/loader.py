@@ -13,7 +13,14 @@ from annotation import roles, services
 from annotation.models import Checklist, Dataset, Query, QueryCategory, SourceType
 from annotation.services.checklists import CitationData, CriterionData
 from evaluation.demo import data
-from evaluation.models import Answer, Judge, Panel, PanelMember, System
+from evaluation.models import (
+    Answer,
+    CrossEvaluationSettings,
+    Judge,
+    Panel,
+    PanelMember,
+    System,
+)
 
 
 def _user(username: str, *, group: roles.Group, superuser: bool = False):
@@ -110,8 +117,25 @@ def load_demo() -> Dataset:
                 run_label="demo",
                 defaults={"text": markdown},
             )
-    _offline_panel()
+    panel = _offline_panel()
+    _perfect_answers(dataset, panel)
     return dataset
+
+
+def _perfect_answers(dataset: Dataset, panel: Panel) -> None:
+    """Each submitted checklist of the first query gets a perfect answer written by its
+    author (its criteria stated as findings), so that cross-evaluation can be tried at once
+    with the offline panel. Existing perfect answers are left as users edited them."""
+    from evaluation.cross_evaluation import services as cross_evaluation
+
+    if not CrossEvaluationSettings.objects.filter(dataset=dataset).exists():
+        cross_evaluation.settings_update(dataset=dataset, panel=panel, automatic=False)
+    first = dataset.queries.order_by("pk").first()
+    submitted = Checklist.objects.filter(query=first, status=Checklist.Status.SUBMITTED)
+    for checklist in submitted.filter(perfect_answer__isnull=True).select_related("author"):
+        lines = [f"- {c.text}" for c in checklist.criteria.order_by("position")]
+        text = f"**Answer written by {checklist.author.username}**\n\n" + "\n".join(lines)
+        cross_evaluation.perfect_answer_save(checklist=checklist, text=text, by=checklist.author)
 
 
 def _offline_panel() -> Panel:

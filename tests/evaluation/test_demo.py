@@ -23,10 +23,15 @@ def test_demo_loads_and_is_idempotent(capsys):
     call_command("demo")
     assert counts() == first
     datasets, queries, checklists, criteria, systems, answers = first
-    assert (datasets, systems) == (1, 2)
+    assert systems == 3  # two systems and the reference system of perfect answers
+    assert datasets == 1
+    assert System.objects.filter(is_reference=False).count() == 2
     assert queries >= 5
     assert checklists == 2 * queries  # two experts' checklists per query
-    assert answers == 2 * queries  # two systems' answers per query
+    # Two systems' answers per query, and the perfect answers of the first query's two
+    # submitted checklists (cross-evaluation).
+    assert Answer.objects.filter(checklist__isnull=True).count() == 2 * queries
+    assert answers == 2 * queries + 2
     assert criteria >= 5 * checklists
     assert "Log in as admin" in capsys.readouterr().out
 
@@ -67,3 +72,29 @@ def test_demo_run_with_the_offline_panel_completes(celery_worker):
     assert run.status == Run.Status.DONE
     progress = runs.run_progress(run)
     assert progress.done == run.expected > 0 and progress.errors == 0
+
+
+def test_demo_cross_evaluation_runs_offline_and_fills_the_matrix():
+    from evaluation import runs
+    from evaluation.cross_evaluation import services as cross_evaluation
+    from evaluation.cross_evaluation.selectors import Source, query_overlap
+    from evaluation.models import CrossEvaluationSettings
+
+    call_command("demo")
+    dataset = Dataset.objects.get()
+    panel = CrossEvaluationSettings.objects.get(dataset=dataset).panel
+    query = dataset.queries.order_by("pk").first()
+    run = cross_evaluation.cross_evaluation_start(dataset=dataset, panel=panel, queries=[query])
+    judge = panel.judges.get()
+    for answer in runs.run_answers(run):
+        runs.judge_answer(run_id=run.pk, answer_id=answer.pk, judge_id=judge.pk)
+    run.refresh_from_db()
+    assert run.status == "done"
+    overlap = query_overlap(query, Source("latest"))
+    a, b = overlap.checklists
+    # Each perfect answer states its own criteria, so it covers them better than the other
+    # expert's (a format criterion such as "presents a table" can still fail offline).
+    cells = {(x.pk, y.pk): overlap.matrix.cell(x.pk, y.pk) for x in (a, b) for y in (a, b)}
+    assert all(c.undecided == 0 and c.passed + c.failed > 0 for c in cells.values())
+    assert cells[a.pk, a.pk].overlap > cells[b.pk, a.pk].overlap
+    assert cells[b.pk, b.pk].overlap > cells[a.pk, b.pk].overlap

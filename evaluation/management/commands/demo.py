@@ -17,6 +17,8 @@ class Command(BaseCommand):
                 f"Log in as {settings.DEMO_ADMIN_USERNAME} / {settings.DEMO_PASSWORD} (admin); "
                 f"experts alice and bob, reviewer rita use the same password.\n"
                 f"Start a run on the dataset's Runs page with the “Offline checks” panel "
-                f"(no-LLM checks, no API key needed)."
+                f"(no-LLM checks, no API key needed); then label and adjudicate on its Review "
+                f"page, and cross-evaluate the first query's two perfect answers on its "
+                f"Cross-evaluation page."
             )
         )
