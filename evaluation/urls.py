@@ -49,6 +49,11 @@ urlpatterns = [
         cross_evaluation.dataset_cross_evaluation,
         name="dataset-cross-evaluation",
     ),
+    path(
+        "datasets/<int:pk>/cross-evaluation/overlaps.csv",
+        cross_evaluation.dataset_overlaps_csv,
+        name="dataset-overlaps-csv",
+    ),
     path("datasets/<int:pk>/agreement/", agreement.dataset_agreement, name="dataset-agreement"),
     path("datasets/<int:pk>/agreement/items/", agreement.agreement_items, name="agreement-items"),
     path("judges/", judge_views.judge_list, name="judge-list"),

@@ -29,6 +29,7 @@ from evaluation.cross_evaluation.forms import (
     DraftForm,
     PerfectAnswerForm,
 )
+from evaluation.exports.overlaps import overlap_rows, write_csv
 from evaluation.metrics import overlap as om
 from evaluation.models import Answer, Run
 from evaluation.permissions import can_see_runs
@@ -367,3 +368,17 @@ def dataset_cross_evaluation(request: HttpRequest, pk: int) -> HttpResponse:
         "tail_shown": overview.tail[:50],
     }
     return render(request, "evaluation/cross_evaluation_dataset.html", context, status=status)
+
+
+@require_GET
+@login_required
+def dataset_overlaps_csv(request: HttpRequest, pk: int) -> HttpResponse:
+    """Every cell of every query's matrix as CSV (docs/data-formats.md), safe to open in a
+    spreadsheet: text that would run as a formula is quoted."""
+    dataset = access_dataset(request.user, pk)
+    _check_overlaps(request.user, dataset)
+    source = _source(request)
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="overlaps-dataset-{dataset.pk}.csv"'
+    write_csv(overlap_rows(dataset, source), response)
+    return response

@@ -233,3 +233,18 @@ def test_cross_evaluation_pages_stay_flat(
             {"a": checklist.pk, "b": checklist.pk},
         )
     assert response.status_code == 200 and "self-check" in response.content.decode()
+
+
+def test_overlaps_csv_download_by_role(client, dataset, owner, reviewer, collaborator, outsider):
+    from annotation import roles
+    from annotation import services as annotation_services
+
+    annotation_services.dataset_set_role(
+        dataset=dataset, user=reviewer, role=roles.DatasetRole.REVIEWER
+    )
+    url = reverse("dataset-overlaps-csv", args=[dataset.pk])
+    for user, code in ((owner, 200), (reviewer, 200), (collaborator, 403), (outsider, 404)):
+        client.force_login(user)
+        assert client.get(url).status_code == code, user.username
+    client.force_login(owner)
+    assert client.get(url).content.decode().startswith("dataset,query,a_checklist")

@@ -111,6 +111,10 @@ def test_matrix_and_mean_match_the_hand_computed_values_in_page_and_api(
     out = io.StringIO()
     write_csv(rows, out)
     assert out.getvalue().splitlines()[0].startswith("dataset,query,a_checklist")
+    # And so does the download on the dataset's page.
+    download = client.get(reverse("dataset-overlaps-csv", args=[dataset.pk]))
+    assert download["Content-Type"].startswith("text/csv")
+    assert download.content.decode() == out.getvalue()
 
 
 @pytest.mark.worker
