@@ -380,16 +380,24 @@ def _thread_loop() -> asyncio.AbstractEventLoop:
 
 @atexit.register
 def _close_thread_pools() -> None:
-    for loop, sessions in _thread_pools:
-        if loop.is_closed() or loop.is_running():
-            continue
+    def close(loop: asyncio.AbstractEventLoop, sessions: dict[Any, Session]) -> None:
+        async def close_all() -> None:
+            await asyncio.gather(*(s.aclose() for s in sessions.values()), return_exceptions=True)
+
         try:
-            loop.run_until_complete(
-                asyncio.gather(*(s.aclose() for s in sessions.values()), return_exceptions=True)
-            )
+            loop.run_until_complete(close_all())
             loop.close()
         except Exception:  # noqa: S110 - best effort at exit, nothing left to tell
             pass
+
+    for loop, sessions in _thread_pools:
+        if loop.is_closed() or loop.is_running():
+            continue
+        # In a thread of its own: the exiting thread may still hold a running loop (pytest
+        # with Playwright's sync API does), and a loop cannot run inside another.
+        closer = threading.Thread(target=close, args=(loop, sessions), daemon=True)
+        closer.start()
+        closer.join(timeout=5)
 
 
 def run_sync(coroutine: Any) -> Any:
