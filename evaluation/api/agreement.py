@@ -109,8 +109,14 @@ class VerdictsImportView(APIView):
         responses={201: VerdictsImportResultSerializer},
     )
     def post(self, request: Request) -> Response:
-        """Import external judges' verdicts into an imported run (dataset admins)."""
+        """Import external judges' verdicts into an imported run (dataset admins who may
+        also create judges and panels: the import creates them by name)."""
         dataset, name, content, data = _upload(request, VerdictsImportSerializer)
+        if not request.user.has_perms(("evaluation.add_judge", "evaluation.add_panel")):
+            raise PermissionDenied(
+                "Importing verdicts creates judges and panels by name: it needs the "
+                "permissions to add judges and panels (the Admin group has them)."
+            )
         try:
             result = import_verdicts(
                 dataset=dataset,

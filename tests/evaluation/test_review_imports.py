@@ -251,6 +251,44 @@ def test_import_endpoints_are_for_dataset_admins(
         assert response.json()["created"] == 1 and response.json()["run_created"] is True
 
 
+def test_a_dataset_admin_without_judge_rights_may_import_labels_but_not_verdicts(
+    items, reviewed_dataset
+):
+    from rest_framework.test import APIClient
+
+    from annotation import roles, services
+    from evaluation.models import Judge
+    from tests.factories import UserFactory
+
+    expert_admin = UserFactory(username="expert-admin")  # no site-wide Admin group
+    services.dataset_set_role(
+        dataset=reviewed_dataset, user=expert_admin, role=roles.DatasetRole.ADMIN
+    )
+    client = APIClient()
+    client.force_authenticate(expert_admin)
+    a, c = items["answers"][0], items["criteria"][0]
+    labels = jsonl([{"answer": a.pk, "criterion": c.pk, "rater": "r", "label": "pass"}])
+    response = client.post(
+        reverse("api-evaluation:import-labels"),
+        {"dataset": reviewed_dataset.pk, "file": SimpleUploadedFile("l.jsonl", labels.encode())},
+        format="multipart",
+    )
+    assert response.status_code == 201
+    verdicts = jsonl([{"answer": a.pk, "criterion": c.pk, "judge": "new-ext", "outcome": "fail"}])
+    response = client.post(
+        reverse("api-evaluation:import-verdicts"),
+        {
+            "dataset": reviewed_dataset.pk,
+            "panel": "Their panel",
+            "file": SimpleUploadedFile("v.jsonl", verdicts.encode()),
+        },
+        format="multipart",
+    )
+    assert response.status_code == 403
+    assert "add judges and panels" in response.json()["detail"]
+    assert not Judge.objects.filter(name="new-ext").exists()
+
+
 def test_import_endpoint_lists_the_errors(items, reviewed_dataset, owner_api):
     bad = jsonl([{"answer": items["answers"][0].pk, "criterion": 0, "rater": "r", "label": "x"}])
     response = owner_api.post(
