@@ -104,11 +104,15 @@ def test_evaluate_imports_runs_waits_and_summarises(
             },
         )
     )
+    dataset.pass_threshold = 0.5
+    dataset.save(update_fields=["pass_threshold"])
     call_command(
         "evaluate", dataset=dataset.pk, panel="Offline panel", answers=answers,
         run_label="2026-11-22", timeout=60,
     )  # fmt: skip
     out = capsys.readouterr().out
+    assert "estimated cost 0" in out  # the offline judge costs nothing
+    assert "% pass" in out  # against the dataset's threshold
     assert "Answers: 2 new, 0 updated (2 new systems)." in out
     assert "12/12 verdicts" in out and "0 errors" in out
     assert "Atlas: mean score" in out and "Baseline: mean score" in out

@@ -11,12 +11,12 @@ nothing is imported then).
 from __future__ import annotations
 
 from pathlib import Path
-from statistics import mean
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Dataset
-from evaluation import runs, selectors
+from evaluation import runs, scores
+from evaluation.costs import run_cost_estimate
 from evaluation.imports import ImportRejected, import_answers_file
 from evaluation.models import Panel, Run
 
@@ -74,11 +74,17 @@ class Command(BaseCommand):
             f"{p.passed} pass, {p.failed} fail, {p.unparseable} unparseable, {p.errors} errors · "
             f"{p.cache_hits} from cache · {p.prompt_tokens + p.completion_tokens} tokens"
         )
-        by_system: dict[str, list[float]] = {}
-        for result in selectors.run_scores(run):
-            if result.score is not None:
-                by_system.setdefault(result.system, []).append(result.score)
-        for system, scores in sorted(by_system.items()):
-            self.stdout.write(
-                f"  {system}: mean score {mean(scores):.1%} over {len(scores)} answers"
-            )
+        cost = run_cost_estimate(run, done=p.done, expected=p.expected)
+        if cost.known:
+            self.stdout.write(f"  estimated cost {cost.so_far}")
+        else:
+            self.stdout.write(f"  estimated cost unknown: no price for {', '.join(cost.unpriced)}")
+        for system in scores.run_report(run).systems:
+            if system.score is None:
+                continue
+            line = f"  {system.system}: mean score {system.score:.1%} over {system.answers} answers"
+            if system.pass_rate is not None:
+                line += f", {system.pass_rate:.0%} pass"
+            if system.graded is not None:
+                line += f", graded {system.graded:.2f}/5"
+            self.stdout.write(line)
