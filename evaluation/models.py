@@ -545,3 +545,26 @@ class CrossEvaluationSettings(models.Model):
 
     def __str__(self) -> str:
         return f"Cross-evaluation of {self.dataset}"
+
+
+class RunTask(models.Model):
+    """One (answer × judge) task of a run, and whether it has finished.
+
+    A run is done when all its tasks are, whatever the verdicts add up to: a checklist
+    reopened or a criterion disabled in the middle of a run changes how many verdicts the
+    remaining tasks write, and a count fixed at start would then never be reached.
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="tasks")
+    answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="+")
+    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="+")
+    done_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "answer", "judge"], name="one_task_per_item")
+        ]
+        indexes = [models.Index(fields=["run", "done_at"])]
+
+    def __str__(self) -> str:
+        return f"Run {self.run_id}: answer {self.answer_id} × judge {self.judge_id}"

@@ -23,7 +23,7 @@ from evaluation import grading, tasks
 from evaluation.checks.deterministic import offline_verdict
 from evaluation.judging import client, engine, prompts
 from evaluation.judging.ratelimit import limiter_for
-from evaluation.models import Answer, Judge, Panel, PanelMember, Run, System, Verdict
+from evaluation.models import Answer, Judge, Panel, PanelMember, Run, RunTask, System, Verdict
 
 DECIDED = (Verdict.Outcome.PASS, Verdict.Outcome.FAIL)
 UPSERT_FIELDS = [
@@ -118,6 +118,12 @@ def run_start(*, run: Run) -> Run:
     run.started_at = run.started_at or timezone.now()
     run.finished_at = None
     run.save(update_fields=["expected", "status", "started_at", "finished_at"])
+    # Every task starts unfinished, on a resume too: the run is done when all are.
+    run.tasks.all().delete()
+    RunTask.objects.bulk_create(
+        (RunTask(run=run, answer_id=a, judge_id=m.judge_id) for a, _ in answers for m in members),
+        batch_size=1000,
+    )
     _enqueue(run, [a for a, _ in answers], members)
     return run
 
@@ -158,15 +164,25 @@ def run_resume(*, run: Run, retry_failed: bool = False) -> Run:
     return run_start(run=run)
 
 
-def _finish_if_complete(run_id: int) -> None:
-    run = Run.objects.get(pk=run_id)
-    if (
-        run.status == Run.Status.RUNNING
-        and run.verdicts.count() >= run.expected
-        and grading.graded_complete(run)  # a graded panel's 1–5 grades are part of the run
-    ):
+def _finish_task(run_id: int, answer_id: int, judge_id: int) -> None:
+    """Mark the task finished; the last one to finish marks the run done.
+
+    Runs started before tasks were recorded have none: they finish when their verdicts
+    reach the count made at start, as they used to."""
+    RunTask.objects.filter(run=run_id, answer=answer_id, judge=judge_id).update(
+        done_at=timezone.now()
+    )
+    run = Run.objects.select_related("panel").get(pk=run_id)
+    if run.status != Run.Status.RUNNING:
+        return
+    if run.tasks.exists():
+        complete = not run.tasks.filter(done_at__isnull=True).exists()
+    else:
+        complete = run.verdicts.count() >= run.expected and grading.graded_complete(run)
+    if complete:
+        # What the run holds now: criteria disabled or added mid-run change it.
         Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(
-            status=Run.Status.DONE, finished_at=timezone.now()
+            status=Run.Status.DONE, finished_at=timezone.now(), expected=run.verdicts.count()
         )
 
 
@@ -205,7 +221,7 @@ def judge_answer(*, run_id: int, answer_id: int, judge_id: int) -> int:
     ]
     grading.grade_answer(run=run, member=member, answer=answer)  # graded panels only
     if not pending:
-        _finish_if_complete(run.pk)
+        _finish_task(run.pk, answer.pk, judge.pk)
         return 0
     if judge.kind == Judge.Kind.NO_LLM:
         results = [_offline(c, s, answer) for c, s in pending]
@@ -213,7 +229,7 @@ def judge_answer(*, run_id: int, answer_id: int, judge_id: int) -> int:
         results = _judge_with_llm(run, member, answer, pending)
     params = {s: judge_params(member, s) for s in range(member.samples)}
     _upsert(run, answer, judge, results, params)
-    _finish_if_complete(run.pk)
+    _finish_task(run.pk, answer.pk, judge.pk)
     return len(results)
 
 

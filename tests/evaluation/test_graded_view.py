@@ -158,8 +158,11 @@ def test_a_run_is_done_only_once_its_grades_are_in_and_resume_fills_them(dataset
     run.graded_scores.filter(judge__name="A", outcome="scored").first().delete()
     lost = run.graded_scores.filter(judge__name="B", outcome="scored").order_by("pk")[:2]
     GradedScore.objects.filter(pk__in=[g.pk for g in lost]).delete()
+    # Until every task (its verdicts and its grades) has finished, the run is not done.
     Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING, finished_at=None)
-    runs._finish_if_complete(run.pk)
+    run.tasks.update(done_at=None)
+    task = run.tasks.first()
+    runs._finish_task(run.pk, task.answer_id, task.judge_id)
     run.refresh_from_db()
     assert run.status == Run.Status.RUNNING
 
