@@ -76,6 +76,9 @@ def test_expert_writes_fixes_and_submits_a_checklist(page, collaborator, query):
     second.locator("textarea.criterion-text").fill("States Q3 revenue of $4.12 billion.")
     expect(second.locator('[data-rule="action-verb"]')).to_have_count(0)
     second.get_by_role("button", name="Remove citation Q3 FY2026 10-Q").click()
+    # Wait for the row to be swapped in again: opening the form of the old row would lose
+    # it to the swap (seen under load in CI).
+    expect(row(page, 2).locator(".citation")).to_have_count(0)
     second = row(page, 2)
     second.locator("summary", has_text="Cite a source").click()
     second.get_by_label("Title").fill("Q3 FY2026 earnings release")
