@@ -20,6 +20,7 @@ from rest_framework.response import Response
 from annotation import roles
 from annotation.permissions import access_dataset
 from annotation.selectors import datasets_for_user
+from config.api_filters import IdFilterSet
 from evaluation.models import Adjudication, HumanLabel, Label, ReviewAssignment, Run
 from evaluation.review import selectors, services
 from evaluation.review.permissions import access_answer, reviewable_criterion
@@ -132,7 +133,7 @@ def _queue_row(position: int, item) -> dict:
 # --- filters --------------------------------------------------------------------------------
 
 
-class LabelFilter(django_filters.FilterSet):
+class LabelFilter(IdFilterSet):
     dataset = django_filters.NumberFilter(field_name="answer__query__dataset")
 
     class Meta:
@@ -140,7 +141,7 @@ class LabelFilter(django_filters.FilterSet):
         fields = ["dataset", "answer", "criterion", "rater", "source"]
 
 
-class AdjudicationFilter(django_filters.FilterSet):
+class AdjudicationFilter(IdFilterSet):
     dataset = django_filters.NumberFilter(field_name="answer__query__dataset")
 
     class Meta:

@@ -19,6 +19,9 @@ FILTERS = [
     ("/api/runs/", "dataset"),
     ("/api/answers/", "query"),
     ("/api/verdicts/", "run"),
+    ("/api/labels/", "answer"),
+    ("/api/labels/", "criterion"),
+    ("/api/adjudications/", "answer"),
 ]
 
 
