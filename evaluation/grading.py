@@ -16,13 +16,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from django.conf import settings
 from django.db.models import Count, Q, Sum
 
 from annotation.models import Query
 from evaluation import runs  # a module import: runs imports this module too
 from evaluation.judging import client, graded
-from evaluation.judging.ratelimit import limiter_for
 from evaluation.models import Answer, GradedScore, Judge, PanelMember, Run
 
 UPSERT_FIELDS = [
@@ -77,7 +75,7 @@ def _grade_with_llm(
     judge, query = member.judge, answer.query
     calls = []
     for sample in pending:
-        endpoint = runs._endpoint(judge, member, sample)
+        endpoint = runs.endpoint_for(judge, member, sample)
         key = graded.cache_key(
             base_url=endpoint.base_url, model=endpoint.model, temperature=endpoint.temperature,
             max_tokens=endpoint.max_tokens, seed=endpoint.seed, sample=sample, query=query.text,
@@ -106,14 +104,12 @@ def _grade_with_llm(
     misses = [c for c in calls if c.cache_key not in cached]
     if not misses:
         return reused
-    limiter = limiter_for(
-        key=f"judge-{judge.pk}", rpm=judge.rpm_limit, tpm=judge.tpm_limit,
-        redis_url=settings.CELERY_BROKER_URL,
-    )  # fmt: skip
-    policy = client.RetryPolicy(
-        attempts=settings.JUDGE_RETRY_ATTEMPTS, base_delay=settings.JUDGE_RETRY_BASE_DELAY
+    controls = runs.call_controls(judge)
+    fresh = client.run_sync(
+        graded.grade_all(
+            misses, limiter=controls.limiter, policy=controls.policy, gate=controls.gate
+        )
     )
-    fresh = client.run_sync(graded.grade_all(misses, limiter=limiter, policy=policy))
     return [*fresh, *reused]
 
 

@@ -22,7 +22,7 @@ from annotation.models import Checklist, Criterion, Dataset, Query
 from evaluation import grading, tasks
 from evaluation.checks.deterministic import offline_verdict
 from evaluation.judging import client, engine, prompts
-from evaluation.judging.ratelimit import limiter_for
+from evaluation.judging.ratelimit import RateLimiter, limiter_for
 from evaluation.models import Answer, Judge, Panel, PanelMember, Run, RunTask, System, Verdict
 
 DECIDED = (Verdict.Outcome.PASS, Verdict.Outcome.FAIL)
@@ -186,7 +186,7 @@ def _finish_task(run_id: int, answer_id: int, judge_id: int) -> None:
         )
 
 
-def _endpoint(judge: Judge, member: PanelMember, sample: int) -> client.Endpoint:
+def endpoint_for(judge: Judge, member: PanelMember, sample: int) -> client.Endpoint:
     return client.Endpoint(
         base_url=judge.base_url,
         model=judge.model,
@@ -260,7 +260,7 @@ def _judge_with_llm(
     judge, query = member.judge, answer.query
     calls = []
     for criterion, sample in pending:
-        endpoint = _endpoint(judge, member, sample)
+        endpoint = endpoint_for(judge, member, sample)
         key = prompts.cache_key(
             base_url=endpoint.base_url, model=endpoint.model,
             prompt_version=judge.prompt_version, temperature=endpoint.temperature,
@@ -290,20 +290,37 @@ def _judge_with_llm(
         if (hit := cached.get(c.cache_key))
     ]
     misses = [c for c in calls if c.cache_key not in cached]
-    limiter = limiter_for(
-        key=f"judge-{judge.pk}", rpm=judge.rpm_limit, tpm=judge.tpm_limit,
-        redis_url=settings.CELERY_BROKER_URL,
-    )  # fmt: skip
-    policy = client.RetryPolicy(
-        attempts=settings.JUDGE_RETRY_ATTEMPTS, base_delay=settings.JUDGE_RETRY_BASE_DELAY
-    )
-    gate = client.worker_gate(settings.JUDGE_MAX_IN_FLIGHT)
+    controls = call_controls(judge)
     fresh = client.run_sync(
         engine.judge_all(
-            misses, concurrency=run.concurrency, limiter=limiter, policy=policy, gate=gate
+            misses, concurrency=run.concurrency, limiter=controls.limiter,
+            policy=controls.policy, gate=controls.gate,
         )
-    )
+    )  # fmt: skip
     return [*fresh, *reused]
+
+
+@dataclass(frozen=True)
+class CallControls:
+    """What every call of a judge in a worker goes through: its shared rate limiter, our
+    retry policy and the worker's cap on calls in flight."""
+
+    limiter: RateLimiter
+    policy: client.RetryPolicy
+    gate: client.InFlightGate | None
+
+
+def call_controls(judge: Judge) -> CallControls:
+    return CallControls(
+        limiter=limiter_for(
+            key=f"judge-{judge.pk}", rpm=judge.rpm_limit, tpm=judge.tpm_limit,
+            redis_url=settings.CELERY_BROKER_URL,
+        ),
+        policy=client.RetryPolicy(
+            attempts=settings.JUDGE_RETRY_ATTEMPTS, base_delay=settings.JUDGE_RETRY_BASE_DELAY
+        ),
+        gate=client.worker_gate(settings.JUDGE_MAX_IN_FLIGHT),
+    )  # fmt: skip
 
 
 def _cached_verdicts(keys: list[str]) -> dict[str, Verdict]:

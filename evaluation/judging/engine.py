@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from evaluation.judging import client, prompts
 from evaluation.judging.ratelimit import RateLimiter
@@ -46,53 +48,99 @@ class CallResult:
 
 def token_estimate(call: Call) -> int:
     """What the rate limiter counts before the call: prompt characters / 4 plus the cap."""
-    return sum(len(m["content"]) for m in call.messages) // 4 + call.endpoint.max_tokens
+    return _estimate(call.messages, call.endpoint)
 
 
-async def judge_one(
-    call: Call, limiter: RateLimiter, policy: client.RetryPolicy, session: client.Session
-) -> CallResult:
+def _estimate(messages: list[dict[str, str]], endpoint: client.Endpoint) -> int:
+    return sum(len(m["content"]) for m in messages) // 4 + endpoint.max_tokens
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What asking a judge one JSON question gave and cost. `parsed` is set when an output
+    parsed within the parse retries; otherwise `error_kind` is set when the call failed, and
+    neither when every output was unparseable (`raw_output` holds the last one)."""
+
+    parsed: Any = None
+    raw_output: str = ""
+    error_kind: str = ""
+    error: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: int = 0
+    attempts: int = 0
+
+
+async def ask_json(
+    endpoint: client.Endpoint,
+    messages: list[dict[str, str]],
+    *,
+    schema_name: str,
+    schema: dict[str, Any],
+    parse: Callable[[dict[str, Any] | None], Any],
+    limiter: RateLimiter,
+    policy: client.RetryPolicy,
+    session: client.Session,
+) -> Asked:
+    """One question (a verdict, a grade) with our transport retries, then up to
+    PARSE_RETRIES more asks while the output does not parse. Shared by every kind of call
+    so that they all count attempts, tokens and failures the same way."""
     attempts = prompt_tokens = completion_tokens = latency_ms = 0
     completion = None
     for _ in range(1 + PARSE_RETRIES):
         try:
             completion = await client.complete_json_with_retries(
-                call.endpoint,
-                call.messages,
-                schema_name="verdict",
-                schema=prompts.SCHEMA,
-                limiter=limiter,
-                token_estimate=token_estimate(call),
-                policy=policy,
-                session=session,
-            )
+                endpoint, messages, schema_name=schema_name, schema=schema, limiter=limiter,
+                token_estimate=_estimate(messages, endpoint), policy=policy, session=session,
+            )  # fmt: skip
         except client.JudgeUnavailable as exc:
-            return CallResult(
-                call.criterion_id, call.sample, call.cache_key, "error",
+            return Asked(
                 error_kind=exc.kind, error=str(exc)[:2000], attempts=attempts + exc.attempts,
                 prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
             )  # fmt: skip
         except client.JudgeRejected as exc:
-            return CallResult(
-                call.criterion_id, call.sample, call.cache_key, "error",
+            return Asked(
                 error_kind="rejected", error=str(exc)[:2000], attempts=attempts + 1,
+                prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
             )  # fmt: skip
         attempts += completion.meta.get("attempts", 1)
         prompt_tokens += completion.prompt_tokens
         completion_tokens += completion.completion_tokens
         latency_ms += completion.latency_ms
-        parsed = prompts.parse(completion.data)
+        parsed = parse(completion.data)
         if parsed is not None:
-            return CallResult(
-                call.criterion_id, call.sample, call.cache_key, parsed.verdict,
-                failure_kind=parsed.failure_kind, rationale=parsed.rationale,
-                raw_output=completion.raw, prompt_tokens=prompt_tokens,
+            return Asked(
+                parsed=parsed, raw_output=completion.raw, prompt_tokens=prompt_tokens,
                 completion_tokens=completion_tokens, latency_ms=latency_ms, attempts=attempts,
             )  # fmt: skip
-    return CallResult(
-        call.criterion_id, call.sample, call.cache_key, "unparseable",
+    return Asked(
         raw_output=completion.raw if completion else "", prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens, latency_ms=latency_ms, attempts=attempts,
+    )  # fmt: skip
+
+
+async def judge_one(
+    call: Call, limiter: RateLimiter, policy: client.RetryPolicy, session: client.Session
+) -> CallResult:
+    asked = await ask_json(
+        call.endpoint, call.messages, schema_name="verdict", schema=prompts.SCHEMA,
+        parse=prompts.parse, limiter=limiter, policy=policy, session=session,
+    )  # fmt: skip
+    key = (call.criterion_id, call.sample, call.cache_key)
+    cost = {
+        "prompt_tokens": asked.prompt_tokens, "completion_tokens": asked.completion_tokens,
+        "attempts": asked.attempts,
+    }  # fmt: skip
+    if asked.error_kind:
+        return CallResult(*key, "error", error_kind=asked.error_kind, error=asked.error, **cost)
+    if asked.parsed is None:
+        return CallResult(
+            *key, "unparseable", raw_output=asked.raw_output, latency_ms=asked.latency_ms, **cost
+        )
+    return CallResult(
+        *key, asked.parsed.verdict, failure_kind=asked.parsed.failure_kind,
+        rationale=asked.parsed.rationale, raw_output=asked.raw_output,
+        latency_ms=asked.latency_ms, **cost,
     )  # fmt: skip
 
 

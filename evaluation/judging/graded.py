@@ -12,22 +12,20 @@ through judging.client (async, no ORM). evaluation.grading loads and stores.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
 
-from evaluation.judging import client
+from evaluation.judging import client, engine
 from evaluation.judging.ratelimit import RateLimiter
 
 # Bump when the prompt or schema changes: it enters the cache key, so old grades are not
 # reused for a different question.
 PROMPT_VERSION = "graded-v1"
 MIN_SCORE, MAX_SCORE = 1, 5
-# An unparseable output is asked again this many times before it is recorded as such.
-PARSE_RETRIES = 2
-
 SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -152,60 +150,44 @@ class GradeResult:
     cache_hit: bool = False
 
 
-def token_estimate(call: GradeCall) -> int:
-    return sum(len(m["content"]) for m in call.messages) // 4 + call.endpoint.max_tokens
-
-
 async def grade_one(
     call: GradeCall, limiter: RateLimiter, policy: client.RetryPolicy, session: client.Session
 ) -> GradeResult:
-    attempts = prompt_tokens = completion_tokens = latency_ms = 0
-    completion = None
-    for _ in range(1 + PARSE_RETRIES):
-        try:
-            completion = await client.complete_json_with_retries(
-                call.endpoint, call.messages, schema_name="graded", schema=SCHEMA,
-                limiter=limiter, token_estimate=token_estimate(call), policy=policy,
-                session=session,
-            )  # fmt: skip
-        except client.JudgeUnavailable as exc:
-            return GradeResult(
-                call.sample, call.cache_key, "error", error_kind=exc.kind,
-                error=str(exc)[:2000], attempts=attempts + exc.attempts,
-                prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-            )  # fmt: skip
-        except client.JudgeRejected as exc:
-            return GradeResult(
-                call.sample, call.cache_key, "error", error_kind="rejected",
-                error=str(exc)[:2000], attempts=attempts + 1,
-                prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-            )  # fmt: skip
-        attempts += completion.meta.get("attempts", 1)
-        prompt_tokens += completion.prompt_tokens
-        completion_tokens += completion.completion_tokens
-        latency_ms += completion.latency_ms
-        parsed = parse(completion.data)
-        if parsed is not None:
-            return GradeResult(
-                call.sample, call.cache_key, "scored", score=parsed.score,
-                reasoning=parsed.reasoning, raw_output=completion.raw,
-                prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                latency_ms=latency_ms, attempts=attempts,
-            )  # fmt: skip
+    asked = await engine.ask_json(
+        call.endpoint, call.messages, schema_name="graded", schema=SCHEMA, parse=parse,
+        limiter=limiter, policy=policy, session=session,
+    )  # fmt: skip
+    key = (call.sample, call.cache_key)
+    cost = {
+        "prompt_tokens": asked.prompt_tokens, "completion_tokens": asked.completion_tokens,
+        "attempts": asked.attempts,
+    }  # fmt: skip
+    if asked.error_kind:
+        return GradeResult(*key, "error", error_kind=asked.error_kind, error=asked.error, **cost)
+    if asked.parsed is None:
+        return GradeResult(
+            *key, "unparseable", raw_output=asked.raw_output, latency_ms=asked.latency_ms, **cost
+        )
     return GradeResult(
-        call.sample, call.cache_key, "unparseable",
-        raw_output=completion.raw if completion else "", prompt_tokens=prompt_tokens,
-        completion_tokens=completion_tokens, latency_ms=latency_ms, attempts=attempts,
+        *key, "scored", score=asked.parsed.score, reasoning=asked.parsed.reasoning,
+        raw_output=asked.raw_output, latency_ms=asked.latency_ms, **cost,
     )  # fmt: skip
 
 
 async def grade_all(
-    calls: list[GradeCall], *, limiter: RateLimiter, policy: client.RetryPolicy
+    calls: list[GradeCall],
+    *,
+    limiter: RateLimiter,
+    policy: client.RetryPolicy,
+    gate: client.InFlightGate | None = None,
 ) -> list[GradeResult]:
-    """One call per sample of one judge, all at once (a judge has a handful of samples).
-    Run it with client.run_sync so the worker thread's connection pools are reused."""
+    """One call per sample of one judge, all at once (a judge has a handful of samples),
+    within the worker's cap on calls in flight. Run it with client.run_sync so the worker
+    thread's connection pools are reused."""
+    worker_slot = gate or contextlib.nullcontext()
 
     async def one(call: GradeCall) -> GradeResult:
-        return await grade_one(call, limiter, policy, client.shared_session(call.endpoint))
+        async with worker_slot:
+            return await grade_one(call, limiter, policy, client.shared_session(call.endpoint))
 
     return list(await asyncio.gather(*(one(c) for c in calls)))

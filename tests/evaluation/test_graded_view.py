@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from annotation.models import Checklist, Criterion
 from evaluation import runs, scores
-from evaluation.judging import graded
+from evaluation.judging import engine, graded
 from evaluation.models import Answer, GradedScore, Judge, Panel, PanelMember, Run, System, Verdict
 from tests.evaluation.run_fixtures import scripted_judge
 from tests.factories import QueryFactory, UserFactory
@@ -197,7 +197,7 @@ def test_an_out_of_range_grade_is_unparseable_never_averaged(dataset, loopback_o
     unparseable = run.graded_scores.filter(outcome="unparseable").first()
     assert '"score": 7' in unparseable.raw_output and unparseable.attempts == 3
     # Asked 1 + PARSE_RETRIES times each.
-    assert len(graded_calls(loopback_openai)) == 12 * (1 + graded.PARSE_RETRIES)
+    assert len(graded_calls(loopback_openai)) == 12 * (1 + engine.PARSE_RETRIES)
     assert all(a.graded is None for a in scores.run_report(run).answers)
 
 
