@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from evaluation.api import agreement, cross_evaluation, scores, views
+from evaluation.api import agreement, cross_evaluation, review_assignments, scores, views
 from evaluation.api import review as review_api
 
 router = DefaultRouter()
@@ -18,6 +18,11 @@ router.register("overlaps", cross_evaluation.OverlapViewSet, basename="overlap")
 router.register("labels", review_api.HumanLabelViewSet, basename="label")
 router.register("adjudications", review_api.AdjudicationViewSet, basename="adjudication")
 router.register("review-queue", review_api.ReviewQueueViewSet, basename="review-queue")
+router.register(
+    "review-assignments",
+    review_assignments.ReviewAssignmentViewSet,
+    basename="review-assignment",
+)
 
 urlpatterns = [
     *router.urls,
