@@ -115,24 +115,45 @@ def perfect_answer_draft_request(*, checklist: Checklist, judge: Judge) -> str:
     if judge.kind != Judge.Kind.LLM:
         raise CrossEvaluationRefused("Only an LLM judge can draft an answer.")
     task_id = str(uuid.uuid4())
+    based_on = _version(checklist.pk)
     transaction.on_commit(
         lambda: tasks.draft_perfect_answer.apply_async(
-            args=(checklist.pk, judge.pk), task_id=task_id
+            args=(checklist.pk, judge.pk, based_on), task_id=task_id
         )
     )
     return task_id
 
 
-def perfect_answer_draft_run(*, checklist_id: int, judge_id: int) -> dict[str, object]:
+def _version(checklist_id: int) -> str | None:
+    """When the perfect answer was last written (None: not written yet): a draft replaces
+    only the version it was asked for, never an edit made meanwhile."""
+    written = (
+        Answer.objects.filter(checklist=checklist_id).values_list("updated_at", flat=True).first()
+    )
+    return written.isoformat() if written else None
+
+
+EDITED_MEANWHILE = (
+    "The perfect answer was changed after the draft was asked for; it was kept as it is. "
+    "Ask for a new draft to replace it."
+)
+
+
+def perfect_answer_draft_run(
+    *, checklist_id: int, judge_id: int, based_on: str | None = None
+) -> dict[str, object]:
     """Ask the judge for an answer satisfying every criterion and store it as the perfect
-    answer (replacing the text). Returns what the page shows; an unreachable judge raises
-    client.JudgeUnavailable for the task to retry."""
+    answer, replacing the version the draft was asked for (`based_on`); an edit made in the
+    meantime, or an earlier delivery of this task, is never overwritten. Returns what the
+    page shows; an unreachable judge raises client.JudgeUnavailable for the task to retry."""
     checklist = Checklist.objects.select_related("query").filter(pk=checklist_id).first()
     judge = Judge.objects.filter(pk=judge_id).first()
     if checklist is None or judge is None:
         return {"ok": False, "error": "The checklist or the judge no longer exists."}
     if checklist.status != Checklist.Status.SUBMITTED:
         return {"ok": False, "error": "The checklist was reopened; submit it again to draft."}
+    if _version(checklist.pk) != based_on:
+        return {"ok": False, "error": EDITED_MEANWHILE}
     criteria = list(checklist.criteria.order_by("position", "id").values_list("kind", "text"))
     query = checklist.query
     messages = drafting.messages(query=query.text, query_date=query.query_date, criteria=criteria)
@@ -159,6 +180,8 @@ def perfect_answer_draft_run(*, checklist_id: int, judge_id: int) -> dict[str, o
         locked = Checklist.objects.select_for_update().get(pk=checklist.pk)
         if locked.status != Checklist.Status.SUBMITTED:
             return {"ok": False, "error": "The checklist was reopened while drafting."}
+        if _version(locked.pk) != based_on:
+            return {"ok": False, "error": EDITED_MEANWHILE}
         answer, changed = _store(
             locked,
             text,

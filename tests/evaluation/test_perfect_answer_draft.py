@@ -96,3 +96,37 @@ def test_drafting_prompt_and_parser():
     assert drafting.parse({"answer": ""}) is None
     assert drafting.parse({"text": "A"}) is None
     assert drafting.parse(None) is None
+
+
+@pytest.mark.django_db
+def test_a_late_or_repeated_draft_never_overwrites_an_edit(query, collaborator):
+    from evaluation.cross_evaluation import services
+
+    checklist = submitted_checklist(query, collaborator, codes(1, 2))
+    services.perfect_answer_save(checklist=checklist, text="First version K1.", by=collaborator)
+    with LoopbackOpenAI(responder=lambda r: {"answer": "Drafted: K1 and K2."}) as server:
+        judge = Judge.objects.create(name="Drafter", base_url=server.base_url, model="m")
+        based_on = services._version(checklist.pk)
+        # The expert edits while the draft is on its way: the draft is refused, no call made.
+        services.perfect_answer_save(checklist=checklist, text="Edited: K1, K2.", by=collaborator)
+        late = services.perfect_answer_draft_run(
+            checklist_id=checklist.pk, judge_id=judge.pk, based_on=based_on
+        )
+        assert late["ok"] is False and "changed after the draft was asked for" in late["error"]
+        assert server.call_count == 0
+        assert Answer.objects.get(checklist=checklist).text == "Edited: K1, K2."
+
+        # A draft asked for now replaces the text once; its redelivery changes nothing more.
+        based_on = services._version(checklist.pk)
+        first = services.perfect_answer_draft_run(
+            checklist_id=checklist.pk, judge_id=judge.pk, based_on=based_on
+        )
+        assert first["ok"] is True
+        assert Answer.objects.get(checklist=checklist).text == "Drafted: K1 and K2."
+        services.perfect_answer_save(checklist=checklist, text="Fixed draft.", by=collaborator)
+        again = services.perfect_answer_draft_run(
+            checklist_id=checklist.pk, judge_id=judge.pk, based_on=based_on
+        )
+        assert again["ok"] is False
+        assert Answer.objects.get(checklist=checklist).text == "Fixed draft."
+        assert server.call_count == 1
