@@ -21,12 +21,9 @@ from django.db.models import Count, Q, Sum
 from annotation.models import Query
 from evaluation import runs  # a module import: runs imports this module too
 from evaluation.judging import client, graded
-from evaluation.models import Answer, GradedScore, Judge, PanelMember, Run
+from evaluation.models import Answer, GradedScore, Judge, JudgeCall, PanelMember, Run
 
-UPSERT_FIELDS = [
-    "outcome", "score", "reasoning", "raw_output", "error_kind", "error", "prompt_tokens",
-    "completion_tokens", "latency_ms", "attempts", "cache_hit", "cache_key", "judge_params",
-]  # fmt: skip
+UPSERT_FIELDS = ["outcome", "score", "reasoning", *JudgeCall.RECORD_FIELDS, "judge_params"]
 
 
 def grades(member: PanelMember) -> bool:
@@ -136,16 +133,7 @@ def _upsert(
             outcome=r.outcome,
             score=r.score,
             reasoning=r.reasoning,
-            raw_output=r.raw_output,
-            error_kind=r.error_kind,
-            error=r.error,
-            prompt_tokens=r.prompt_tokens,
-            completion_tokens=r.completion_tokens,
-            latency_ms=r.latency_ms,
-            attempts=r.attempts,
-            cache_hit=r.cache_hit,
-            cache_key=r.cache_key,
-            judge_params=params[r.sample],
+            **runs.call_record(r, params),
         )
         for r in results
     ]

@@ -307,7 +307,36 @@ class Run(models.Model):
         return self.name or f"Run {self.pk}"
 
 
-class Verdict(models.Model):
+class JudgeCall(models.Model):
+    """What every recorded judge call keeps, whatever it asked (a verdict, a grade): the raw
+    output, how it failed, what it cost, its cache key and the parameters it was made with."""
+
+    # Written from the engine's result of the call (evaluation.runs.call_record).
+    RECORD_FIELDS = (
+        "raw_output", "error_kind", "error", "prompt_tokens", "completion_tokens", "latency_ms",
+        "attempts", "cache_hit", "cache_key",
+    )  # fmt: skip
+
+    raw_output = models.TextField(blank=True)
+    error_kind = models.CharField(max_length=40, blank=True)
+    error = models.TextField(blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    latency_ms = models.PositiveIntegerField(default=0)
+    attempts = models.PositiveSmallIntegerField(default=1)
+    cache_hit = models.BooleanField(default=False)
+    cache_key = models.CharField(max_length=64, db_index=True)
+    # What the call was made with (base URL, model, prompt version, temperature, max tokens,
+    # seed), copied at write time so that editing the judge later does not rewrite history.
+    judge_params = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+
+
+class Verdict(JudgeCall):
     """One judge's vote on one criterion for one answer, one sample, in one run.
 
     Unique on those keys: redelivered or repeated tasks upsert, never double. Everything
@@ -335,20 +364,6 @@ class Verdict(models.Model):
     outcome = models.CharField(max_length=12, choices=Outcome.choices)
     failure_kind = models.CharField(max_length=12, choices=FailureKind.choices, blank=True)
     rationale = models.TextField(blank=True)
-    raw_output = models.TextField(blank=True)
-    error_kind = models.CharField(max_length=40, blank=True)
-    error = models.TextField(blank=True)
-    prompt_tokens = models.PositiveIntegerField(default=0)
-    completion_tokens = models.PositiveIntegerField(default=0)
-    latency_ms = models.PositiveIntegerField(default=0)
-    attempts = models.PositiveSmallIntegerField(default=1)
-    cache_hit = models.BooleanField(default=False)
-    cache_key = models.CharField(max_length=64, db_index=True)
-    # What the call was made with (base URL, model, prompt version, temperature, max tokens,
-    # seed), copied at write time so that editing the judge later does not rewrite history.
-    judge_params = models.JSONField(default=dict, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         constraints = [
@@ -363,7 +378,7 @@ class Verdict(models.Model):
         return f"{self.outcome} by judge {self.judge_id} on criterion {self.criterion_id}"
 
 
-class GradedScore(models.Model):
+class GradedScore(JudgeCall):
     """One judge's 1–5 rating of one answer against a reference, for one sample (G-Eval style).
 
     The graded view sits beside the checklist score; it never changes it.
@@ -384,18 +399,6 @@ class GradedScore(models.Model):
         null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(5)]
     )
     reasoning = models.TextField(blank=True)
-    raw_output = models.TextField(blank=True)
-    error_kind = models.CharField(max_length=40, blank=True)
-    error = models.TextField(blank=True)
-    prompt_tokens = models.PositiveIntegerField(default=0)
-    completion_tokens = models.PositiveIntegerField(default=0)
-    latency_ms = models.PositiveIntegerField(default=0)
-    attempts = models.PositiveSmallIntegerField(default=1)
-    cache_hit = models.BooleanField(default=False)
-    cache_key = models.CharField(max_length=64, db_index=True)
-    judge_params = models.JSONField(default=dict, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         constraints = [

@@ -21,16 +21,22 @@ from django.utils import timezone
 from annotation.models import Checklist, Criterion, Dataset, Query
 from evaluation import grading, tasks
 from evaluation.checks.deterministic import offline_verdict
-from evaluation.judging import client, engine, prompts
+from evaluation.judging import client, engine, graded, prompts
 from evaluation.judging.ratelimit import RateLimiter, limiter_for
-from evaluation.models import Answer, Judge, Panel, PanelMember, Run, RunTask, System, Verdict
+from evaluation.models import (
+    Answer,
+    Judge,
+    JudgeCall,
+    Panel,
+    PanelMember,
+    Run,
+    RunTask,
+    System,
+    Verdict,
+)
 
 DECIDED = (Verdict.Outcome.PASS, Verdict.Outcome.FAIL)
-UPSERT_FIELDS = [
-    "outcome", "failure_kind", "rationale", "raw_output", "error_kind", "error",
-    "prompt_tokens", "completion_tokens", "latency_ms", "attempts", "cache_hit", "cache_key",
-    "judge_params",
-]  # fmt: skip
+UPSERT_FIELDS = ["outcome", "failure_kind", "rationale", *JudgeCall.RECORD_FIELDS, "judge_params"]
 
 
 class RunStateError(Exception):
@@ -350,16 +356,7 @@ def _upsert(
             outcome=r.outcome,
             failure_kind=r.failure_kind,
             rationale=r.rationale,
-            raw_output=r.raw_output,
-            error_kind=r.error_kind,
-            error=r.error,
-            prompt_tokens=r.prompt_tokens,
-            completion_tokens=r.completion_tokens,
-            latency_ms=r.latency_ms,
-            attempts=r.attempts,
-            cache_hit=r.cache_hit,
-            cache_key=r.cache_key,
-            judge_params=params[r.sample],
+            **call_record(r, params),
         )
         for r in results
     ]
@@ -370,6 +367,14 @@ def _upsert(
         unique_fields=["run", "answer", "criterion", "judge", "sample"],
         update_fields=UPSERT_FIELDS,
     )
+
+
+def call_record(
+    result: engine.CallResult | graded.GradeResult, params: dict[int, dict[str, object]]
+) -> dict[str, object]:
+    """The JudgeCall fields of an engine result, a verdict's or a grade's alike."""
+    fields = {name: getattr(result, name) for name in JudgeCall.RECORD_FIELDS}
+    return {**fields, "judge_params": params[result.sample]}
 
 
 @dataclass(frozen=True)

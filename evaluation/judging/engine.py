@@ -70,6 +70,14 @@ class Asked:
     latency_ms: int = 0
     attempts: int = 0
 
+    @property
+    def cost(self) -> dict[str, int]:
+        """What every result of the question records, failed or not."""
+        return {
+            "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+            "attempts": self.attempts,
+        }  # fmt: skip
+
 
 async def ask_json(
     endpoint: client.Endpoint,
@@ -126,11 +134,7 @@ async def judge_one(
         call.endpoint, call.messages, schema_name="verdict", schema=prompts.SCHEMA,
         parse=prompts.parse, limiter=limiter, policy=policy, session=session,
     )  # fmt: skip
-    key = (call.criterion_id, call.sample, call.cache_key)
-    cost = {
-        "prompt_tokens": asked.prompt_tokens, "completion_tokens": asked.completion_tokens,
-        "attempts": asked.attempts,
-    }  # fmt: skip
+    key, cost = (call.criterion_id, call.sample, call.cache_key), asked.cost
     if asked.error_kind:
         return CallResult(*key, "error", error_kind=asked.error_kind, error=asked.error, **cost)
     if asked.parsed is None:

@@ -157,11 +157,7 @@ async def grade_one(
         call.endpoint, call.messages, schema_name="graded", schema=SCHEMA, parse=parse,
         limiter=limiter, policy=policy, session=session,
     )  # fmt: skip
-    key = (call.sample, call.cache_key)
-    cost = {
-        "prompt_tokens": asked.prompt_tokens, "completion_tokens": asked.completion_tokens,
-        "attempts": asked.attempts,
-    }  # fmt: skip
+    key, cost = (call.sample, call.cache_key), asked.cost
     if asked.error_kind:
         return GradeResult(*key, "error", error_kind=asked.error_kind, error=asked.error, **cost)
     if asked.parsed is None:
