@@ -29,7 +29,7 @@ def dataset_runs(request: HttpRequest, pk: int) -> HttpResponse:
     if not can_see_runs(perms):
         raise PermissionDenied("Runs are for the dataset's reviewers and admins.")
     can_manage = roles.CHANGE in perms
-    form = RunForm(request.POST or None) if can_manage else None
+    form = RunForm(request.POST or None, dataset=dataset) if can_manage else None
     if request.method == "POST":
         if not can_manage:
             raise PermissionDenied("Only the dataset's admins start runs.")
@@ -38,7 +38,8 @@ def dataset_runs(request: HttpRequest, pk: int) -> HttpResponse:
             try:
                 run = runs.run_create_and_start(
                     dataset=dataset, panel=data["panel"], by=request.user, name=data["name"],
-                    systems=list(data["systems"]), answer_run_label=data["answer_run_label"],
+                    queries=list(data["queries"]), systems=list(data["systems"]),
+                    answer_run_label=data["answer_run_label"],
                     concurrency=data["concurrency"],
                 )  # fmt: skip
             except runs.RunStateError as exc:

@@ -114,6 +114,34 @@ def test_start_run_page(client, owner, dataset, offline_panel, query, collaborat
     assert client.get(url).status_code == 403
 
 
+def test_start_run_page_for_chosen_queries(client, owner, dataset, offline_panel, collaborator):
+    from tests.factories import QueryFactory
+
+    chosen, other = QueryFactory(dataset=dataset), QueryFactory(dataset=dataset)
+    for query in (chosen, other):
+        services.checklist_create_with_criteria(
+            query=query, by=collaborator, criteria=valid_criteria(), submit=True
+        )
+        AnswerFactory(query=query)
+    foreign = QueryFactory(dataset=services.dataset_create(name="Elsewhere", by=owner))
+    client.force_login(owner)
+    url = reverse("dataset-runs", args=[dataset.pk])
+    page = client.get(url).content.decode()
+    assert f"#{chosen.pk} " in page and f"#{foreign.pk} " not in page
+    refused = client.post(
+        url, {"panel": offline_panel.pk, "concurrency": 4, "queries": [foreign.pk]}
+    )
+    assert refused.status_code == 200 and "queries" in refused.context["form"].errors
+    assert not dataset.runs.exists()
+    response = client.post(
+        url, {"panel": offline_panel.pk, "concurrency": 4, "queries": [chosen.pk]}
+    )
+    assert response.status_code == 302
+    run = dataset.runs.get()
+    assert list(run.queries.all()) == [chosen]
+    assert run.expected == 6  # the chosen query's one answer × six criteria, not twelve
+
+
 def test_bad_panels_are_refused_whole(owner_api):
     from evaluation.models import Judge, Panel
 
