@@ -253,7 +253,10 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "control_folder": str(CELERY_FILESYSTEM_DIR / "control"),
     }
 else:
-    # A task not acknowledged within the hour goes back to the queue (worker lost).
+    # Redis hands a task not acknowledged within this time to another worker. Runs do not
+    # rely on it (their sweep, below, requeues a lost worker's tasks within about a minute):
+    # it is a backstop, set above the longest judging task so that a task still running
+    # is not handed out twice for nothing.
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": envint("CELERY_VISIBILITY", 3600)}
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "django-db")
 CELERY_RESULT_EXTENDED = False
@@ -276,6 +279,17 @@ HEALTHZ_WORKER_TIMEOUT = float(os.environ.get("HEALTHZ_WORKER_TIMEOUT", "3"))
 HEALTHZ_PING_QUEUE = os.environ.get("HEALTHZ_PING_QUEUE") or None  # None: the default queue
 # Judging tasks may go to a queue of their own, served by dedicated workers.
 RUNS_QUEUE = os.environ.get("RUNS_QUEUE") or None
+# Self-healing runs (evaluation/runs/healing.py): each worker refreshes the leases of the
+# tasks it runs every RUNS_HEARTBEAT seconds and sweeps every RUNS_SWEEP seconds; a lease
+# silent for RUNS_LEASE_TIMEOUT seconds belongs to a lost worker and its task is queued
+# again, at most RUNS_MAX_REQUEUES times before the task is given up with error verdicts.
+RUNS_HEARTBEAT = envint("RUNS_HEARTBEAT", 10)
+RUNS_SWEEP = envint("RUNS_SWEEP", 15)
+RUNS_LEASE_TIMEOUT = envint("RUNS_LEASE_TIMEOUT", 60)
+RUNS_MAX_REQUEUES = envint("RUNS_MAX_REQUEUES", 5)
+# Starting a run opens a TCP connection to each LLM judge's host first (no request), so an
+# unreachable endpoint is refused at once; off where only the workers can reach it.
+RUNS_PREFLIGHT_CONNECT = envbool("RUNS_PREFLIGHT_CONNECT", True)
 # Retries of transient judge failures (429, 5xx, timeouts, dropped connections): attempts
 # per call, and the backoff base in seconds: attempt n waits a random time up to
 # base × 2^n, at most 20 s; a Retry-After from the server wins, up to 60 s.

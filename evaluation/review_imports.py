@@ -42,6 +42,7 @@ from evaluation.models import (
     Run,
     Verdict,
 )
+from evaluation.runs import snapshot
 
 __all__ = [
     "ImportRejected",
@@ -431,6 +432,7 @@ def import_verdict_rows(
                 status=Run.Status.DONE,
                 started_at=now,
                 finished_at=now,
+                snapshot=snapshot.take(panel_obj),
             )
         existing = {
             (v.answer_id, v.criterion_id, v.judge_id, v.sample): v
@@ -473,7 +475,8 @@ def import_verdict_rows(
         if new or changed:  # a repeated import leaves the run as it was
             run.expected = Verdict.objects.filter(run=run).count()
             run.status, run.finished_at = Run.Status.DONE, now
-            run.save(update_fields=["expected", "status", "finished_at"])
+            run.snapshot = snapshot.take(panel_obj)  # the panel may have gained judges
+            run.save(update_fields=["expected", "status", "finished_at", "snapshot"])
     return VerdictsResult(
         run_id=run.pk,
         run_created=run_created,

@@ -1,6 +1,6 @@
 """Running many judge calls concurrently. Async, no ORM: plans go in, results come out.
 
-evaluation.runs loads what to judge and writes what comes back; keeping the database out
+evaluation.runs.work loads what to judge and writes what comes back; keeping the database out
 of the event loop keeps both sides simple and lets a task's calls share one semaphore.
 """
 

@@ -6,7 +6,7 @@ only then asks for the score. Here the model returns JSON `{reasoning, score}` w
 reasoning first, so the score is written after the reasoning it rests on.
 
 Prompt, schema, strict parser and cache key are plain Python; `grade_all` makes the calls
-through judging.client (async, no ORM). evaluation.grading loads and stores.
+through judging.client (async, no ORM). evaluation.runs.grading loads and stores.
 """
 
 from __future__ import annotations

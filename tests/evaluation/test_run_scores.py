@@ -10,7 +10,6 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import Checklist, Criterion
-from evaluation import runs, scores
 from evaluation.models import (
     Adjudication,
     Answer,
@@ -22,6 +21,8 @@ from evaluation.models import (
     System,
     Verdict,
 )
+from evaluation.runs import scope, scores, snapshot
+from evaluation.runs import services as runs
 from tests.factories import QueryFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -79,8 +80,9 @@ def scored_run(reviewed_dataset, owner):
     for judge in judges:
         PanelMember.objects.create(panel=panel, judge=judge)
     run = Run.objects.create(
-        dataset=dataset, panel=panel, status=Run.Status.DONE, expected=36, created_by=owner
-    )
+        dataset=dataset, panel=panel, status=Run.Status.DONE, expected=36, created_by=owner,
+        snapshot=snapshot.take(panel),
+    )  # fmt: skip
     Verdict.objects.bulk_create(
         Verdict(
             run=run,
@@ -132,9 +134,8 @@ def test_scores_by_hand_then_an_adjudication_decides(scored_run, owner):
     assert (a2.score, a2.weighted, a2.core) == (0.75, 0.875, 0.5)
     assert (a2.passed, a2.adjudicated) == (True, 1)
     assert Verdict.objects.filter(answer=answers["A2"], criterion=criteria["c3"]).count() == 3
-    from evaluation.selectors import run_scores
-
-    assert {r.system: r.score for r in run_scores(run)} == {"S1": 0.75, "S2": 0.75}
+    answers_scored = [r for r in scores.run_report(run).answers if r.checklists]
+    assert {r.system_name: r.score for r in answers_scored} == {"S1": 0.75, "S2": 0.75}
 
 
 def test_scores_api_by_role_and_values(
@@ -229,7 +230,9 @@ def test_run_page_query_count_is_flat(
     judge = Judge.objects.create(name="J", base_url="http://x/v1", model="m")
     panel = Panel.objects.create(name="P", graded=True)
     PanelMember.objects.create(panel=panel, judge=judge, samples=2)
-    run = Run.objects.create(dataset=reviewed_dataset, panel=panel, status="done")
+    run = Run.objects.create(
+        dataset=reviewed_dataset, panel=panel, status="done", snapshot=snapshot.take(panel)
+    )
     author = UserFactory(username="author")
 
     def add(n: int) -> None:
@@ -273,4 +276,4 @@ def test_a_systems_run_never_includes_perfect_answers(reviewed_dataset, owner, c
     PanelMember.objects.create(panel=panel, judge=judge)
     run = runs.run_start(run=runs.run_create(dataset=reviewed_dataset, panel=panel))
     assert run.kind == Run.Kind.SYSTEMS and run.expected == 1
-    assert list(runs.run_answers(run)) == [graded]
+    assert list(scope.run_answers(run)) == [graded]
