@@ -88,6 +88,20 @@ class JudgeRejected(Exception):
     """The endpoint refused the request (bad key, unknown model, invalid request)."""
 
 
+class MissingApiKey(JudgeRejected):
+    """The judge names an API key variable that this process does not have: no call is made.
+    Unchecked, the openai client raises 'Missing credentials' as it is made, outside any
+    call's error handling."""
+
+
+def missing_key(endpoint: Endpoint) -> str | None:
+    """Why this process cannot call the endpoint for want of its key, or None. The message
+    names the variable, never a value; a pre-flight check can call it without a client."""
+    if endpoint.api_key_env and not os.environ.get(endpoint.api_key_env):
+        return f"The API key variable {endpoint.api_key_env} is not set on this worker."
+    return None
+
+
 def parse_json_object(raw: str) -> dict[str, Any] | None:
     """Strict: the whole content must be one JSON object (a fenced block is tolerated)."""
     text = raw.strip()
@@ -117,6 +131,8 @@ class Session:
     pool costs several milliseconds of CPU per call, more than the rest of the call."""
 
     def __init__(self, endpoint: Endpoint, *, max_retries: int | None = None) -> None:
+        if (missing := missing_key(endpoint)) is not None:
+            raise MissingApiKey(missing)
         self._client = openai.AsyncOpenAI(
             base_url=endpoint.base_url,
             api_key=endpoint.api_key(),
