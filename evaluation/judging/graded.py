@@ -151,11 +151,11 @@ class GradeResult:
 
 
 async def grade_one(
-    call: GradeCall, limiter: RateLimiter, policy: client.RetryPolicy, session: client.Session
+    call: GradeCall, limiter: RateLimiter, policy: client.RetryPolicy
 ) -> GradeResult:
     asked = await engine.ask_json(
         call.endpoint, call.messages, schema_name="graded", schema=SCHEMA, parse=parse,
-        limiter=limiter, policy=policy, session=session,
+        limiter=limiter, policy=policy,
     )  # fmt: skip
     key, cost = (call.sample, call.cache_key), asked.cost
     if asked.error_kind:
@@ -184,6 +184,6 @@ async def grade_all(
 
     async def one(call: GradeCall) -> GradeResult:
         async with worker_slot:
-            return await grade_one(call, limiter, policy, client.shared_session(call.endpoint))
+            return await grade_one(call, limiter, policy)
 
     return list(await asyncio.gather(*(one(c) for c in calls)))
