@@ -10,11 +10,12 @@ import datetime as dt
 
 import pytest
 
-from evaluation import runs
 from evaluation.judging import client, engine, graded
 from evaluation.judging.ratelimit import Unlimited
 from evaluation.loopback import LoopbackOpenAI
 from evaluation.models import Judge, Run, Verdict
+from evaluation.runs import lifecycle, scope
+from evaluation.runs import services as runs
 from tests.evaluation.run_fixtures import build_workload, loopback_panel, scripted_judge
 
 VARIABLE = "TEST_JUDGE_KEY_NOT_SET"
@@ -112,19 +113,23 @@ def test_a_single_call_raises_missing_api_key_a_rejection_without_a_request(unse
 
 @pytest.mark.django_db
 def test_a_run_records_missing_key_verdicts_beside_the_other_judges(
-    unset, dataset, loopback_openai
+    unset, dataset, loopback_openai, monkeypatch
 ):
     loopback_openai.responder = scripted_judge
     build_workload(dataset, queries=1, answers_per_query=2, criteria=3)
     panel = loopback_panel(loopback_openai, judges=2)
     Judge.objects.filter(name="Judge 1").update(api_key_env=VARIABLE)
+    monkeypatch.setenv(VARIABLE, "sk-test")  # set where the run starts (pre-flight passes)…
     run = runs.run_start(run=runs.run_create(dataset=dataset, panel=panel))
-    for answer in runs.run_answers(run):
+    monkeypatch.delenv(VARIABLE)  # …and missing where its tasks run
+    for answer in scope.run_answers(run):
         for member in run.panel.members.all():
-            runs.judge_answer(run_id=run.pk, answer_id=answer.pk, judge_id=member.judge_id)
+            lifecycle.run_task(
+                run_id=run.pk, answer_id=answer.pk, judge_id=member.judge_id, worker="test"
+            )
 
     run.refresh_from_db()
-    assert run.status == Run.Status.DONE
+    assert run.status == Run.Status.DONE_WITH_ERRORS and VARIABLE in run.reason
     verdicts = Verdict.objects.filter(run=run)
     assert verdicts.count() == run.expected == 2 * 3 * 2
     failed = verdicts.filter(judge__name="Judge 1")
