@@ -12,6 +12,7 @@ the loopback OpenAI server and the real openai client.
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections import Counter
@@ -190,3 +191,46 @@ def test_a_panel_edited_after_a_run_does_not_change_its_scores(celery_worker, da
     run = Run.objects.get(pk=run.pk)
     assert scores.run_report(run) == before
     assert run.snapshot["method"] == "majority" and len(run.snapshot["members"]) == 3
+
+
+def drop_queued_messages(queue: str) -> int:
+    """Lose every message waiting in the queue, as a Redis restart without persistence
+    does (or a wiped broker folder): the broker forgets them, the workers carry on."""
+    from django.conf import settings
+
+    url = settings.CELERY_BROKER_URL
+    if url.startswith("redis"):
+        import redis
+
+        with redis.Redis.from_url(url) as broker:
+            waiting = broker.llen(queue)
+            broker.delete(queue)
+            return waiting
+    folder = settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"]
+    lost = [f for f in os.listdir(folder) if f.endswith(f".{queue}.msg")]
+    for name in lost:
+        os.remove(os.path.join(folder, name))
+    return len(lost)
+
+
+def test_a_run_whose_queued_messages_are_lost_heals_without_resume(
+    transactional_db, dataset, settings
+):
+    build_workload(dataset, queries=1, answers_per_query=12, criteria=4)
+    queue = f"lost-{uuid.uuid4().hex[:8]}"
+    settings.RUNS_QUEUE = queue
+    url = database_url(connection.settings_dict)
+    env = {"RUNS_LEASE_TIMEOUT": "3", "RUNS_HEARTBEAT": "1", "RUNS_SWEEP": "1"}
+    with LoopbackOpenAI(responder=scripted_judge, latency=0.3) as server:
+        panel = loopback_panel(server, judges=1)
+        worker = WorkerProcess(queue=queue, database=url, concurrency=1, env=env).start()
+        try:
+            run = runs.run_start(run=runs.run_create(dataset=dataset, panel=panel))
+            assert wait_until(lambda: Verdict.objects.filter(run=run).exists(), timeout=30)
+            assert drop_queued_messages(queue) > 0  # most of the run's tasks are gone
+            run = runs.wait_for(run, timeout=90)  # nobody presses Resume
+        finally:
+            worker.stop()
+    assert run.status == Run.Status.DONE, worker.log()[-3000:]
+    assert len(votes_of(run)) == len(set(votes_of(run))) == run.expected == 48
+    assert RunTask.objects.filter(run=run, requeues__gt=0).exists()
