@@ -41,6 +41,10 @@ class PanelSnapshot:
     graded: bool
     members: tuple[MemberSnapshot, ...]
 
+    @property
+    def method_label(self) -> str:
+        return Panel.Method(self.method).label
+
     def member(self, judge_id: int) -> MemberSnapshot | None:
         return next((m for m in self.members if m.judge_id == judge_id), None)
 
