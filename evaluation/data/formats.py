@@ -229,7 +229,7 @@ def csv_safe(value: object) -> object:
 def _json_text(value: Any) -> str | None:
     if value is None:
         return None
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 class TableWriter:
