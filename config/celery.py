@@ -12,6 +12,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 app = Celery("workbench")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+# Packages inside an app keep their tasks beside their services (evaluation/data/tasks.py).
+app.autodiscover_tasks(["evaluation.data"])
 
 
 @task_prerun.connect

@@ -117,6 +117,15 @@ class ImportResult:
             store[table] = store.get(table, 0) + n
 
     @property
+    def rows(self) -> list[tuple[str, int, int, int]]:
+        """(table, new, changed, unchanged) for every table the import touched."""
+        tables = sorted(set(self.created) | set(self.updated) | set(self.unchanged))
+        return [
+            (t, self.created.get(t, 0), self.updated.get(t, 0), self.unchanged.get(t, 0))
+            for t in tables
+        ]
+
+    @property
     def changed(self) -> bool:
         return self.dataset_created or any(self.created.values()) or any(self.updated.values())
 
