@@ -156,10 +156,11 @@ def generate(
                             sample=sample, outcome=outcome,
                             failure_kind="missing" if outcome == "fail" else "",
                             rationale=rng.choice(RATIONALES),
-                            raw_output='{"verdict": "%s", "rationale": "…"}' % outcome,
+                            raw_output=f'{{"verdict": "{outcome}", "rationale": "…"}}',
                             error_kind="timeout" if outcome == "error" else "",
                             prompt_tokens=rng.randint(300, 900), completion_tokens=40,
-                            latency_ms=rng.randint(200, 3000), cache_key=f"{rng.getrandbits(64):016x}",
+                            latency_ms=rng.randint(200, 3000),
+                            cache_key=f"{rng.getrandbits(64):016x}",
                             judge_params={"model": judge.model, "temperature": 0.0, "seed": None},
                         )  # fmt: skip
 

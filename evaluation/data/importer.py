@@ -80,6 +80,7 @@ logger = logging.getLogger(__name__)
 
 MAX_ERRORS = 200
 ON_GUIDELINE_ERRORS = ("warn", "refuse")
+schema_kinds = frozenset(Criterion.Kind.values)
 AnswerKey = tuple[str, str, str, str]  # system, version, query, run label
 CriterionKey = tuple[str, str, str]  # query, author, criterion
 
@@ -551,8 +552,12 @@ def _check_guideline(plan: _Plan, errors: _Errors, options: ImportOptions) -> No
             CitationInput(row["title"], row["url"], row["source_type"], row["published_on"])
         )
     criteria: dict[tuple[str, str], list[CriterionInput]] = defaultdict(list)
+    seen: set[CriterionKey] = set()
     for _, row in sorted(plan.tables["criteria"], key=lambda pair: pair[1]["position"] or 0):
         key = (row["query"], row["author"], row["external_id"])
+        if key in seen or row["kind"] not in schema_kinds:
+            continue  # reported already
+        seen.add(key)
         criteria[key[:2]].append(
             CriterionInput(
                 key=row["external_id"], text=row["text"], kind=row["kind"],

@@ -67,7 +67,8 @@ def test_rows_name_each_other_by_external_keys(generated):
     )  # fmt: skip
     assert criterion["source_types"] == ["earnings-release"] and criterion["weight"] == 1.0
     verdict = jsonl(data, "verdicts.jsonl")[0]
-    assert {k: verdict[k] for k in ("system", "system_version", "query", "run_label", "author")} == {
+    keys = ("system", "system_version", "query", "run_label", "author")
+    assert {k: verdict[k] for k in keys} == {
         "system": "System 0", "system_version": "2026.11", "query": "Q00000",
         "run_label": "nightly", "author": "expert-0",
     }  # fmt: skip
