@@ -164,7 +164,7 @@ def test_two_imports_of_the_same_file_at_once_give_the_result_of_one(tmp_path):
     def run() -> None:
         try:
             results.append(import_dataset(folder))
-        except Exception as exc:  # noqa: BLE001 - the test reports it
+        except Exception as exc:
             failures.append(exc)
         finally:
             connection.close()
