@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING
 from celery import current_app
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connections, transaction
 from django.http import Http404
 from django.utils import timezone
 
@@ -95,7 +96,11 @@ def export_run(*, export_id: int) -> None:
 
     def progress(rows: int) -> None:
         if time.monotonic() - last[0] >= PROGRESS_EVERY:
-            DatasetExport.objects.filter(pk=export.pk).update(rows_done=rows)
+            # The export reads inside a read-only snapshot on PostgreSQL, and the page must
+            # see progress now: write it on a connection of its own (another thread's).
+            thread = threading.Thread(target=_save_progress, args=(export.pk, rows))
+            thread.start()
+            thread.join()
             last[0] = time.monotonic()
 
     try:
@@ -123,6 +128,13 @@ def export_run(*, export_id: int) -> None:
         expires_at=finished + dt.timedelta(hours=settings.DATA_EXPORT_EXPIRY_HOURS),
     )
     exports_purge_expired()
+
+
+def _save_progress(export_id: int, rows: int) -> None:
+    try:
+        DatasetExport.objects.filter(pk=export_id).update(rows_done=rows)
+    finally:
+        connections.close_all()
 
 
 def access_export(user: AnyUser, token: object) -> DatasetExport:
