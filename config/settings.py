@@ -305,3 +305,13 @@ CELERY_DB_REUSE_MAX = envint("CELERY_DB_REUSE_MAX", 1000)
 # --- Application ----------------------------------------------------------------------------
 DEMO_ADMIN_USERNAME = "admin"
 DEMO_PASSWORD = os.environ.get("DEMO_PASSWORD", "demo-password")
+
+# --- Dataset exports and imports ------------------------------------------------------------
+# Exports bigger than DATA_EXPORT_STREAM_MAX_ROWS rows run as a Celery job that writes a zip
+# into DATA_EXPORT_DIR (shared by the web and worker machines); its download link works for
+# the dataset's admins until DATA_EXPORT_EXPIRY_HOURS have passed, then the file is removed.
+DATA_EXPORT_DIR = Path(os.environ.get("DATA_EXPORT_DIR", VAR_DIR / "exports"))
+DATA_EXPORT_EXPIRY_HOURS = envint("DATA_EXPORT_EXPIRY_HOURS", 24)
+DATA_EXPORT_STREAM_MAX_ROWS = envint("DATA_EXPORT_STREAM_MAX_ROWS", 100_000)
+# Uploaded import files wait here while they are checked and written.
+DATA_IMPORT_DIR = Path(os.environ.get("DATA_IMPORT_DIR", VAR_DIR / "imports"))

@@ -9,15 +9,13 @@ system, query and run label.
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from django.db import transaction
 
 from annotation.models import Dataset
+from evaluation.data import formats
 from evaluation.models import Answer, System
 
 REQUIRED = ("query", "system", "text")
@@ -54,20 +52,22 @@ class ImportResult:
 
 
 def read_rows(name: str, content: str) -> list[tuple[int, dict]]:
-    """(line number, raw row) pairs from JSONL or CSV, chosen by the file name."""
-    if name.lower().endswith(".csv"):
-        reader = csv.DictReader(io.StringIO(content))
-        return [(i, dict(row)) for i, row in enumerate(reader, start=2)]  # line 1: header
-    rows = []
-    for i, line in enumerate(content.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ImportRejected([f"{name}:{i}: not valid JSON ({exc.msg})"]) from None
-        rows.append((i, value if isinstance(value, dict) else {"__not_an_object__": True}))
-    return rows
+    """(line number, raw row) pairs from JSONL or CSV, chosen by the file name. A byte-order
+    mark (Excel's "CSV UTF-8") is dropped; a CSV row names the line it starts on, also when
+    quoted newlines make it span several."""
+    try:
+        return list(formats.read_text_rows(name, content))
+    except formats.FileRejected as exc:
+        raise ImportRejected(exc.errors) from None
+
+
+def decode_upload(name: str, data: bytes) -> str:
+    """The text of an uploaded file: UTF-8 with or without a byte-order mark; otherwise
+    ImportRejected says which encoding the file looks like."""
+    try:
+        return formats.decode(name, data)
+    except formats.FileRejected as exc:
+        raise ImportRejected(exc.errors) from None
 
 
 def check_rows(name: str, raw: list[tuple[int, dict]], dataset: Dataset) -> list[AnswerRow]:
@@ -147,7 +147,7 @@ def import_answers(*, dataset: Dataset, name: str, content: str) -> ImportResult
 
 def import_answers_file(*, dataset: Dataset, path: Path) -> ImportResult:
     try:
-        content = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        content = decode_upload(path.name, path.read_bytes())
+    except OSError as exc:
         raise ImportRejected([f"{path.name}: cannot be read ({exc})"]) from exc
     return import_answers(dataset=dataset, name=path.name, content=content)

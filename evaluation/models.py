@@ -626,3 +626,9 @@ class RunTask(models.Model):
 
     def __str__(self) -> str:
         return f"Run {self.run_id}: answer {self.answer_id} × judge {self.judge_id}"
+
+
+# Kept beside the code that writes it (evaluation/data/); imported here so Django sees it.
+from evaluation.data.models import DatasetExport  # noqa: E402
+
+__all__ = ["DatasetExport"]

@@ -31,7 +31,7 @@ from django.utils import timezone
 from annotation import roles
 from annotation.models import Checklist, Criterion, Dataset
 from annotation.permissions import dataset_permissions
-from evaluation.imports import ImportRejected, read_rows
+from evaluation.imports import ImportRejected, decode_upload, read_rows
 from evaluation.models import (
     Answer,
     HumanLabel,
@@ -296,8 +296,8 @@ def import_labels_file(*, dataset: Dataset, path: Path) -> LabelsResult:
 
 def _read(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        return decode_upload(path.name, path.read_bytes())
+    except OSError as exc:
         raise ImportRejected([f"{path.name}: cannot be read ({exc})"]) from exc
 
 

@@ -16,7 +16,7 @@ from annotation import roles
 from annotation.selectors import datasets_for_user
 from evaluation.api import serializers as s
 from evaluation.api.scores import RunProgressSerializer, progress_data
-from evaluation.imports import ImportRejected, import_answers
+from evaluation.imports import ImportRejected, decode_upload, import_answers
 from evaluation.models import Answer, Judge, Panel, Run, System, Verdict
 from evaluation.permissions import access_run, runs_for_user
 from evaluation.runs import services as runs
@@ -178,10 +178,8 @@ class AnswerViewSet(viewsets.ReadOnlyModelViewSet):
         )
         upload = payload.validated_data["file"]
         try:
-            content = upload.read().decode("utf-8")
+            content = decode_upload(upload.name, upload.read())
             result = import_answers(dataset=dataset, name=upload.name, content=content)
-        except UnicodeDecodeError:
-            raise ValidationError({"file": [f"{upload.name}: not UTF-8 text."]}) from None
         except ImportRejected as rejected:
             raise ValidationError({"file": rejected.errors}) from rejected
         return Response(s.AnswerImportResultSerializer(result).data, status=status.HTTP_201_CREATED)

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from annotation import roles
 from annotation.permissions import access_dataset, dataset_permissions
 from evaluation.forms import AnswersUploadForm, RunForm
-from evaluation.imports import ImportRejected, import_answers
+from evaluation.imports import ImportRejected, decode_upload, import_answers
 from evaluation.models import Answer
 from evaluation.permissions import access_run, can_see_runs
 from evaluation.rendering import render_answer
@@ -123,10 +123,8 @@ def dataset_answers(request: HttpRequest, pk: int) -> HttpResponse:
         if form.is_valid():
             upload = form.cleaned_data["file"]
             try:
-                content = upload.read().decode("utf-8")
+                content = decode_upload(upload.name, upload.read())
                 result = import_answers(dataset=dataset, name=upload.name, content=content)
-            except UnicodeDecodeError:
-                errors, status = [f"{upload.name}: not UTF-8 text."], 400
             except ImportRejected as rejected:
                 errors, status = rejected.errors, 400
             else:
