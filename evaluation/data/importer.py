@@ -60,6 +60,7 @@ from evaluation.data import bulk, schema
 from evaluation.data.export import criterion_key, perfect_label, query_key
 from evaluation.data.formats import FileRejected, cell
 from evaluation.data.source import Source
+from evaluation.imports import ImportRejected  # one refusal for every import
 from evaluation.models import (
     Adjudication,
     Answer,
@@ -84,16 +85,6 @@ ON_GUIDELINE_ERRORS = ("warn", "refuse")
 schema_kinds = frozenset(Criterion.Kind.values)
 AnswerKey = tuple[str, str, str, str]  # system, version, query, run label
 CriterionKey = tuple[str, str, str]  # query, author, criterion
-
-
-class ImportRejected(Exception):
-    """The files have errors; nothing was written. `errors` lists each one."""
-
-    def __init__(self, errors: list[str]) -> None:
-        self.errors = errors
-        shown = "\n".join(errors[:50])
-        more = f"\n… and {len(errors) - 50} more" if len(errors) > 50 else ""
-        super().__init__(f"{len(errors)} error(s); nothing was imported:\n{shown}{more}")
 
 
 @dataclass(frozen=True)
