@@ -56,8 +56,19 @@ def manage(*args: str, env: dict[str, str]) -> None:
     subprocess.run([str(PYTHON), "manage.py", *args], check=True, cwd=ROOT, env=env)
 
 
+def stop_on_sigterm() -> None:
+    """SIGTERM ends `run` as Ctrl-C does, so that its worker is stopped too rather than left
+    behind (a process manager or `kill` sends SIGTERM)."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
 def run() -> int:
     ensure_venv("")
+    stop_on_sigterm()
     env = {**os.environ, "DEBUG": os.environ.get("DEBUG", "1")}
     say("Migrating the database")
     manage("migrate", "--noinput", "-v", "0", env=env)
