@@ -91,18 +91,27 @@ def run() -> int:
         cwd=ROOT,
         env=env,
     )
+    server = None
     try:
         print(
             f"\n    Open http://{HOST}:{PORT}/  ·  health: http://{HOST}:{PORT}/healthz\n",
             flush=True,
         )
-        server = subprocess.run(
-            [str(PYTHON), "manage.py", "runserver", f"{HOST}:{PORT}"], cwd=ROOT, env=env
+        # A process group of its own: the autoreloader runs the server in a child, which
+        # must stop with it.
+        server = subprocess.Popen(
+            [str(PYTHON), "manage.py", "runserver", f"{HOST}:{PORT}"],
+            cwd=ROOT,
+            env=env,
+            start_new_session=True,
         )
-        return server.returncode
+        return server.wait()
     except KeyboardInterrupt:
         return 0
     finally:
+        if server is not None and server.poll() is None:
+            os.killpg(server.pid, signal.SIGTERM)
+            server.wait(timeout=15)
         worker.send_signal(signal.SIGTERM)
         try:
             worker.wait(timeout=15)
