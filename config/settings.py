@@ -84,6 +84,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "evaluation.context_processors.costs",
             ],
         },
     },
@@ -290,6 +291,8 @@ RUNS_MAX_REQUEUES = envint("RUNS_MAX_REQUEUES", 5)
 # Starting a run opens a TCP connection to each LLM judge's host first (no request), so an
 # unreachable endpoint is refused at once; off where only the workers can reach it.
 RUNS_PREFLIGHT_CONNECT = envbool("RUNS_PREFLIGHT_CONNECT", True)
+# The currency of the judges' prices, shown with every cost estimate (a label: no conversion).
+COST_CURRENCY = os.environ.get("COST_CURRENCY", "USD")
 # Retries of transient judge failures (429, 5xx, timeouts, dropped connections): attempts
 # per call, and the backoff base in seconds: attempt n waits a random time up to
 # base × 2^n, at most 20 s; a Retry-After from the server wins, up to 60 s.

@@ -3,6 +3,7 @@ its progress. Who may read them: as the run API (the dataset's admins and review
 
 from __future__ import annotations
 
+from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -31,6 +32,7 @@ class GradedProgressSerializer(serializers.Serializer):
 
 class CostSerializer(serializers.Serializer):
     known = serializers.BooleanField(help_text="False when an LLM judge has no price.")
+    currency = serializers.SerializerMethodField(help_text="The site's COST_CURRENCY.")
     so_far = serializers.DecimalField(
         max_digits=20, decimal_places=6, allow_null=True, help_text="Null when unknown."
     )
@@ -44,6 +46,9 @@ class CostSerializer(serializers.Serializer):
     unpriced = serializers.ListField(
         child=serializers.CharField(), help_text="The LLM judges without a price."
     )
+
+    def get_currency(self, cost: object) -> str:
+        return settings.COST_CURRENCY
 
 
 class ErrorGroupSerializer(serializers.Serializer):

@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation import roles
+from annotation.models import Query
 from annotation.permissions import access_dataset, dataset_permissions
 from evaluation.forms import AnswersUploadForm, RunForm
 from evaluation.imports import ImportRejected, decode_upload, import_answers
@@ -78,7 +79,12 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             # The run ended while the page polled: reload it whole, for status and scores.
             response["HX-Refresh"] = "true"
         return response
-    context["report"] = scores.run_report(run)
+    report = scores.run_report(run)
+    texts = dict(
+        Query.objects.filter(pk__in={r.query_id for r in report.answers}).values_list("pk", "text")
+    )
+    context["report"] = report
+    context["answers"] = [(r, texts.get(r.query_id, "")) for r in report.answers]
     return render(request, "evaluation/run_detail.html", context)
 
 

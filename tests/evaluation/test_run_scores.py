@@ -180,7 +180,7 @@ def test_run_page_shows_pass_fail_pass_rate_graded_kind_and_cost(scored_run, cli
     assert "100% (1)" in s1 and "4.50" in s1
     # Cost: 18 verdicts × (1000 × 1 + 100 × 2) / 10⁶ + 5 grades × (500 × 1 + 50 × 2) / 10⁶
     # = 0.0216 + 0.003 = 0.0246; projected over (18 + 5) done of (36 + 2 answers × 3) expected.
-    assert "Estimated cost: 0.0246 so far · 0.0449 at completion" in page
+    assert "Estimated cost: 0.0246 USD so far · 0.0449 USD at completion" in page
 
 
 def test_cost_in_the_progress_api_and_unknown_without_a_price(scored_run, reviewer_api):
@@ -192,11 +192,14 @@ def test_cost_in_the_progress_api_and_unknown_without_a_price(scored_run, review
         "known": True, "so_far": "0.024600",
         "projected": str((Decimal("0.0246") / 23 * 42).quantize(Decimal("0.000001"))),
         "unpriced": [],
+        "currency": "USD",
     }  # fmt: skip
     assert reviewer_api.get(f"/api/runs/{run.pk}/").json()["kind"] == "systems"
     Judge.objects.filter(pk=judges[2].pk).update(completion_price=None)
     cost = reviewer_api.get(f"/api/runs/{run.pk}/progress/").json()["cost"]
-    assert cost == {"known": False, "so_far": None, "projected": None, "unpriced": ["J3"]}
+    assert cost == {
+        "known": False, "so_far": None, "projected": None, "unpriced": ["J3"], "currency": "USD"
+    }  # fmt: skip
 
 
 def test_pass_threshold_from_the_dataset_settings(scored_run, client, owner):

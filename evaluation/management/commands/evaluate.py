@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Dataset
@@ -78,7 +79,7 @@ class Command(BaseCommand):
         )
         cost = run_cost_estimate(run, done=p.done, expected=p.expected)
         if cost.known:
-            self.stdout.write(f"  estimated cost {cost.so_far}")
+            self.stdout.write(f"  estimated cost {cost.so_far} {settings.COST_CURRENCY}")
         else:
             self.stdout.write(f"  estimated cost unknown: no price for {', '.join(cost.unpriced)}")
         for system in scores.run_report(run).systems:
