@@ -3,8 +3,10 @@
 
     python3.11 dev.py run     set up .venv, migrate, load demo data, run web server + worker
     python3.11 dev.py test    set up .venv with the test tools, run the whole test suite
+    python3.11 dev.py manage  a management command with the settings of `run` (DEBUG on)
 
-Extra arguments after `test` go to pytest (`python3.11 dev.py test -k healthz -x`).
+Extra arguments after `test` go to pytest (`python3.11 dev.py test -k healthz -x`), after
+`manage` to manage.py (`python3.11 dev.py manage import_kqa`).
 """
 
 from __future__ import annotations
@@ -35,15 +37,22 @@ def ensure_python() -> None:
         )
 
 
+def installed(extra: str) -> bool:
+    """Whether .venv holds the project with this extra, as pyproject.toml says now."""
+    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + extra.encode()).hexdigest()
+    stamp = VENV / f".installed-{extra or 'runtime'}"
+    return PYTHON.exists() and stamp.exists() and stamp.read_text() == digest
+
+
 def ensure_venv(extra: str) -> None:
     """Create .venv and install the project; reinstall only when pyproject.toml changed."""
+    if installed(extra) or (not extra and installed("dev")):  # dev holds the runtime too
+        return
     if not PYTHON.exists():
         say("Creating the virtual environment in .venv")
         venv.EnvBuilder(with_pip=True).create(VENV)
     digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + extra.encode()).hexdigest()
     stamp = VENV / f".installed-{extra or 'runtime'}"
-    if stamp.exists() and stamp.read_text() == digest:
-        return
     say(f"Installing the project{' with ' + extra if extra else ''} (first run takes a minute)")
     pip = [str(PYTHON), "-m", "pip", "--disable-pip-version-check", "-q"]
     subprocess.run([*pip, "install", "--upgrade", "pip"], check=True)
@@ -119,6 +128,14 @@ def run() -> int:
             worker.kill()
 
 
+def manage_command(args: list[str]) -> int:
+    """manage.py as `run` calls it: the project's venv, DEBUG on unless set (so no
+    SECRET_KEY is needed on a laptop), the same SQLite file and broker folder."""
+    ensure_venv("")
+    env = {**os.environ, "DEBUG": os.environ.get("DEBUG", "1")}
+    return subprocess.run([str(PYTHON), "manage.py", *args], cwd=ROOT, env=env).returncode
+
+
 def test(pytest_args: list[str]) -> int:
     ensure_venv("dev")
     where = os.environ.get("DATABASE_URL", "SQLite (set DATABASE_URL for PostgreSQL)")
@@ -134,6 +151,8 @@ def main(argv: list[str]) -> int:
         return run()
     if command == "test":
         return test(rest)
+    if command == "manage":
+        return manage_command(rest)
     print(__doc__)
     return 2
 

@@ -26,7 +26,9 @@ SECRET_KEY = envsecret("SECRET_KEY")
 if not SECRET_KEY:
     if not (DEBUG or TESTING):
         raise ImproperlyConfigured(
-            "SECRET_KEY must be set when DEBUG is off (or SECRET_KEY_FILE naming a file)."
+            "SECRET_KEY must be set when DEBUG is off (or SECRET_KEY_FILE naming a file). "
+            "On a development machine, run commands as `python3.11 dev.py manage <command>`, "
+            "which turns DEBUG on, or export DEBUG=1."
         )
     SECRET_KEY = "insecure-development-key-never-use-in-production"  # noqa: S105
 
