@@ -234,3 +234,26 @@ def test_a_run_whose_queued_messages_are_lost_heals_without_resume(
     assert run.status == Run.Status.DONE, worker.log()[-3000:]
     assert len(votes_of(run)) == len(set(votes_of(run))) == run.expected == 48
     assert RunTask.objects.filter(run=run, requeues__gt=0).exists()
+
+
+def test_a_worker_started_after_every_message_was_lost_finishes_the_run(
+    transactional_db, dataset, settings
+):
+    """Nothing is delivered to the new worker: its sweep starts with it (worker_ready),
+    finds the stalled run and queues its tasks again."""
+    build_workload(dataset, queries=1, answers_per_query=3, criteria=2)
+    queue = f"empty-{uuid.uuid4().hex[:8]}"
+    settings.RUNS_QUEUE = queue
+    url = database_url(connection.settings_dict)
+    env = {"RUNS_LEASE_TIMEOUT": "2", "RUNS_HEARTBEAT": "1", "RUNS_SWEEP": "1"}
+    with LoopbackOpenAI(responder=scripted_judge) as server:
+        panel = loopback_panel(server, judges=1)
+        run = runs.run_start(run=runs.run_create(dataset=dataset, panel=panel))
+        assert drop_queued_messages(queue) == 3  # no worker ever saw them
+        worker = WorkerProcess(queue=queue, database=url, concurrency=2, env=env).start()
+        try:
+            run = runs.wait_for(run, timeout=60)
+        finally:
+            worker.stop()
+    assert run.status == Run.Status.DONE, worker.log()[-3000:]
+    assert len(votes_of(run)) == run.expected == 6
