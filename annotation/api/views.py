@@ -102,7 +102,8 @@ class GuidelineViewSet(
         return Response(s.GuidelineSerializer(guideline).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=s.GuidelineWriteSerializer, responses={200: s.GuidelineSavedSerializer})
-    def update(self, request: Request, *args: object, **kwargs: object) -> Response:
+    def partial_update(self, request: Request, *args: object, **kwargs: object) -> Response:
+        """Change the description and/or the config (partial: missing keys keep their value)."""
         payload = s.GuidelineWriteSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         data = payload.validated_data

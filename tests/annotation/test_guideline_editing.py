@@ -50,13 +50,13 @@ def house(dataset):
 # --- who may ---------------------------------------------------------------------------
 
 
-def test_pages_by_role(client, owner, collaborator, reviewer, finance_v1):
+def test_pages_by_role(client, owner, collaborator, reviewer, outsider, finance_v1):
     urls = [
         reverse("guideline-list"),
         reverse("guideline-create") + "?preset=generic",
         reverse("guideline-edit", args=[finance_v1.pk]),
     ]
-    for user, code in ((owner, 200), (collaborator, 403), (reviewer, 403)):
+    for user, code in ((owner, 200), (collaborator, 403), (reviewer, 403), (outsider, 403)):
         client.force_login(user)
         for url in urls:
             assert client.get(url).status_code == code, (user.username, url)
@@ -74,11 +74,11 @@ def test_pages_by_role(client, owner, collaborator, reviewer, finance_v1):
     assert finance_v1.config["min_criteria"] == 5
 
 
-def test_api_by_role(owner_api, collaborator_api, reviewer_api, finance_v1):
+def test_api_by_role(owner_api, collaborator_api, reviewer_api, outsider_api, finance_v1):
     new = {"name": "Rubrics", "preset": "generic"}
     edit = {"config": {"min_criteria": 2}}
     detail = f"/api/guidelines/{finance_v1.pk}/"
-    for api in (collaborator_api, reviewer_api):
+    for api in (collaborator_api, reviewer_api, outsider_api):
         assert api.get("/api/guidelines/").status_code == 200  # reading stays open
         assert api.get(detail).status_code == 200
         assert api.post("/api/guidelines/", new, format="json").status_code == 403
@@ -87,6 +87,7 @@ def test_api_by_role(owner_api, collaborator_api, reviewer_api, finance_v1):
     assert anonymous.get("/api/guidelines/").status_code in (401, 403)
     assert anonymous.post("/api/guidelines/", new, format="json").status_code in (401, 403)
     assert anonymous.patch(detail, edit, format="json").status_code in (401, 403)
+    assert owner_api.put(detail, edit, format="json").status_code == 405  # PATCH edits
     assert not Guideline.objects.filter(name="Rubrics").exists()
     finance_v1.refresh_from_db()
     assert finance_v1.config["min_criteria"] == 5
