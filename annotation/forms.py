@@ -135,3 +135,106 @@ class CitationForm(forms.ModelForm):
         self.fields["source_type"].queryset = (
             source_types if source_types is not None else allowed_source_types()
         )
+
+
+class GuidelineForm(forms.Form):
+    """A guideline's settings as page fields. The form only parses what was typed; the
+    rules' own checks run in annotation.services.guidelines, as for the API, and their
+    errors come back here by field (`max_criteria`, `rules.compound.severity`, ...)."""
+
+    name = forms.CharField(max_length=100)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    action_verbs = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 5}),
+        help_text="Words a criterion may start with, separated by spaces, commas or lines.",
+    )
+    banned_source_types = forms.MultipleChoiceField(
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Criteria and citations may not use these source types.",
+    )
+    min_criteria = forms.IntegerField(label="Fewest criteria")
+    max_criteria = forms.IntegerField(label="Most criteria")
+    max_length = forms.IntegerField(label="Longest criterion (characters)")
+    near_duplicate_threshold = forms.FloatField(
+        label="Near-duplicate threshold",
+        help_text="Word-set similarity (above 0, at most 1) from which two criteria are near "
+        "duplicates.",
+    )
+
+    SEVERITY_CHOICES = (("", "default"), ("error", "error"), ("warning", "warning"))
+
+    def __init__(self, *args: object, config=None, editing: bool = False, **kwargs: object):
+        from annotation.validation import RULES
+
+        if config is not None and not kwargs.get("initial"):
+            kwargs["initial"] = self.initial_from(config)
+        super().__init__(*args, **kwargs)
+        slugs = set(SourceType.objects.values_list("slug", flat=True))
+        if config is not None:
+            slugs |= set(config.banned_source_types)  # an unknown stored slug is shown
+        self.fields["banned_source_types"].choices = [(slug, slug) for slug in sorted(slugs)]
+        self.rule_fields = []
+        for info in RULES:
+            enabled = forms.BooleanField(required=False, label=info.title)
+            severity = forms.ChoiceField(
+                required=False,
+                label=f"Severity of {info.id}",
+                choices=[("", f"default ({info.default_severity})"), *self.SEVERITY_CHOICES[1:]],
+            )
+            self.fields[f"rules.{info.id}.enabled"] = enabled
+            self.fields[f"rules.{info.id}.severity"] = severity
+            self.rule_fields.append(
+                (info, self[f"rules.{info.id}.enabled"], self[f"rules.{info.id}.severity"])
+            )
+        if editing:  # a guideline's versions share its name
+            self.fields["name"].disabled = True
+
+    def settings_fields(self) -> list:
+        """The fields above the rules table (the rules are shown as table rows)."""
+        return [bf for bf in self.visible_fields() if not bf.name.startswith("rules.")]
+
+    @staticmethod
+    def initial_from(config) -> dict[str, object]:
+        from annotation.validation import RULES
+
+        initial: dict[str, object] = {
+            "action_verbs": " ".join(sorted(config.action_verbs)),
+            "banned_source_types": sorted(config.banned_source_types),
+            "min_criteria": config.min_criteria,
+            "max_criteria": config.max_criteria,
+            "max_length": config.max_length,
+            "near_duplicate_threshold": config.near_duplicate_threshold,
+        }
+        for info in RULES:
+            setting = config.setting(info.id)
+            initial[f"rules.{info.id}.enabled"] = setting.enabled
+            initial[f"rules.{info.id}.severity"] = setting.severity or ""
+        return initial
+
+    def config(self) -> dict[str, object]:
+        """The cleaned fields as the config JSON the API takes (every key present)."""
+        from annotation.validation import RULES
+
+        data = self.cleaned_data
+        return {
+            "action_verbs": [w for w in data["action_verbs"].replace(",", " ").split() if w],
+            "banned_source_types": list(data["banned_source_types"]),
+            "min_criteria": data["min_criteria"],
+            "max_criteria": data["max_criteria"],
+            "max_length": data["max_length"],
+            "near_duplicate_threshold": data["near_duplicate_threshold"],
+            "rules": {
+                info.id: {
+                    "enabled": data[f"rules.{info.id}.enabled"],
+                    "severity": data[f"rules.{info.id}.severity"] or None,
+                }
+                for info in RULES
+            },
+        }
+
+    def add_service_errors(self, errors: dict[str, str]) -> None:
+        """Errors of annotation.services.GuidelineInvalid, under the field they name."""
+        for key, message in errors.items():
+            field = key.removeprefix("config.")
+            self.add_error(field if field in self.fields else None, f"{field}: {message}")

@@ -42,6 +42,8 @@ GROUP_MODEL_PERMISSIONS: dict[Group, tuple[str, ...]] = {
     Group.REVIEWER: (),
     Group.ADMIN: (
         "annotation.add_dataset",
+        "annotation.add_guideline",
+        "annotation.change_guideline",
         "evaluation.add_judge",
         "evaluation.change_judge",
         "evaluation.add_panel",

@@ -2,9 +2,12 @@ from __future__ import annotations
 
 from django.urls import path
 
-from annotation.views import datasets, editor, queries
+from annotation.views import datasets, editor, guidelines, queries
 
 urlpatterns = [
+    path("guidelines/", guidelines.guideline_list, name="guideline-list"),
+    path("guidelines/new/", guidelines.guideline_create, name="guideline-create"),
+    path("guidelines/<int:pk>/", guidelines.guideline_edit, name="guideline-edit"),
     path("datasets/new/", datasets.dataset_create, name="dataset-create"),
     path("datasets/<int:pk>/", datasets.dataset_detail, name="dataset-detail"),
     path("datasets/<int:pk>/settings/", datasets.dataset_edit, name="dataset-edit"),

@@ -32,6 +32,36 @@ class GuidelineSerializer(serializers.ModelSerializer):
         fields = ["id", "name", "version", "description", "config", "created_at"]
 
 
+class GuidelineWriteSerializer(serializers.Serializer):
+    """Create (name, and a preset and/or a config) or edit (description and/or config).
+
+    `config` may be partial: missing keys come from the preset (on create) or from the
+    edited version, and `rules` entries override one rule at a time. The checks are
+    annotation.services.guidelines', the same as the pages'; errors name the field, a
+    config's under `config` (`{"config": {"max_criteria": ["..."]}}`).
+    """
+
+    name = serializers.CharField(max_length=100, required=False)
+    description = serializers.CharField(required=False, allow_blank=True)
+    preset = serializers.ChoiceField(
+        choices=["finance", "generic"], required=False,
+        help_text="On create: the preset the config starts from (without it, give a full config).",
+    )  # fmt: skip
+    config = serializers.JSONField(required=False, help_text="See docs/guidelines.md.")
+
+
+class GuidelineSavedSerializer(GuidelineSerializer):
+    new_version = serializers.BooleanField(
+        read_only=True,
+        help_text="True when the edited version had submitted checklists, so a new version "
+        "was saved (this object) and the datasets using the edited one moved to it.",
+    )
+    datasets_moved = serializers.ListField(child=serializers.CharField(), read_only=True)
+
+    class Meta(GuidelineSerializer.Meta):
+        fields = [*GuidelineSerializer.Meta.fields, "new_version", "datasets_moved"]
+
+
 class DatasetSerializer(serializers.ModelSerializer):
     query_count = serializers.IntegerField(read_only=True)
 

@@ -10,7 +10,8 @@ from django.db.models import Count, Q
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import APIException
+from rest_framework.exceptions import APIException, ValidationError
+from rest_framework.permissions import SAFE_METHODS, DjangoModelPermissions
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -51,12 +52,76 @@ class SourceTypeViewSet(viewsets.ReadOnlyModelViewSet):
     search_fields = ["name", "slug"]
 
 
-class GuidelineViewSet(viewsets.ReadOnlyModelViewSet):
-    """Versioned guideline rule settings. Read by any user."""
+class ModelPermsOrReadOnly(DjangoModelPermissions):
+    """Any signed-in user reads; writing needs the model permission (the Admin group)."""
+
+    def has_permission(self, request, view) -> bool:
+        if request.method in SAFE_METHODS:
+            return bool(request.user and request.user.is_authenticated)
+        return super().has_permission(request, view)
+
+
+def _guideline_invalid(exc: services.GuidelineInvalid) -> ValidationError:
+    errors: dict = {}
+    for key, message in exc.errors.items():
+        top, _, path = key.partition(".")
+        if path:
+            errors.setdefault(top, {})[path] = [message]
+        else:
+            errors[top] = [message]
+    return ValidationError(errors)
+
+
+class GuidelineViewSet(
+    mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSet
+):
+    """Versioned guideline rule settings. Read by any signed-in user; created and edited by
+    those with the model permissions (the Admin group). Editing a version under which
+    checklists were submitted saves the next version (see docs/guidelines.md)."""
 
     queryset = Guideline.objects.all()
     serializer_class = s.GuidelineSerializer
+    permission_classes = [ModelPermsOrReadOnly]
     filterset_fields = ["name", "version"]
+    http_method_names = ["get", "post", "patch", "head", "options"]
+
+    @extend_schema(request=s.GuidelineWriteSerializer, responses={201: s.GuidelineSerializer})
+    def create(self, request: Request) -> Response:
+        payload = s.GuidelineWriteSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        data = payload.validated_data
+        if "preset" not in data and "config" not in data:
+            raise ValidationError({"config": ["give a preset, a full config, or both"]})
+        try:
+            guideline = services.guideline_create(
+                name=data.get("name", ""), description=data.get("description", ""),
+                config=data.get("config"), preset=data.get("preset"),
+            )  # fmt: skip
+        except services.GuidelineInvalid as exc:
+            raise _guideline_invalid(exc) from None
+        return Response(s.GuidelineSerializer(guideline).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=s.GuidelineWriteSerializer, responses={200: s.GuidelineSavedSerializer})
+    def partial_update(self, request: Request, *args: object, **kwargs: object) -> Response:
+        """Change the description and/or the config (partial: missing keys keep their value)."""
+        payload = s.GuidelineWriteSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        data = payload.validated_data
+        guideline = self.get_object()
+        if "name" in data and data["name"] != guideline.name:
+            raise ValidationError({"name": ["a guideline's versions share its name"]})
+        if "preset" in data:
+            raise ValidationError({"preset": ["only on create; edit the config instead"]})
+        try:
+            saved = services.guideline_update(
+                guideline=guideline, description=data.get("description"),
+                config=data.get("config"),
+            )  # fmt: skip
+        except services.GuidelineInvalid as exc:
+            raise _guideline_invalid(exc) from None
+        out = saved.guideline
+        out.new_version, out.datasets_moved = saved.new_version, list(saved.datasets_moved)
+        return Response(s.GuidelineSavedSerializer(out).data)
 
 
 class DatasetViewSet(viewsets.ModelViewSet):

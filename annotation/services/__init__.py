@@ -31,10 +31,20 @@ from annotation.services.datasets import (
     query_update,
     role_groups_sync,
 )
+from annotation.services.guidelines import (
+    GuidelineInvalid,
+    GuidelineSaved,
+    guideline_config,
+    guideline_create,
+    guideline_in_use,
+    guideline_update,
+)
 
 __all__ = [
     "ChecklistNotEditable",
     "ChecklistRejected",
+    "GuidelineInvalid",
+    "GuidelineSaved",
     "checklist_create_with_criteria",
     "checklist_reopen",
     "checklist_start",
@@ -50,6 +60,10 @@ __all__ = [
     "dataset_delete",
     "dataset_set_role",
     "dataset_update",
+    "guideline_config",
+    "guideline_create",
+    "guideline_in_use",
+    "guideline_update",
     "query_assign_experts",
     "query_create",
     "query_delete",

@@ -10,6 +10,7 @@ checklist, an answer's system, version, query and run label), never by the app's
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 # Raised when a column is renamed or changes meaning; the import refuses a newer version.
 SCHEMA_VERSION = 1
@@ -53,8 +54,13 @@ class Table:
     def names(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns)
 
+    @cached_property
+    def _by_name(self) -> dict[str, Column]:
+        return {c.name: c for c in self.columns}
+
     def column(self, name: str) -> Column | None:
-        return next((c for c in self.columns if c.name == name), None)
+        # A dict, not a scan: the import asks once per cell, a million rows times 20 cells.
+        return self._by_name.get(name)
 
 
 def _c(name: str, type_: str = STR, doc: str = "") -> Column:
