@@ -74,7 +74,7 @@ def _numpy_cluster_bootstrap(values_by_cluster, resamples, seed, confidence=0.95
     counts = np.array([len(values_by_cluster[k]) for k in keys])
     rng = random.Random(seed)
     k = len(keys)
-    draws = np.array([[rng.randrange(k) for _ in range(k)] for _ in range(resamples)])
+    draws = np.array([rng.choices(range(k), k=k) for _ in range(resamples)])
     means = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
     alpha = (1 - confidence) / 2
     return np.quantile(means, alpha), np.quantile(means, 1 - alpha)
@@ -119,7 +119,7 @@ def test_paired_comparison_on_a_fixture():
     assert result.sign_p == pytest.approx(binomtest(4, 5, 0.5).pvalue)
     # The bootstrap, recomputed with numpy from the same draws.
     rng = random.Random(3)
-    means = np.array([diffs[[rng.randrange(6) for _ in range(6)]].mean() for _ in range(1000)])
+    means = np.array([diffs[rng.choices(range(6), k=6)].mean() for _ in range(1000)])
     assert result.low == pytest.approx(np.quantile(means, 0.025))
     assert result.high == pytest.approx(np.quantile(means, 0.975))
     p = min(1, 2 * min((1 + (means <= 0).sum()) / 1001, (1 + (means >= 0).sum()) / 1001))

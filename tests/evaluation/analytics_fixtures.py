@@ -119,7 +119,7 @@ def build_known(
                 if i == 0:
                     truth = "fail"  # the first criterion of every checklist: nobody passes
                 else:
-                    truth = "pass" if rng.random() < skill[system.name] else "fail"
+                    truth = "pass" if rng.random() < skill.get(system.name, 0.5) else "fail"
                 outcomes = []
                 for judge in judges:
                     roll = rng.random()

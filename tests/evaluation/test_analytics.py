@@ -27,7 +27,7 @@ def numpy_cluster_bootstrap(by_cluster: dict, resamples: int, seed: int):
     sums = np.array([sum(by_cluster[k]) for k in keys])
     counts = np.array([len(by_cluster[k]) for k in keys])
     rng = random.Random(seed)
-    draws = np.array([[rng.randrange(len(keys)) for _ in keys] for _ in range(resamples)])
+    draws = np.array([rng.choices(range(len(keys)), k=len(keys)) for _ in range(resamples)])
     means = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
     return np.quantile(means, 0.025), np.quantile(means, 0.975)
 
