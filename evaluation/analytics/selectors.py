@@ -26,15 +26,17 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from django.db.models import Count, Q
+from django.db.models import Count, Q, Sum
 
 from annotation.models import Criterion, Dataset
 from evaluation.cross_evaluation.selectors import dataset_mean_overlap
 from evaluation.metrics import analytics as am
 from evaluation.metrics.aggregation import Vote, aggregate
+from evaluation.metrics.calibration import CalibrationItem, PanelOption, panel_options
+from evaluation.metrics.cost import JudgeUsage
 from evaluation.metrics.overlap import Interval
 from evaluation.metrics.summary import decided_outcome
-from evaluation.models import Adjudication, Answer, HumanLabel, Run, Verdict
+from evaluation.models import Adjudication, Answer, HumanLabel, Judge, Run, Verdict
 
 NO_VALUE = "(none)"
 # Pages draw fewer resamples than the domain default: a system × group grid of intervals
@@ -563,3 +565,60 @@ def criterion_health(data: RunData) -> list[am.CriterionHealth]:
         am.CriterionItems(c, t[0], t[1], t[2], t[3], t[4], t[5], len(passing[c]), len(deciding[c]))
         for c, t in tallies.items()
     )
+
+
+# -- judge calibration: which panel agrees best with people ---------------------------------
+
+
+def panel_calibration(data: RunData) -> list[PanelOption]:
+    """Every subset of the run's judges × voting rule against the human reference on the
+    labelled items, best first, with each judge's cost in this run. Three queries."""
+    references = {(i.answer_id, i.criterion_id): i.human for i in data.items if i.human}
+    if not references:
+        return []
+    labelled_answers = {a for a, _ in references}
+    tallies: dict[tuple[int, int], dict[str, list[int]]] = defaultdict(dict)
+    for answer_id, criterion_id, judge, p, f in (
+        Verdict.objects.filter(run=data.run, answer_id__in=labelled_answers)
+        .values("answer_id", "criterion_id", "judge__name")
+        .annotate(
+            p=Count("pk", filter=Q(outcome=Verdict.Outcome.PASS)),
+            f=Count("pk", filter=Q(outcome=Verdict.Outcome.FAIL)),
+        )
+        .order_by()
+        .values_list("answer_id", "criterion_id", "judge__name", "p", "f")
+    ):
+        if (answer_id, criterion_id) in references:
+            tallies[answer_id, criterion_id][judge] = [p, f]
+    items = [
+        CalibrationItem(
+            references[key],
+            {
+                judge: "pass" if p > f else "fail" if f > p else None
+                for judge, (p, f) in judges.items()
+            },
+        )
+        for key, judges in tallies.items()
+    ]
+    tokens = {
+        name: (prompt or 0, completion or 0, kind, prompt_price, completion_price)
+        for name, prompt, completion, kind, prompt_price, completion_price in (
+            Verdict.objects.filter(run=data.run)
+            .values("judge__name")
+            .annotate(pt=Sum("prompt_tokens"), ct=Sum("completion_tokens"))
+            .order_by()
+            .values_list(
+                "judge__name",
+                "pt",
+                "ct",
+                "judge__kind",
+                "judge__prompt_price",
+                "judge__completion_price",
+            )
+        )
+    }
+    costs = {
+        name: JudgeUsage(name, kind == Judge.Kind.LLM, pt, ct, pp, cp).cost()
+        for name, (pt, ct, kind, pp, cp) in tokens.items()
+    }
+    return panel_options(items, costs)

@@ -27,6 +27,7 @@ from evaluation.models import Run
 from evaluation.permissions import can_see_runs
 
 HEALTH_LIMIT = 200
+PANEL_OPTIONS = 10  # the best candidate panels shown
 
 
 def access_analytics(request: HttpRequest, pk: int, *, admin: bool = False) -> Dataset:
@@ -171,6 +172,7 @@ def dataset_analytics(request: HttpRequest, pk: int) -> HttpResponse:
             overall=[c for c in cells if c.group == "all"],
             tables=_score_tables(cells),
             calibrated=sel.calibrated_scores(data),
+            panels=sel.panel_calibration(data)[:PANEL_OPTIONS],
             curve=curve,
             chart=curve_chart(selection, curve),
             csv_href=reverse("analytics-complexity-csv", args=[dataset.pk]) + _query(selection),

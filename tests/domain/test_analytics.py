@@ -244,3 +244,48 @@ def test_criterion_health_flags():
     assert health["disagrees"].flags == ("disagrees",)
     assert health["fine"].flags == ()
     assert [h.criterion for h in criterion_health(rows)][-1] == "fine"
+
+
+# -- judge calibration: the panel that agrees best ------------------------------------------
+
+
+def test_panel_options_rank_by_kappa_and_cost():
+    from decimal import Decimal
+
+    from sklearn.metrics import cohen_kappa_score
+
+    from evaluation.metrics.calibration import CalibrationItem, panel_options
+
+    rng = random.Random(4)
+    items = []
+    for _ in range(60):
+        human = rng.choice(["pass", "fail"])
+        good = human if rng.random() < 0.9 else "pass"
+        lenient = "pass" if rng.random() < 0.6 else human
+        noisy = rng.choice(["pass", "fail"])
+        items.append(CalibrationItem(human, {"good": good, "lenient": lenient, "noisy": noisy}))
+    costs = {"good": Decimal("0.5"), "lenient": Decimal("0.1"), "noisy": None}
+    options = panel_options(items, costs)
+    assert len(options) == 3 + 3 * 2 + 2  # singletons, pairs × 2 rules, the trio × 2 rules
+    # Unanimity of "good" and "lenient" fails what either fails: it undoes the good judge's
+    # stray passes, since the lenient one fails only what people fail.
+    assert (options[0].judges, options[0].method) == (("good", "lenient"), "unanimity")
+    single = next(o for o in options if o.judges == ("good",))
+    assert single.method == "single judge"
+    assert single.kappa == pytest.approx(
+        cohen_kappa_score([i.judges["good"] for i in items], [i.human for i in items])
+    )
+    human = [i.human for i in items]
+    for option in options:
+        if option.method != "majority" or len(option.judges) != 3:
+            continue
+        labels = []
+        for i in items:
+            votes = [i.judges[j] for j in option.judges]
+            labels.append(max(set(votes), key=votes.count))
+        assert option.kappa == pytest.approx(cohen_kappa_score(labels, human))
+        assert option.cost is None  # "noisy" has no price
+    pair = next(o for o in options if o.judges == ("good", "lenient"))
+    assert pair.cost == Decimal("0.6")
+    kappas = [o.kappa for o in options if o.kappa is not None]
+    assert kappas == sorted(kappas, reverse=True)

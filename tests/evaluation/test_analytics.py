@@ -167,3 +167,26 @@ def test_run_comparison_paired_test(reviewed_dataset):
     regressions = comparison.regressions()
     assert all(d.difference < 0 for d in regressions)
     assert regressions == sorted(regressions, key=lambda d: d.difference)
+
+
+def test_panel_calibration_equals_sklearn(known):
+    from sklearn.metrics import cohen_kappa_score
+
+    data = sel.load_run(known.run)
+    options = {(o.judges, o.method): o for o in sel.panel_calibration(data)}
+    labelled = [k for k in known.votes if human(known, k) is not None]
+    for n, judge in enumerate(("j1", "j2", "j3")):
+        pairs = [
+            (known.votes[k][n], human(known, k))
+            for k in labelled
+            if known.votes[k][n] in ("pass", "fail")
+        ]
+        option = options[(judge,), "single judge"]
+        assert option.agreement.n == len(pairs)
+        assert option.kappa == pytest.approx(cohen_kappa_score(*zip(*pairs, strict=True)))
+        assert option.cost == 0  # external judges call no LLM
+    trio = options[("j1", "j2", "j3"), "majority"]
+    pairs = [(panel(known.votes[k]), human(known, k)) for k in labelled]
+    pairs = [p for p in pairs if p[0] != "undecided"]
+    assert trio.agreement.n == len(pairs)
+    assert trio.kappa == pytest.approx(cohen_kappa_score(*zip(*pairs, strict=True)))
