@@ -77,6 +77,8 @@ class RunData:
     sources: dict[int, tuple[str, ...]]  # criterion -> source type names
     checklist_size: dict[int, int]  # scored criteria graded in the run
     buckets: tuple[am.Bucket, ...]
+    # (answer, group, value) -> score: computed once, used by every figure of a page.
+    shares: dict[tuple[int, str, str], float] | None = None
 
     @property
     def adjudicated(self) -> int:
@@ -120,12 +122,17 @@ def _outcome(passes: int, fails: int, run: Run) -> str:
     return aggregate(votes, run.panel_method, threshold=run.panel_threshold).outcome
 
 
-def load_run(run: Run, *, edges: Sequence[int] = am.DEFAULT_EDGES) -> RunData:
+def load_run(
+    run: Run, *, edges: Sequence[int] = am.DEFAULT_EDGES, queries: Sequence[int] | None = None
+) -> RunData:
+    """`queries`: only the answers to these queries (a page of the query list)."""
     dataset_id = run.dataset_id
     buckets = am.complexity_buckets(edges)
+    verdicts = Verdict.objects.filter(run=run)
+    if queries is not None:
+        verdicts = verdicts.filter(answer__query_id__in=list(queries))
     counts = (
-        Verdict.objects.filter(run=run)
-        .values("answer_id", "criterion_id")
+        verdicts.values("answer_id", "criterion_id")
         .annotate(
             p=Count("pk", filter=Q(outcome=Verdict.Outcome.PASS)),
             f=Count("pk", filter=Q(outcome=Verdict.Outcome.FAIL)),
@@ -189,7 +196,7 @@ def load_run(run: Run, *, edges: Sequence[int] = am.DEFAULT_EDGES) -> RunData:
     answers = {
         pk: AnswerInfo(pk, query_id, system_id, f"{name} {version}".strip(), category or NO_VALUE)
         for pk, query_id, system_id, name, version, category in Answer.objects.filter(
-            pk__in=Verdict.objects.filter(run=run).values("answer_id")
+            pk__in=verdicts.values("answer_id")
         ).values_list(
             "pk",
             "query_id",
@@ -235,6 +242,12 @@ class Cell:
 def _answer_group_shares(data: RunData) -> dict[tuple[int, str, str], float]:
     """(answer, group, value) -> the answer's score in that group: the mean over its
     checklists of the share of the group's decided criteria passed."""
+    if data.shares is None:
+        data.shares = _compute_shares(data)
+    return data.shares
+
+
+def _compute_shares(data: RunData) -> dict[tuple[int, str, str], float]:
     tally: dict[tuple[int, str, str, int], list[int]] = defaultdict(lambda: [0, 0])
     for item in data.items:
         if item.outcome not in ("pass", "fail"):
@@ -622,3 +635,24 @@ def panel_calibration(data: RunData) -> list[PanelOption]:
         for name, (pt, ct, kind, pp, cp) in tokens.items()
     }
     return panel_options(items, costs)
+
+
+# -- saturation ------------------------------------------------------------------------------
+
+
+def saturated(data: RunData) -> list[int]:
+    """Queries every system of the run answers fully (too easy)."""
+    scores: dict[int, dict[int, float]] = defaultdict(dict)
+    for system_id, _ in systems_of(data):
+        for query_id, (score, _) in query_scores(data, system_id).items():
+            scores[query_id][system_id] = score
+    return am.saturated_queries(scores)
+
+
+def saturated_among(dataset: Dataset, query_ids: Sequence[int]) -> set[int]:
+    """Of these queries (a page of the query list), those the dataset's latest finished
+    run says are saturated; loads only their answers."""
+    run = choose_run(dataset, None, analysable_runs(dataset))
+    if run is None or not query_ids:
+        return set()
+    return set(saturated(load_run(run, queries=query_ids)))

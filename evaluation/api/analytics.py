@@ -96,6 +96,7 @@ class AnalyticsView(APIView):
                 "scores": [c.as_dict() for c in cells],
                 "calibrated": [c.as_dict() for c in sel.calibrated_scores(data)],
                 "panels": [o.as_dict() for o in sel.panel_calibration(data)],
+                "saturated_queries": sel.saturated(data),
                 "complexity": sel.complexity_curve(data, cells).as_dict(),
             }
         )

@@ -173,6 +173,11 @@ def dataset_analytics(request: HttpRequest, pk: int) -> HttpResponse:
             tables=_score_tables(cells),
             calibrated=sel.calibrated_scores(data),
             panels=sel.panel_calibration(data)[:PANEL_OPTIONS],
+            saturated=list(
+                Query.objects.filter(pk__in=sel.saturated(data), dataset=dataset).values_list(
+                    "pk", "text"
+                )
+            ),
             curve=curve,
             chart=curve_chart(selection, curve),
             csv_href=reverse("analytics-complexity-csv", args=[dataset.pk]) + _query(selection),

@@ -68,13 +68,12 @@ def test_edges_parse():
 
 
 def _numpy_cluster_bootstrap(values_by_cluster, resamples, seed, confidence=0.95):
-    """The same resampling scheme, drawn with the same generator, computed with numpy."""
+    """The same resampling scheme and generator (PCG64, seeded), computed apart."""
     keys = sorted(values_by_cluster, key=str)
     sums = np.array([sum(values_by_cluster[k]) for k in keys])
     counts = np.array([len(values_by_cluster[k]) for k in keys])
-    rng = random.Random(seed)
     k = len(keys)
-    draws = np.array([rng.choices(range(k), k=k) for _ in range(resamples)])
+    draws = np.random.default_rng(seed).integers(0, k, size=(resamples, k))
     means = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
     alpha = (1 - confidence) / 2
     return np.quantile(means, alpha), np.quantile(means, 1 - alpha)
@@ -118,8 +117,8 @@ def test_paired_comparison_on_a_fixture():
     assert (result.gains, result.losses, result.ties) == (4, 1, 1)
     assert result.sign_p == pytest.approx(binomtest(4, 5, 0.5).pvalue)
     # The bootstrap, recomputed with numpy from the same draws.
-    rng = random.Random(3)
-    means = np.array([diffs[rng.choices(range(6), k=6)].mean() for _ in range(1000)])
+    draws = np.random.default_rng(3).integers(0, 6, size=(1000, 6))
+    means = diffs[draws].mean(axis=1)
     assert result.low == pytest.approx(np.quantile(means, 0.025))
     assert result.high == pytest.approx(np.quantile(means, 0.975))
     p = min(1, 2 * min((1 + (means <= 0).sum()) / 1001, (1 + (means >= 0).sum()) / 1001))
@@ -289,3 +288,15 @@ def test_panel_options_rank_by_kappa_and_cost():
     assert pair.cost == Decimal("0.6")
     kappas = [o.kappa for o in options if o.kappa is not None]
     assert kappas == sorted(kappas, reverse=True)
+
+
+def test_saturated_queries():
+    from evaluation.metrics.analytics import saturated_queries
+
+    scores = {
+        "easy": {"a": 1.0, "b": 0.9999999999999999},
+        "one system short": {"a": 1.0, "b": 0.95},
+        "unscored": {"a": None},
+        "easy for the only scored": {"a": 1.0, "b": None},
+    }
+    assert saturated_queries(scores) == ["easy", "easy for the only scored"]

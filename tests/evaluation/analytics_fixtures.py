@@ -57,6 +57,7 @@ def build_known(
     skill: dict[str, float] | None = None,
     queries=None,
     label_share: float = 0.3,
+    hard_first: bool = True,
 ) -> Known:
     """One checklist per query with sizes[q] criteria (or reuse `queries`: a previous
     Known's checklists, to grade the same queries in another run)."""
@@ -116,14 +117,14 @@ def build_known(
             known.answers[answer.pk] = (query.pk, system.pk)
             for i, c in enumerate(crits):
                 key = (answer.pk, c.pk)
-                if i == 0:
+                if i == 0 and hard_first:
                     truth = "fail"  # the first criterion of every checklist: nobody passes
                 else:
                     truth = "pass" if rng.random() < skill.get(system.name, 0.5) else "fail"
                 outcomes = []
                 for judge in judges:
                     roll = rng.random()
-                    if i == 0:
+                    if i == 0 and hard_first:
                         outcome = "fail"
                     elif roll < 0.04:
                         outcome = "error"

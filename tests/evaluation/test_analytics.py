@@ -4,7 +4,6 @@ seed), PPI++ (ppi_py), the paired test (scipy), criterion health."""
 
 from __future__ import annotations
 
-import random
 from collections import defaultdict
 
 import numpy as np
@@ -26,8 +25,7 @@ def numpy_cluster_bootstrap(by_cluster: dict, resamples: int, seed: int):
     keys = sorted(by_cluster, key=str)
     sums = np.array([sum(by_cluster[k]) for k in keys])
     counts = np.array([len(by_cluster[k]) for k in keys])
-    rng = random.Random(seed)
-    draws = np.array([rng.choices(range(len(keys)), k=len(keys)) for _ in range(resamples)])
+    draws = np.random.default_rng(seed).integers(0, len(keys), size=(resamples, len(keys)))
     means = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
     return np.quantile(means, 0.025), np.quantile(means, 0.975)
 

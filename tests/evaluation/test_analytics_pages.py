@@ -173,3 +173,35 @@ def test_query_count_stays_flat_from_10_to_1000_answers(
     assert reviewed_dataset.queries.count() >= 505
     with django_assert_max_num_queries(len(small.captured_queries)):
         assert client.get(url).status_code == 200
+
+
+def test_saturated_queries_are_marked_too_easy(reviewed_dataset, client, reviewer, collaborator):
+    from evaluation.models import Adjudication
+    from tests.evaluation.analytics_fixtures import answer_shares
+
+    known = build_known(
+        reviewed_dataset, sizes=(3, 3, 3), skill={"Alpha": 1.0, "Beta": 1.0}, hard_first=False,
+        label_share=0.0,
+    )  # fmt: skip
+    # One failed criterion on one answer of the last query: that query is not too easy.
+    (answer, criterion) = next(k for k in known.votes if known.answers[k[0]][0] == max(
+        q for q, _ in known.answers.values()
+    ))  # fmt: skip
+    Adjudication.objects.update_or_create(
+        answer_id=answer, criterion_id=criterion, defaults={"label": "fail"}
+    )
+    known.adjudications[answer, criterion] = "fail"
+    by_query: dict[int, list[float]] = {}
+    for a, share in answer_shares(known).items():
+        by_query.setdefault(known.answers[a][0], []).append(share)
+    expected = sorted(q for q, v in by_query.items() if all(s == 1.0 for s in v))
+    assert len(expected) == 2
+    assert sel.saturated(sel.load_run(known.run)) == expected
+    client.force_login(reviewer)
+    html = client.get(reverse("dataset-detail", args=[reviewed_dataset.pk])).content.decode()
+    assert html.count(">too easy<") == 2
+    body = client.get(reverse("dataset-analytics", args=[reviewed_dataset.pk])).content.decode()
+    assert body.split('id="saturated"')[1].split("</ul>")[0].count("<li>") == 2
+    client.force_login(collaborator)  # an expert does not see verdict-derived flags
+    html = client.get(reverse("dataset-detail", args=[reviewed_dataset.pk])).content.decode()
+    assert "too easy" not in html
