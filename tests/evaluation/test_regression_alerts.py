@@ -141,3 +141,93 @@ def test_the_end_of_a_run_triggers_the_check_on_a_real_worker(
     assert valid_signature(headers, body)
     assert json.loads(body)["run"]["id"] == after.run.pk
     assert AlertEvent.objects.filter(run=after.run).exists()
+
+
+class BeatProcess:
+    """`celery -A config beat` as in production (the database scheduler), on the test
+    database and the session's queue."""
+
+    def __init__(self, database: str, queue: str) -> None:
+        import tempfile
+        from pathlib import Path
+
+        self.database, self.queue = database, queue
+        self.log_path = Path(tempfile.mkstemp(prefix="celery-beat-", suffix=".log")[1])
+        self.process = None
+
+    def __enter__(self):
+        import subprocess
+        import sys
+
+        from tests.support.celery_worker import ROOT
+
+        env = {**os.environ, "DATABASE_URL": self.database, "CELERY_QUEUE": self.queue}
+        command = [sys.executable, "-m", "celery", "-A", "config", "beat", "--loglevel", "INFO",
+                   "--max-interval", "1"]  # fmt: skip
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
+            )
+        return self
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def __exit__(self, *exc):
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=20)
+        except Exception:
+            self.process.kill()
+
+
+@pytest.mark.worker
+def test_a_nightly_run_fired_by_beat_finds_a_regression_and_signs_the_webhook(
+    celery_worker, reviewed_dataset, receiver
+):
+    from django.conf import settings
+    from django.db import connection
+    from django_celery_beat.models import IntervalSchedule, PeriodicTask
+
+    from evaluation.loopback import LoopbackOpenAI
+    from evaluation.models import Answer
+    from tests.evaluation.run_fixtures import loopback_panel, scripted_judge
+    from tests.support.celery_worker import database_url
+
+    # Yesterday: every criterion passed.
+    before = build_known(
+        reviewed_dataset, sizes=(4, 4, 4, 4), systems=("Alpha",), skill={"Alpha": 1.0},
+        hard_first=False, label_share=0.0, run_name="Yesterday",
+    )  # fmt: skip
+    alpha = next(iter(before.systems))
+    # Tonight's answers, graded by the loopback judge (about half the criteria pass).
+    for query, _, _ in before.plan:
+        Answer.objects.create(
+            system_id=alpha, query=query, text=f"Tonight on {query.pk}.", run_label="tonight"
+        )
+    RegressionAlert.objects.create(
+        dataset=reviewed_dataset, threshold=0.1, webhook_url=receiver.url, secret_env=SECRET_ENV
+    )
+    with LoopbackOpenAI(responder=scripted_judge) as server:
+        panel = loopback_panel(server, judges=1)
+        every_second = IntervalSchedule.objects.create(every=1, period=IntervalSchedule.SECONDS)
+        PeriodicTask.objects.create(
+            name="Nightly Alpha", task="evaluation.scheduled_run", interval=every_second,
+            kwargs=json.dumps({"dataset_id": reviewed_dataset.pk, "panel_id": panel.pk,
+                               "system_id": alpha, "name": "Nightly Alpha"}),
+            queue=settings.CELERY_TASK_DEFAULT_QUEUE, one_off=True,
+        )  # fmt: skip
+        with BeatProcess(database_url(connection.settings_dict), celery_worker.queue) as beat:
+            deadline = time.monotonic() + 120
+            while not receiver.received and time.monotonic() < deadline:
+                time.sleep(0.25)
+            assert receiver.received, beat.log()[-3000:] + celery_worker.log()[-3000:]
+    run = Run.objects.get(name="Nightly Alpha")
+    assert run.answer_run_label == "tonight"
+    assert run.status in (Run.Status.DONE, Run.Status.DONE_WITH_ERRORS)
+    headers, body = receiver.received[0]
+    assert valid_signature(headers, body)
+    payload = json.loads(body)
+    assert (payload["run"]["id"], payload["previous"]["id"]) == (run.pk, before.run.pk)
+    assert payload["before"] == pytest.approx(1.0) and payload["difference"] <= -0.1
+    assert Run.objects.filter(name="Nightly Alpha").count() == 1  # one_off: fired once
