@@ -169,11 +169,15 @@ def load_run(
 
     items: list[Item] = []
     checklist_criteria: dict[int, set[int]] = defaultdict(set)
+    # The verdict depends only on the counts: a handful of (p, f) pairs for any run size.
+    outcomes: dict[tuple[int, int], str] = {}
     for answer_id, criterion_id, p, f in counts:
         info = criteria.get(criterion_id)
         if info is None:  # scoring disabled: in no figure, as in run scores
             continue
-        panel = _outcome(p, f, run)
+        panel = outcomes.get((p, f))
+        if panel is None:
+            panel = outcomes[p, f] = _outcome(p, f, run)
         label = adjudications.get((answer_id, criterion_id))
         human = label
         if human is None and (t := tallies.get((answer_id, criterion_id))):
