@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.db import models
 
 from evaluation.models import (
     AlertEvent,
@@ -80,6 +81,8 @@ class RegressionAlertAdmin(admin.ModelAdmin):
     list_display = ("dataset", "system", "threshold", "webhook_url", "secret_env", "active")
     list_filter = ("active",)
     raw_id_fields = ("dataset", "system", "created_by")
+    # Webhooks are https: say so now rather than inherit Django 6's changing default.
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
 
 
 @admin.register(AlertEvent)
