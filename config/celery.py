@@ -13,7 +13,7 @@ app = Celery("workbench")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 # Each app's tasks module, and the packages that keep tasks of their own.
 app.autodiscover_tasks()
-app.autodiscover_tasks(["evaluation.runs", "evaluation.data"])
+app.autodiscover_tasks(["evaluation.runs", "evaluation.data", "evaluation.analytics"])
 
 
 @task_prerun.connect

@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "template_partials",
     "guardian",
     "django_celery_results",
+    "django_celery_beat",  # schedules (scheduled runs), kept in the database
     "annotation",
     "evaluation",
 ]
@@ -276,6 +277,9 @@ CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_QUEUE") or (
     f"test-{os.getpid()}" if TESTING else "workbench"
 )
 CELERY_TASK_ALWAYS_EAGER = envbool("CELERY_TASK_ALWAYS_EAGER", False)
+# `celery -A config beat` reads schedules from the database (django-celery-beat): admins
+# add them in the site administration, no restart needed.
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 HEALTHZ_WORKER_TIMEOUT = float(os.environ.get("HEALTHZ_WORKER_TIMEOUT", "3"))

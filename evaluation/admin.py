@@ -1,13 +1,16 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.db import models
 
 from evaluation.models import (
+    AlertEvent,
     Answer,
     FormalityAdvice,
     Judge,
     Panel,
     PanelMember,
+    RegressionAlert,
     Run,
     System,
     Verdict,
@@ -70,3 +73,19 @@ class VerdictAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False  # verdicts are evidence: traced, never edited by hand
+
+
+# Regression alerts are site administration for now: a page for dataset admins is to come.
+@admin.register(RegressionAlert)
+class RegressionAlertAdmin(admin.ModelAdmin):
+    list_display = ("dataset", "system", "threshold", "webhook_url", "secret_env", "active")
+    list_filter = ("active",)
+    raw_id_fields = ("dataset", "system", "created_by")
+    # Webhooks are https: say so now rather than inherit Django 6's changing default.
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
+
+
+@admin.register(AlertEvent)
+class AlertEventAdmin(admin.ModelAdmin):
+    list_display = ("run", "previous", "system", "difference", "emailed", "webhook_status")
+    readonly_fields = [f.name for f in AlertEvent._meta.fields]

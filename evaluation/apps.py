@@ -11,5 +11,7 @@ class EvaluationConfig(AppConfig):
         from config.celery import ensure_filesystem_broker_folders
 
         ensure_filesystem_broker_folders()
-        # Automatic cross-evaluation listens to annotation's checklist_submitted signal.
+        # Regression alerts listen to evaluation.signals.run_ended; automatic
+        # cross-evaluation listens to annotation's checklist_submitted signal.
+        from evaluation.analytics import receivers as analytics_receivers  # noqa: F401
         from evaluation.cross_evaluation import receivers  # noqa: F401

@@ -632,3 +632,6 @@ class RunTask(models.Model):
 from evaluation.data.models import DatasetExport  # noqa: E402
 
 __all__ = ["DatasetExport"]
+from evaluation.analytics.models import AlertEvent, RegressionAlert  # noqa: E402
+
+__all__ += ["AlertEvent", "RegressionAlert"]

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from evaluation.views import agreement, cross_evaluation, review
+from evaluation.views import agreement, analytics, cross_evaluation, review
 from evaluation.views import judges as judge_views
 from evaluation.views import runs as views
 
@@ -56,6 +56,23 @@ urlpatterns = [
     ),
     path("datasets/<int:pk>/agreement/", agreement.dataset_agreement, name="dataset-agreement"),
     path("datasets/<int:pk>/agreement/items/", agreement.agreement_items, name="agreement-items"),
+    path("datasets/<int:pk>/analytics/", analytics.dataset_analytics, name="dataset-analytics"),
+    path(
+        "datasets/<int:pk>/analytics/complexity.csv",
+        analytics.complexity_csv,
+        name="analytics-complexity-csv",
+    ),
+    path(
+        "datasets/<int:pk>/analytics/complexity.svg",
+        analytics.complexity_svg,
+        name="analytics-complexity-svg",
+    ),
+    path("datasets/<int:pk>/analytics/compare/", analytics.compare_runs, name="analytics-compare"),
+    path(
+        "datasets/<int:pk>/analytics/criteria/",
+        analytics.criterion_health,
+        name="analytics-criteria",
+    ),
     path("judges/", judge_views.judge_list, name="judge-list"),
     path("judges/new/", judge_views.judge_create, name="judge-create"),
     path("judges/<int:pk>/", judge_views.judge_edit, name="judge-edit"),

@@ -13,6 +13,7 @@ from guardian.shortcuts import get_users_with_perms
 
 from annotation import permissions, roles, selectors, services
 from annotation.forms import DatasetForm, MemberForm, QueryFilterForm
+from evaluation.analytics.selectors import saturated_among
 
 
 @require_GET
@@ -64,12 +65,16 @@ def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
     queries = selectors.query_list(dataset, request.user, filters)
     page = Paginator(queries, 50).get_page(request.GET.get("page"))
     perms = permissions.dataset_permissions(request.user, dataset)
+    can_see_runs = roles.CHANGE in perms or roles.REVIEW in perms
     context = {
         "dataset": dataset,
         "form": form,
         "page": page,
         "can_manage": roles.CHANGE in perms,
-        "can_see_runs": roles.CHANGE in perms or roles.REVIEW in perms,
+        "can_see_runs": can_see_runs,
+        # Saturated queries come from run verdicts, which experts (annotating blind) and
+        # outsiders do not see.
+        "saturated": saturated_among(dataset, [q.pk for q in page]) if can_see_runs else set(),
     }
     template = "annotation/dataset_detail.html"
     if request.htmx and request.htmx.target == "query-table":

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from evaluation.api import agreement, cross_evaluation, review_assignments, scores, views
+from evaluation.api import agreement, analytics, cross_evaluation, review_assignments, scores, views
 from evaluation.api import review as review_api
 
 router = DefaultRouter()
@@ -28,6 +28,17 @@ urlpatterns = [
     *router.urls,
     path("runs/<int:pk>/scores/", scores.RunScoresView.as_view(), name="run-scores"),
     path("agreement/", agreement.AgreementView.as_view(), name="agreement"),
+    path("datasets/<int:pk>/analytics/", analytics.AnalyticsView.as_view(), name="analytics"),
+    path(
+        "datasets/<int:pk>/analytics/compare/",
+        analytics.CompareView.as_view(),
+        name="analytics-compare",
+    ),
+    path(
+        "datasets/<int:pk>/analytics/criteria/",
+        analytics.CriterionHealthView.as_view(),
+        name="analytics-criteria",
+    ),
     path("imports/labels/", agreement.LabelsImportView.as_view(), name="import-labels"),
     path("imports/verdicts/", agreement.VerdictsImportView.as_view(), name="import-verdicts"),
 ]

@@ -24,11 +24,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from evaluation.models import GradedScore, Run, RunTask, Verdict
 from evaluation.runs import queue, work
+from evaluation.signals import run_ended
 
 logger = logging.getLogger(__name__)
 
@@ -152,6 +154,9 @@ def end_if_complete(run_id: int) -> Run.Status | None:
         # What the run holds now: criteria disabled or added mid-run change it.
         expected=Verdict.objects.filter(run=run_id).count(),
     )
+    if ended:
+        # Listeners (regression alerts) act once the end is committed, never on a rollback.
+        transaction.on_commit(lambda: run_ended.send(sender=Run, run_id=run_id))
     return status if ended else None
 
 

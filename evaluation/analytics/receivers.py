@@ -1,0 +1,26 @@
+"""Regression checks when a run ends. Connected in EvaluationConfig.ready(); the task is
+queued by name (the receiver never imports tasks), only when the dataset has an alert."""
+
+from __future__ import annotations
+
+import logging
+
+from celery import current_app
+from django.dispatch import receiver
+
+from evaluation.analytics.models import RegressionAlert
+from evaluation.models import Run
+from evaluation.signals import run_ended
+
+logger = logging.getLogger(__name__)
+CHECK_TASK = "evaluation.check_regressions"
+
+
+@receiver(run_ended, dispatch_uid="analytics-regressions-on-run-end")
+def check_regressions_on_end(sender: object, run_id: int, **kwargs: object) -> None:
+    try:
+        dataset_id = Run.objects.filter(pk=run_id).values_list("dataset_id", flat=True).first()
+        if RegressionAlert.objects.filter(dataset_id=dataset_id, active=True).exists():
+            current_app.signature(CHECK_TASK, args=(run_id,)).apply_async()
+    except Exception:  # the run ended; an alert that cannot be queued must not undo that
+        logger.exception("Could not queue the regression check of run %s", run_id)

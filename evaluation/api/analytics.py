@@ -1,0 +1,185 @@
+"""Analytics in the API: every figure of the analytics pages, for a dataset's reviewers and
+admins (criterion health: admins). Same access rule and selectors as the pages."""
+
+from __future__ import annotations
+
+from django.http import Http404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation import roles
+from annotation.models import Dataset
+from annotation.permissions import access_dataset, dataset_permissions
+from evaluation.analytics import selectors as sel
+from evaluation.metrics import analytics as am
+from evaluation.models import Run
+from evaluation.permissions import can_see_runs
+
+
+def _dataset(request: Request, pk: int, *, admin: bool = False) -> Dataset:
+    dataset = access_dataset(request.user, pk)
+    perms = dataset_permissions(request.user, dataset)
+    if not can_see_runs(perms):
+        raise PermissionDenied("Analytics are for the dataset's reviewers and admins.")
+    if admin and roles.CHANGE not in perms:
+        raise PermissionDenied("Criterion health is for the dataset's admins.")
+    return dataset
+
+
+def _run(dataset: Dataset, run_id: int | None) -> Run:
+    try:
+        run = sel.choose_run(dataset, run_id, sel.analysable_runs(dataset))
+    except Run.DoesNotExist:
+        raise Http404("No such run in this dataset.") from None
+    if run is None:
+        raise Http404("No run to analyse yet.")
+    return run
+
+
+def _run_data(run: Run) -> dict:
+    return {
+        "id": run.pk,
+        "name": str(run),
+        "status": run.status,
+        "panel_method": run.panel_method,
+        "panel_threshold": run.panel_threshold,
+    }
+
+
+class AnalyticsQuerySerializer(serializers.Serializer):
+    run = serializers.IntegerField(min_value=1, required=False)
+    edges = serializers.CharField(required=False, help_text="Bucket edges, e.g. 10,15,20,25,30,35")
+
+    def validate_edges(self, value: str) -> tuple[int, ...]:
+        try:
+            return am.parse_edges(value)
+        except ValueError as error:
+            raise ValidationError(str(error)) from None
+
+
+RUN = OpenApiParameter("run", int, description="Run id; default: the latest finished run.")
+
+
+class AnalyticsView(APIView):
+    @extend_schema(
+        parameters=[
+            RUN,
+            OpenApiParameter("edges", str, description="Bucket edges, default 10,15,…,35."),
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        """System scores with 95% intervals (overall and by category, complexity bucket,
+        criterion kind and source type), judge-only / human-only / PPI++ scores, and the
+        complexity curve with the human line."""
+        dataset = _dataset(request, pk)
+        params = AnalyticsQuerySerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        run = _run(dataset, params.validated_data.get("run"))
+        data = sel.load_run(run, edges=params.validated_data.get("edges", am.DEFAULT_EDGES))
+        cells = sel.system_scores(data)
+        return Response(
+            {
+                "dataset": dataset.pk,
+                "run": _run_data(run),
+                "labels": {
+                    "decided_by": "adjudication where present, else the run's panel verdict",
+                    "adjudicated_items": data.adjudicated,
+                    "labelled_items": data.labelled,
+                    "items": len(data.items),
+                },
+                "scores": [c.as_dict() for c in cells],
+                "calibrated": [c.as_dict() for c in sel.calibrated_scores(data)],
+                "panels": [o.as_dict() for o in sel.panel_calibration(data)],
+                "saturated_queries": sel.saturated(data),
+                "complexity": sel.complexity_curve(data, cells).as_dict(),
+            }
+        )
+
+
+class CompareQuerySerializer(serializers.Serializer):
+    a = serializers.IntegerField(min_value=1)
+    b = serializers.IntegerField(min_value=1)
+    system_a = serializers.IntegerField(min_value=1, required=False)
+    system_b = serializers.IntegerField(min_value=1, required=False)
+
+
+class CompareView(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("a", int, required=True, description="The run before."),
+            OpenApiParameter("b", int, required=True, description="The run after."),
+            OpenApiParameter("system_a", int, description="System of run A; default: all."),
+            OpenApiParameter("system_b", int, description="System of run B; default: all."),
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        """Two runs compared query by query: the paired test and every difference."""
+        dataset = _dataset(request, pk)
+        params = CompareQuerySerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        v = params.validated_data
+        run_a, run_b = _run(dataset, v["a"]), _run(dataset, v["b"])
+        comparison = sel.compare_runs(
+            sel.load_run(run_a),
+            sel.load_run(run_b),
+            system_a=v.get("system_a"),
+            system_b=v.get("system_b"),
+        )
+        return Response(
+            {
+                "a": {**_run_data(run_a), "system": comparison.system_a},
+                "b": {**_run_data(run_b), "system": comparison.system_b},
+                "test": comparison.test.as_dict(),
+                "queries": [
+                    {
+                        "query": d.query_id,
+                        "a": d.a,
+                        "b": d.b,
+                        "difference": d.difference,
+                        "answer_a": d.answer_a,
+                        "answer_b": d.answer_b,
+                    }
+                    for d in comparison.deltas
+                ],
+            }
+        )
+
+
+class CriterionHealthView(APIView):
+    @extend_schema(parameters=[RUN], responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request, pk: int) -> Response:
+        """Per criterion of the run: flags, pass rate, split rate, disagreement with
+        humans (the dataset's admins)."""
+        dataset = _dataset(request, pk, admin=True)
+        params = AnalyticsQuerySerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        run = _run(dataset, params.validated_data.get("run"))
+        health = sel.criterion_health(sel.load_run(run))
+        return Response(
+            {
+                "run": _run_data(run),
+                "criteria": [
+                    {
+                        "criterion": h.criterion,
+                        "flags": list(h.flags),
+                        "pass_rate": h.pass_rate,
+                        "split_rate": h.split_rate,
+                        "disagreement_rate": h.disagreement_rate,
+                        "passed": h.items.passed,
+                        "failed": h.items.failed,
+                        "systems_passing": h.items.systems_passing,
+                        "systems": h.items.systems,
+                        "compared": h.items.compared,
+                        "disagreed": h.items.disagreed,
+                    }
+                    for h in health
+                ],
+            }
+        )

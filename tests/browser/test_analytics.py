@@ -1,0 +1,63 @@
+"""A reviewer opens the analytics page in a real browser: the complexity chart has one line
+per system and the experts' overlap drawn across it as the human line; clicking a bucket
+drills into that bucket's checklists, each linked to its answer page."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from annotation import roles
+from annotation.services import dataset_set_role
+from evaluation.cross_evaluation.services import perfect_answer_save
+from tests.browser.conftest import log_in
+from tests.browser.test_checklist_editor import snap
+from tests.evaluation.analytics_fixtures import build_known
+from tests.evaluation.cross_evaluation_fixtures import (
+    codes,
+    expert,
+    grade_directly,
+    submitted_checklist,
+)
+
+pytestmark = pytest.mark.browser
+
+
+def test_complexity_chart_with_the_human_line_drilled_into_a_bucket(page, dataset, query, reviewer):
+    dataset_set_role(dataset=dataset, user=reviewer, role=roles.DatasetRole.REVIEWER)
+    # The human line: three experts' perfect answers graded on each other's checklists.
+    ann, bob, cat = expert(dataset, "ann"), expert(dataset, "bob"), expert(dataset, "cat")
+    a = submitted_checklist(query, ann, codes(1, 2, 3))
+    b = submitted_checklist(query, bob, codes(1, 4, 5, 6))
+    c = submitted_checklist(query, cat, codes(2, 7))
+    perfect_answer_save(checklist=a, text="Figures: **K1**, K2, K3 and K4.", by=ann)
+    perfect_answer_save(checklist=b, text="Figures: K1, K4, K5, K6 and K2.", by=bob)
+    perfect_answer_save(checklist=c, text="Figures: K2 and K7.", by=cat)
+    grade_directly(dataset)
+    # Two systems graded on checklists of 8, 12, 12, 17, 22 and 36 criteria.
+    known = build_known(dataset)
+
+    log_in(page, reviewer.username)
+    page.goto(f"/datasets/{dataset.pk}/")
+    page.get_by_role("link", name="Analytics", exact=True).click()
+    chart = page.locator("#complexity-chart svg")
+    expect(chart).to_be_visible()
+    expect(chart.locator("g.series")).to_have_count(2)
+    human = chart.locator("g.human-line")
+    expect(human).to_have_count(1)
+    expect(human.locator("line")).to_have_count(1)
+    # 41.7% overlap: the line sits at 41.7% of the plot's height from the bottom (y = 16
+    # at 100%, 276 at 0%).
+    y = float(human.get_attribute("data-y"))
+    assert y == pytest.approx(16 + (1 - 5 / 12) * 260, abs=0.01)
+    expect(page.locator("#complexity-table .human-row")).to_contain_text("41.7%")
+    chart.scroll_into_view_if_needed()
+    snap(page, "analytics-complexity")
+
+    chart.locator("a.bucket-link", has_text="10–14").click()
+    page.wait_for_url("**bucket=10-14**")
+    rows = page.locator("#bucket-rows tbody tr")
+    expect(rows).to_have_count(4)  # two checklists of 12 criteria × two systems
+    expect(rows.first.locator("td").nth(3)).to_have_text("12")
+    rows.first.get_by_role("link").click()
+    page.wait_for_url(f"**/runs/{known.run.pk}/answers/**")

@@ -1,0 +1,190 @@
+"""Analytics figures on a fixture with known verdicts and labels, each equal to an
+independent computation from the raw data: bucket means, the bootstrap interval (fixed
+seed), PPI++ (ppi_py), the paired test (scipy), criterion health."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest
+
+from evaluation.analytics import selectors as sel
+from evaluation.metrics import analytics as am
+from evaluation.runs.scores import run_report
+from tests.evaluation.analytics_fixtures import answer_shares, build_known, human, panel
+
+
+@pytest.fixture
+def known(reviewed_dataset):
+    return build_known(reviewed_dataset)
+
+
+def numpy_cluster_bootstrap(by_cluster: dict, resamples: int, seed: int):
+    keys = sorted(by_cluster, key=str)
+    sums = np.array([sum(by_cluster[k]) for k in keys])
+    counts = np.array([len(by_cluster[k]) for k in keys])
+    draws = np.random.default_rng(seed).integers(0, len(keys), size=(resamples, len(keys)))
+    means = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
+    return np.quantile(means, 0.025), np.quantile(means, 0.975)
+
+
+def test_overall_scores_and_intervals(known):
+    data = sel.load_run(known.run)
+    cells = {c.system_id: c for c in sel.system_scores(data, resamples=400) if c.group == "all"}
+    shares = answer_shares(known)
+    report = {s.system_id: s for s in run_report(known.run).systems}
+    for system_id in known.systems:
+        by_query = defaultdict(list)
+        for answer, share in shares.items():
+            query, system = known.answers[answer]
+            if system == system_id:
+                by_query[query].append(share)
+        values = [v for vs in by_query.values() for v in vs]
+        cell = cells[system_id].estimate
+        assert cell.mean == pytest.approx(np.mean(values))
+        assert cell.mean == pytest.approx(report[system_id].score)  # the run page agrees
+        low, high = numpy_cluster_bootstrap(by_query, 400, am.BOOTSTRAP_SEED)
+        assert (cell.low, cell.high) == (pytest.approx(low), pytest.approx(high))
+        assert (cell.n, cell.clusters) == (6, 6)
+
+
+def test_bucket_means(known):
+    data = sel.load_run(known.run)
+    cells = sel.system_scores(data, resamples=50)
+    got = {(c.system_id, c.value): c.estimate.mean for c in cells if c.group == "bucket"}
+    shares = answer_shares(known)
+    # By hand: sizes 8, 12, 12, 17, 22, 36 fall in <10, 10–14 (two), 15–19, 20–24, ≥35.
+    bucket_of_size = {8: "lt10", 12: "10-14", 17: "15-19", 22: "20-24", 36: "ge35"}
+    expected = defaultdict(list)
+    for answer, share in shares.items():
+        query, system = known.answers[answer]
+        size = next(n for q, n in known.checklists.values() if q == query)
+        expected[system, bucket_of_size[size]].append(share)
+    assert set(got) == set(expected)
+    for key, values in expected.items():
+        assert got[key] == pytest.approx(sum(values) / len(values))
+    assert data.checklist_size and sorted(data.checklist_size.values()) == [8, 12, 12, 17, 22, 36]
+
+
+def test_scores_by_kind_and_category(known):
+    data = sel.load_run(known.run)
+    cells = {(c.system_id, c.group, c.value): c.estimate for c in sel.system_scores(data)}
+    for kind in ("fact", "methodology", "format"):
+        shares = answer_shares(known, keep=lambda c, kind=kind: known.criteria[c][1] == kind)
+        for system_id in known.systems:
+            values = [s for a, s in shares.items() if known.answers[a][1] == system_id]
+            assert cells[system_id, "kind", kind].mean == pytest.approx(np.mean(values))
+    shares = answer_shares(known)
+    for system_id in known.systems:
+        for category in set(known.categories.values()):
+            values = [
+                s for a, s in shares.items()
+                if known.answers[a][1] == system_id
+                and known.categories[known.answers[a][0]] == category
+            ]  # fmt: skip
+            assert cells[system_id, "category", category].mean == pytest.approx(np.mean(values))
+
+
+def test_ppi_equals_ppi_py(known):
+    ppi_py = pytest.importorskip("ppi_py")
+    data = sel.load_run(known.run)
+    calibrated = {c.system_id: c for c in sel.calibrated_scores(data, resamples=200)}
+    for system_id in known.systems:
+        y, yhat, yhat_u, judge_all = [], [], [], []
+        for key, votes in known.votes.items():
+            if known.answers[key[0]][1] != system_id:
+                continue
+            verdict = panel(votes)
+            if verdict == "undecided":
+                continue
+            prediction = float(verdict == "pass")
+            judge_all.append(prediction)
+            reference = human(known, key)
+            if reference is None:
+                yhat_u.append(prediction)
+            else:
+                y.append(float(reference == "pass"))
+                yhat.append(prediction)
+        c = calibrated[system_id]
+        point = ppi_py.ppi_mean_pointestimate(np.array(y), np.array(yhat), np.array(yhat_u))
+        assert c.ppi.mean == pytest.approx(float(np.squeeze(point)), abs=1e-12)
+        assert (c.ppi.labelled, c.ppi.unlabelled) == (len(y), len(yhat_u))
+        assert c.judge.mean == pytest.approx(np.mean(judge_all))
+        assert c.human.mean == pytest.approx(np.mean(y))
+        assert c.ppi.low < c.ppi.mean < c.ppi.high
+
+
+def test_criterion_health_finds_the_criterion_nobody_passes(known):
+    data = sel.load_run(known.run)
+    health = {h.criterion: h for h in sel.criterion_health(data)}
+    firsts = {crits[0].pk for _, _, crits in known.plan}
+    for criterion in firsts:
+        if any(key[1] == criterion and adj == "pass" for key, adj in known.adjudications.items()):
+            continue
+        assert "never passed" in health[criterion].flags
+    flagged = {c for c, h in health.items() if "never passed" in h.flags}
+    assert flagged <= firsts | {
+        c for c in health if health[c].items.passed == 0
+    }  # only criteria really never passed
+
+
+def test_complexity_curve_carries_the_human_line(known):
+    from evaluation.metrics.overlap import Interval
+
+    data = sel.load_run(known.run)
+    line = Interval(0.29, 0.2, 0.38, 10, 5, "test")
+    curve = sel.complexity_curve(data, sel.system_scores(data, resamples=20), human=line)
+    assert curve.human.mean == 0.29
+    assert curve.buckets[0].key == "lt10"
+    assert len(curve.lines) == 2 and all(len(line.points) == 7 for line in curve.lines)
+    assert curve.lines[0].points[5].estimate.mean is None  # 30–34: no checklist
+
+
+def test_run_comparison_paired_test(reviewed_dataset):
+    first = build_known(reviewed_dataset, seed=1, run_name="Before")
+    second = build_known(
+        reviewed_dataset, seed=2, run_name="After", queries=first.plan,
+        skill={"Alpha": 0.4, "Beta": 0.45},
+    )  # fmt: skip
+    alpha = next(pk for pk, name in first.systems.items() if name == "Alpha")
+    a, b = sel.load_run(first.run), sel.load_run(second.run)
+    comparison = sel.compare_runs(a, b, system_a=alpha, system_b=alpha, resamples=500)
+    sa, sb = answer_shares(first), answer_shares(second)
+    by_query_a = {first.answers[x][0]: s for x, s in sa.items() if first.answers[x][1] == alpha}
+    by_query_b = {second.answers[x][0]: s for x, s in sb.items() if second.answers[x][1] == alpha}
+    diffs = [by_query_b[q] - by_query_a[q] for q in sorted(by_query_a)]
+    t = comparison.test
+    assert t.n == 6
+    assert t.difference == pytest.approx(np.mean(diffs))
+    gains, losses = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
+    assert (t.gains, t.losses) == (gains, losses)
+    assert t.sign_p == pytest.approx(binomtest(gains, gains + losses, 0.5).pvalue)
+    assert [d.difference for d in comparison.deltas] == pytest.approx(sorted(diffs))
+    regressions = comparison.regressions()
+    assert all(d.difference < 0 for d in regressions)
+    assert regressions == sorted(regressions, key=lambda d: d.difference)
+
+
+def test_panel_calibration_equals_sklearn(known):
+    from sklearn.metrics import cohen_kappa_score
+
+    data = sel.load_run(known.run)
+    options = {(o.judges, o.method): o for o in sel.panel_calibration(data)}
+    labelled = [k for k in known.votes if human(known, k) is not None]
+    for n, judge in enumerate(("j1", "j2", "j3")):
+        pairs = [
+            (known.votes[k][n], human(known, k))
+            for k in labelled
+            if known.votes[k][n] in ("pass", "fail")
+        ]
+        option = options[(judge,), "single judge"]
+        assert option.agreement.n == len(pairs)
+        assert option.kappa == pytest.approx(cohen_kappa_score(*zip(*pairs, strict=True)))
+        assert option.cost == 0  # external judges call no LLM
+    trio = options[("j1", "j2", "j3"), "majority"]
+    pairs = [(panel(known.votes[k]), human(known, k)) for k in labelled]
+    pairs = [p for p in pairs if p[0] != "undecided"]
+    assert trio.agreement.n == len(pairs)
+    assert trio.kappa == pytest.approx(cohen_kappa_score(*zip(*pairs, strict=True)))

@@ -1,0 +1,207 @@
+"""The analytics pages, downloads and API: access by role (owner, reviewer, collaborator,
+outsider), what they show, and query counts that stay flat as the rows grow."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+from django.urls import reverse
+
+from evaluation.analytics import selectors as sel
+from tests.evaluation.analytics_fixtures import build_known
+
+PAGES = (
+    "dataset-analytics",
+    "analytics-complexity-csv",
+    "analytics-complexity-svg",
+    "analytics-compare",
+)
+
+
+@pytest.fixture
+def known(reviewed_dataset):
+    return build_known(reviewed_dataset)
+
+
+def test_pages_access_by_role(
+    known, reviewed_dataset, client, owner, reviewer, collaborator, outsider
+):
+    for name in PAGES:
+        url = reverse(name, args=[reviewed_dataset.pk])
+        for user, expected in ((owner, 200), (reviewer, 200), (collaborator, 403), (outsider, 404)):
+            client.force_login(user)
+            assert client.get(url).status_code == expected, (name, user)
+        client.logout()
+        assert client.get(url).status_code == 302
+    url = reverse("analytics-criteria", args=[reviewed_dataset.pk])
+    for user, expected in ((owner, 200), (reviewer, 403), (collaborator, 403), (outsider, 404)):
+        client.force_login(user)
+        assert client.get(url).status_code == expected, user
+
+
+def test_api_access_by_role(
+    known, reviewed_dataset, owner_api, reviewer_api, collaborator_api, outsider_api
+):
+    pk = reviewed_dataset.pk
+    analytics = reverse("api-evaluation:analytics", args=[pk])
+    criteria = reverse("api-evaluation:analytics-criteria", args=[pk])
+    compare = reverse("api-evaluation:analytics-compare", args=[pk])
+    run = known.run.pk
+    for api, expected in ((owner_api, 200), (reviewer_api, 200), (collaborator_api, 403),
+                          (outsider_api, 404)):  # fmt: skip
+        assert api.get(analytics).status_code == expected
+        assert api.get(compare, {"a": run, "b": run}).status_code == expected
+    assert owner_api.get(criteria).status_code == 200
+    assert reviewer_api.get(criteria).status_code == 403
+    assert outsider_api.get(criteria).status_code == 404
+
+
+def test_a_run_of_another_dataset_is_not_found(known, reviewed_dataset, client, owner):
+    from annotation import services
+
+    other = services.dataset_create(name="Other", by=owner)
+    foreign = build_known(other, seed=9)
+    client.force_login(owner)
+    url = reverse("dataset-analytics", args=[reviewed_dataset.pk])
+    assert client.get(url, {"run": foreign.run.pk}).status_code == 404
+    assert client.get(url, {"run": "x"}).status_code == 404
+    assert client.get(url, {"edges": "20,10"}).status_code == 404
+    compare = reverse("analytics-compare", args=[reviewed_dataset.pk])
+    assert client.get(compare, {"a": known.run.pk, "b": foreign.run.pk}).status_code == 404
+
+
+def test_page_shows_the_figures(known, reviewed_dataset, client, reviewer):
+    client.force_login(reviewer)
+    url = reverse("dataset-analytics", args=[reviewed_dataset.pk])
+    html = client.get(url).content.decode()
+    assert 'id="label-source"' in html and "adjudication" in html
+    assert "PPI++" in html and 'id="complexity-chart"' in html
+    assert 'class="human-line"' not in html  # no cross-evaluation yet: no human line drawn
+    assert "no cross-evaluation yet" in html
+    assert "Alpha" in html and "Beta" in html
+    assert reverse("analytics-criteria", args=[reviewed_dataset.pk]) not in html  # admins only
+    # Drilled into a bucket: its checklists, linked to the answer pages.
+    html = client.get(url, {"bucket": "10-14"}).content.decode()
+    assert 'id="bucket-rows"' in html
+    assert f"/runs/{known.run.pk}/answers/" in html.split('id="bucket-rows"')[1]
+    # The dataset page links here for reviewers.
+    detail = client.get(reverse("dataset-detail", args=[reviewed_dataset.pk])).content.decode()
+    assert url in detail
+
+
+def test_the_human_line_is_drawn(known, reviewed_dataset, client, reviewer, monkeypatch):
+    from evaluation.metrics.overlap import Interval
+
+    monkeypatch.setattr(
+        sel, "dataset_mean_overlap", lambda dataset: Interval(0.29, 0.21, 0.37, 12, 6, "test")
+    )
+    client.force_login(reviewer)
+    html = client.get(reverse("dataset-analytics", args=[reviewed_dataset.pk])).content.decode()
+    assert 'class="human-line"' in html and "29.0%" in html
+
+
+def test_csv_and_svg_downloads(known, reviewed_dataset, client, owner):
+    client.force_login(owner)
+    response = client.get(reverse("analytics-complexity-csv", args=[reviewed_dataset.pk]))
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    data = sel.load_run(known.run)
+    curve = sel.complexity_curve(data, sel.system_scores(data))
+    expected = {
+        (line.system, p.bucket.label): p.estimate.mean for line in curve.lines for p in line.points
+    }
+    got = {(r["series"], r["bucket"]): r["mean"] for r in rows if r["series"] in ("Alpha", "Beta")}
+    assert set(got) == set(expected)
+    for key, mean in expected.items():
+        assert (got[key] == "") if mean is None else float(got[key]) == pytest.approx(mean)
+    assert rows[-1]["series"].startswith("human")
+    svg = client.get(reverse("analytics-complexity-svg", args=[reviewed_dataset.pk]))
+    assert svg["Content-Type"].startswith("image/svg+xml")
+    assert svg.content.startswith(b"<svg xmlns=")
+
+
+def test_compare_page_links_regressions_to_answers(reviewed_dataset, client, reviewer):
+    first = build_known(reviewed_dataset, seed=1, run_name="Before")
+    second = build_known(
+        reviewed_dataset, seed=2, run_name="After", queries=first.plan,
+        skill={"Alpha": 0.2, "Beta": 0.45},
+    )  # fmt: skip
+    client.force_login(reviewer)
+    url = reverse("analytics-compare", args=[reviewed_dataset.pk])
+    html = client.get(url, {"a": first.run.pk, "b": second.run.pk}).content.decode()
+    assert 'id="paired-test"' in html and 'id="sign-p"' in html
+    assert reverse("run-detail", args=[second.run.pk]) in html
+    assert f"/runs/{second.run.pk}/answers/" in html
+
+
+def test_criterion_health_page(known, reviewed_dataset, client, owner):
+    client.force_login(owner)
+    url = reverse("analytics-criteria", args=[reviewed_dataset.pk])
+    html = client.get(url, {"flag": "never passed"}).content.decode()
+    assert "never passed" in html and "States fact 0 of query" in html
+
+
+def test_api_figures(known, reviewed_dataset, reviewer_api):
+    body = reviewer_api.get(reverse("api-evaluation:analytics", args=[reviewed_dataset.pk])).json()
+    assert body["run"]["id"] == known.run.pk
+    assert body["labels"]["adjudicated_items"] == len(known.adjudications)
+    overall = [s for s in body["scores"] if s["group"] == "all"]
+    assert {s["system"] for s in overall} == {"Alpha", "Beta"}
+    assert all(s["low"] <= s["mean"] <= s["high"] for s in overall)
+    assert {c["system"] for c in body["calibrated"]} == {"Alpha", "Beta"}
+    assert body["complexity"]["buckets"][0]["key"] == "lt10"
+    assert "human_line" in body["complexity"]
+    bad = reviewer_api.get(
+        reverse("api-evaluation:analytics", args=[reviewed_dataset.pk]), {"edges": "x"}
+    )
+    assert bad.status_code == 400
+
+
+@pytest.mark.parametrize("name", ["dataset-analytics", "analytics-criteria", "analytics-compare"])
+def test_query_count_stays_flat_from_10_to_1000_answers(
+    name, reviewed_dataset, client, owner, django_assert_max_num_queries
+):
+    client.force_login(owner)
+    url = reverse(name, args=[reviewed_dataset.pk])
+    build_known(reviewed_dataset, sizes=(2,) * 5, seed=1)  # 10 answers
+    if name == "analytics-compare":  # two runs to compare from the start
+        build_known(reviewed_dataset, sizes=(2,) * 5, seed=3, systems=("Eta", "Theta"))
+    with django_assert_max_num_queries(40) as small:
+        assert client.get(url).status_code == 200
+    build_known(reviewed_dataset, sizes=(2,) * 500, seed=2, systems=("Gamma", "Delta"))
+    assert reviewed_dataset.queries.count() >= 505
+    with django_assert_max_num_queries(len(small.captured_queries)):
+        assert client.get(url).status_code == 200
+
+
+def test_saturated_queries_are_marked_too_easy(reviewed_dataset, client, reviewer, collaborator):
+    from evaluation.models import Adjudication
+    from tests.evaluation.analytics_fixtures import answer_shares
+
+    known = build_known(
+        reviewed_dataset, sizes=(3, 3, 3), skill={"Alpha": 1.0, "Beta": 1.0}, hard_first=False,
+        label_share=0.0,
+    )  # fmt: skip
+    # One failed criterion on one answer of the last query: that query is not too easy.
+    (answer, criterion) = next(k for k in known.votes if known.answers[k[0]][0] == max(
+        q for q, _ in known.answers.values()
+    ))  # fmt: skip
+    Adjudication.objects.update_or_create(
+        answer_id=answer, criterion_id=criterion, defaults={"label": "fail"}
+    )
+    known.adjudications[answer, criterion] = "fail"
+    by_query: dict[int, list[float]] = {}
+    for a, share in answer_shares(known).items():
+        by_query.setdefault(known.answers[a][0], []).append(share)
+    expected = sorted(q for q, v in by_query.items() if all(s == 1.0 for s in v))
+    assert len(expected) == 2
+    assert sel.saturated(sel.load_run(known.run)) == expected
+    client.force_login(reviewer)
+    html = client.get(reverse("dataset-detail", args=[reviewed_dataset.pk])).content.decode()
+    assert html.count(">too easy<") == 2
+    body = client.get(reverse("dataset-analytics", args=[reviewed_dataset.pk])).content.decode()
+    assert body.split('id="saturated"')[1].split("</ul>")[0].count("<li>") == 2
+    client.force_login(collaborator)  # an expert does not see verdict-derived flags
+    html = client.get(reverse("dataset-detail", args=[reviewed_dataset.pk])).content.decode()
+    assert "too easy" not in html
