@@ -117,7 +117,7 @@ def test_a_killed_worker_heals_without_resume(transactional_db, dataset, setting
     queue = f"heal-{uuid.uuid4().hex[:8]}"
     settings.RUNS_QUEUE = queue
     url = database_url(connection.settings_dict)
-    env = {"RUNS_LEASE_TIMEOUT": "4", "RUNS_HEARTBEAT": "1", "RUNS_SWEEP": "1"}
+    env = {"RUNS_LEASE_TIMEOUT": "8", "RUNS_HEARTBEAT": "1", "RUNS_SWEEP": "1"}
     with LoopbackOpenAI(responder=scripted_judge, latency=0.5) as server:
         panel = loopback_panel(server, judges=1)
         first = WorkerProcess(queue=queue, database=url, concurrency=2, env=env).start()
@@ -133,7 +133,7 @@ def test_a_killed_worker_heals_without_resume(transactional_db, dataset, setting
 
         second = WorkerProcess(queue=queue, database=url, concurrency=2, env=env).start()
         try:
-            run = runs.wait_for(run, timeout=120)  # nobody presses Resume
+            run = runs.wait_for(run, timeout=180)  # nobody presses Resume
         finally:
             second.stop()
     assert run.status == Run.Status.DONE, second.log()[-3000:]
@@ -220,7 +220,7 @@ def test_a_run_whose_queued_messages_are_lost_heals_without_resume(
     queue = f"lost-{uuid.uuid4().hex[:8]}"
     settings.RUNS_QUEUE = queue
     url = database_url(connection.settings_dict)
-    env = {"RUNS_LEASE_TIMEOUT": "3", "RUNS_HEARTBEAT": "1", "RUNS_SWEEP": "1"}
+    env = {"RUNS_LEASE_TIMEOUT": "6", "RUNS_HEARTBEAT": "1", "RUNS_SWEEP": "1"}
     with LoopbackOpenAI(responder=scripted_judge, latency=0.3) as server:
         panel = loopback_panel(server, judges=1)
         worker = WorkerProcess(queue=queue, database=url, concurrency=1, env=env).start()
@@ -228,7 +228,7 @@ def test_a_run_whose_queued_messages_are_lost_heals_without_resume(
             run = runs.run_start(run=runs.run_create(dataset=dataset, panel=panel))
             assert wait_until(lambda: Verdict.objects.filter(run=run).exists(), timeout=30)
             assert drop_queued_messages(queue) > 0  # most of the run's tasks are gone
-            run = runs.wait_for(run, timeout=90)  # nobody presses Resume
+            run = runs.wait_for(run, timeout=150)  # nobody presses Resume
         finally:
             worker.stop()
     assert run.status == Run.Status.DONE, worker.log()[-3000:]
@@ -245,14 +245,14 @@ def test_a_worker_started_after_every_message_was_lost_finishes_the_run(
     queue = f"empty-{uuid.uuid4().hex[:8]}"
     settings.RUNS_QUEUE = queue
     url = database_url(connection.settings_dict)
-    env = {"RUNS_LEASE_TIMEOUT": "2", "RUNS_HEARTBEAT": "1", "RUNS_SWEEP": "1"}
+    env = {"RUNS_LEASE_TIMEOUT": "5", "RUNS_HEARTBEAT": "1", "RUNS_SWEEP": "1"}
     with LoopbackOpenAI(responder=scripted_judge) as server:
         panel = loopback_panel(server, judges=1)
         run = runs.run_start(run=runs.run_create(dataset=dataset, panel=panel))
         assert drop_queued_messages(queue) == 3  # no worker ever saw them
         worker = WorkerProcess(queue=queue, database=url, concurrency=2, env=env).start()
         try:
-            run = runs.wait_for(run, timeout=60)
+            run = runs.wait_for(run, timeout=120)
         finally:
             worker.stop()
     assert run.status == Run.Status.DONE, worker.log()[-3000:]
