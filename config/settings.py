@@ -284,6 +284,13 @@ JUDGE_RETRY_BASE_DELAY = float(os.environ.get("JUDGE_RETRY_BASE_DELAY", "0.5"))
 # Judge calls in flight across one worker process (all its threads); 0: no cap beyond
 # threads × Run.concurrency. See docs/benchmarks.md for sizing threads against it.
 JUDGE_MAX_IN_FLIGHT = envint("JUDGE_MAX_IN_FLIGHT", 0)
+# Judges' API keys are read only from variables named JUDGE_KEY_PREFIX… or listed in
+# JUDGE_KEY_VARIABLES (e.g. OPENAI_API_KEY), so no other secret of the server can be sent
+# to an endpoint; JUDGE_ALLOWED_HOSTS, when set, is the only hosts judges may call
+# ("api.openai.com", ".openai.azure.com" for any subdomain). evaluation/judging/keys.py.
+JUDGE_KEY_PREFIX = os.environ.get("JUDGE_KEY_PREFIX", "JUDGE_KEY_")
+JUDGE_KEY_VARIABLES = envlist("JUDGE_KEY_VARIABLES")
+JUDGE_ALLOWED_HOSTS = envlist("JUDGE_ALLOWED_HOSTS")
 # Celery closes each thread's database connection before and after every task unless told
 # to reuse it; config/celery.py then applies DATABASE_CONN_MAX_AGE as a web request does.
 CELERY_DB_REUSE_MAX = envint("CELERY_DB_REUSE_MAX", 1000)

@@ -18,7 +18,6 @@ import atexit
 import collections
 import json
 import logging
-import os
 import random
 import threading
 import time
@@ -28,6 +27,7 @@ from typing import Any, Literal
 import httpx
 import openai
 
+from evaluation.judging import keys
 from evaluation.judging.ratelimit import RateLimiter, Unlimited
 
 # httpx logs every request at INFO: one line per judge call in a worker's log is noise.
@@ -58,8 +58,9 @@ class Endpoint:
     max_retries: int = 4
 
     def api_key(self) -> str:
-        # Local servers (vLLM, Ollama, the loopback test server) accept any key.
-        return os.environ.get(self.api_key_env, "") if self.api_key_env else "not-needed"
+        # Local servers (vLLM, Ollama, the loopback test server) accept any key. Only the
+        # variables judges may read are read (evaluation/judging/keys.py).
+        return keys.read_key(self.api_key_env) if self.api_key_env else "not-needed"
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,11 @@ class Session:
     pool costs several milliseconds of CPU per call, more than the rest of the call."""
 
     def __init__(self, endpoint: Endpoint, *, max_retries: int | None = None) -> None:
+        if not keys.host_allowed(endpoint.base_url):
+            # Checked on save too; this catches judges saved before JUDGE_ALLOWED_HOSTS.
+            raise JudgeRejected("The judge's host is not in JUDGE_ALLOWED_HOSTS.")
+        if endpoint.api_key_env and not keys.key_variable_allowed(endpoint.api_key_env):
+            raise JudgeRejected(f"{endpoint.api_key_env} may not hold a judge key (keys.py).")
         self._client = openai.AsyncOpenAI(
             base_url=endpoint.base_url,
             api_key=endpoint.api_key(),
