@@ -272,7 +272,20 @@ class ChecklistEvent(models.Model):
         )
 
 
+class CriterionQuerySet(models.QuerySet):
+    def active(self) -> CriterionQuerySet:
+        """Criteria as the checklist stands now: archived ones (deleted or reworded while they
+        carried reviewers' work) are kept for their history but left out of the editor, the
+        API's checklist, validation, new runs and overlaps."""
+        return self.filter(archived_at__isnull=True)
+
+
 class Criterion(models.Model):
+    """One criterion. A criterion that carries human labels, adjudications or verdicts is
+    never hard-deleted nor reworded in place (annotation.services.checklists): deleting
+    archives it, rewording archives it and starts a new version (`previous_version`), so
+    reviewers' work stays attached to the text it was about."""
+
     class Kind(models.TextChoices):
         METHODOLOGY = "methodology", "Methodology"
         FORMAT = "format", "Format"
@@ -289,10 +302,27 @@ class Criterion(models.Model):
     scoring_enabled = models.BooleanField(
         default=True, help_text="Disabled criteria stay in the checklist but are not scored."
     )
+    archived_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Set when the criterion was deleted or reworded while it carried labels, "
+        "adjudications or verdicts: kept with its history, hidden from the checklist.",
+    )
+    previous_version = models.OneToOneField(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="next_version",
+        help_text="The archived wording this criterion replaced.",
+    )
+
+    objects = CriterionQuerySet.as_manager()
 
     class Meta:
         ordering = ["checklist_id", "position", "id"]
         verbose_name_plural = "criteria"
+        indexes = [models.Index(fields=["checklist", "archived_at"])]
 
     def __str__(self) -> str:
         return self.text[:80]

@@ -179,8 +179,20 @@ class CriterionSerializer(serializers.ModelSerializer):
             "scoring_enabled",
             "citations",
             "formality",
+            "archived_at",
+            "previous_version",
         ]
         read_only_fields = fields
+
+
+class CriterionArchivedSerializer(serializers.Serializer):
+    """DELETE of a criterion that carries reviewers' work: archived, with what it kept."""
+
+    archived = serializers.BooleanField()
+    id = serializers.IntegerField()
+    labels = serializers.IntegerField()
+    adjudications = serializers.IntegerField()
+    verdicts = serializers.IntegerField()
 
 
 class CriterionCreateSerializer(CriterionInputSerializer):

@@ -105,8 +105,10 @@ def _load(dataset: Dataset, source: Source, query: Query | None = None) -> list[
     ids = [c.pk for c in checklists]
     by_id = {c.pk: c for c in checklists}
     criteria: dict[int, list[Criterion]] = defaultdict(list)
-    for criterion in Criterion.objects.filter(checklist__in=ids, scoring_enabled=True).order_by(
-        "checklist_id", "position", "id"
+    for criterion in (
+        Criterion.objects.active()
+        .filter(checklist__in=ids, scoring_enabled=True)
+        .order_by("checklist_id", "position", "id")
     ):
         criterion.checklist = by_id[criterion.checklist_id]  # already loaded: no query each
         criteria[criterion.checklist_id].append(criterion)

@@ -80,7 +80,7 @@ def perfect_answer(request: HttpRequest, pk: int) -> HttpResponse:
         "checklist": checklist,
         "query": checklist.query,
         "dataset": dataset,
-        "criteria": list(checklist.criteria.order_by("position", "id")),
+        "criteria": list(checklist.criteria.active().order_by("position", "id")),
         "answer": answer,
         "answer_html": render_answer(answer.text) if answer else "",
         "form": form,
