@@ -29,6 +29,46 @@ JSON_DEPTH = 32  # nesting of any JSON body or JSON line; real payloads need 4 o
 ERRORS_LISTED = 50  # an error response lists this many problems, then counts the rest
 
 
+def json_depth(text: str) -> int:
+    """How deep brackets nest in a JSON text, without parsing it (strings skipped), so that
+    a hostile body cannot exhaust the parser's recursion (a RecursionError is a 500)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def has_nul(value: object) -> bool:
+    """Whether a parsed JSON value holds a NUL character in any string or key: PostgreSQL
+    stores none (a DataError, a 500), and no text of this application needs one."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(has_nul(k) or has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(has_nul(v) for v in value)
+    return False
+
+
+def request_max_bytes() -> int:
+    """The largest request body: an upload at its limit plus room for the other fields."""
+    return upload_max_bytes() + 1024 * 1024
+
+
 def upload_max_bytes() -> int:
     """The largest file an import accepts (settings.IMPORT_MAX_BYTES, 20 MB by default)."""
     return int(getattr(settings, "IMPORT_MAX_BYTES", 20 * 1024 * 1024))

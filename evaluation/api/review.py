@@ -20,6 +20,7 @@ from rest_framework.response import Response
 from annotation import roles
 from annotation.permissions import access_dataset
 from annotation.selectors import datasets_for_user
+from config import limits
 from config.api_filters import IdFilterSet
 from evaluation.models import Adjudication, HumanLabel, Label, ReviewAssignment, Run
 from evaluation.review import selectors, services
@@ -45,13 +46,16 @@ class LabelWriteSerializer(serializers.Serializer):
     criterion = serializers.IntegerField()
     label = serializers.ChoiceField(choices=Label.choices)
     note = serializers.CharField(
-        required=False, allow_blank=True, help_text="Absent: keep the note already there."
+        required=False,
+        allow_blank=True,
+        max_length=limits.REVIEW_NOTE,
+        help_text="Absent: keep the note already there.",
     )
 
 
 class LabelUpdateSerializer(serializers.Serializer):
     label = serializers.ChoiceField(choices=Label.choices)
-    note = serializers.CharField(required=False, allow_blank=True)
+    note = serializers.CharField(required=False, allow_blank=True, max_length=limits.REVIEW_NOTE)
 
 
 class AdjudicationSerializer(serializers.ModelSerializer):
@@ -69,7 +73,9 @@ class AdjudicationWriteSerializer(serializers.Serializer):
     answer = serializers.IntegerField()
     criterion = serializers.IntegerField()
     label = serializers.ChoiceField(choices=Label.choices)
-    reason = serializers.CharField(required=False, allow_blank=True, default="")
+    reason = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=limits.ADJUDICATION_REASON
+    )
     version = serializers.IntegerField(
         allow_null=True,
         min_value=1,

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from django.db.models import Count
 
 from annotation.models import Checklist, Criterion, Dataset, Query
+from config.ids import is_id
 from evaluation.metrics import overlap as om
 from evaluation.metrics.aggregation import Vote, aggregate
 from evaluation.models import Adjudication, Answer, HumanLabel, Run, Verdict
@@ -45,7 +46,7 @@ class Source:
         if value in ("latest", "human"):
             return cls(value)
         prefix, _, number = value.partition(":")
-        if prefix == "run" and number.isdigit():
+        if prefix == "run" and is_id(number):
             return cls("run", int(number))
         raise UnknownSource(f"Unknown source {value!r}: use latest, human or run:<id>.")
 
