@@ -117,9 +117,9 @@ def cached_checks(*, worker: bool) -> list[CheckResult]:
 
 
 def may_see_detail(request: HttpRequest) -> bool:
-    if getattr(request, "user", None) is not None and request.user.is_active:
-        if request.user.is_staff:
-            return True
+    user = getattr(request, "user", None)
+    if user is not None and user.is_active and user.is_staff:
+        return True
     token = settings.HEALTHZ_TOKEN
     sent = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
     return bool(token) and hmac.compare_digest(sent.encode(), token.encode())
