@@ -12,6 +12,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase
 
+from config import limits
+
 
 class QueryCategory(models.Model):
     """A managed taxonomy of question types (point-fact retrieval, event digest, ...)."""
@@ -104,7 +106,7 @@ class LabelPolicy(models.TextChoices):
 
 class Dataset(models.Model):
     name = models.CharField(max_length=200, unique=True)
-    description = models.TextField(blank=True)
+    description = models.TextField(blank=True, max_length=limits.DATASET_DESCRIPTION)
     guideline = models.ForeignKey(
         Guideline,
         null=True,
@@ -178,7 +180,7 @@ class Query(models.Model):
         DONE = "done", "Done"
 
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="queries")
-    text = models.TextField()
+    text = models.TextField(max_length=limits.QUERY_TEXT)
     query_date = models.DateField(
         help_text="Every cited source must have been public on or before this date."
     )
@@ -188,6 +190,7 @@ class Query(models.Model):
     tags = models.ManyToManyField(DomainTag, blank=True, related_name="queries")
     reference_answer = models.TextField(
         blank=True,
+        max_length=limits.REFERENCE_ANSWER,
         help_text="Markdown. An answer known to be right, for the graded (1–5) view; when "
         "empty, the graded view uses the query's perfect answers.",
     )
@@ -293,10 +296,11 @@ class Criterion(models.Model):
 
     checklist = models.ForeignKey(Checklist, on_delete=models.CASCADE, related_name="criteria")
     position = models.PositiveIntegerField()
-    text = models.TextField()
+    # max_length on a TextField: enforced by forms and serializers, not by the database.
+    text = models.TextField(max_length=limits.CRITERION_TEXT)
     kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.FACT)
     source_types = models.ManyToManyField(SourceType, blank=True, related_name="criteria")
-    notes = models.TextField(blank=True)
+    notes = models.TextField(blank=True, max_length=limits.CRITERION_NOTES)
     weight = models.DecimalField(max_digits=6, decimal_places=2, default=1)
     is_core = models.BooleanField(default=True, help_text="Core, or supplementary.")
     scoring_enabled = models.BooleanField(

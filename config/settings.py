@@ -254,6 +254,7 @@ LOGGING = {
     "loggers": {
         "django.db.backends": {"level": "INFO"},
         "celery": {"level": LOG_LEVEL},
+        "axes": {"level": "WARNING"},  # it logs every login and logout at INFO
     },
 }
 

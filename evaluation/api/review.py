@@ -22,6 +22,7 @@ from annotation.permissions import access_dataset
 from annotation.selectors import datasets_for_user
 from config import limits
 from config.api_filters import IdFilterSet
+from config.ids import is_id, parse_id
 from evaluation.models import Adjudication, HumanLabel, Label, ReviewAssignment, Run
 from evaluation.review import selectors, services
 from evaluation.review.permissions import access_answer, reviewable_criterion
@@ -159,7 +160,7 @@ def _check_dataset_filter(request: Request) -> None:
     """?dataset= is checked like the dataset's pages: 404 non-members, 403 experts."""
     value = request.query_params.get("dataset")
     if value:
-        if not value.isdigit():
+        if not is_id(value):
             raise ValidationError({"dataset": ["A dataset id."]})
         access_dataset(request.user, int(value), roles.REVIEW)
 
@@ -193,7 +194,7 @@ class HumanLabelViewSet(viewsets.ModelViewSet):
             HumanLabel.objects.select_related("reviewer", "criterion__checklist")
             .filter(pk=self.kwargs["pk"])
             .first()
-            if str(self.kwargs["pk"]).isdigit()
+            if is_id(str(self.kwargs["pk"]))
             else None
         )
         if label is None:
@@ -271,7 +272,7 @@ class AdjudicationViewSet(
         pk = str(self.kwargs["pk"])
         adjudication = (
             Adjudication.objects.select_related("decided_by").filter(pk=pk).first()
-            if pk.isdigit()
+            if is_id(pk)
             else None
         )
         if adjudication is None:
@@ -343,7 +344,7 @@ class ReviewQueueViewSet(viewsets.GenericViewSet):
     )
     def list(self, request: Request) -> Response:
         value = request.query_params.get("dataset", "")
-        if not value.isdigit():
+        if not is_id(value):
             raise ValidationError({"dataset": ["Required: a dataset id."]})
         dataset = access_dataset(request.user, int(value), roles.REVIEW)
         queue = request.query_params.get("queue") or ReviewAssignment.Queue.LABELLING
@@ -353,7 +354,7 @@ class ReviewQueueViewSet(viewsets.GenericViewSet):
         run_value = request.query_params.get("run")
         if run_value:
             run = Run.objects.select_related("panel").filter(
-                pk=run_value if run_value.isdigit() else 0, dataset=dataset
+                pk=parse_id(run_value) or 0, dataset=dataset
             ).first()  # fmt: skip
             if run is None:
                 raise ValidationError({"run": ["No such run in this dataset."]})

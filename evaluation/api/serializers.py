@@ -4,6 +4,7 @@ from django.db import transaction
 from rest_framework import serializers
 
 from annotation.models import Dataset, Query
+from config.uploads import validate_upload_size
 from evaluation.judging.keys import api_key_env_problem, base_url_problem
 from evaluation.models import Answer, Judge, Panel, PanelMember, Run, System, Verdict
 
@@ -150,7 +151,10 @@ class AnswerSerializer(serializers.ModelSerializer):
 
 class AnswerImportSerializer(serializers.Serializer):
     dataset = serializers.PrimaryKeyRelatedField(queryset=Dataset.objects.all())
-    file = serializers.FileField(help_text="JSONL or CSV, see docs/data-formats.md.")
+    file = serializers.FileField(
+        help_text="JSONL or CSV, see docs/data-formats.md; at most IMPORT_MAX_BYTES.",
+        validators=[validate_upload_size],
+    )
 
 
 class AnswerImportResultSerializer(serializers.Serializer):
