@@ -74,9 +74,9 @@ def page(request, browser, live_server) -> Iterator:
     violations: list[str] = []
     page.on(
         "console",
-        lambda message: violations.append(message.text)
-        if "Content Security Policy" in message.text
-        else None,
+        lambda message: (
+            violations.append(message.text) if "Content Security Policy" in message.text else None
+        ),
     )
     page.csp_violations = violations
     yield page
