@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from simple_history.admin import SimpleHistoryAdmin
 from guardian.admin import GuardedModelAdmin
+from simple_history.admin import SimpleHistoryAdmin
 
 from annotation.models import (
     Checklist,

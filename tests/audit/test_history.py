@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 def test_criterion_edits_archives_and_versions_are_recorded_with_their_author(
     client, collaborator, reviewer, reviewed_dataset
 ):
-    query, criteria, (answer,) = checklist_query(reviewed_dataset, criteria=2, author=collaborator)
+    _query, criteria, (answer,) = checklist_query(reviewed_dataset, criteria=2, author=collaborator)
     from evaluation.review import services as review
 
     review.label_set(answer=answer, criterion=criteria[0], reviewer=reviewer, label="pass")
@@ -39,7 +39,7 @@ def test_criterion_edits_archives_and_versions_are_recorded_with_their_author(
 
 
 def test_labels_and_adjudications_keep_their_history(client, reviewer, reviewed_dataset):
-    query, criteria, (answer,) = checklist_query(reviewed_dataset, criteria=1)
+    _query, criteria, (answer,) = checklist_query(reviewed_dataset, criteria=1)
     finished_run(reviewed_dataset, panel_of(3), {(answer, criteria[0]): ["pass"] * 3})
     client.force_login(reviewer)
     url = reverse("answer-review-label", args=[answer.pk])
