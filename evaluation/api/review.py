@@ -8,7 +8,6 @@ the same functions as the review page.
 
 from __future__ import annotations
 
-import django_filters
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -21,7 +20,7 @@ from annotation import roles
 from annotation.permissions import access_dataset
 from annotation.selectors import datasets_for_user
 from config import limits
-from config.api_filters import IdFilterSet
+from config.api_filters import IdFilter, IdFilterSet
 from config.ids import is_id, parse_id
 from evaluation.models import Adjudication, HumanLabel, Label, ReviewAssignment, Run
 from evaluation.review import selectors, services
@@ -141,7 +140,7 @@ def _queue_row(position: int, item) -> dict:
 
 
 class LabelFilter(IdFilterSet):
-    dataset = django_filters.NumberFilter(field_name="answer__query__dataset")
+    dataset = IdFilter(field_name="answer__query__dataset")
 
     class Meta:
         model = HumanLabel
@@ -149,7 +148,7 @@ class LabelFilter(IdFilterSet):
 
 
 class AdjudicationFilter(IdFilterSet):
-    dataset = django_filters.NumberFilter(field_name="answer__query__dataset")
+    dataset = IdFilter(field_name="answer__query__dataset")
 
     class Meta:
         model = Adjudication

@@ -20,7 +20,7 @@ from rest_framework.response import Response
 from annotation import roles
 from annotation.permissions import access_dataset
 from annotation.selectors import datasets_for_user
-from config.api_filters import IdFilterSet
+from config.api_filters import IdFilter, IdFilterSet
 from config.ids import is_id
 from evaluation.models import ReviewAssignment
 from evaluation.review import services
@@ -53,7 +53,7 @@ class AssignWriteSerializer(serializers.Serializer):
 
 
 class AssignmentFilter(IdFilterSet):
-    dataset = django_filters.NumberFilter(field_name="answer__query__dataset")
+    dataset = IdFilter(field_name="answer__query__dataset")
     assignee = django_filters.CharFilter(field_name="assignee__username")
     mine = django_filters.BooleanFilter(method="filter_mine")
 
