@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from django.db.models import Q
+
 from annotation.models import Criterion
 from evaluation import scores
 from evaluation.judging.formality import text_hash
@@ -63,14 +65,18 @@ class CriterionVotes:
 def answer_verdicts(run: Run, answer: Answer) -> list[tuple[str, list[CriterionVotes]]]:
     """Per checklist (by author), each criterion with its votes in this run and the panel's
     verdict. Two queries: the criteria, and the votes with their judges."""
+    # The checklist as it stands, plus any archived criterion this run judged (a run keeps
+    # what it was started with: its verdicts on an old wording stay visible).
     criteria = (
         Criterion.objects.filter(
+            Q(archived_at__isnull=True) | Q(verdicts__run=run),
             checklist__query=answer.query_id,
             checklist__status="submitted",
             scoring_enabled=True,
         )
+        .distinct()
         .select_related("checklist__author")
-        .order_by("checklist_id", "position")
+        .order_by("checklist_id", "position", "id")
     )
     votes: dict[int, list[Verdict]] = defaultdict(list)
     for verdict in (

@@ -161,3 +161,17 @@ def test_criterion_objects_active_is_what_runs_should_select(reviewed, collabora
     services.criterion_delete(criterion=second, by=collaborator)
     assert set(Criterion.objects.active().filter(checklist=checklist)) == {first, third}
     assert Checklist.objects.get(pk=checklist.pk).criteria.count() == 3  # all kept
+
+
+def test_a_finished_run_still_shows_its_verdicts_on_an_archived_wording(reviewed, collaborator):
+    from evaluation.models import Run
+    from evaluation.selectors import answer_verdicts
+
+    checklist, (first, second, third), answer = reviewed
+    run = Run.objects.get()
+    new = services.criterion_update(criterion=second, by=collaborator, text="States anew.")
+    checklist.status = Checklist.Status.SUBMITTED
+    checklist.save(update_fields=["status"])
+    shown = [c.criterion.pk for _, rows in answer_verdicts(run, answer) for c in rows]
+    assert second.pk in shown  # judged in this run, archived since
+    assert {first.pk, new.pk, third.pk} <= set(shown)
