@@ -119,3 +119,26 @@ def test_checks_are_cached_for_a_few_seconds(settings, monkeypatch, admin_client
     for _ in range(5):
         assert admin_client.get("/healthz").json()["checks"]["worker"]["ok"] is True
     assert calls == [1]
+
+
+@pytest.mark.django_db
+def test_a_ping_no_worker_took_leaves_no_lasting_result_row(client, settings):
+    """The probe found a permanent REVOKED row per hit while the worker was down: the worker
+    that finds an expired ping later marks it REVOKED. The next check forgets it."""
+    from django_celery_results.models import TaskResult
+
+    from config import health
+
+    settings.HEALTHZ_WORKER_TIMEOUT = 0.3
+    settings.HEALTHZ_PING_QUEUE = "healthz-nobody-listens"
+    settings.HEALTHZ_CACHE_SECONDS = 0
+    try:
+        client.get("/healthz")
+        (sent,) = health.cache.get(health.PINGS_KEY)
+        # What a worker starting later does with the expired ping:
+        TaskResult.objects.create(task_id=sent, status="REVOKED")
+        client.get("/healthz")
+    finally:
+        with celery_app.connection_for_write() as conn:
+            conn.default_channel.queue_purge("healthz-nobody-listens")
+    assert not TaskResult.objects.filter(task_id=sent).exists()
