@@ -65,3 +65,11 @@ class SecurityHeadersMiddleware:
         response = self.get_response(request)
         response.headers.setdefault("Permissions-Policy", settings.PERMISSIONS_POLICY)
         return response
+
+
+def forwarded_client_ip(request: HttpRequest) -> str:
+    """The client's address behind one trusted proxy: the right-most X-Forwarded-For entry,
+    which that proxy appended (entries to its left come from the client and may be forged)."""
+    forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
+    last = forwarded.rsplit(",", 1)[-1].strip()
+    return last or request.META.get("REMOTE_ADDR", "")

@@ -216,8 +216,9 @@ AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_VERBOSE = False
 if envbool("TRUST_X_FORWARDED_PROTO", False):
-    # Behind a proxy the client's address is in X-Forwarded-For, set by that proxy.
-    AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"]
+    # Behind a proxy the client's address is the last one the proxy added to
+    # X-Forwarded-For, not REMOTE_ADDR (the proxy itself).
+    AXES_CLIENT_IP_CALLABLE = "config.middleware.forwarded_client_ip"
 
 # --- Input limits and health ----------------------------------------------------------------
 IMPORT_MAX_BYTES = envint("IMPORT_MAX_BYTES", 20 * 1024 * 1024)  # config/limits.py

@@ -77,3 +77,13 @@ def test_a_blind_checklist_is_the_apps_404_page(client, outsider, dataset):
     response = client.get(reverse("dataset-detail", args=[dataset.pk]))
     assert response.status_code == 404
     assert "There is nothing here, or you have no access to it." in response.content.decode()
+
+
+def test_behind_a_proxy_the_lockout_counts_the_forwarded_address():
+    from config.middleware import forwarded_client_ip
+
+    request = RequestFactory().get(
+        "/", HTTP_X_FORWARDED_FOR="6.6.6.6, 10.0.0.7", REMOTE_ADDR="10.0.0.1"
+    )
+    assert forwarded_client_ip(request) == "10.0.0.7"
+    assert forwarded_client_ip(RequestFactory().get("/", REMOTE_ADDR="10.0.0.1")) == "10.0.0.1"
