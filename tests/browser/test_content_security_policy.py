@@ -36,3 +36,16 @@ def test_htmx_editing_works_and_inline_script_is_blocked(request, page, collabor
     assert ran is False
     page.wait_for_timeout(200)
     assert any("script-src" in v for v in page.csp_violations), page.csp_violations
+
+
+def test_the_admin_and_the_api_docs_pass_the_policy(page, admin_user):
+    log_in(page, admin_user.username, "password")
+    for url in ("/admin/", "/admin/annotation/checklist/", "/admin/audit/historicalcriterion/"):
+        page.goto(url)
+        expect(page.locator("#content")).to_be_visible()
+    page.wait_for_timeout(300)
+    assert page.csp_violations == [], "admin"
+    page.goto("/api/docs/")
+    expect(page.locator(".swagger-ui")).to_be_visible()
+    page.wait_for_timeout(300)
+    assert page.csp_violations == []
