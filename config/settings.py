@@ -275,6 +275,10 @@ REST_FRAMEWORK = {
         "rest_framework.filters.OrderingFilter",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "config.renderers.BrowsableAPIRenderer",  # inline styles allowed on its pages alone
+    ],
     # DRF's JSON parser, refusing deep nesting and NUL characters with a 400 (config/parsers.py)
     "DEFAULT_PARSER_CLASSES": [
         "config.parsers.JSONParser",

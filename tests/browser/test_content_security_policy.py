@@ -45,6 +45,10 @@ def test_the_admin_and_the_api_docs_pass_the_policy(page, admin_user):
         expect(page.locator("#content")).to_be_visible()
     page.wait_for_timeout(300)
     assert page.csp_violations == [], "admin"
+    page.goto("/api/datasets/")  # DRF's browsable API
+    expect(page.locator(".response-info")).to_be_visible()
+    page.wait_for_timeout(300)
+    assert page.csp_violations == [], "browsable API"
     page.goto("/api/docs/")
     expect(page.locator(".swagger-ui")).to_be_visible()
     page.wait_for_timeout(300)
