@@ -3,8 +3,10 @@
 
     python3.11 dev.py run     set up .venv, migrate, load demo data, run web server + worker
     python3.11 dev.py test    set up .venv with the test tools, run the whole test suite
+    python3.11 dev.py manage  a management command with the settings of `run` (DEBUG on)
 
-Extra arguments after `test` go to pytest (`python3.11 dev.py test -k healthz -x`).
+Extra arguments after `test` go to pytest (`python3.11 dev.py test -k healthz -x`), after
+`manage` to manage.py (`python3.11 dev.py manage import_kqa`).
 """
 
 from __future__ import annotations
@@ -35,15 +37,22 @@ def ensure_python() -> None:
         )
 
 
+def installed(extra: str) -> bool:
+    """Whether .venv holds the project with this extra, as pyproject.toml says now."""
+    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + extra.encode()).hexdigest()
+    stamp = VENV / f".installed-{extra or 'runtime'}"
+    return PYTHON.exists() and stamp.exists() and stamp.read_text() == digest
+
+
 def ensure_venv(extra: str) -> None:
     """Create .venv and install the project; reinstall only when pyproject.toml changed."""
+    if installed(extra) or (not extra and installed("dev")):  # dev holds the runtime too
+        return
     if not PYTHON.exists():
         say("Creating the virtual environment in .venv")
         venv.EnvBuilder(with_pip=True).create(VENV)
     digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + extra.encode()).hexdigest()
     stamp = VENV / f".installed-{extra or 'runtime'}"
-    if stamp.exists() and stamp.read_text() == digest:
-        return
     say(f"Installing the project{' with ' + extra if extra else ''} (first run takes a minute)")
     pip = [str(PYTHON), "-m", "pip", "--disable-pip-version-check", "-q"]
     subprocess.run([*pip, "install", "--upgrade", "pip"], check=True)
@@ -56,8 +65,19 @@ def manage(*args: str, env: dict[str, str]) -> None:
     subprocess.run([str(PYTHON), "manage.py", *args], check=True, cwd=ROOT, env=env)
 
 
+def stop_on_sigterm() -> None:
+    """SIGTERM ends `run` as Ctrl-C does, so that its worker is stopped too rather than left
+    behind (a process manager or `kill` sends SIGTERM)."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
 def run() -> int:
     ensure_venv("")
+    stop_on_sigterm()
     env = {**os.environ, "DEBUG": os.environ.get("DEBUG", "1")}
     say("Migrating the database")
     manage("migrate", "--noinput", "-v", "0", env=env)
@@ -80,23 +100,40 @@ def run() -> int:
         cwd=ROOT,
         env=env,
     )
+    server = None
     try:
         print(
             f"\n    Open http://{HOST}:{PORT}/  ·  health: http://{HOST}:{PORT}/healthz\n",
             flush=True,
         )
-        server = subprocess.run(
-            [str(PYTHON), "manage.py", "runserver", f"{HOST}:{PORT}"], cwd=ROOT, env=env
+        # A process group of its own: the autoreloader runs the server in a child, which
+        # must stop with it.
+        server = subprocess.Popen(
+            [str(PYTHON), "manage.py", "runserver", f"{HOST}:{PORT}"],
+            cwd=ROOT,
+            env=env,
+            start_new_session=True,
         )
-        return server.returncode
+        return server.wait()
     except KeyboardInterrupt:
         return 0
     finally:
+        if server is not None and server.poll() is None:
+            os.killpg(server.pid, signal.SIGTERM)
+            server.wait(timeout=15)
         worker.send_signal(signal.SIGTERM)
         try:
             worker.wait(timeout=15)
         except subprocess.TimeoutExpired:
             worker.kill()
+
+
+def manage_command(args: list[str]) -> int:
+    """manage.py as `run` calls it: the project's venv, DEBUG on unless set (so no
+    SECRET_KEY is needed on a laptop), the same SQLite file and broker folder."""
+    ensure_venv("")
+    env = {**os.environ, "DEBUG": os.environ.get("DEBUG", "1")}
+    return subprocess.run([str(PYTHON), "manage.py", *args], cwd=ROOT, env=env).returncode
 
 
 def test(pytest_args: list[str]) -> int:
@@ -114,6 +151,8 @@ def main(argv: list[str]) -> int:
         return run()
     if command == "test":
         return test(rest)
+    if command == "manage":
+        return manage_command(rest)
     print(__doc__)
     return 2
 

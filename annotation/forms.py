@@ -13,6 +13,7 @@ class DatasetForm(forms.ModelForm):
         fields = [
             "name",
             "description",
+            "licence",
             "guideline",
             "experts_per_query",
             "show_submitted_checklists",

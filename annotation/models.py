@@ -107,6 +107,12 @@ class LabelPolicy(models.TextChoices):
 class Dataset(models.Model):
     name = models.CharField(max_length=200, unique=True)
     description = models.TextField(blank=True, max_length=limits.DATASET_DESCRIPTION)
+    licence = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="Under which terms the dataset may be shared (e.g. CC BY 4.0); written "
+        "into the data card of every export.",
+    )
     guideline = models.ForeignKey(
         Guideline,
         null=True,
@@ -180,6 +186,9 @@ class Query(models.Model):
         DONE = "done", "Done"
 
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="queries")
+    # Your own id for the query, unique in its dataset: imports match queries by it, so that
+    # files of checklists, answers, labels and verdicts never need the app's ids.
+    external_id = models.CharField(max_length=200, blank=True)
     text = models.TextField(max_length=limits.QUERY_TEXT)
     query_date = models.DateField(
         help_text="Every cited source must have been public on or before this date."
@@ -204,6 +213,13 @@ class Query(models.Model):
         ordering = ["dataset_id", "id"]
         verbose_name_plural = "queries"
         indexes = [models.Index(fields=["dataset", "status"])]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["dataset", "external_id"],
+                condition=~models.Q(external_id=""),
+                name="query_external_id_unique_in_dataset",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.text[:80]
@@ -295,6 +311,8 @@ class Criterion(models.Model):
         FACT = "fact", "Fact"
 
     checklist = models.ForeignKey(Checklist, on_delete=models.CASCADE, related_name="criteria")
+    # Your own id for the criterion, unique in its checklist (see Query.external_id).
+    external_id = models.CharField(max_length=200, blank=True)
     position = models.PositiveIntegerField()
     # max_length on a TextField: enforced by forms and serializers, not by the database.
     text = models.TextField(max_length=limits.CRITERION_TEXT)
@@ -327,6 +345,13 @@ class Criterion(models.Model):
         ordering = ["checklist_id", "position", "id"]
         verbose_name_plural = "criteria"
         indexes = [models.Index(fields=["checklist", "archived_at"])]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["checklist", "external_id"],
+                condition=~models.Q(external_id=""),
+                name="criterion_external_id_unique_in_checklist",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.text[:80]

@@ -11,7 +11,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("workbench")
 app.config_from_object("django.conf:settings", namespace="CELERY")
+# Each app's tasks module, and the packages that keep tasks of their own.
 app.autodiscover_tasks()
+app.autodiscover_tasks(["evaluation.runs", "evaluation.data"])
 
 
 @task_prerun.connect

@@ -27,7 +27,9 @@ SECRET_KEY = envsecret("SECRET_KEY")
 if not SECRET_KEY:
     if not (DEBUG or TESTING):
         raise ImproperlyConfigured(
-            "SECRET_KEY must be set when DEBUG is off (or SECRET_KEY_FILE naming a file)."
+            "SECRET_KEY must be set when DEBUG is off (or SECRET_KEY_FILE naming a file). "
+            "On a development machine, run commands as `python3.11 dev.py manage <command>`, "
+            "which turns DEBUG on, or export DEBUG=1."
         )
     SECRET_KEY = "insecure-development-key-never-use-in-production"  # noqa: S105
 
@@ -95,6 +97,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "config.limits.context_processor",
+                "evaluation.context_processors.costs",
             ],
         },
     },
@@ -325,7 +328,10 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "control_folder": str(CELERY_FILESYSTEM_DIR / "control"),
     }
 else:
-    # A task not acknowledged within the hour goes back to the queue (worker lost).
+    # Redis hands a task not acknowledged within this time to another worker. Runs do not
+    # rely on it (their sweep, below, requeues a lost worker's tasks within about a minute):
+    # it is a backstop, set above the longest judging task so that a task still running
+    # is not handed out twice for nothing.
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": envint("CELERY_VISIBILITY", 3600)}
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "django-db")
 CELERY_RESULT_EXTENDED = False
@@ -348,6 +354,19 @@ HEALTHZ_WORKER_TIMEOUT = float(os.environ.get("HEALTHZ_WORKER_TIMEOUT", "3"))
 HEALTHZ_PING_QUEUE = os.environ.get("HEALTHZ_PING_QUEUE") or None  # None: the default queue
 # Judging tasks may go to a queue of their own, served by dedicated workers.
 RUNS_QUEUE = os.environ.get("RUNS_QUEUE") or None
+# Self-healing runs (evaluation/runs/healing.py): each worker refreshes the leases of the
+# tasks it runs every RUNS_HEARTBEAT seconds and sweeps every RUNS_SWEEP seconds; a lease
+# silent for RUNS_LEASE_TIMEOUT seconds belongs to a lost worker and its task is queued
+# again, at most RUNS_MAX_REQUEUES times before the task is given up with error verdicts.
+RUNS_HEARTBEAT = envint("RUNS_HEARTBEAT", 10)
+RUNS_SWEEP = envint("RUNS_SWEEP", 15)
+RUNS_LEASE_TIMEOUT = envint("RUNS_LEASE_TIMEOUT", 60)
+RUNS_MAX_REQUEUES = envint("RUNS_MAX_REQUEUES", 5)
+# Starting a run opens a TCP connection to each LLM judge's host first (no request), so an
+# unreachable endpoint is refused at once; off where only the workers can reach it.
+RUNS_PREFLIGHT_CONNECT = envbool("RUNS_PREFLIGHT_CONNECT", True)
+# The currency of the judges' prices, shown with every cost estimate (a label: no conversion).
+COST_CURRENCY = os.environ.get("COST_CURRENCY", "USD")
 # Retries of transient judge failures (429, 5xx, timeouts, dropped connections): attempts
 # per call, and the backoff base in seconds: attempt n waits a random time up to
 # base × 2^n, at most 20 s; a Retry-After from the server wins, up to 60 s.
@@ -370,3 +389,13 @@ CELERY_DB_REUSE_MAX = envint("CELERY_DB_REUSE_MAX", 1000)
 # --- Application ----------------------------------------------------------------------------
 DEMO_ADMIN_USERNAME = "admin"
 DEMO_PASSWORD = os.environ.get("DEMO_PASSWORD", "demo-password")
+
+# --- Dataset exports and imports ------------------------------------------------------------
+# Exports bigger than DATA_EXPORT_STREAM_MAX_ROWS rows run as a Celery job that writes a zip
+# into DATA_EXPORT_DIR (shared by the web and worker machines); its download link works for
+# the dataset's admins until DATA_EXPORT_EXPIRY_HOURS have passed, then the file is removed.
+DATA_EXPORT_DIR = Path(os.environ.get("DATA_EXPORT_DIR", VAR_DIR / "exports"))
+DATA_EXPORT_EXPIRY_HOURS = envint("DATA_EXPORT_EXPIRY_HOURS", 24)
+DATA_EXPORT_STREAM_MAX_ROWS = envint("DATA_EXPORT_STREAM_MAX_ROWS", 100_000)
+# Uploaded import files wait here while they are checked and written.
+DATA_IMPORT_DIR = Path(os.environ.get("DATA_IMPORT_DIR", VAR_DIR / "imports"))

@@ -27,6 +27,8 @@ urlpatterns = [
     ),
     path("", include("annotation.urls")),
     path("", include("evaluation.urls")),
+    path("", include("evaluation.data.urls")),
+    path("api/", include(("evaluation.data.api_urls", "api-data"))),
     path("api/", include(("annotation.api.urls", "api"))),
     path("api/", include(("evaluation.api.urls", "api-evaluation"))),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -9,9 +9,6 @@ system, query and run label.
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +17,7 @@ from django.db import transaction
 from annotation.models import Dataset
 from config import limits
 from config.ids import is_id
+from evaluation.data import formats
 from evaluation.models import Answer, System
 
 REQUIRED = ("query", "system", "text")
@@ -71,32 +69,22 @@ class ImportResult:
 
 
 def read_rows(name: str, content: str) -> list[tuple[int, dict]]:
-    """(line number, raw row) pairs from JSONL or CSV, chosen by the file name. A NUL
-    character, a CSV field past the csv module's limit or JSON nested past
-    limits.JSON_DEPTH is refused with its line, never a crash."""
-    if "\x00" in content:
-        line = content.count("\n", 0, content.index("\x00")) + 1
-        raise ImportRejected([f"{name}:{line}: contains a NUL character; not a text file?"])
-    if name.lower().endswith(".csv"):
-        reader = csv.DictReader(io.StringIO(content))
-        try:
-            return [(i, dict(row)) for i, row in enumerate(reader, start=2)]  # line 1: header
-        except csv.Error as exc:
-            raise ImportRejected([f"{name}:{reader.line_num}: not valid CSV ({exc})"]) from None
-    rows = []
-    for i, line in enumerate(content.splitlines(), start=1):
-        if not line.strip():
-            continue
-        if limits.json_depth(line) > limits.JSON_DEPTH:
-            raise ImportRejected(
-                [f"{name}:{i}: JSON nested deeper than {limits.JSON_DEPTH} levels"]
-            )
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ImportRejected([f"{name}:{i}: not valid JSON ({exc.msg})"]) from None
-        rows.append((i, value if isinstance(value, dict) else {"__not_an_object__": True}))
-    return rows
+    """(line number, raw row) pairs from JSONL or CSV, chosen by the file name. A byte-order
+    mark (Excel's "CSV UTF-8") is dropped; a CSV row names the line it starts on, also when
+    quoted newlines make it span several."""
+    try:
+        return list(formats.read_text_rows(name, content))
+    except formats.FileRejected as exc:
+        raise ImportRejected(exc.errors) from None
+
+
+def decode_upload(name: str, data: bytes) -> str:
+    """The text of an uploaded file: UTF-8 with or without a byte-order mark; otherwise
+    ImportRejected says which encoding the file looks like."""
+    try:
+        return formats.decode(name, data)
+    except formats.FileRejected as exc:
+        raise ImportRejected(exc.errors) from None
 
 
 def check_rows(name: str, raw: list[tuple[int, dict]], dataset: Dataset) -> list[AnswerRow]:
@@ -176,7 +164,7 @@ def import_answers(*, dataset: Dataset, name: str, content: str) -> ImportResult
 
 def import_answers_file(*, dataset: Dataset, path: Path) -> ImportResult:
     try:
-        content = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        content = decode_upload(path.name, path.read_bytes())
+    except OSError as exc:
         raise ImportRejected([f"{path.name}: cannot be read ({exc})"]) from exc
     return import_answers(dataset=dataset, name=path.name, content=content)

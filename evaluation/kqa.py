@@ -1,4 +1,4 @@
-"""The K-QA dataset (Manes et al., 2024; MIT; ../shared/datasets/kqa/) as a workbench dataset.
+"""The K-QA dataset (Manes et al., 2024; MIT; evaluation/datasets/kqa/) as a workbench dataset.
 
 - `questions_w_answers.jsonl`: one query per question (query date QUERY_DATE), its
   physician-written free-form answer as the reference answer, and one submitted checklist
@@ -10,8 +10,10 @@
 
 A CSV row names its question and statement by text. Both are matched exactly first, then
 after normalising (whitespace collapsed, case folded, a final full stop dropped); rows that
-still match nothing are reported and skipped. In the published files 8 of the 399 rows do
-not match: 3 belong to a question missing from the JSONL, 5 join two statements into one.
+still match nothing are reported and skipped: a statement that is two adjacent statements of
+its question run together is reported as such ("joined statements"), the rest as matching no
+criterion. In the published files 8 of the 399 rows do not match: 3 belong to a question
+missing from the JSONL, 5 join two statements into one.
 
 Importing again changes nothing: the dataset, queries, checklists and systems are found by
 name or text, answers by system, query and run label, labels by item and rater.
@@ -37,6 +39,8 @@ from annotation.services import dataset_create, dataset_set_role
 from evaluation.models import Answer, System
 from evaluation.review_imports import LabelsResult, import_label_rows
 
+# The files, kept in the repository with their licence (evaluation/datasets/README.md).
+DIRECTORY = Path(__file__).resolve().parent / "datasets" / "kqa"
 DATASET_NAME = "K-QA (medical questions, physician labels)"
 AUTHOR = "kqa-physicians"
 # The paper appeared in January 2024; the physicians' answers and the LLM answers predate
@@ -51,6 +55,21 @@ LABELS_FILE = "NLI_medical_annotator.csv"
 
 def normalise(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().casefold().rstrip(".").strip()
+
+
+def _letters(text: str) -> str:
+    """Only letters and digits: two statements run together ("…established yet.Ivermectin")
+    compare equal to the two apart."""
+    return re.sub(r"[\W_]+", "", text.casefold())
+
+
+def joined_statements(claim: str, statements: list[str]) -> tuple[int, int] | None:
+    """The positions (from 1) of two adjacent statements that `claim` runs together."""
+    wanted = _letters(claim)
+    for i in range(len(statements) - 1):
+        if wanted and wanted == _letters(statements[i]) + _letters(statements[i + 1]):
+            return i + 1, i + 2
+    return None
 
 
 def label_of(nli: str) -> str:
@@ -68,6 +87,7 @@ class KqaResult:
     matched_exactly: int = 0
     matched_normalised: int = 0
     skipped: list[str] = field(default_factory=list)  # "row 17: why"
+    joined: list[str] = field(default_factory=list)  # skipped rows that join two statements
     labels: LabelsResult | None = None
 
 
@@ -116,6 +136,13 @@ def import_kqa(
     queries = _queries(dataset, questions, result)
     criteria = _criteria(queries, questions, author, result)
     answers = _answers(queries, nli, result)
+    ordered: dict[str, list[str]] = {}
+    for key, query in queries.items():
+        ordered[key] = list(
+            Criterion.objects.filter(checklist__query=query, checklist__author=author)
+            .order_by("position")
+            .values_list("text", flat=True)
+        )
 
     raw: list[tuple[int, dict]] = []
     for line, row in enumerate(nli, start=2):
@@ -131,7 +158,18 @@ def import_kqa(
         else:
             criterion_id = statements.get(("normalised", normalise(row["claim"])))
             if criterion_id is None:
-                result.skipped.append(f"{where}: statement matches no criterion of its question")
+                pair = joined_statements(row["claim"], ordered[key])
+                if pair is not None:
+                    message = (
+                        f"{where}: joined statements: the statement runs together criteria "
+                        f"{pair[0]} and {pair[1]} of its question; label them one by one"
+                    )
+                    result.joined.append(message)
+                    result.skipped.append(message)
+                else:
+                    result.skipped.append(
+                        f"{where}: statement matches no criterion of its question"
+                    )
                 continue
             result.matched_normalised += 1
         answer_id = answers[key, row["llm_x"]]

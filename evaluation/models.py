@@ -268,7 +268,12 @@ class Run(models.Model):
         PENDING = "pending", "Pending"
         RUNNING = "running", "Running"
         DONE = "done", "Done"
+        DONE_WITH_ERRORS = "done_with_errors", "Done with errors"
         CANCELLED = "cancelled", "Cancelled"
+        FAILED = "failed", "Failed"
+
+    # A run in one of these has ended; every run reaches one (evaluation.runs.lifecycle).
+    ENDED = (Status.DONE, Status.DONE_WITH_ERRORS, Status.CANCELLED, Status.FAILED)
 
     class Kind(models.TextChoices):
         SYSTEMS = "systems", "System answers"
@@ -293,6 +298,16 @@ class Run(models.Model):
     )
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
     expected = models.PositiveIntegerField(default=0, help_text="Verdicts the run will hold.")
+    reason = models.TextField(
+        blank=True, help_text="Why the run failed, or a summary of its errors."
+    )
+    # Bumped by each resume and retry: a task queued for an earlier attempt cannot finish
+    # (or close) a later one (evaluation.runs.lifecycle).
+    attempt = models.PositiveIntegerField(default=1)
+    # The panel as it was at start: method, threshold, graded, members with their samples
+    # and temperatures (evaluation.runs.snapshot). Every figure of the run reads this, so
+    # editing the panel later never changes a run's results.
+    snapshot = models.JSONField(default=dict, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -306,12 +321,30 @@ class Run(models.Model):
     def __str__(self) -> str:
         return self.name or f"Run {self.pk}"
 
+    # How the run's votes become one verdict per criterion: from the snapshot, never from
+    # the panel's current settings (no query).
+    @property
+    def panel_method(self) -> str:
+        return self.snapshot.get("method") or Panel.Method.MAJORITY
+
+    @property
+    def panel_threshold(self) -> float:
+        return float(self.snapshot.get("threshold", 0.5))
+
+    @property
+    def graded(self) -> bool:
+        return bool(self.snapshot.get("graded"))
+
+    @property
+    def ended(self) -> bool:
+        return self.status in self.ENDED
+
 
 class JudgeCall(models.Model):
     """What every recorded judge call keeps, whatever it asked (a verdict, a grade): the raw
     output, how it failed, what it cost, its cache key and the parameters it was made with."""
 
-    # Written from the engine's result of the call (evaluation.runs.call_record).
+    # Written from the engine's result of the call (evaluation.runs.calls.call_record).
     RECORD_FIELDS = (
         "raw_output", "error_kind", "error", "prompt_tokens", "completion_tokens", "latency_ms",
         "attempts", "cache_hit", "cache_key",
@@ -562,12 +595,40 @@ class RunTask(models.Model):
     answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="+")
     judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="+")
     done_at = models.DateTimeField(null=True, blank=True)
+    # The run attempt the task was last queued for: only a delivery of that attempt claims
+    # and finishes it.
+    attempt = models.PositiveIntegerField(default=1)
+    # A lease: the delivery working on the task now, kept alive by its worker's heartbeat.
+    # A lease whose heartbeat stopped belongs to a lost worker; the sweep requeues it.
+    lease = models.CharField(max_length=32, blank=True)
+    worker = models.CharField(max_length=200, blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    queued_at = models.DateTimeField(null=True, blank=True)
+    requeues = models.PositiveSmallIntegerField(
+        default=0, help_text="Times the sweep queued it again after a lost worker or message."
+    )
+    error = models.TextField(blank=True, help_text="Why the task failed, if it did.")
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["run", "answer", "judge"], name="one_task_per_item")
         ]
-        indexes = [models.Index(fields=["run", "done_at"])]
+        indexes = [
+            models.Index(fields=["run", "done_at"]),
+            # The sweep looks at unfinished tasks only.
+            models.Index(
+                fields=["heartbeat_at"],
+                condition=models.Q(done_at__isnull=True),
+                name="runtask_open",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"Run {self.run_id}: answer {self.answer_id} × judge {self.judge_id}"
+
+
+# Kept beside the code that writes it (evaluation/data/); imported here so Django sees it.
+from evaluation.data.models import DatasetExport  # noqa: E402
+
+__all__ = ["DatasetExport"]

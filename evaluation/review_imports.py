@@ -33,7 +33,7 @@ from annotation.models import Checklist, Criterion, Dataset
 from annotation.permissions import dataset_permissions
 from config import limits
 from config.ids import is_id
-from evaluation.imports import ImportRejected, read_rows
+from evaluation.imports import ImportRejected, decode_upload, read_rows
 from evaluation.models import (
     Answer,
     HumanLabel,
@@ -44,6 +44,7 @@ from evaluation.models import (
     Run,
     Verdict,
 )
+from evaluation.runs import snapshot
 
 __all__ = [
     "ImportRejected",
@@ -299,8 +300,8 @@ def import_labels_file(*, dataset: Dataset, path: Path) -> LabelsResult:
 
 def _read(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        return decode_upload(path.name, path.read_bytes())
+    except OSError as exc:
         raise ImportRejected([f"{path.name}: cannot be read ({exc})"]) from exc
 
 
@@ -435,6 +436,7 @@ def import_verdict_rows(
                 status=Run.Status.DONE,
                 started_at=now,
                 finished_at=now,
+                snapshot=snapshot.take(panel_obj),
             )
         existing = {
             (v.answer_id, v.criterion_id, v.judge_id, v.sample): v
@@ -477,7 +479,8 @@ def import_verdict_rows(
         if new or changed:  # a repeated import leaves the run as it was
             run.expected = Verdict.objects.filter(run=run).count()
             run.status, run.finished_at = Run.Status.DONE, now
-            run.save(update_fields=["expected", "status", "finished_at"])
+            run.snapshot = snapshot.take(panel_obj)  # the panel may have gained judges
+            run.save(update_fields=["expected", "status", "finished_at", "snapshot"])
     return VerdictsResult(
         run_id=run.pk,
         run_created=run_created,

@@ -1,28 +1,20 @@
-"""Writes of the evaluation app. The judging issue adds runs and verdicts here."""
+"""Formality advice on criteria: asking an LLM whether a criterion is well formed.
+Runs' writes are evaluation.runs.services; judges' and panels' evaluation.judges.services."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
 
+from celery import current_app
 from django.db import transaction
 
 from annotation.models import Criterion, Dataset
-from evaluation import tasks
+from evaluation.judges.services import judge_endpoint
 from evaluation.judging import client, formality
 from evaluation.models import FormalityAdvice, Judge
 
-
-def judge_endpoint(judge: Judge) -> client.Endpoint:
-    return client.Endpoint(
-        base_url=judge.base_url,
-        model=judge.model,
-        api_key_env=judge.api_key_env,
-        temperature=judge.temperature,
-        max_tokens=judge.max_tokens,
-        seed=judge.seed,
-        timeout=judge.timeout,
-    )
+CHECK_FORMALITY_TASK = "evaluation.check_formality"
 
 
 def formality_judge() -> Judge | None:
@@ -48,8 +40,12 @@ def formality_request(*, dataset: Dataset, criteria: Iterable[Criterion]) -> Non
             text_hash=formality.text_hash(criterion.text),
             defaults={"judge": judge, "prompt_version": formality.PROMPT_VERSION},
         )
-        if created:
-            tasks.check_formality.delay_on_commit(advice.pk)
+        if created:  # queued by name: the tasks module imports this one
+            transaction.on_commit(
+                lambda pk=advice.pk: current_app.signature(
+                    CHECK_FORMALITY_TASK, args=(pk,)
+                ).apply_async()
+            )
 
 
 def formality_run(*, advice_id: int) -> FormalityAdvice | None:

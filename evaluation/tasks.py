@@ -1,4 +1,5 @@
-"""Celery tasks: thin, they take ids and call one service."""
+"""Celery tasks: thin, they take ids and call one service. Services queue them by name and
+never import this module. Runs' tasks are evaluation.runs.tasks."""
 
 from __future__ import annotations
 
@@ -6,8 +7,7 @@ import random
 
 from celery import shared_task
 
-# Module imports (not names): services and runs import this module too, to queue tasks.
-from evaluation import models, runs, services
+from evaluation import models, services
 from evaluation.cross_evaluation import services as cross_evaluation
 from evaluation.judging.client import JudgeUnavailable
 
@@ -18,7 +18,7 @@ def ping(token: str) -> str:
     return token
 
 
-@shared_task(name="evaluation.check_formality", bind=True, max_retries=3)
+@shared_task(name=services.CHECK_FORMALITY_TASK, bind=True, max_retries=3)
 def check_formality(self, advice_id: int) -> None:
     """Only an unreachable judge is retried (after about 10, 20, 40 s, with jitter); the
     service is safe to run again."""
@@ -34,17 +34,8 @@ def check_formality(self, advice_id: int) -> None:
         raise self.retry(exc=exc, countdown=random.uniform(delay / 2, delay)) from exc  # noqa: S311
 
 
-@shared_task(name="evaluation.judge_answer", acks_late=True, reject_on_worker_lost=True)
-def judge_answer(run_id: int, answer_id: int, judge_id: int) -> None:
-    """One answer × one judge of a run. Safe to redeliver: it only fills missing verdicts.
-
-    Judge failures are recorded as error verdicts by the service, not retried here: the run
-    page offers "retry failed calls" for those."""
-    runs.judge_answer(run_id=run_id, answer_id=answer_id, judge_id=judge_id)
-
-
 @shared_task(
-    name="evaluation.draft_perfect_answer", bind=True, max_retries=3, ignore_result=False,
+    name=cross_evaluation.DRAFT_TASK, bind=True, max_retries=3, ignore_result=False,
     track_started=True,
 )  # fmt: skip
 def draft_perfect_answer(

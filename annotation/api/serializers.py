@@ -42,6 +42,7 @@ class DatasetSerializer(serializers.ModelSerializer):
             "id",
             "name",
             "description",
+            "licence",
             "guideline",
             "experts_per_query",
             "show_submitted_checklists",
@@ -71,6 +72,7 @@ class QuerySerializer(serializers.ModelSerializer):
         fields = [
             "id",
             "dataset",
+            "external_id",
             "text",
             "query_date",
             "category",
@@ -80,7 +82,7 @@ class QuerySerializer(serializers.ModelSerializer):
             "assigned_experts",
             "created_at",
         ]
-        read_only_fields = ["id", "status", "created_at"]
+        read_only_fields = ["id", "external_id", "status", "created_at"]
 
 
 class QueryWriteSerializer(QuerySerializer):

@@ -302,8 +302,15 @@ def criterion_update(
 
 def _new_version(old: Criterion) -> Criterion:
     """Archive `old` and put a copy in its place (same position, fields, sources and
-    citations) for the caller to change. Labels, adjudications and verdicts stay on `old`."""
+    citations) for the caller to change. Labels, adjudications and verdicts stay on `old`.
+    The external id (unique in the checklist) moves to the new version, which imports then
+    match; the archived one keeps it with its own id appended, e.g. "c-12@57"."""
+    external_id = old.external_id
+    if external_id:
+        old.external_id = f"{external_id}@{old.pk}"[-200:]
+        old.save(update_fields=["external_id"])
     new = Criterion.objects.create(
+        external_id=external_id,
         checklist=old.checklist,
         position=old.position,
         text=old.text,

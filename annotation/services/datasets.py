@@ -21,6 +21,7 @@ DATASET_SETTINGS = frozenset(
     {
         "name",
         "description",
+        "licence",
         "guideline",
         "experts_per_query",
         "show_submitted_checklists",

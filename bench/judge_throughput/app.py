@@ -151,8 +151,8 @@ def run(dataset, panel, *, per_task: int, timeout: float, worker) -> AppResult:
     from django.db.models import Count, Max
 
     from bench.judge_throughput.processes import machine_busy_seconds, process_cpu_seconds
-    from evaluation import runs
     from evaluation.models import Run, Verdict
+    from evaluation.runs import services as runs
 
     cpu_before, machine_before = process_cpu_seconds(worker.pid), machine_busy_seconds()
     run = runs.run_create(dataset=dataset, panel=panel, concurrency=per_task)

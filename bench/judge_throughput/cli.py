@@ -172,8 +172,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         peer = run_inspect(workload, base_url=server.base_url, concurrency=c, max_tokens=MAX_TOKENS)
     except Exception as exc:
-        # Not installed, or a release whose openai-api provider wants openai >= 3 while the
-        # app pins openai < 3 (inspect-ai 0.3.259 and later): bench/README.md says which.
+        # Not installed, or its openai-api provider refuses the installed openai (it wants
+        # 3.4 or later; the app also runs on 2.x): bench/README.md says which.
         if type(exc).__name__ not in ("PrerequisiteError", "ModuleNotFoundError"):
             raise
         out(f"inspect: unavailable: {str(exc).strip().splitlines()[0]}")

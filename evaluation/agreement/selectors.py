@@ -191,8 +191,8 @@ def load_items(dataset: Dataset, run: Run | None) -> list[Item]:
     ).values_list("criterion_id", "sourcetype__name"):
         sources[criterion_id].append(name)
     systems = dict(Answer.objects.filter(query__dataset=dataset).values_list("pk", "system__name"))
-    method = run.panel.method if run else Method.MAJORITY
-    threshold = run.panel.threshold if run else 0.5
+    method = run.panel_method if run else Method.MAJORITY
+    threshold = run.panel_threshold if run else 0.5
     items = []
     for answer_id, criterion_id in sorted(keys):
         if criterion_id not in criteria or answer_id not in systems:

@@ -16,6 +16,7 @@ from annotation.permissions import access_dataset, dataset_permissions
 from config.uploads import validate_upload_size
 from evaluation.agreement.selectors import agreement_report
 from evaluation.agreement.serialize import report_data
+from evaluation.imports import decode_upload
 from evaluation.models import Run
 from evaluation.permissions import can_see_runs
 from evaluation.review_imports import ImportRejected, import_labels, import_verdicts
@@ -85,9 +86,9 @@ def _upload(request: Request, serializer_class: type[serializers.Serializer]):
     dataset = access_dataset(request.user, payload.validated_data["dataset"], roles.CHANGE)
     upload = payload.validated_data["file"]
     try:
-        content = upload.read().decode("utf-8")
-    except UnicodeDecodeError:
-        raise ValidationError({"file": [f"{upload.name}: not UTF-8 text."]}) from None
+        content = decode_upload(upload.name, upload.read())
+    except ImportRejected as rejected:
+        raise ValidationError({"file": rejected.errors}) from None
     return dataset, upload.name, content, payload.validated_data
 
 

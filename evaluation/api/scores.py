@@ -3,16 +3,17 @@ its progress. Who may read them: as the run API (the dataset's admins and review
 
 from __future__ import annotations
 
+from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from evaluation import scores
 from evaluation.api.serializers import ProgressSerializer
 from evaluation.permissions import access_run
-from evaluation.run_overview import RunOverview
+from evaluation.runs import scores
+from evaluation.runs.overview import RunOverview
 
 _SHARE = {"allow_null": True, "min_value": 0.0, "max_value": 1.0}
 
@@ -31,6 +32,7 @@ class GradedProgressSerializer(serializers.Serializer):
 
 class CostSerializer(serializers.Serializer):
     known = serializers.BooleanField(help_text="False when an LLM judge has no price.")
+    currency = serializers.SerializerMethodField(help_text="The site's COST_CURRENCY.")
     so_far = serializers.DecimalField(
         max_digits=20, decimal_places=6, allow_null=True, help_text="Null when unknown."
     )
@@ -45,19 +47,40 @@ class CostSerializer(serializers.Serializer):
         child=serializers.CharField(), help_text="The LLM judges without a price."
     )
 
+    def get_currency(self, cost: object) -> str:
+        return settings.COST_CURRENCY
+
+
+class ErrorGroupSerializer(serializers.Serializer):
+    kind = serializers.CharField(help_text="error_kind of the calls, or `task`.")
+    message = serializers.CharField()
+    count = serializers.IntegerField()
+
 
 class RunProgressSerializer(ProgressSerializer):
-    """The verdict progress, the graded view's progress and the estimated cost."""
+    """The verdict progress, the graded view's progress, the estimated cost, the most
+    frequent errors and the actions the run's status allows."""
 
+    status = serializers.CharField()
+    reason = serializers.CharField()
     graded = GradedProgressSerializer()
     cost = CostSerializer()
+    errors_first = ErrorGroupSerializer(many=True, help_text="The most frequent errors.")
+    actions = serializers.ListField(
+        child=serializers.ChoiceField(["cancel", "resume", "retry-failed"]),
+        help_text="What the run's status allows now.",
+    )
 
 
-def progress_data(overview: RunOverview) -> dict:
+def progress_data(run, overview: RunOverview) -> dict:
     return {
+        "status": run.status,
+        "reason": run.reason,
         **ProgressSerializer(overview.progress).data,
         "graded": GradedProgressSerializer(overview.graded).data,
         "cost": CostSerializer(overview.cost).data,
+        "errors_first": ErrorGroupSerializer(overview.errors, many=True).data,
+        "actions": overview.actions,
     }
 
 

@@ -98,6 +98,9 @@ class RunCreateSerializer(serializers.Serializer):
 
 
 class ProgressSerializer(serializers.Serializer):
+    tasks = serializers.IntegerField(help_text="The run's (answer × judge) tasks.")
+    tasks_done = serializers.IntegerField()
+    tasks_failed = serializers.IntegerField(help_text="Tasks that raised; see `errors`.")
     expected = serializers.IntegerField()
     done = serializers.IntegerField()
     percent = serializers.FloatField()
@@ -115,13 +118,27 @@ class ProgressSerializer(serializers.Serializer):
 
 
 class RunSerializer(serializers.ModelSerializer):
+    reason = serializers.CharField(
+        read_only=True, help_text="Why the run failed, or a summary of its errors."
+    )
+    snapshot = serializers.JSONField(
+        read_only=True,
+        help_text="The panel as the run started: method, threshold, graded, members with "
+        "their samples and temperatures. The run's figures use this, not the panel today.",
+    )
+
     class Meta:
         model = Run
         fields = [
-            "id", "name", "dataset", "panel", "kind", "status", "expected", "concurrency",
-            "answer_run_label", "created_at", "started_at", "finished_at",
+            "id", "name", "dataset", "panel", "kind", "status", "reason", "attempt", "expected",
+            "concurrency", "answer_run_label", "snapshot", "created_at", "started_at",
+            "finished_at",
         ]  # fmt: skip
         read_only_fields = fields
+
+
+class DetailSerializer(serializers.Serializer):
+    detail = serializers.CharField()
 
 
 class VerdictSerializer(serializers.ModelSerializer):

@@ -14,13 +14,13 @@ from rest_framework.response import Response
 from annotation import permissions as access
 from annotation import roles
 from annotation.selectors import datasets_for_user
-from evaluation import runs
 from evaluation.api import serializers as s
 from evaluation.api.scores import RunProgressSerializer, progress_data
-from evaluation.imports import ImportRejected, import_answers
+from evaluation.imports import ImportRejected, decode_upload, import_answers
 from evaluation.models import Answer, Judge, Panel, Run, System, Verdict
 from evaluation.permissions import access_run, runs_for_user
-from evaluation.run_overview import run_overview
+from evaluation.runs import services as runs
+from evaluation.runs.overview import run_overview
 
 
 class ModelPermsOrReadOnly(permissions.DjangoModelPermissions):
@@ -74,30 +74,47 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
             )  # fmt: skip
         except ValueError as exc:
             raise ValidationError({"queries": [str(exc)]}) from exc
+        except runs.RunRefused as refused:
+            raise ValidationError({refused.field or "non_field_errors": refused.problems}) from None
         except runs.RunStateError as exc:
-            raise ValidationError({"panel": [str(exc)]}) from exc
+            raise ValidationError({"non_field_errors": [str(exc)]}) from exc
         return Response(s.RunSerializer(run).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses={200: RunProgressSerializer})
     @action(detail=True, methods=["get"])
     def progress(self, request: Request, pk: int) -> Response:
-        return Response(progress_data(run_overview(self.get_object())))
+        run = self.get_object()
+        return Response(progress_data(run, run_overview(run)))
 
-    @extend_schema(request=None, responses={200: s.RunSerializer})
+    def _act(self, service) -> Response:
+        """A lifecycle action: the run as it is after it, or 409 with the reason when its
+        status does not allow it (or 400 when a pre-flight check refuses it)."""
+        try:
+            run = service(run=self.get_object())
+        except runs.RunRefused as refused:
+            raise ValidationError({"non_field_errors": refused.problems}) from None
+        except runs.RunStateError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response(s.RunSerializer(run).data)
+
+    @extend_schema(request=None, responses={200: s.RunSerializer, 409: s.DetailSerializer})
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: int) -> Response:
-        return Response(s.RunSerializer(runs.run_cancel(run=self.get_object())).data)
+        """Cancel a pending or running run; calls in flight finish and are kept."""
+        return self._act(runs.run_cancel)
 
-    @extend_schema(request=None, responses={200: s.RunSerializer})
+    @extend_schema(request=None, responses={200: s.RunSerializer, 409: s.DetailSerializer})
     @action(detail=True, methods=["post"])
     def resume(self, request: Request, pk: int) -> Response:
-        return Response(s.RunSerializer(runs.run_resume(run=self.get_object())).data)
+        """Continue a cancelled or failed run. On a running run: queue again, at once, the
+        tasks that no live worker holds (the sweep does it by itself within a minute)."""
+        return self._act(runs.run_resume)
 
-    @extend_schema(request=None, responses={200: s.RunSerializer})
+    @extend_schema(request=None, responses={200: s.RunSerializer, 409: s.DetailSerializer})
     @action(detail=True, methods=["post"], url_path="retry-failed")
     def retry_failed(self, request: Request, pk: int) -> Response:
-        run = runs.run_resume(run=self.get_object(), retry_failed=True)
-        return Response(s.RunSerializer(run).data)
+        """Redo the calls of an ended run that ended in error."""
+        return self._act(runs.run_retry_failed)
 
 
 class VerdictViewSet(viewsets.ReadOnlyModelViewSet):
@@ -161,10 +178,8 @@ class AnswerViewSet(viewsets.ReadOnlyModelViewSet):
         )
         upload = payload.validated_data["file"]
         try:
-            content = upload.read().decode("utf-8")
+            content = decode_upload(upload.name, upload.read())
             result = import_answers(dataset=dataset, name=upload.name, content=content)
-        except UnicodeDecodeError:
-            raise ValidationError({"file": [f"{upload.name}: not UTF-8 text."]}) from None
         except ImportRejected as rejected:
             raise ValidationError({"file": rejected.errors}) from rejected
         return Response(s.AnswerImportResultSerializer(result).data, status=status.HTTP_201_CREATED)

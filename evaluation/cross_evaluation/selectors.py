@@ -218,7 +218,7 @@ def _outcomes(
         graded_at[key] = max(graded_at.get(key, updated), updated)
     for (a, c), answer_votes in votes.items():
         run = run_of_query[answers[checklist_of[a]].query_id]
-        verdict = aggregate(answer_votes, run.panel.method, threshold=run.panel.threshold)
+        verdict = aggregate(answer_votes, run.panel_method, threshold=run.panel_threshold)
         outcomes[checklist_of[a], c] = om.decided_outcome(
             adjudication=adjudicated.get((a, c)), panel=verdict.outcome
         )

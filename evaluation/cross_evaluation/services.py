@@ -17,13 +17,14 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from celery import current_app
 from django.db import transaction
 
 from annotation.models import Checklist, Dataset, Query
-from evaluation import runs, tasks
+from evaluation.judges.services import judge_endpoint
 from evaluation.judging import client, drafting
 from evaluation.models import Answer, CrossEvaluationSettings, Judge, Panel, Run, System
-from evaluation.services import judge_endpoint
+from evaluation.runs import services as runs
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 REFERENCE_SYSTEM = "Perfect answers"
+DRAFT_TASK = "evaluation.draft_perfect_answer"
 MAX_TEXT = drafting.MAX_ANSWER_CHARS
 
 
@@ -116,10 +118,10 @@ def perfect_answer_draft_request(*, checklist: Checklist, judge: Judge) -> str:
         raise CrossEvaluationRefused("Only an LLM judge can draft an answer.")
     task_id = str(uuid.uuid4())
     based_on = _version(checklist.pk)
-    transaction.on_commit(
-        lambda: tasks.draft_perfect_answer.apply_async(
-            args=(checklist.pk, judge.pk, based_on), task_id=task_id
-        )
+    transaction.on_commit(  # by name: the tasks module imports this one
+        lambda: current_app.signature(
+            DRAFT_TASK, args=(checklist.pk, judge.pk, based_on)
+        ).apply_async(task_id=task_id)
     )
     return task_id
 
@@ -233,12 +235,13 @@ def cross_evaluation_start(
     if not name:
         label = f"query {queries[0].pk}" if len(queries) == 1 else "dataset"
         name = f"Cross-evaluation of {label}" if len(queries) <= 1 else "Cross-evaluation"
-    run = runs.run_create(dataset=dataset, panel=panel, by=by, name=name, queries=queries)
-    run.kind = Run.Kind.CROSS_EVALUATION
-    run.save(update_fields=["kind"])
+    run = runs.run_create(
+        dataset=dataset, panel=panel, by=by, name=name, queries=queries,
+        kind=Run.Kind.CROSS_EVALUATION,
+    )  # fmt: skip
     try:
         return runs.run_start(run=run)
-    except runs.RunStateError as exc:
+    except (runs.RunStateError, runs.RunRefused) as exc:
         raise CrossEvaluationRefused(str(exc)) from exc
 
 

@@ -14,20 +14,13 @@ from typing import IO
 
 from annotation.models import Dataset
 from evaluation.cross_evaluation import selectors
+from evaluation.data.formats import csv_safe  # one rule for every CSV the app writes
 
 COLUMNS = (
     "dataset", "query", "a_checklist", "a_author", "b_checklist", "b_author", "is_self",
     "passed", "failed", "undecided", "total", "overlap", "source", "run",
 )  # fmt: skip
-_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def csv_safe(value: object) -> object:
-    """Spreadsheets run a cell starting with = + - @ tab or CR as a formula: prefix such
-    text with a single quote. Numbers and None pass unchanged."""
-    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
-        return "'" + value
-    return value
+__all__ = ["COLUMNS", "csv_safe", "overlap_rows", "write_csv"]
 
 
 def overlap_rows(

@@ -9,6 +9,9 @@ the formality check). `complete_json_with_retries`, used by runs, makes one atte
 time with the openai client's own retries off, and retries only what is transient (429,
 5xx, timeouts, dropped connections) with exponential backoff and full jitter, honouring
 Retry-After, both capped; every wait first passes the judge's shared rate limiter.
+
+openai 1.89 to 3.x: 3.x is built on httpx2 instead of httpx (see `http` below); the rest of
+what is used here (AsyncOpenAI.post, DefaultAioHttpClient, the exception classes) is the same.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import collections
+import importlib
 import json
 import logging
 import random
@@ -24,21 +28,19 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-import httpx
 import openai
 
 from evaluation.judging import keys
 from evaluation.judging.ratelimit import RateLimiter, Unlimited
 
-# httpx logs every request at INFO: one line per judge call in a worker's log is noise.
-logging.getLogger("httpx").setLevel(logging.WARNING)
+# The HTTP library under the openai client: httpx2 from openai 3.x, which no longer installs
+# httpx; httpx before. Replies are asked for as its Response (see complete_json).
+http: Any = importlib.import_module(
+    "httpx2" if int(openai.__version__.split(".")[0]) >= 3 else "httpx"
+)
 
-try:  # openai's aiohttp transport (the `openai[aiohttp]` extra), when it is installed
-    import httpx_aiohttp  # noqa: F401
-
-    _AIOHTTP = True
-except ImportError:  # pragma: no cover - httpx's own transport then
-    _AIOHTTP = False
+# It logs every request at INFO: one line per judge call in a worker's log is noise.
+logging.getLogger(http.__name__).setLevel(logging.WARNING)
 
 # Endpoints (base URL, model) known to refuse json_schema response formats.
 _NO_STRUCTURED_OUTPUTS: set[tuple[str, str]] = set()
@@ -87,6 +89,25 @@ class JudgeRejected(Exception):
     """The endpoint refused the request (bad key, unknown model, invalid request)."""
 
 
+class MissingApiKey(JudgeRejected):
+    """The judge names an API key variable that this process does not have: no call is made.
+    Unchecked, the openai client raises 'Missing credentials' as it is made, outside any
+    call's error handling."""
+
+
+def missing_key(endpoint: Endpoint) -> str | None:
+    """Why this process cannot call the endpoint for want of its key, or None. The message
+    names the variable, never a value; a pre-flight check can call it without a client."""
+    if endpoint.api_key_env and not keys.key_variable_allowed(endpoint.api_key_env):
+        return (
+            f"{endpoint.api_key_env} may not hold a judge key: only JUDGE_KEY_* variables or "
+            "those JUDGE_KEY_VARIABLES lists (evaluation/judging/keys.py)."
+        )
+    if endpoint.api_key_env and not keys.read_key(endpoint.api_key_env):
+        return f"The API key variable {endpoint.api_key_env} is not set on this worker."
+    return None
+
+
 def parse_json_object(raw: str) -> dict[str, Any] | None:
     """Strict: the whole content must be one JSON object (a fenced block is tolerated)."""
     text = raw.strip()
@@ -108,7 +129,7 @@ def _response_format(mode: Mode, name: str, schema: dict[str, Any]) -> dict[str,
 class Session:
     """One HTTP connection pool to an endpoint, shared by many concurrent calls.
 
-    Making one costs tens of milliseconds (an httpx client with its TLS context), so
+    Making one costs tens of milliseconds (an HTTP client with its TLS context), so
     workers keep them: see run_sync and shared_session.
 
     The transport is aiohttp when installed: httpx's connection pool scans every connection
@@ -119,18 +140,28 @@ class Session:
         if not keys.host_allowed(endpoint.base_url):
             # Checked on save too; this catches judges saved before JUDGE_ALLOWED_HOSTS.
             raise JudgeRejected("The judge's host is not in JUDGE_ALLOWED_HOSTS.")
-        if endpoint.api_key_env and not keys.key_variable_allowed(endpoint.api_key_env):
-            raise JudgeRejected(f"{endpoint.api_key_env} may not hold a judge key (keys.py).")
+        if (missing := missing_key(endpoint)) is not None:  # no key, or not one judges may read
+            raise MissingApiKey(missing)
         self._client = openai.AsyncOpenAI(
             base_url=endpoint.base_url,
             api_key=endpoint.api_key(),
             timeout=endpoint.timeout,
             max_retries=endpoint.max_retries if max_retries is None else max_retries,
-            http_client=openai.DefaultAioHttpClient(timeout=endpoint.timeout) if _AIOHTTP else None,
+            http_client=_aiohttp_client(endpoint.timeout),
         )
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+def _aiohttp_client(timeout: float) -> Any:
+    """openai's aiohttp transport (the `openai[aiohttp]` extra), or None for its default.
+    The extra is httpx-aiohttp under openai 2.x and vendored in 3.x; both raise RuntimeError
+    when aiohttp is missing, so asking is the one check that holds for both."""
+    try:
+        return openai.DefaultAioHttpClient(timeout=timeout)
+    except RuntimeError:  # pragma: no cover - the extra is not installed
+        return None
 
 
 async def complete_json(
@@ -161,7 +192,7 @@ async def complete_json(
                 # The plain JSON body and reply, not chat.completions.create(): its typed
                 # transform and response models cost about a millisecond of CPU per call.
                 # Errors, retries, auth and timeouts are still the openai client's.
-                response = await client.post("/chat/completions", body=body, cast_to=httpx.Response)
+                response = await client.post("/chat/completions", body=body, cast_to=http.Response)
             except openai.BadRequestError as exc:
                 if mode == "json_schema" and getattr(exc, "param", None) == "response_format":
                     _NO_STRUCTURED_OUTPUTS.add(key)
@@ -191,7 +222,7 @@ async def complete_json(
             await session.aclose()
 
 
-def _content_and_usage(response: httpx.Response) -> tuple[str, dict[str, Any]]:
+def _content_and_usage(response: Any) -> tuple[str, dict[str, Any]]:
     """The first choice's text and the usage of a chat completion. A 200 that is not a
     completion gives empty text, which the caller records as unparseable."""
     try:

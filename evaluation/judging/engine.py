@@ -1,6 +1,6 @@
 """Running many judge calls concurrently. Async, no ORM: plans go in, results come out.
 
-evaluation.runs loads what to judge and writes what comes back; keeping the database out
+evaluation.runs.work loads what to judge and writes what comes back; keeping the database out
 of the event loop keeps both sides simple and lets a task's calls share one semaphore.
 """
 
@@ -88,22 +88,31 @@ async def ask_json(
     parse: Callable[[dict[str, Any] | None], Any],
     limiter: RateLimiter,
     policy: client.RetryPolicy,
-    session: client.Session,
 ) -> Asked:
     """One question (a verdict, a grade) with our transport retries, then up to
     PARSE_RETRIES more asks while the output does not parse. Shared by every kind of call
-    so that they all count attempts, tokens and failures the same way."""
+    so that they all count attempts, tokens and failures the same way.
+
+    It takes the worker thread's shared session itself, inside the try: a judge whose key
+    variable is unset then fails each of its questions (missing_key, no call made) instead
+    of raising out of the whole batch."""
     attempts = prompt_tokens = completion_tokens = latency_ms = 0
     completion = None
     for _ in range(1 + PARSE_RETRIES):
         try:
             completion = await client.complete_json_with_retries(
                 endpoint, messages, schema_name=schema_name, schema=schema, limiter=limiter,
-                token_estimate=_estimate(messages, endpoint), policy=policy, session=session,
+                token_estimate=_estimate(messages, endpoint), policy=policy,
+                session=client.shared_session(endpoint),
             )  # fmt: skip
         except client.JudgeUnavailable as exc:
             return Asked(
                 error_kind=exc.kind, error=str(exc)[:2000], attempts=attempts + exc.attempts,
+                prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+            )  # fmt: skip
+        except client.MissingApiKey as exc:
+            return Asked(
+                error_kind="missing_key", error=str(exc), attempts=attempts,
                 prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
             )  # fmt: skip
         except client.JudgeRejected as exc:
@@ -127,12 +136,10 @@ async def ask_json(
     )  # fmt: skip
 
 
-async def judge_one(
-    call: Call, limiter: RateLimiter, policy: client.RetryPolicy, session: client.Session
-) -> CallResult:
+async def judge_one(call: Call, limiter: RateLimiter, policy: client.RetryPolicy) -> CallResult:
     asked = await ask_json(
         call.endpoint, call.messages, schema_name="verdict", schema=prompts.SCHEMA,
-        parse=prompts.parse, limiter=limiter, policy=policy, session=session,
+        parse=prompts.parse, limiter=limiter, policy=policy,
     )  # fmt: skip
     key, cost = (call.criterion_id, call.sample, call.cache_key), asked.cost
     if asked.error_kind:
@@ -165,7 +172,6 @@ async def judge_all(
 
     async def bounded(call: Call) -> CallResult:
         async with semaphore, worker_slot:
-            session = client.shared_session(call.endpoint)
-            return await judge_one(call, limiter, policy, session)
+            return await judge_one(call, limiter, policy)
 
     return list(await asyncio.gather(*(bounded(c) for c in calls)))

@@ -6,7 +6,7 @@ only then asks for the score. Here the model returns JSON `{reasoning, score}` w
 reasoning first, so the score is written after the reasoning it rests on.
 
 Prompt, schema, strict parser and cache key are plain Python; `grade_all` makes the calls
-through judging.client (async, no ORM). evaluation.grading loads and stores.
+through judging.client (async, no ORM). evaluation.runs.grading loads and stores.
 """
 
 from __future__ import annotations
@@ -151,11 +151,11 @@ class GradeResult:
 
 
 async def grade_one(
-    call: GradeCall, limiter: RateLimiter, policy: client.RetryPolicy, session: client.Session
+    call: GradeCall, limiter: RateLimiter, policy: client.RetryPolicy
 ) -> GradeResult:
     asked = await engine.ask_json(
         call.endpoint, call.messages, schema_name="graded", schema=SCHEMA, parse=parse,
-        limiter=limiter, policy=policy, session=session,
+        limiter=limiter, policy=policy,
     )  # fmt: skip
     key, cost = (call.sample, call.cache_key), asked.cost
     if asked.error_kind:
@@ -184,6 +184,6 @@ async def grade_all(
 
     async def one(call: GradeCall) -> GradeResult:
         async with worker_slot:
-            return await grade_one(call, limiter, policy, client.shared_session(call.endpoint))
+            return await grade_one(call, limiter, policy)
 
     return list(await asyncio.gather(*(one(c) for c in calls)))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import signal
 import sys
 import threading
 from collections.abc import Sequence
@@ -97,6 +98,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         retry_after=args.retry_after,
         timeout_delay=args.timeout_delay,
     )
+    # Ctrl-C (SIGINT) and SIGTERM stop it, whatever this process inherited: a shell starts
+    # background commands with SIGINT ignored, and Python then installs no handler for it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     with server:
         print(f"LoopbackOpenAI listening: base_url={server.base_url}", flush=True)
         print("Ctrl-C to stop.", flush=True)

@@ -83,9 +83,9 @@ def _verdicts(chosen: dict[int, Run]) -> dict[tuple[int, int], CriterionVerdict]
             votes[answer_id, criterion_id].append(Vote(str(judge_id), sample, outcome))
     verdicts = {}
     for (answer_id, criterion_id), answer_votes in votes.items():
-        panel = runs[chosen[answer_id].pk].panel
+        run = runs[chosen[answer_id].pk]
         verdicts[answer_id, criterion_id] = aggregate(
-            answer_votes, panel.method, threshold=panel.threshold
+            answer_votes, run.panel_method, threshold=run.panel_threshold
         )
     return verdicts
 
@@ -330,8 +330,8 @@ def review_rows(
         for row in rows.values():
             row.verdict = aggregate(
                 [Vote(str(v.judge_id), v.sample, v.outcome) for v in row.votes],
-                run.panel.method,
-                threshold=run.panel.threshold,
+                run.panel_method,
+                threshold=run.panel_threshold,
             )
     username = user.get_username()
     for label in HumanLabel.objects.filter(answer=answer, criterion__in=rows).order_by("rater"):

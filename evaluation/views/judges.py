@@ -10,8 +10,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from evaluation import judges as services
-from evaluation.judge_forms import JudgeForm, PanelForm, PanelMemberFormSet
+from evaluation.judges import services
+from evaluation.judges.forms import JudgeForm, PanelForm, PanelMemberFormSet
 from evaluation.judging.connection import key_is_set
 from evaluation.models import Judge, Panel, PanelMember
 
@@ -109,15 +109,9 @@ def _panel_form(request: HttpRequest, panel: Panel | None) -> HttpResponse:
     status = 200
     if request.method == "POST":
         if form.is_valid() and formset.is_valid():
-            try:
-                saved = services.panel_save(
-                    panel=panel, members=formset.members(), **form.cleaned_data
-                )
-            except services.PanelInUse as exc:
-                form.add_error(None, str(exc))
-            else:
-                messages.success(request, f"Panel “{saved.name}” saved.")
-                return redirect("panel-edit", pk=saved.pk)
+            saved = services.panel_save(panel=panel, members=formset.members(), **form.cleaned_data)
+            messages.success(request, f"Panel “{saved.name}” saved.")
+            return redirect("panel-edit", pk=saved.pk)
         status = 400
         if panel is not None:
             panel.refresh_from_db()

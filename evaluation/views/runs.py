@@ -11,14 +11,16 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation import roles
+from annotation.models import Query
 from annotation.permissions import access_dataset, dataset_permissions
-from evaluation import grading, runs, scores, selectors
 from evaluation.forms import AnswersUploadForm, RunForm
-from evaluation.imports import ImportRejected, import_answers
-from evaluation.models import Answer, Run
+from evaluation.imports import ImportRejected, decode_upload, import_answers
+from evaluation.models import Answer
 from evaluation.permissions import access_run, can_see_runs
 from evaluation.rendering import render_answer
-from evaluation.run_overview import run_overview
+from evaluation.runs import grading, scores, selectors, snapshot
+from evaluation.runs import services as runs
+from evaluation.runs.overview import run_overview
 
 
 @require_http_methods(["GET", "POST"])
@@ -42,8 +44,11 @@ def dataset_runs(request: HttpRequest, pk: int) -> HttpResponse:
                     answer_run_label=data["answer_run_label"],
                     concurrency=data["concurrency"],
                 )  # fmt: skip
+            except runs.RunRefused as refused:
+                for problem in refused.problems:
+                    form.add_error(refused.field, problem)
             except runs.RunStateError as exc:
-                form.add_error("panel", str(exc))
+                form.add_error(None, str(exc))
             else:
                 messages.success(request, f"{run} started: {run.expected} verdicts to collect.")
                 return redirect("run-detail", pk=run.pk)
@@ -65,30 +70,44 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "dataset": run.dataset,
         "progress": overview.progress,
         "overview": overview,
+        "panel": snapshot.of(run),
         "can_manage": roles.CHANGE in dataset_permissions(request.user, run.dataset),
     }
     if request.htmx and request.htmx.target == "run-progress":
         response = render(request, "evaluation/run_detail.html#progress", context)
-        if run.status != Run.Status.RUNNING:
+        if run.ended:
             # The run ended while the page polled: reload it whole, for status and scores.
             response["HX-Refresh"] = "true"
         return response
-    context["report"] = scores.run_report(run)
+    report = scores.run_report(run)
+    texts = dict(
+        Query.objects.filter(pk__in={r.query_id for r in report.answers}).values_list("pk", "text")
+    )
+    context["report"] = report
+    context["answers"] = [(r, texts.get(r.query_id, "")) for r in report.answers]
     return render(request, "evaluation/run_detail.html", context)
+
+
+ACTIONS = {
+    "cancel": (runs.run_cancel, "Run cancelled; the verdicts collected so far are kept."),
+    "resume": (runs.run_resume, "Run resumed; only missing verdicts will be collected."),
+    "retry-failed": (runs.run_retry_failed, "The failed calls are queued again."),
+}
 
 
 @require_POST
 @login_required
 def run_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
-    if action not in ("cancel", "resume", "retry-failed"):
+    if action not in ACTIONS:
         raise Http404("No such action.")
     run = access_run(request.user, pk, manage=True)
-    if action == "cancel":
-        runs.run_cancel(run=run)
-        messages.info(request, "Run cancelled; verdicts collected so far are kept.")
-    elif action in ("resume", "retry-failed"):
-        runs.run_resume(run=run, retry_failed=action == "retry-failed")
-        messages.info(request, "Run queued again; only missing verdicts will be collected.")
+    service, done = ACTIONS[action]
+    try:
+        service(run=run)
+    except (runs.RunStateError, runs.RunRefused) as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.info(request, done)
     return redirect("run-detail", pk=run.pk)
 
 
@@ -110,10 +129,8 @@ def dataset_answers(request: HttpRequest, pk: int) -> HttpResponse:
         if form.is_valid():
             upload = form.cleaned_data["file"]
             try:
-                content = upload.read().decode("utf-8")
+                content = decode_upload(upload.name, upload.read())
                 result = import_answers(dataset=dataset, name=upload.name, content=content)
-            except UnicodeDecodeError:
-                errors, status = [f"{upload.name}: not UTF-8 text."], 400
             except ImportRejected as rejected:
                 errors, status = rejected.errors, 400
             else:

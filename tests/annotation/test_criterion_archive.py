@@ -163,15 +163,36 @@ def test_criterion_objects_active_is_what_runs_should_select(reviewed, collabora
     assert Checklist.objects.get(pk=checklist.pk).criteria.count() == 3  # all kept
 
 
+# The runs package (evaluation/runs/, the lead's) selects criteria in one place,
+# scope.scored_criteria(); the first test fails (strictly expected) until it leaves archived
+# criteria out, the second guards a finished run's page through that change.
+NEEDS_RUNS_CHANGE = pytest.mark.xfail(
+    strict=True, reason="evaluation/runs/scope.py must call Criterion.objects.active()"
+)
+
+
+@NEEDS_RUNS_CHANGE
+def test_new_runs_leave_archived_criteria_out(reviewed, collaborator):
+    from evaluation.runs.scope import criteria_of
+
+    checklist, (first, second, third), _ = reviewed
+    services.criterion_delete(criterion=second, by=collaborator)
+    Checklist.objects.filter(pk=checklist.pk).update(status=Checklist.Status.SUBMITTED)
+    selected = {c.pk for c in criteria_of([checklist.query_id])[checklist.query_id]}
+    assert selected == {first.pk, third.pk}
+
+
 def test_a_finished_run_still_shows_its_verdicts_on_an_archived_wording(reviewed, collaborator):
+    """Passes today and must keep passing once runs leave archived criteria out: a run's
+    answer page shows the criteria it judged (filter with Q(verdicts__run=run))."""
     from evaluation.models import Run
-    from evaluation.selectors import answer_verdicts
+    from evaluation.runs.selectors import answer_verdicts
 
     checklist, (first, second, third), answer = reviewed
     run = Run.objects.get()
     new = services.criterion_update(criterion=second, by=collaborator, text="States anew.")
-    checklist.status = Checklist.Status.SUBMITTED
-    checklist.save(update_fields=["status"])
+    Checklist.objects.filter(pk=checklist.pk).update(status=Checklist.Status.SUBMITTED)
     shown = [c.criterion.pk for _, rows in answer_verdicts(run, answer) for c in rows]
     assert second.pk in shown  # judged in this run, archived since
-    assert {first.pk, new.pk, third.pk} <= set(shown)
+    assert set(shown) == {first.pk, second.pk, new.pk, third.pk}
+    assert len(shown) == 4

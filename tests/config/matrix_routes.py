@@ -45,7 +45,7 @@ for _name in (
     "dataset-detail", "dataset-edit", "dataset-progress", "dataset-members", "query-create",
     "review-queue", "review-assign", "review-next", "dataset-cross-evaluation",
     "dataset-overlaps-csv", "dataset-agreement", "agreement-items", "dataset-runs",
-    "dataset-answers",
+    "dataset-answers", "dataset-export",
 ):  # fmt: skip
     PAGE_ARGS[_name] = lambda w: {"pk": w.dataset.pk}
 for _name in (
@@ -70,6 +70,8 @@ for _name in (
 ):  # fmt: skip
     PAGE_ARGS[_name] = lambda w: {"pk": w.answer.pk}
 PAGE_ARGS["citation-delete"] = lambda w: {"pk": w.citation.pk}
+PAGE_ARGS["export-status"] = lambda w: {"token": w.export.token}
+PAGE_ARGS["export-download"] = lambda w: {"token": w.export.token}
 PAGE_ARGS["judge-edit"] = lambda w: {"pk": w.judge.pk}
 PAGE_ARGS["judge-test"] = lambda w: {"pk": w.judge.pk}
 PAGE_ARGS["panel-edit"] = lambda w: {"pk": w.panel.pk}
@@ -103,6 +105,7 @@ API_IDS: dict[str, Callable[[World], int]] = {
 
 
 def api_url(path: str, world: World) -> str:
+    path = path.replace("{token}", str(world.export.token))
     if "{id}" not in path:
         return path
     prefix = path.split("/")[2]

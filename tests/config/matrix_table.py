@@ -4,7 +4,8 @@ tests/support/world.py's ROLES:
     anonymous  no_role  outsider  other_expert  reviewer  expert  dataset_admin  superuser
 
 See tests/config/test_permission_matrix.py for what the world holds and how to read a row.
-Reviewed line by line when it was made; a change here is a change of who may do what.
+Reviewed line by line when it was made; a change here is a change of who may do what. (A
+run that is done answers 409 to cancel, resume and retry-failed: allowed, but nothing to do.)
 """
 
 MATRIX = {
@@ -25,6 +26,9 @@ MATRIX = {
     ("GET", "/api/criteria/{id}/"): "403 404 404 404 404 200 200 200",
     ("GET", "/api/datasets/"): "403 200 200 200 200 200 200 200",
     ("GET", "/api/datasets/{id}/"): "403 404 404 200 200 200 200 200",
+    ("GET", "/api/datasets/{id}/export/"): "403 404 404 403 403 403 200 200",
+    ("GET", "/api/exports/{token}/"): "403 404 404 403 403 403 200 200",
+    ("GET", "/api/exports/{token}/download/"): "403 404 404 403 403 403 410 410",
     ("GET", "/api/guidelines/"): "403 200 200 200 200 200 200 200",
     ("GET", "/api/guidelines/{id}/"): "403 200 200 200 200 200 200 200",
     ("GET", "/api/judges/"): "403 200 200 200 200 200 200 200",
@@ -73,11 +77,15 @@ MATRIX = {
     ("GET", "dataset-cross-evaluation"): "302 404 404 403 200 403 200 200",
     ("GET", "dataset-detail"): "302 404 404 200 200 200 200 200",
     ("GET", "dataset-edit"): "302 404 404 403 403 403 200 200",
+    ("GET", "dataset-export"): "302 404 404 403 403 403 200 200",
+    ("GET", "dataset-import"): "302 403 200 403 403 403 200 200",
     ("GET", "dataset-member-remove"): "405 405 405 405 405 405 405 405",
     ("GET", "dataset-members"): "302 404 404 403 403 403 200 200",
     ("GET", "dataset-overlaps-csv"): "302 404 404 403 200 403 200 200",
     ("GET", "dataset-progress"): "302 404 404 403 403 403 200 200",
     ("GET", "dataset-runs"): "302 404 404 403 200 403 200 200",
+    ("GET", "export-download"): "302 404 404 403 403 403 410 410",
+    ("GET", "export-status"): "302 404 404 403 403 403 200 200",
     ("GET", "healthz"): "200 200 200 200 200 200 200 503",
     ("GET", "home"): "302 200 200 200 200 200 200 200",
     ("GET", "judge-create"): "302 403 403 403 403 403 200 200",
@@ -122,6 +130,7 @@ MATRIX = {
     ("POST", "/api/checklists/{id}/submit/"): "403 404 404 404 404 400 403 403",
     ("POST", "/api/criteria/"): "403 400 400 400 400 400 400 400",
     ("POST", "/api/datasets/"): "403 400 400 400 400 400 400 400",
+    ("POST", "/api/datasets/import/"): "403 415 415 415 415 415 415 415",
     ("POST", "/api/imports/labels/"): "403 400 400 400 400 400 400 400",
     ("POST", "/api/imports/verdicts/"): "403 400 400 400 400 400 400 400",
     ("POST", "/api/judges/"): "403 403 403 403 403 403 400 400",
@@ -132,9 +141,9 @@ MATRIX = {
     ("POST", "/api/queries/"): "403 400 400 400 400 400 400 400",
     ("POST", "/api/review-assignments/"): "403 400 400 400 400 400 400 400",
     ("POST", "/api/runs/"): "403 400 400 400 400 400 400 400",
-    ("POST", "/api/runs/{id}/cancel/"): "403 404 404 403 403 403 200 200",
-    ("POST", "/api/runs/{id}/resume/"): "403 404 404 403 403 403 200 200",
-    ("POST", "/api/runs/{id}/retry-failed/"): "403 404 404 403 403 403 200 200",
+    ("POST", "/api/runs/{id}/cancel/"): "403 404 404 403 403 403 409 409",
+    ("POST", "/api/runs/{id}/resume/"): "403 404 404 403 403 403 409 409",
+    ("POST", "/api/runs/{id}/retry-failed/"): "403 404 404 403 403 403 409 409",
     ("POST", "/api/systems/"): "403 403 403 403 403 403 400 400",
     ("POST", "agreement-items"): "405 405 405 405 405 405 405 405",
     ("POST", "answer-review"): "405 405 405 405 405 405 405 405",
@@ -158,11 +167,15 @@ MATRIX = {
     ("POST", "dataset-cross-evaluation"): "302 404 404 403 403 403 302 302",
     ("POST", "dataset-detail"): "405 405 405 405 405 405 405 405",
     ("POST", "dataset-edit"): "302 404 404 403 403 403 200 200",
+    ("POST", "dataset-export"): "302 404 404 403 403 403 200 200",
+    ("POST", "dataset-import"): "302 403 400 403 403 403 400 400",
     ("POST", "dataset-member-remove"): "302 404 404 403 403 403 302 302",
     ("POST", "dataset-members"): "302 404 404 403 403 403 200 200",
     ("POST", "dataset-overlaps-csv"): "405 405 405 405 405 405 405 405",
     ("POST", "dataset-progress"): "405 405 405 405 405 405 405 405",
     ("POST", "dataset-runs"): "302 404 404 403 403 403 200 200",
+    ("POST", "export-download"): "405 405 405 405 405 405 405 405",
+    ("POST", "export-status"): "405 405 405 405 405 405 405 405",
     ("POST", "healthz"): "405 405 405 405 405 405 405 405",
     ("POST", "home"): "405 405 405 405 405 405 405 405",
     ("POST", "judge-create"): "302 403 403 403 403 403 200 200",

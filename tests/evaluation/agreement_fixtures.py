@@ -21,6 +21,7 @@ from evaluation.models import (
     System,
     Verdict,
 )
+from evaluation.runs import snapshot
 from tests.factories import QueryFactory, UserFactory
 
 RATERS = ("ana", "bo", "cy")
@@ -56,8 +57,9 @@ def build_labelled(dataset, *, queries: int = 4, criteria: int = 6, systems: int
         PanelMember.objects.create(panel=panel, judge=judge_rows[name], samples=samples)
     now = timezone.now()
     run = Run.objects.create(
-        dataset=dataset, panel=panel, status=Run.Status.DONE, started_at=now, finished_at=now
-    )
+        dataset=dataset, panel=panel, status=Run.Status.DONE, started_at=now, finished_at=now,
+        snapshot=snapshot.take(panel),
+    )  # fmt: skip
     data = Labelled(run=run, judges=judges)
     system_rows = [
         System.objects.get_or_create(name=f"Agreement system {i}")[0] for i in range(systems)

@@ -15,6 +15,7 @@ from annotation import roles, services
 from annotation.models import Checklist, Criterion
 from evaluation.cross_evaluation.services import perfect_answer_save
 from evaluation.models import Judge, Panel, PanelMember
+from evaluation.runs import snapshot
 from tests.factories import QueryFactory, UserFactory
 
 CODE = re.compile(r"\bK\d+\b")
@@ -122,7 +123,7 @@ def grade_directly(dataset, outcome_of=None):
     PanelMember.objects.create(panel=panel, judge=judge)
     run = Run.objects.create(
         dataset=dataset, panel=panel, kind=Run.Kind.CROSS_EVALUATION, status=Run.Status.DONE,
-        name="Cross-evaluation",
+        name="Cross-evaluation", snapshot=snapshot.take(panel),
     )  # fmt: skip
 
     def by_code(answer, criterion):

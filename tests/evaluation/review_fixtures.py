@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from annotation.models import Checklist, Criterion
 from evaluation.models import Answer, Judge, Panel, PanelMember, Run, Verdict
+from evaluation.runs import snapshot
 from tests.factories import AnswerFactory, QueryFactory, UserFactory
 
 
@@ -55,6 +56,7 @@ def finished_run(
     run = Run.objects.create(
         dataset=dataset, panel=panel, status=status, kind=Run.Kind.IMPORTED,
         finished_at=timezone.now() if status == Run.Status.DONE else None,
+        snapshot=snapshot.take(panel),
     )  # fmt: skip
     judges = [m.judge for m in panel.members.select_related("judge").order_by("pk")]
     Verdict.objects.bulk_create(

@@ -8,10 +8,11 @@ import pytest
 from django.urls import reverse
 
 from annotation import services as annotation_services
-from evaluation import runs
 from evaluation.cross_evaluation import services
 from evaluation.loopback import LoopbackOpenAI
 from evaluation.models import Run, Verdict
+from evaluation.runs import selectors
+from evaluation.runs import services as runs
 from tests.evaluation.cross_evaluation_fixtures import (
     code_judge,
     codes,
@@ -60,7 +61,7 @@ def test_new_perfect_answers_and_submissions_start_runs_that_reuse_the_cache(
         second = runs.wait_for(cross_runs(query).last(), timeout=120)
         assert second.pk != first.pk and second.status == Run.Status.DONE
         assert Verdict.objects.filter(run=second).count() == 2 * 11
-        assert runs.run_progress(second).cache_hits == 10
+        assert selectors.run_progress(second).cache_hits == 10
         assert server.call_count == 10 + 2 * 6
 
         # Saving an unchanged perfect answer starts nothing; changing it does.

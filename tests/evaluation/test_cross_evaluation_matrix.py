@@ -12,11 +12,11 @@ from fractions import Fraction
 import pytest
 from django.urls import reverse
 
-from evaluation import runs
 from evaluation.cross_evaluation import selectors, services
 from evaluation.exports.overlaps import overlap_rows, write_csv
 from evaluation.loopback import LoopbackOpenAI
 from evaluation.models import Run, Verdict
+from evaluation.runs import services as runs
 from tests.evaluation.cross_evaluation_fixtures import (
     EXPECTED,
     EXPECTED_MEAN,

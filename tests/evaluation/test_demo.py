@@ -61,8 +61,9 @@ def test_demo_has_submitted_checklists_that_meet_the_guideline():
 
 
 def test_demo_run_with_the_offline_panel_completes(celery_worker):
-    from evaluation import runs
     from evaluation.models import Panel, Run
+    from evaluation.runs import selectors
+    from evaluation.runs import services as runs
 
     call_command("demo")
     run = runs.run_create(
@@ -70,15 +71,15 @@ def test_demo_run_with_the_offline_panel_completes(celery_worker):
     )
     run = runs.wait_for(runs.run_start(run=run), timeout=60)
     assert run.status == Run.Status.DONE
-    progress = runs.run_progress(run)
+    progress = selectors.run_progress(run)
     assert progress.done == run.expected > 0 and progress.errors == 0
 
 
 def test_demo_cross_evaluation_runs_offline_and_fills_the_matrix():
-    from evaluation import runs
     from evaluation.cross_evaluation import services as cross_evaluation
     from evaluation.cross_evaluation.selectors import Source, query_overlap
     from evaluation.models import CrossEvaluationSettings
+    from evaluation.runs import lifecycle, scope
 
     call_command("demo")
     dataset = Dataset.objects.get()
@@ -86,8 +87,8 @@ def test_demo_cross_evaluation_runs_offline_and_fills_the_matrix():
     query = dataset.queries.order_by("pk").first()
     run = cross_evaluation.cross_evaluation_start(dataset=dataset, panel=panel, queries=[query])
     judge = panel.judges.get()
-    for answer in runs.run_answers(run):
-        runs.judge_answer(run_id=run.pk, answer_id=answer.pk, judge_id=judge.pk)
+    for answer in scope.run_answers(run):
+        lifecycle.run_task(worker="test", run_id=run.pk, answer_id=answer.pk, judge_id=judge.pk)
     run.refresh_from_db()
     assert run.status == "done"
     overlap = query_overlap(query, Source("latest"))

@@ -7,9 +7,10 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import Checklist, Criterion
-from evaluation import runs, scores
 from evaluation.judging import engine, graded
 from evaluation.models import Answer, GradedScore, Judge, Panel, PanelMember, Run, System, Verdict
+from evaluation.runs import lifecycle, scope, scores
+from evaluation.runs import services as runs
 from tests.evaluation.run_fixtures import scripted_judge
 from tests.factories import QueryFactory, UserFactory
 
@@ -76,9 +77,11 @@ def graded_calls(server) -> list:
 
 def judge_everything(run: Run) -> None:
     """What the worker does, in this process: every (answer × judge) task once."""
-    for answer in runs.run_answers(run):
+    for answer in scope.run_answers(run):
         for member in run.panel.members.all():
-            runs.judge_answer(run_id=run.pk, answer_id=answer.pk, judge_id=member.judge_id)
+            lifecycle.run_task(
+                worker="test", run_id=run.pk, answer_id=answer.pk, judge_id=member.judge_id
+            )
 
 
 @pytest.mark.worker
@@ -145,7 +148,7 @@ def test_graded_run_end_to_end_then_from_the_cache(
 
 
 @pytest.mark.django_db
-def test_a_run_is_done_only_once_its_grades_are_in_and_resume_fills_them(dataset, loopback_openai):
+def test_resume_fills_only_the_missing_grades(dataset, loopback_openai):
     loopback_openai.responder = responder
     panel = build(dataset, loopback_openai)
     run = runs.run_start(run=runs.run_create(dataset=dataset, panel=panel))
@@ -158,17 +161,13 @@ def test_a_run_is_done_only_once_its_grades_are_in_and_resume_fills_them(dataset
     run.graded_scores.filter(judge__name="A", outcome="scored").first().delete()
     lost = run.graded_scores.filter(judge__name="B", outcome="scored").order_by("pk")[:2]
     GradedScore.objects.filter(pk__in=[g.pk for g in lost]).delete()
-    # Until every task (its verdicts and its grades) has finished, the run is not done.
-    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING, finished_at=None)
+    # As if the run had been cancelled before those tasks ran: resume queues every
+    # unfinished task again, and each fills only the missing grades (3 calls).
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.CANCELLED)
     run.tasks.update(done_at=None)
-    task = run.tasks.first()
-    runs._finish_task(run.pk, task.answer_id, task.judge_id)
-    run.refresh_from_db()
-    assert run.status == Run.Status.RUNNING
-
-    # Resume queues every task again; each fills only the missing grades (3 calls).
     loopback_openai.reset()
-    runs.run_resume(run=run)
+    run = runs.run_resume(run=run)
+    assert run.status == Run.Status.RUNNING
     judge_everything(run)
     run.refresh_from_db()
     assert run.status == Run.Status.DONE

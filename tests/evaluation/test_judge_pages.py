@@ -267,18 +267,25 @@ def test_panel_errors_name_the_field_and_change_nothing(
     assert not Panel.objects.exists() and not PanelMember.objects.exists()
 
 
-def test_a_running_panels_members_cannot_change(client, owner, judges, dataset):
+def test_a_running_runs_panel_can_be_edited_and_the_run_keeps_its_snapshot(
+    client, owner, judges, dataset
+):
     from evaluation.models import Run
+    from evaluation.runs import snapshot
 
     panel = Panel.objects.create(name="Busy")
     PanelMember.objects.create(panel=panel, judge=judges[0])
-    Run.objects.create(dataset=dataset, panel=panel, status=Run.Status.RUNNING)
+    run = Run.objects.create(
+        dataset=dataset, panel=panel, status=Run.Status.RUNNING, snapshot=snapshot.take(panel)
+    )
     client.force_login(owner)
     response = client.post(
         reverse("panel-edit", args=[panel.pk]), panel_data([(judges[1], 1, "")], name="Busy")
     )
-    assert response.status_code == 400 and "is running" in response.content.decode()
-    assert [m.judge_id for m in panel.members.all()] == [judges[0].pk]
+    assert response.status_code == 302
+    assert [m.judge_id for m in panel.members.all()] == [judges[1].pk]
+    run.refresh_from_db()
+    assert [m.judge_id for m in snapshot.of(run).members] == [judges[0].pk]
 
 
 def test_panel_list_query_count_is_flat(client, owner, django_assert_max_num_queries):

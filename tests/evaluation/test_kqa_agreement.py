@@ -20,12 +20,10 @@ from evaluation.agreement.selectors import agreement_report
 from evaluation.kqa import import_kqa
 from evaluation.models import Answer, HumanLabel
 
-KQA = Path(settings.BASE_DIR).parent / "shared" / "datasets" / "kqa"
+KQA = Path(settings.BASE_DIR) / "evaluation" / "datasets" / "kqa"  # in the repository
 # CSV rows (first column) that match no criterion, read off the published files: 3 rows of
 # a question missing from the JSONL and 5 statements that join two criteria into one.
 SKIPPED = {"17", "99", "103", "113", "179", "369", "370", "371"}
-
-pytestmark = pytest.mark.skipif(not KQA.is_dir(), reason="../shared/datasets/kqa is missing")
 
 
 def oracle_rows() -> list[dict]:
@@ -48,6 +46,11 @@ def kqa(db, owner, reviewer):
 def test_import_maps_rows_to_criteria_and_reports_the_rest(kqa):
     skipped = {line.split(":")[0].removeprefix("row ") for line in kqa.skipped}
     assert skipped == SKIPPED
+    joined = {line.split(":")[0].removeprefix("row ") for line in kqa.joined}
+    assert joined == {"17", "99", "103", "113", "179"}
+    assert "row 17: joined statements: the statement runs together criteria 4 and 5" in (
+        "\n".join(kqa.joined)
+    )
     assert (kqa.matched_exactly, kqa.matched_normalised) == (390, 1)  # docs/data-formats.md
     assert kqa.queries_created == 49  # 50 questions in the CSV, one absent from the JSONL
     assert Answer.objects.filter(query__dataset=kqa.dataset).count() == 49
@@ -99,7 +102,8 @@ def test_agreement_page_shows_the_physicians_agreement(kqa, client, reviewer):
 def test_command_is_idempotent_and_lists_skipped_rows(db, owner, capsys):
     call_command("import_kqa", "--directory", str(KQA), "--labelled-only", "--admin", "owner")
     first = capsys.readouterr().out
-    assert "skipped row 17" in first and "skipped 8" in first
+    assert "skipped row 369" in first and "skipped 8" in first
+    assert "Joined statements (5), skipped:" in first and "row 17: joined statements" in first
     call_command("import_kqa", "--directory", str(KQA), "--labelled-only")
     second = capsys.readouterr().out
     assert "0 new queries" in second and "Human labels: 0 new, 0 changed" in second

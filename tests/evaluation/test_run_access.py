@@ -7,8 +7,9 @@ import pytest
 from django.urls import reverse
 
 from annotation import roles, services
-from evaluation import runs
 from evaluation.models import Judge, Panel, PanelMember, Verdict
+from evaluation.runs import lifecycle
+from evaluation.runs import services as runs
 from tests.factories import AnswerFactory, UserFactory, valid_criteria
 
 pytestmark = pytest.mark.django_db
@@ -38,7 +39,9 @@ def run(dataset, query, collaborator, offline_panel, owner):
     run = runs.run_create(dataset=dataset, panel=offline_panel, by=owner)
     run = runs.run_start(run=run)
     answer = run.dataset.queries.get().answers.get()
-    runs.judge_answer(run_id=run.pk, answer_id=answer.pk, judge_id=offline_panel.judges.get().pk)
+    lifecycle.run_task(
+        worker="test", run_id=run.pk, answer_id=answer.pk, judge_id=offline_panel.judges.get().pk
+    )
     run.refresh_from_db()
     return run
 
@@ -79,7 +82,13 @@ def test_run_api_by_role(run, owner_api, collaborator_api, outsider_api, reviewe
     assert outsider_api.get("/api/runs/").json()["results"] == []
 
 
-def test_only_dataset_admins_start_runs(owner_api, collaborator_api, dataset, offline_panel):
+def test_only_dataset_admins_start_runs(
+    owner_api, collaborator_api, dataset, offline_panel, query, collaborator
+):
+    services.checklist_create_with_criteria(
+        query=query, by=collaborator, criteria=valid_criteria(), submit=True
+    )
+    AnswerFactory(query=query)
     data = {"dataset": dataset.pk, "panel": offline_panel.pk}
     assert collaborator_api.post("/api/runs/", data).status_code == 403
     created = owner_api.post("/api/runs/", data)

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 from django.conf import settings
 
-from evaluation import runs
 from evaluation.loopback import FaultKind, LoopbackOpenAI
 from evaluation.models import Run, Verdict
+from evaluation.runs import selectors
+from evaluation.runs import services as runs
 from tests.evaluation.run_fixtures import (
     build_workload,
     expected_verdict,
@@ -59,7 +60,7 @@ def test_12000_verdicts_with_10_percent_faults_then_cache_then_one_edit(celery_w
     ) as server:
         panel = loopback_panel(server, judges=JUDGES, timeout=0.5)
         first = start_and_wait(dataset, panel)
-        progress = runs.run_progress(first)
+        progress = selectors.run_progress(first)
         assert first.status == Run.Status.DONE
         assert (first.expected, progress.done) == (TOTAL, TOTAL)
         assert Verdict.objects.filter(run=first).count() == TOTAL
@@ -78,7 +79,7 @@ def test_12000_verdicts_with_10_percent_faults_then_cache_then_one_edit(celery_w
         # The same run again: every verdict comes from the cache, no call is made.
         calls = server.call_count
         second = start_and_wait(dataset, panel)
-        assert runs.run_progress(second).cache_hits == TOTAL
+        assert selectors.run_progress(second).cache_hits == TOTAL
         assert server.call_count == calls
 
         # One edited criterion: only its 200 answers × 3 judges are judged again.
@@ -89,7 +90,7 @@ def test_12000_verdicts_with_10_percent_faults_then_cache_then_one_edit(celery_w
         criterion.save()
         server.fault_rate = 0.0
         third = start_and_wait(dataset, panel)
-        third_progress = runs.run_progress(third)
+        third_progress = selectors.run_progress(third)
         assert third_progress.done == TOTAL
         assert third_progress.cache_hits == TOTAL - ANSWERS * JUDGES
         assert server.call_count == calls + ANSWERS * JUDGES

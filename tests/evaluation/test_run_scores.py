@@ -10,7 +10,6 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import Checklist, Criterion
-from evaluation import runs, scores
 from evaluation.models import (
     Adjudication,
     Answer,
@@ -22,6 +21,8 @@ from evaluation.models import (
     System,
     Verdict,
 )
+from evaluation.runs import scope, scores, snapshot
+from evaluation.runs import services as runs
 from tests.factories import QueryFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -79,8 +80,9 @@ def scored_run(reviewed_dataset, owner):
     for judge in judges:
         PanelMember.objects.create(panel=panel, judge=judge)
     run = Run.objects.create(
-        dataset=dataset, panel=panel, status=Run.Status.DONE, expected=36, created_by=owner
-    )
+        dataset=dataset, panel=panel, status=Run.Status.DONE, expected=36, created_by=owner,
+        snapshot=snapshot.take(panel),
+    )  # fmt: skip
     Verdict.objects.bulk_create(
         Verdict(
             run=run,
@@ -132,9 +134,8 @@ def test_scores_by_hand_then_an_adjudication_decides(scored_run, owner):
     assert (a2.score, a2.weighted, a2.core) == (0.75, 0.875, 0.5)
     assert (a2.passed, a2.adjudicated) == (True, 1)
     assert Verdict.objects.filter(answer=answers["A2"], criterion=criteria["c3"]).count() == 3
-    from evaluation.selectors import run_scores
-
-    assert {r.system: r.score for r in run_scores(run)} == {"S1": 0.75, "S2": 0.75}
+    answers_scored = [r for r in scores.run_report(run).answers if r.checklists]
+    assert {r.system_name: r.score for r in answers_scored} == {"S1": 0.75, "S2": 0.75}
 
 
 def test_scores_api_by_role_and_values(
@@ -179,7 +180,7 @@ def test_run_page_shows_pass_fail_pass_rate_graded_kind_and_cost(scored_run, cli
     assert "100% (1)" in s1 and "4.50" in s1
     # Cost: 18 verdicts × (1000 × 1 + 100 × 2) / 10⁶ + 5 grades × (500 × 1 + 50 × 2) / 10⁶
     # = 0.0216 + 0.003 = 0.0246; projected over (18 + 5) done of (36 + 2 answers × 3) expected.
-    assert "Estimated cost: 0.0246 so far · 0.0449 at completion" in page
+    assert "Estimated cost: 0.0246 USD so far · 0.0449 USD at completion" in page
 
 
 def test_cost_in_the_progress_api_and_unknown_without_a_price(scored_run, reviewer_api):
@@ -191,11 +192,14 @@ def test_cost_in_the_progress_api_and_unknown_without_a_price(scored_run, review
         "known": True, "so_far": "0.024600",
         "projected": str((Decimal("0.0246") / 23 * 42).quantize(Decimal("0.000001"))),
         "unpriced": [],
+        "currency": "USD",
     }  # fmt: skip
     assert reviewer_api.get(f"/api/runs/{run.pk}/").json()["kind"] == "systems"
     Judge.objects.filter(pk=judges[2].pk).update(completion_price=None)
     cost = reviewer_api.get(f"/api/runs/{run.pk}/progress/").json()["cost"]
-    assert cost == {"known": False, "so_far": None, "projected": None, "unpriced": ["J3"]}
+    assert cost == {
+        "known": False, "so_far": None, "projected": None, "unpriced": ["J3"], "currency": "USD"
+    }  # fmt: skip
 
 
 def test_pass_threshold_from_the_dataset_settings(scored_run, client, owner):
@@ -229,7 +233,9 @@ def test_run_page_query_count_is_flat(
     judge = Judge.objects.create(name="J", base_url="http://x/v1", model="m")
     panel = Panel.objects.create(name="P", graded=True)
     PanelMember.objects.create(panel=panel, judge=judge, samples=2)
-    run = Run.objects.create(dataset=reviewed_dataset, panel=panel, status="done")
+    run = Run.objects.create(
+        dataset=reviewed_dataset, panel=panel, status="done", snapshot=snapshot.take(panel)
+    )
     author = UserFactory(username="author")
 
     def add(n: int) -> None:
@@ -273,4 +279,4 @@ def test_a_systems_run_never_includes_perfect_answers(reviewed_dataset, owner, c
     PanelMember.objects.create(panel=panel, judge=judge)
     run = runs.run_start(run=runs.run_create(dataset=reviewed_dataset, panel=panel))
     assert run.kind == Run.Kind.SYSTEMS and run.expected == 1
-    assert list(runs.run_answers(run)) == [graded]
+    assert list(scope.run_answers(run)) == [graded]

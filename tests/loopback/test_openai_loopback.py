@@ -13,10 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import openai
 import pytest
 
+from evaluation.judging.client import http  # the openai client's: httpx2 from 3.x, else httpx
 from evaluation.loopback import (
     ChatRequest,
     Fault,
@@ -268,7 +268,7 @@ def test_truncated_body_raises_api_connection_error(server: LoopbackOpenAI) -> N
 
     # Not a timeout: the client's HTTP parser notices the short body at once.
     assert not isinstance(info.value, openai.APITimeoutError)
-    assert isinstance(info.value.__cause__, httpx.RemoteProtocolError)
+    assert isinstance(info.value.__cause__, http.RemoteProtocolError)
     assert "incomplete" in str(info.value.__cause__) or "expected" in str(info.value.__cause__)
 
 
@@ -424,7 +424,7 @@ def test_models_endpoint_lists_configured_models(server: LoopbackOpenAI) -> None
 
 
 def test_unknown_path_is_an_openai_shaped_404(server: LoopbackOpenAI) -> None:
-    response = httpx.post(f"{server.base_url}/embeddingz", json={})
+    response = http.post(f"{server.base_url}/embeddingz", json={})
 
     assert response.status_code == 404
     error = response.json()["error"]
@@ -469,8 +469,8 @@ def test_stop_closes_the_port() -> None:
     server.stop()  # idempotent
 
     assert not server.running
-    with pytest.raises(httpx.ConnectError):
-        httpx.get(f"{base_url}/models")
+    with pytest.raises(http.ConnectError):
+        http.get(f"{base_url}/models")
 
 
 def test_standalone_command_serves_until_interrupted() -> None:

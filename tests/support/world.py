@@ -61,6 +61,7 @@ class World:
     adjudication: Adjudication | None = None
     assignment: ReviewAssignment | None = None
     perfect_answer: Answer | None = None
+    export: object = None  # a finished-or-not export job of the dataset, by its admin
 
 
 def build_world() -> World:
@@ -126,4 +127,7 @@ def build_world() -> World:
     w.perfect_answer = perfect_answer_save(
         checklist=w.submitted, text="Revenue was **$4.12 billion**.", by=other
     )
+    from evaluation.data.models import DatasetExport
+
+    w.export = DatasetExport.objects.create(dataset=w.dataset, requested_by=admin)
     return w

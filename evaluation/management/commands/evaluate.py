@@ -3,22 +3,24 @@
     python manage.py evaluate --dataset 1 --panel "GPT panel" --answers nightly.jsonl \
         --run-label 2026-11-22
 
-Exit status: 0 when every verdict was collected; 1 when the run failed (errors left, or it
-did not finish in time); 2 for bad input (unknown dataset or panel, a file with errors:
-nothing is imported then).
+Exit status: 0 when every verdict was collected; 1 when the run did not end "done" (it ended
+with errors, failed, or did not end in time); 2 for bad input (unknown dataset or panel, a
+file with errors: nothing is imported then; a run refused at start, with the reason).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Dataset
-from evaluation import runs, scores
-from evaluation.costs import run_cost_estimate
 from evaluation.imports import ImportRejected, import_answers_file
 from evaluation.models import Panel, Run
+from evaluation.runs import scores, selectors
+from evaluation.runs import services as runs
+from evaluation.runs.costs import run_cost_estimate
 
 
 class Command(BaseCommand):
@@ -54,21 +56,22 @@ class Command(BaseCommand):
                 dataset=dataset, panel=panel, name=options["name"],
                 answer_run_label=options["run_label"], concurrency=options["concurrency"],
             )  # fmt: skip
-        except runs.RunStateError as exc:
+        except (runs.RunStateError, runs.RunRefused) as exc:
             raise CommandError(str(exc), returncode=2) from exc
         self.stdout.write(f"{run} started: {run.expected} verdicts to collect.")
         run = runs.wait_for(run, timeout=options["timeout"], poll=1.0)
         self._summary(run)
-        progress = runs.run_progress(run)
-        if run.status != Run.Status.DONE or progress.errors:
+        progress = selectors.run_progress(run)
+        if run.status != Run.Status.DONE:
+            state = run.get_status_display().lower() if run.ended else "did not end in time"
             raise CommandError(
-                f"{run} {run.get_status_display().lower()}: {progress.done}/{run.expected} "
-                f"verdicts, {progress.errors} errors.",
+                f"{run} {state}: {progress.done}/{run.expected} verdicts, "
+                f"{progress.errors} errors.{' ' + run.reason if run.reason else ''}",
                 returncode=1,
             )
 
     def _summary(self, run: Run) -> None:
-        p = runs.run_progress(run)
+        p = selectors.run_progress(run)
         self.stdout.write(
             f"{run}: {run.get_status_display()} · {p.done}/{p.expected} verdicts · "
             f"{p.passed} pass, {p.failed} fail, {p.unparseable} unparseable, {p.errors} errors · "
@@ -76,7 +79,7 @@ class Command(BaseCommand):
         )
         cost = run_cost_estimate(run, done=p.done, expected=p.expected)
         if cost.known:
-            self.stdout.write(f"  estimated cost {cost.so_far}")
+            self.stdout.write(f"  estimated cost {cost.so_far} {settings.COST_CURRENCY}")
         else:
             self.stdout.write(f"  estimated cost unknown: no price for {', '.join(cost.unpriced)}")
         for system in scores.run_report(run).systems:

@@ -1,7 +1,8 @@
 """Import the K-QA dataset (questions, checklists, LLM answers, three physicians' labels).
 
     python manage.py import_kqa --admin alice --reviewer bob
-    python manage.py import_kqa --directory ../shared/datasets/kqa --labelled-only
+    python manage.py import_kqa --labelled-only
+    python manage.py import_kqa --directory path/to/K-QA/dataset
 
 Safe to run again: nothing is duplicated. Rows of the labels file whose question or
 statement matches nothing are listed and skipped. See docs/data-formats.md#k-qa.
@@ -11,14 +12,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from evaluation.kqa import LABELS_FILE, QUESTIONS_FILE, import_kqa
+from evaluation.kqa import DIRECTORY, LABELS_FILE, QUESTIONS_FILE, import_kqa
 from evaluation.review_imports import ImportRejected
 
-DEFAULT_DIRECTORY = Path(settings.BASE_DIR).parent / "shared" / "datasets" / "kqa"
+DEFAULT_DIRECTORY = DIRECTORY  # the copy in the repository
 
 
 class Command(BaseCommand):
@@ -66,7 +66,12 @@ class Command(BaseCommand):
             f"skipped {len(result.skipped)}."
         )
         for line in result.skipped:
-            self.stdout.write(f"  skipped {line}")
+            if line not in result.joined:
+                self.stdout.write(f"  skipped {line}")
+        if result.joined:
+            self.stdout.write(f"Joined statements ({len(result.joined)}), skipped:")
+            for line in result.joined:
+                self.stdout.write(f"  {line}")
         if labels is not None:
             self.stdout.write(
                 f"Human labels: {labels.created} new, {labels.updated} changed, "

@@ -3,8 +3,7 @@ reference, once per sample (evaluation.judging.graded holds the prompt).
 
 It runs inside the run's task for (answer × judge), before the verdicts, and like them only
 fills what is missing: a redelivered, repeated or resumed task never doubles a grade (the
-unique constraint on GradedScore backs this up). A run with a graded panel is complete when
-it holds its verdicts and `graded_expected` grades.
+unique constraint on GradedScore backs this up).
 
 The reference is the query's `reference_answer`, else its perfect answers (answers written
 to satisfy one checklist, `Answer.checklist` set), never the graded answer itself. Without
@@ -19,17 +18,25 @@ from dataclasses import dataclass
 from django.db.models import Count, Q, Sum
 
 from annotation.models import Query
-from evaluation import runs  # a module import: runs imports this module too
 from evaluation.judging import client, graded
-from evaluation.models import Answer, GradedScore, Judge, JudgeCall, PanelMember, Run
+from evaluation.models import Answer, GradedScore, Judge, JudgeCall, Run
+from evaluation.runs import scope, snapshot
+from evaluation.runs.calls import (
+    call_controls,
+    call_record,
+    endpoint_for,
+    judge_params,
+    text_of,
+)
+from evaluation.runs.snapshot import MemberSnapshot
 
 UPSERT_FIELDS = ["outcome", "score", "reasoning", *JudgeCall.RECORD_FIELDS, "judge_params"]
 
 
-def grades(member: PanelMember) -> bool:
+def grades(member: MemberSnapshot) -> bool:
     """Only LLM judges grade: no-LLM checks cannot rate correctness, external judges are
     never called."""
-    return member.judge.kind == Judge.Kind.LLM
+    return member.calls_llm
 
 
 def references_for(query: Query, *, excluding: int | None = None) -> list[str]:
@@ -40,39 +47,43 @@ def references_for(query: Query, *, excluding: int | None = None) -> list[str]:
     return [text for text in perfect.order_by("pk").values_list("text", flat=True) if text.strip()]
 
 
-def grade_answer(*, run: Run, member: PanelMember, answer: Answer) -> int:
-    """Fill in this judge's missing grades of this answer; returns how many were written."""
-    if not run.panel.graded or not grades(member):
-        return 0
-    judge = member.judge
+def pending_grades(run: Run, member: MemberSnapshot, answer: Answer) -> list[int]:
+    """The samples of this judge's grade of this answer that have no row yet."""
+    if not run.graded or not grades(member):
+        return []
     done = set(
-        GradedScore.objects.filter(run=run, answer=answer, judge=judge).values_list(
+        GradedScore.objects.filter(run=run, answer=answer, judge=member.judge_id).values_list(
             "sample", flat=True
         )
     )
-    pending = [s for s in range(member.samples) if s not in done]
+    return [s for s in range(member.samples) if s not in done]
+
+
+def grade_answer(*, run: Run, judge: Judge, member: MemberSnapshot, answer: Answer) -> int:
+    """Fill in this judge's missing grades of this answer; returns how many were written."""
+    pending = pending_grades(run, member, answer)
     if not pending:
         return 0
     query = answer.query
     references = references_for(query, excluding=answer.pk)
-    params = {s: runs.judge_params(member, s) for s in pending}
+    params = {s: judge_params(judge, member, s) for s in pending}
     if not references:
         results = [
             graded.GradeResult(s, "", GradedScore.Outcome.NO_REFERENCE, attempts=0) for s in pending
         ]
     else:
-        results = _grade_with_llm(run, member, answer, references, pending)
-    _upsert(run, answer, judge, results, params)
+        results = _grade_with_llm(judge, member, answer, references, pending)
+    upsert(run, answer, judge, results, params)
     return len(results)
 
 
 def _grade_with_llm(
-    run: Run, member: PanelMember, answer: Answer, references: list[str], pending: list[int]
+    judge: Judge, member: MemberSnapshot, answer: Answer, references: list[str], pending: list[int]
 ) -> list[graded.GradeResult]:
-    judge, query = member.judge, answer.query
+    query = answer.query
     calls = []
     for sample in pending:
-        endpoint = runs.endpoint_for(judge, member, sample)
+        endpoint = endpoint_for(judge, member, sample)
         key = graded.cache_key(
             base_url=endpoint.base_url, model=endpoint.model, temperature=endpoint.temperature,
             max_tokens=endpoint.max_tokens, seed=endpoint.seed, sample=sample, query=query.text,
@@ -101,7 +112,7 @@ def _grade_with_llm(
     misses = [c for c in calls if c.cache_key not in cached]
     if not misses:
         return reused
-    controls = runs.call_controls(judge)
+    controls = call_controls(judge)
     fresh = client.run_sync(
         graded.grade_all(
             misses, limiter=controls.limiter, policy=controls.policy, gate=controls.gate
@@ -117,7 +128,7 @@ def _cached_grades(keys: list[str]) -> dict[str, GradedScore]:
     return {g.cache_key: g for g in rows.only("cache_key", "score", "reasoning", "raw_output")}
 
 
-def _upsert(
+def upsert(
     run: Run,
     answer: Answer,
     judge: Judge,
@@ -132,8 +143,8 @@ def _upsert(
             sample=r.sample,
             outcome=r.outcome,
             score=r.score,
-            reasoning=r.reasoning,
-            **runs.call_record(r, params),
+            reasoning=text_of(r.reasoning),
+            **call_record(r, params),
         )
         for r in results
     ]
@@ -148,25 +159,10 @@ def _upsert(
 def graded_expected(run: Run) -> int:
     """Grades the run will hold: its answers × the samples of its LLM judges (0 when the
     panel is not graded)."""
-    if not run.panel.graded:
+    if not run.graded:
         return 0
-    samples = sum(
-        m.samples for m in run.panel.members.filter(judge__kind=Judge.Kind.LLM).only("samples")
-    )
-    return runs.run_answers(run).count() * samples if samples else 0
-
-
-def graded_complete(run: Run) -> bool:
-    """Whether every grade is in (always true for a panel that does not grade)."""
-    if not run.panel.graded:
-        return True
-    return run.graded_scores.count() >= graded_expected(run)
-
-
-def forget_failed(run: Run) -> None:
-    """Drop the grades whose call failed, so that the resume makes them again (as verdicts:
-    unparseable outputs stay, they are the judge's answer)."""
-    run.graded_scores.filter(outcome=GradedScore.Outcome.ERROR).delete()
+    samples = sum(m.samples for m in snapshot.of(run).members if grades(m))
+    return scope.run_answers(run).count() * samples if samples else 0
 
 
 @dataclass(frozen=True)
@@ -183,7 +179,8 @@ class GradedProgress:
 
 
 def graded_progress(run: Run) -> GradedProgress:
-    """Read from the database, like runs.run_progress. All zero when the panel does not grade."""
+    """Read from the database, like selectors.run_progress. All zero when the run's panel
+    does not grade."""
     outcome = GradedScore.Outcome
     totals = run.graded_scores.aggregate(
         done=Count("pk"),

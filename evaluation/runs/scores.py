@@ -2,8 +2,9 @@
 query's checklists, pass/fail against the dataset's threshold, the graded 1–5 mean) and per
 system (means and pass rate).
 
-Votes are aggregated per criterion with the panel's method; an adjudication on (answer,
-criterion) replaces that verdict. Five queries whatever the size of the run.
+Votes are aggregated per criterion with the run's method (its panel snapshot, never the
+panel's current settings); an adjudication on (answer, criterion) replaces that verdict.
+Five queries whatever the size of the run.
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ def run_report(run: Run) -> ScoreReport:
     splits: dict[int, int] = defaultdict(int)
     decided_by_adjudication: dict[int, int] = defaultdict(int)
     for (answer_id, criterion_id), answer_votes in votes.items():
-        verdict = aggregate(answer_votes, run.panel.method, threshold=run.panel.threshold)
+        verdict = aggregate(answer_votes, run.panel_method, threshold=run.panel_threshold)
         splits[answer_id] += verdict.split
         label = adjudicated.get((answer_id, criterion_id))
         decided_by_adjudication[answer_id] += label is not None

@@ -1,5 +1,8 @@
 """Writes for judges and panels (site-wide; the Admin group manages them), and the
-"test connection" call. Each write is one transaction."""
+"test connection" call. Each write is one transaction.
+
+A panel can be edited at any time, even while one of its runs is running: a run works
+from the snapshot of the panel it took at start (evaluation.runs.snapshot)."""
 
 from __future__ import annotations
 
@@ -8,9 +11,8 @@ from collections.abc import Sequence
 
 from django.db import transaction
 
-from evaluation.judging import connection
-from evaluation.models import Judge, Panel, PanelMember, Run
-from evaluation.services import judge_endpoint
+from evaluation.judging import client, connection
+from evaluation.models import Judge, Panel, PanelMember
 
 JUDGE_FIELDS = frozenset(
     {
@@ -22,8 +24,17 @@ JUDGE_FIELDS = frozenset(
 PANEL_FIELDS = frozenset({"name", "description", "method", "threshold", "graded"})
 
 
-class PanelInUse(Exception):
-    """A running run uses the panel: its members cannot change under it."""
+def judge_endpoint(judge: Judge) -> client.Endpoint:
+    """The judge's own settings, for calls outside runs (formality, drafting, tests)."""
+    return client.Endpoint(
+        base_url=judge.base_url,
+        model=judge.model,
+        api_key_env=judge.api_key_env,
+        temperature=judge.temperature,
+        max_tokens=judge.max_tokens,
+        seed=judge.seed,
+        timeout=judge.timeout,
+    )
 
 
 def _set(instance: object, fields: dict[str, object], allowed: frozenset[str]) -> None:
@@ -50,10 +61,6 @@ def panel_save(*, panel: Panel | None = None, members: Sequence[dict], **fields:
     """Create or change a panel with its members (each {judge, samples, temperatures})."""
     if not members:
         raise ValueError("A panel needs at least one judge.")
-    if panel is not None and panel.pk:
-        running = Run.objects.select_for_update().filter(panel=panel, status=Run.Status.RUNNING)
-        if running.exists():
-            raise PanelInUse("A run using this panel is running: cancel it or wait for it.")
     panel = panel or Panel()
     _set(panel, fields, PANEL_FIELDS)
     panel.full_clean()

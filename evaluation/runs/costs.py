@@ -1,5 +1,6 @@
 """The estimated cost of a run: its judges' tokens (verdicts and grades) times their prices.
-The arithmetic is evaluation.metrics.cost; this module reads what it needs (three queries)."""
+The arithmetic is evaluation.metrics.cost; this module reads what it needs (three queries).
+The judges are those of the run's panel snapshot, with their present prices."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from django.db.models import Sum
 
 from evaluation.metrics.cost import CostEstimate, JudgeUsage, run_cost
 from evaluation.models import GradedScore, Judge, Run, Verdict
+from evaluation.runs import snapshot
 
 
 def run_cost_estimate(run: Run, *, done: int, expected: int) -> CostEstimate:
@@ -24,9 +26,7 @@ def run_cost_estimate(run: Run, *, done: int, expected: int) -> CostEstimate:
         for judge_id, prompt, completion in sums:
             tokens[judge_id][0] += prompt or 0
             tokens[judge_id][1] += completion or 0
-    judges = Judge.objects.filter(
-        pk__in=[*tokens, *run.panel.members.values_list("judge_id", flat=True)]
-    )
+    judges = Judge.objects.filter(pk__in=[*tokens, *(m.judge_id for m in snapshot.of(run).members)])
     usages = [
         JudgeUsage(
             name=judge.name,

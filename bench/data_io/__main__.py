@@ -1,0 +1,185 @@
+"""Data I/O benchmark: export and import of a dataset with N verdicts (default 1,000,000).
+
+    DATABASE_URL=postgresql://postgres@127.0.0.1:5432/wt11bench DEBUG=1 \\
+        .venv/bin/python -m bench.data_io [--verdicts 1000000] [--formats jsonl]
+
+1. Makes (once) a generated dataset of about N verdicts (bench/data_io/generate.py: 10
+   systems, two experts × 25 criteria per query, 5 judges × 2 samples, labels on 10% of
+   items, one adjudication per answer).
+2. Export, in a child process: `export_chunks` of answers, verdicts, labels and
+   adjudications; time to the first byte, rows of verdicts per second, peak RSS.
+3. Import, in a child process: the dataset is renamed aside and the zip imported as new;
+   rows per second (verdicts, labels, adjudications and answers written), peak RSS.
+4. Prints both next to the bounds of issue 11 and Label Studio 1.23.2's figures measured on
+   this machine. Each child's peak RSS comes from wait4(); the machine is shared, so the
+   figures are noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+NAME = "Data I/O bench {n}"
+BOUNDS = {"import_rows_s": 10_000, "export_rows_s": 50_000, "ttfb_s": 1.0, "rss_mb": 200}
+LABEL_STUDIO = {"export_rows_s": 474, "export_ttfb_s": 105.0, "export_rss_mb": 1087,
+                "import_rows_s": 600}  # fmt: skip
+
+
+def _django() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+
+
+def child_export(dataset_id: int, out: str, formats: list[str]) -> dict:
+    _django()
+    from annotation.models import Dataset
+    from evaluation.data.export import ExportOptions, export_chunks
+    from evaluation.models import Verdict
+
+    dataset = Dataset.objects.get(pk=dataset_id)
+    rows = Verdict.objects.filter(run__dataset=dataset).count()
+    options = ExportOptions.parse(["answers", "verdicts", "labels", "adjudications"], formats)
+    started = time.perf_counter()
+    first = None
+    size = 0
+    with open(out, "wb") as handle:
+        for chunk in export_chunks(dataset, options):
+            if first is None and chunk:
+                first = time.perf_counter() - started
+            size += len(chunk)
+            handle.write(chunk)
+    seconds = time.perf_counter() - started
+    return {"verdicts": rows, "seconds": seconds, "ttfb": first, "bytes": size}
+
+
+def child_import(path: str) -> dict:
+    _django()
+    from evaluation.data.importer import import_dataset
+
+    started = time.perf_counter()
+    result = import_dataset(Path(path))
+    seconds = time.perf_counter() - started
+    big = ("answers", "verdicts", "labels", "adjudications")
+    return {
+        "seconds": seconds,
+        "rows": sum(result.created.get(t, 0) + result.updated.get(t, 0) for t in big),
+        "verdicts": result.created.get("verdicts", 0),
+        "dataset": result.dataset.pk,
+    }
+
+
+def _run_child(*args: str) -> tuple[dict, float]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bench.data_io", "child", *args],
+        cwd=ROOT, stdout=subprocess.PIPE, env=os.environ.copy(),
+    )  # fmt: skip
+    output = process.stdout.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    if status != 0:
+        raise SystemExit(f"child {args[0]} failed ({status})")
+    return json.loads(output.decode().strip().splitlines()[-1]), usage.ru_maxrss / 1024
+
+
+def prepare(verdicts: int) -> int:
+    _django()
+    from annotation.models import Dataset
+    from bench.data_io.generate import generate
+
+    name = NAME.format(n=verdicts)
+    dataset = Dataset.objects.filter(name=name).first()
+    if dataset is None:
+        per_query = 10 * 50 * 5 * 2
+        started = time.perf_counter()
+        dataset = generate(
+            name, queries=max(1, verdicts // per_query), systems=10, experts=2, criteria=25,
+            judges=5, samples=2, label_share=0.1,
+        )  # fmt: skip
+        print(f"generated {name} in {time.perf_counter() - started:.0f} s", flush=True)
+    return dataset.pk
+
+
+def set_aside(dataset_id: int) -> None:
+    """Rename the source dataset so that the import creates its copy anew; drop an earlier
+    copy (raw deletes: the ORM's cascade would load a million verdicts)."""
+    from django.db import connection
+
+    from annotation.models import Dataset
+
+    source = Dataset.objects.get(pk=dataset_id)
+    name = source.name
+    copy = Dataset.objects.filter(name=name + " (copy)").first()
+    Dataset.objects.filter(pk=source.pk).update(name=name + " (source)")
+    if copy is not None:
+        with connection.cursor() as cursor:
+            for table, where in (
+                ("evaluation_verdict", "run_id IN (SELECT id FROM evaluation_run WHERE dataset_id = %s)"),
+                ("evaluation_humanlabel", "answer_id IN (SELECT a.id FROM evaluation_answer a JOIN annotation_query q ON a.query_id = q.id WHERE q.dataset_id = %s)"),
+                ("evaluation_adjudication", "answer_id IN (SELECT a.id FROM evaluation_answer a JOIN annotation_query q ON a.query_id = q.id WHERE q.dataset_id = %s)"),
+            ):  # fmt: skip
+                cursor.execute(f"DELETE FROM {table} WHERE {where}", [copy.pk])
+        copy.delete()
+
+
+def restore(dataset_id: int, imported_id: int) -> None:
+    from annotation.models import Dataset
+
+    source = Dataset.objects.get(pk=dataset_id)
+    original = source.name.removesuffix(" (source)")
+    Dataset.objects.filter(pk=imported_id).update(name=original + " (copy)")
+    Dataset.objects.filter(pk=dataset_id).update(name=original)
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "child":
+        kind, rest = argv[1], argv[2:]
+        if kind == "export":
+            result = child_export(int(rest[0]), rest[1], rest[2].split(","))
+        else:
+            result = child_import(rest[0])
+        print(json.dumps(result), flush=True)
+        return
+    parser = argparse.ArgumentParser(prog="python -m bench.data_io")
+    parser.add_argument("--verdicts", type=int, default=1_000_000)
+    parser.add_argument("--formats", default="jsonl", help="jsonl, csv, parquet (comma-separated)")
+    parser.add_argument("--out", type=Path, default=Path("/tmp/data-io-bench.zip"))
+    args = parser.parse_args(argv)
+    dataset_id = prepare(args.verdicts)
+    export, export_rss = _run_child("export", str(dataset_id), str(args.out), args.formats)
+    export_rate = export["verdicts"] / export["seconds"]
+    set_aside(dataset_id)
+    try:
+        imported, import_rss = _run_child("import", str(args.out))
+    finally:
+        pass
+    restore(dataset_id, imported["dataset"])
+    import_rate = imported["rows"] / imported["seconds"]
+    lines = [
+        f"data I/O benchmark: {export['verdicts']:,} verdicts, formats {args.formats}, "
+        f"database {os.environ.get('DATABASE_URL', 'sqlite').split('@')[-1]}",
+        f"export: {export['seconds']:.1f} s, {export_rate:,.0f} verdicts/s "
+        f"(bound {BOUNDS['export_rows_s']:,}: {export_rate / BOUNDS['export_rows_s']:.2f}×; "
+        f"Label Studio {LABEL_STUDIO['export_rows_s']}/s: {export_rate / LABEL_STUDIO['export_rows_s']:.0f}×), "
+        f"first byte {export['ttfb'] * 1000:.0f} ms (bound 1 s; Label Studio "
+        f"{LABEL_STUDIO['export_ttfb_s']:.0f} s), peak RSS {export_rss:.0f} MB (bound 200; "
+        f"Label Studio {LABEL_STUDIO['export_rss_mb']}), zip {export['bytes'] / 1e6:.0f} MB",
+        f"import: {imported['seconds']:.1f} s, {import_rate:,.0f} rows/s over {imported['rows']:,} "
+        f"rows (bound {BOUNDS['import_rows_s']:,}: {import_rate / BOUNDS['import_rows_s']:.2f}×; "
+        f"Label Studio {LABEL_STUDIO['import_rows_s']}/s: {import_rate / LABEL_STUDIO['import_rows_s']:.0f}×), "
+        f"peak RSS {import_rss:.0f} MB (bound 200)",
+    ]  # fmt: skip
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,166 @@
+"""API of dataset export and import. Same services and access checks as the pages."""
+
+from __future__ import annotations
+
+from django.http import FileResponse, HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import APIException, ValidationError
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation import roles
+from annotation.models import Dataset, Guideline
+from annotation.permissions import access_dataset
+from evaluation.data import schema, services
+from evaluation.data.access import check_import
+from evaluation.data.export import ExportOptions
+from evaluation.data.formats import FileRejected
+from evaluation.data.importer import ImportOptions, ImportRejected, import_dataset
+from evaluation.data.models import DatasetExport
+from evaluation.data.uploads import received
+from evaluation.data.views import stream_response
+
+
+class Gone(APIException):
+    status_code = status.HTTP_410_GONE
+    default_detail = "This export is no longer available."
+    default_code = "gone"
+
+
+class ExportSerializer(serializers.ModelSerializer):
+    progress = serializers.FloatField(read_only=True)
+    status_url = serializers.SerializerMethodField()
+    download_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = DatasetExport
+        fields = [
+            "token", "dataset", "status", "include", "formats", "rows_total", "rows_done",
+            "progress", "size", "error", "created_at", "finished_at", "expires_at",
+            "status_url", "download_url",
+        ]  # fmt: skip
+
+    def get_status_url(self, export: DatasetExport) -> str:
+        return self.context["request"].build_absolute_uri(f"/api/exports/{export.token}/")
+
+    def get_download_url(self, export: DatasetExport) -> str | None:
+        if export.status != DatasetExport.Status.DONE:
+            return None
+        return self.context["request"].build_absolute_uri(f"/api/exports/{export.token}/download/")
+
+
+def _list(value: str | None) -> list[str] | None:
+    return None if value is None else [p.strip() for p in value.split(",") if p.strip()]
+
+
+class DatasetExportView(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("include", str, description="Optional parts, comma-separated: "
+                             f"{', '.join(schema.INCLUDES)} (default: all)."),
+            OpenApiParameter("formats", str, description="jsonl, csv, parquet, comma-separated "
+                             "(default: all three)."),
+            OpenApiParameter("job", bool, description="Prepare it as a job even if small."),
+        ],
+        responses={
+            200: OpenApiResponse(OpenApiTypes.BINARY, description="The zip, streamed."),
+            202: ExportSerializer,
+        },
+    )  # fmt: skip
+    def get(self, request: Request, pk: int) -> HttpResponse:
+        """Export a dataset (its admins). Small exports stream back as a zip at once; bigger
+        ones (or with job=true) start a job: 202 with its status and, when done, download URL."""
+        dataset = access_dataset(request.user, pk, roles.CHANGE)
+        try:
+            options = ExportOptions.parse(
+                _list(request.query_params.get("include")),
+                _list(request.query_params.get("formats")),
+            )
+        except ValueError as exc:
+            raise ValidationError({"detail": str(exc)}) from None
+        job = request.query_params.get("job", "").lower() in ("1", "true", "yes")
+        if not job and services.should_stream(dataset, options):
+            return stream_response(dataset, options, request.user)
+        export = services.export_start(dataset=dataset, by=request.user, options=options)
+        data = ExportSerializer(export, context={"request": request}).data
+        return Response(data, status=status.HTTP_202_ACCEPTED)
+
+
+class ExportStatusView(APIView):
+    @extend_schema(responses={200: ExportSerializer})
+    def get(self, request: Request, token: str) -> Response:
+        """An export job's status and progress (the dataset's admins)."""
+        export = services.access_export(request.user, token)
+        return Response(ExportSerializer(export, context={"request": request}).data)
+
+
+class ExportDownloadView(APIView):
+    @extend_schema(responses={200: OpenApiResponse(OpenApiTypes.BINARY), 410: None})
+    def get(self, request: Request, token: str) -> HttpResponse:
+        """The finished zip; access is checked now, and the link expires."""
+        export = services.access_export(request.user, token)
+        try:
+            path = services.export_file(export)
+        except services.ExportGone as gone:
+            raise Gone(str(gone)) from None
+        return FileResponse(path.open("rb"), as_attachment=True, filename=export.file_name)
+
+
+class ImportSerializer(serializers.Serializer):
+    file = serializers.FileField(help_text="A zip in the export layout (docs/data-formats.md).")
+    dataset = serializers.PrimaryKeyRelatedField(
+        queryset=Dataset.objects.all(), required=False, allow_null=True,
+        help_text="Import into this dataset (default: the one named in dataset.json).",
+    )  # fmt: skip
+    guideline = serializers.PrimaryKeyRelatedField(
+        queryset=Guideline.objects.all(), required=False, allow_null=True,
+        help_text="The dataset's guideline; submitted checklists are checked against it.",
+    )  # fmt: skip
+    on_guideline_errors = serializers.ChoiceField(
+        choices=["warn", "refuse"], default="warn",
+        help_text="Checklists that break the guideline: import with warnings, or refuse.",
+    )  # fmt: skip
+
+
+class ImportResultSerializer(serializers.Serializer):
+    dataset = serializers.IntegerField(source="dataset.pk")
+    dataset_created = serializers.BooleanField()
+    created = serializers.DictField(child=serializers.IntegerField())
+    updated = serializers.DictField(child=serializers.IntegerField())
+    unchanged = serializers.DictField(child=serializers.IntegerField())
+    warnings = serializers.ListField(child=serializers.CharField())
+
+
+class DatasetImportView(APIView):
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(
+        request={"multipart/form-data": ImportSerializer},
+        responses={201: ImportResultSerializer, 200: ImportResultSerializer},
+    )
+    def post(self, request: Request) -> Response:
+        """Create or update a dataset from files (dataset admins; creating one needs the
+        Admin group). Everything is checked first: any error is a 400 listing every error,
+        each naming file, row and field, and nothing is written."""
+        payload = ImportSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        data = payload.validated_data
+        dataset = data.get("dataset")
+        if dataset is not None:
+            dataset = access_dataset(request.user, dataset.pk, roles.CHANGE)
+        options = ImportOptions(
+            dataset=dataset, guideline=data.get("guideline"),
+            on_guideline_errors=data["on_guideline_errors"], by=request.user,
+        )  # fmt: skip
+        try:
+            with received(data["file"]) as path:
+                check_import(request.user, path, dataset)
+                result = import_dataset(path, options)
+        except (ImportRejected, FileRejected) as rejected:
+            raise ValidationError({"file": rejected.errors}) from None
+        code = status.HTTP_201_CREATED if result.changed else status.HTTP_200_OK
+        return Response(ImportResultSerializer(result).data, status=code)

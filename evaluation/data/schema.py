@@ -1,0 +1,345 @@
+"""The layout of a dataset export (and of a structure import): one table per kind of row.
+
+Plain Python, no Django: the exporter shapes rows into these columns, the importer reads them
+back, and docs/data-formats.md describes each one. Rows name each other by external keys
+(a query's `external_id`, a checklist's query and author, a criterion's `external_id` in its
+checklist, an answer's system, version, query and run label), never by the app's ids: the
+`id` columns are there for cross-reference only and are ignored by the import.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Raised when a column is renamed or changes meaning; the import refuses a newer version.
+SCHEMA_VERSION = 1
+
+FORMATS = ("jsonl", "csv", "parquet")
+# Optional parts of an export, in the order they are written. The structure (dataset,
+# guidelines, source types, members, queries, checklists, criteria, citations, perfect
+# answers) is always there.
+INCLUDES = ("answers", "verdicts", "labels", "adjudications", "scores", "overlaps")
+# What an optional part needs: verdicts, labels, adjudications and scores name answers.
+NEEDS = {
+    "verdicts": ("answers",),
+    "labels": ("answers",),
+    "adjudications": ("answers",),
+    "scores": ("answers", "verdicts"),
+}
+
+# Column types. Dates and times are ISO 8601 text in every format; `list` is a list of
+# strings (JSON array text in CSV); `json` is JSON text in every format, so that tools which
+# infer a schema (pyarrow, Hugging Face datasets) never meet objects with varying keys.
+STR, INT, FLOAT, BOOL, DATE, DATETIME, LIST, JSON = (
+    "str", "int", "float", "bool", "date", "datetime", "list", "json",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str = STR
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    columns: tuple[Column, ...]
+    include: str | None = None  # None: always exported
+    doc: str = ""
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+    def column(self, name: str) -> Column | None:
+        return next((c for c in self.columns if c.name == name), None)
+
+
+def _c(name: str, type_: str = STR, doc: str = "") -> Column:
+    return Column(name, type_, doc)
+
+
+# The columns that name an answer, and those that name a criterion, in every table of
+# items (verdicts, labels, adjudications).
+ANSWER_KEY = (
+    _c("system", doc="The system's name"),
+    _c("system_version", doc="The system's version (may be empty)"),
+    _c("query", doc="The query's external id"),
+    _c(
+        "run_label",
+        doc="The answer's run label (may be empty); a perfect answer's is `perfect:<author>`",
+    ),
+)
+CRITERION_KEY = (
+    _c("author", doc="Username of the author of the checklist the criterion belongs to"),
+    _c("criterion", doc="The criterion's external id in that checklist"),
+)
+
+TABLES: tuple[Table, ...] = (
+    Table(
+        "guidelines",
+        (
+            _c("name"),
+            _c("version", INT),
+            _c("description"),
+            _c("config", JSON, "The rule settings (docs/guidelines.md)"),
+        ),
+        doc="The guideline versions the dataset and its checklists use",
+    ),
+    Table(
+        "source_types",
+        (_c("slug"), _c("name"), _c("is_banned", BOOL), _c("description")),
+        doc="The source types the criteria and citations name (site-wide; matched by slug)",
+    ),
+    Table(
+        "members",
+        (_c("username"), _c("role", doc="expert, reviewer or admin")),
+        doc="Who holds which role on the dataset",
+    ),
+    Table(
+        "queries",
+        (
+            _c("external_id", doc="Unique in the dataset; `query-<id>` when none was set"),
+            _c("text"),
+            _c("query_date", DATE),
+            _c("category", doc="The query category's name (empty: none)"),
+            _c("tags", LIST),
+            _c("reference_answer"),
+            _c("status", doc="open, in_progress or done"),
+            _c("assigned_experts", LIST, "Usernames"),
+            _c("id", INT, "The app's id (ignored by the import)"),
+        ),
+    ),
+    Table(
+        "checklists",
+        (
+            _c("query", doc="The query's external id"),
+            _c("author", doc="The expert's username; one checklist per query and author"),
+            _c("status", doc="draft, submitted or reopened"),
+            _c("guideline", doc="Name of the guideline it was submitted under (may be empty)"),
+            _c("guideline_version", INT),
+            _c("first_submitted_at", DATETIME),
+            _c("submitted_at", DATETIME),
+            _c("id", INT, "The app's id (ignored by the import)"),
+        ),
+    ),
+    Table(
+        "criteria",
+        (
+            _c("query"),
+            _c("author"),
+            _c("external_id", doc="Unique in its checklist; `criterion-<id>` when none was set"),
+            _c("position", INT),
+            _c("text"),
+            _c("kind", doc="methodology, format or fact"),
+            _c("source_types", LIST, "Source type slugs"),
+            _c("notes"),
+            _c("weight", FLOAT),
+            _c("is_core", BOOL),
+            _c("scoring_enabled", BOOL),
+            _c("id", INT, "The app's id (ignored by the import)"),
+        ),
+    ),
+    Table(
+        "citations",
+        (
+            _c("query"),
+            _c("author"),
+            _c("criterion", doc="The criterion's external id"),
+            _c("title"),
+            _c("url"),
+            _c("source_type", doc="A source type slug (may be empty)"),
+            _c("published_on", DATE),
+        ),
+    ),
+    Table(
+        "perfect_answers",
+        (
+            _c("query"),
+            _c("author", doc="Author of the checklist the answer satisfies"),
+            _c("text"),
+            _c("written_by", doc="Username of who wrote or last edited it (may be empty)"),
+            _c("drafted_by", doc="Name of the LLM judge that drafted it (may be empty)"),
+            _c("draft_prompt_version"),
+        ),
+    ),
+    Table(
+        "systems",
+        (_c("name"), _c("version"), _c("description")),
+        include="answers",
+    ),
+    Table(
+        "answers",
+        (
+            *ANSWER_KEY[:3],
+            _c("run_label"),
+            _c("external_id", doc="Your own id for the answer (may be empty)"),
+            _c("text"),
+            _c("id", INT, "The app's id (ignored by the import)"),
+        ),
+        include="answers",
+    ),
+    Table(
+        "judges",
+        (
+            _c("name"),
+            _c("kind", doc="llm, no_llm or external"),
+            _c("base_url"),
+            _c("model"),
+            _c("api_key_env", doc="The name of the variable holding the key (never the key)"),
+            _c("temperature", FLOAT),
+            _c("max_tokens", INT),
+            _c("seed", INT),
+            _c("timeout", FLOAT),
+            _c("prompt_version"),
+        ),
+        include="verdicts",
+    ),
+    Table(
+        "panels",
+        (
+            _c("name"),
+            _c("description"),
+            _c("method", doc="majority, unanimity or mean_threshold"),
+            _c("threshold", FLOAT),
+            _c("graded", BOOL),
+            _c("members", JSON, 'A list of {"judge", "samples", "temperatures"}'),
+        ),
+        include="verdicts",
+    ),
+    Table(
+        "runs",
+        (
+            _c("run", doc="The run's key: its name when unique in the dataset, else `run-<id>`"),
+            _c("kind", doc="systems, cross_evaluation or imported"),
+            _c("panel", doc="The panel's name"),
+            _c("status", doc="done, done_with_errors, cancelled or failed"),
+            _c("reason", doc="Why the run failed, or a summary of its errors"),
+            _c("answer_run_label"),
+            _c(
+                "snapshot",
+                JSON,
+                "The panel as the run started (method, threshold, graded, members with "
+                "samples and temperatures): the run's figures are computed with it",
+            ),
+            _c("created_at", DATETIME),
+            _c("finished_at", DATETIME),
+        ),
+        include="verdicts",
+    ),
+    Table(
+        "verdicts",
+        (
+            _c("run", doc="The run's key"),
+            *ANSWER_KEY,
+            *CRITERION_KEY,
+            _c("judge", doc="The judge's name"),
+            _c("sample", INT),
+            _c("outcome", doc="pass, fail, unparseable or error"),
+            _c("failure_kind"),
+            _c("rationale"),
+            _c("raw_output"),
+            _c("error_kind"),
+            _c("error"),
+            _c("prompt_tokens", INT),
+            _c("completion_tokens", INT),
+            _c("latency_ms", INT),
+            _c("attempts", INT),
+            _c("cache_hit", BOOL),
+            _c("cache_key"),
+            _c("judge_params", JSON, "The call's parameters, as recorded with the verdict"),
+            _c("created_at", DATETIME),
+        ),
+        include="verdicts",
+    ),
+    Table(
+        "labels",
+        (
+            *ANSWER_KEY,
+            *CRITERION_KEY,
+            _c("rater"),
+            _c("label", doc="pass or fail"),
+            _c("note"),
+            _c("source", doc="app or import"),
+            _c("reviewer", doc="Username of the reviewer (may be empty)"),
+            _c("created_at", DATETIME),
+            _c("updated_at", DATETIME),
+        ),
+        include="labels",
+    ),
+    Table(
+        "adjudications",
+        (
+            *ANSWER_KEY,
+            *CRITERION_KEY,
+            _c("label", doc="pass or fail"),
+            _c("reason"),
+            _c("decided_by", doc="Username (may be empty)"),
+            _c("decided_at", DATETIME),
+            _c("version", INT),
+        ),
+        include="adjudications",
+    ),
+    Table(
+        "scores",
+        (
+            _c("run"),
+            *ANSWER_KEY,
+            _c("score", FLOAT, "Mean over the query's checklists of the share passed"),
+            _c("weighted", FLOAT),
+            _c("core", FLOAT),
+            _c("undecided", INT),
+            _c("split", INT),
+            _c("adjudicated", INT),
+            _c("passed", BOOL, "Against the dataset's pass threshold (empty: none)"),
+            _c("graded", FLOAT, "Mean 1–5 grade (empty: not graded)"),
+        ),
+        include="scores",
+        doc="Computed from verdicts and adjudications; never imported",
+    ),
+    Table(
+        "overlaps",
+        (
+            _c("query"),
+            _c("a_author", doc="Author of the checklist whose perfect answer was graded"),
+            _c("b_author", doc="Author of the checklist whose criteria graded it"),
+            _c("is_self", BOOL),
+            _c("passed", INT),
+            _c("failed", INT),
+            _c("undecided", INT),
+            _c("total", INT),
+            _c("overlap", FLOAT),
+            _c("source"),
+            _c("run"),
+        ),
+        include="overlaps",
+        doc="Computed from the cross-evaluation runs; never imported",
+    ),
+)
+TABLE = {t.name: t for t in TABLES}
+DERIVED = frozenset({"scores", "overlaps"})  # exported, never imported
+
+
+def expand_include(include: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """The optional parts asked for plus those they need, in INCLUDES order; ValueError
+    names an unknown one."""
+    unknown = sorted(set(include) - set(INCLUDES))
+    if unknown:
+        raise ValueError(f"unknown part {unknown[0]!r}; expected some of {', '.join(INCLUDES)}")
+    wanted = set(include)
+    for part in list(wanted):
+        wanted.update(NEEDS.get(part, ()))
+    return tuple(p for p in INCLUDES if p in wanted)
+
+
+def check_formats(formats: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    unknown = sorted(set(formats) - set(FORMATS))
+    if unknown or not formats:
+        raise ValueError(f"format: expected some of {', '.join(FORMATS)}")
+    return tuple(f for f in FORMATS if f in formats)
+
+
+def tables_for(include: tuple[str, ...]) -> tuple[Table, ...]:
+    return tuple(t for t in TABLES if t.include is None or t.include in include)

@@ -1,0 +1,86 @@
+"""Import a dataset from the export layout: a zip, or a folder of table files.
+
+    python manage.py import_dataset finance-demo-20261122.zip
+    python manage.py import_dataset ./my-benchmark/ --guideline Generic \
+        --on-guideline-errors refuse
+
+Creates or updates the dataset named in dataset.json (or --dataset ID), its queries,
+checklists, criteria, citations, perfect answers, answers, runs, verdicts, labels and
+adjudications, matched by external ids. Every file is checked first; any error rejects the
+import with every error listed and nothing written (exit status 2). Importing the same files
+again changes nothing. See docs/data-formats.md#dataset-import.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from annotation.models import Guideline
+from evaluation.data.importer import ImportOptions, ImportRejected, import_dataset
+from evaluation.management.commands.export_dataset import find_dataset
+
+
+def find_guideline(value: str) -> Guideline:
+    """An id, a name (its newest version) or NAME:VERSION."""
+    name, _, version = value.rpartition(":") if ":" in value else (value, "", "")
+    guidelines = Guideline.objects.all()
+    if value.isdigit():
+        found = guidelines.filter(pk=int(value)).first()
+    elif version.isdigit():
+        found = guidelines.filter(name=name, version=int(version)).first()
+    else:
+        found = guidelines.filter(name=value).order_by("-version").first()
+    if found is None:
+        raise CommandError(f"No guideline {value!r}.", returncode=2)
+    return found
+
+
+class Command(BaseCommand):
+    help = "Import a dataset (zip or folder in the export layout), matched by external ids."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("path", type=Path, help="A zip or a folder.")
+        parser.add_argument("--dataset", help="Import into this dataset (id or name).")
+        parser.add_argument(
+            "--guideline",
+            help="The dataset's guideline: an id, a name (newest version) or NAME:VERSION.",
+        )
+        parser.add_argument(
+            "--on-guideline-errors", choices=("warn", "refuse"), default="warn",
+            help="Submitted checklists that break the guideline: import them and list the "
+            "findings (warn, the default), or refuse the import.",
+        )  # fmt: skip
+
+    def handle(self, *args: object, **options: object) -> None:
+        path: Path = options["path"]
+        if not path.exists():
+            raise CommandError(f"{path} not found.", returncode=2)
+        import_options = ImportOptions(
+            dataset=find_dataset(options["dataset"]) if options["dataset"] else None,
+            guideline=find_guideline(options["guideline"]) if options["guideline"] else None,
+            on_guideline_errors=options["on_guideline_errors"],
+        )
+        started = time.monotonic()
+        try:
+            result = import_dataset(path, import_options)
+        except ImportRejected as rejected:
+            raise CommandError(str(rejected), returncode=2) from rejected
+        dataset = result.dataset
+        verb = "Created" if result.dataset_created else "Updated"
+        self.stdout.write(
+            f"{verb} dataset {dataset.pk} ({dataset.name}) from {path.name} in "
+            f"{time.monotonic() - started:.1f} s."
+        )
+        for table in sorted(set(result.created) | set(result.updated) | set(result.unchanged)):
+            self.stdout.write(
+                f"  {table}: {result.created.get(table, 0)} new, "
+                f"{result.updated.get(table, 0)} changed, "
+                f"{result.unchanged.get(table, 0)} unchanged"
+            )
+        for warning in result.warnings:
+            self.stdout.write(f"  warning: {warning}")
+        if not result.changed:
+            self.stdout.write("Nothing changed: everything was already there.")

@@ -1,0 +1,160 @@
+"""Self-healing: work lost with a worker, or with the broker's messages, is queued again
+without anyone pressing Resume.
+
+Every worker process runs a Doctor thread. Every RUNS_HEARTBEAT seconds it refreshes the
+heartbeat of the leases its process holds; every RUNS_SWEEP seconds it sweeps:
+
+1. A lease whose heartbeat is older than RUNS_LEASE_TIMEOUT belongs to a lost worker
+   (killed, out of memory, its machine gone): the task is queued again. After
+   RUNS_MAX_REQUEUES such losses the task is given up as failing its workers: it ends with
+   error verdicts naming that, so the run still ends.
+2. Unfinished tasks that nobody holds, in a run that has made no progress (no claim, no
+   finish) for RUNS_LEASE_TIMEOUT, may have lost their message (a Redis restart, the
+   embedded transport's reserved messages of a killed worker): they are queued again,
+   each at most once per RUNS_LEASE_TIMEOUT × 2^requeues. A message that was not lost
+   after all is harmless: only one delivery can claim a task.
+3. A running run without unfinished tasks (its answers deleted) is ended.
+
+Why a thread in the workers rather than celery beat: it needs no other process to deploy,
+it heals whenever any worker is alive (the only time healing can happen), and its sweep
+does not wait in the queue behind the very tasks it is meant to rescue. Several workers
+sweeping at once are safe: every requeue is a conditional UPDATE that only one wins.
+Redis's own redelivery (visibility timeout, CELERY_VISIBILITY) stays as a backstop.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import close_old_connections
+from django.db.models import F, Max
+from django.utils import timezone
+
+from evaluation.models import Run, RunTask
+from evaluation.runs import lifecycle, queue, work
+
+logger = logging.getLogger(__name__)
+
+BATCH = 1000  # tasks requeued per run and sweep: a huge lost run heals over a few sweeps
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    lost: int = 0  # leases of lost workers, queued again
+    unqueued: int = 0  # unheld tasks of stalled runs, queued again
+    given_up: int = 0
+    ended: int = 0
+
+
+def sweep() -> SweepReport:
+    lost = unqueued = given_up = ended = 0
+    running = list(Run.objects.filter(status=Run.Status.RUNNING).values_list("pk", "attempt"))
+    for run_id, attempt in running:
+        r_lost, r_given_up = _requeue_lost(run_id)
+        lost, given_up = lost + r_lost, given_up + r_given_up
+        unqueued += _requeue_stalled(run_id, attempt)
+        ended += lifecycle.end_if_complete(run_id) is not None
+    report = SweepReport(lost, unqueued, given_up, ended)
+    if report != SweepReport():
+        logger.warning("Run sweep: %s", report)
+    return report
+
+
+def _requeue_lost(run_id: int) -> tuple[int, int]:
+    now = timezone.now()
+    lost = (
+        RunTask.objects.filter(run=run_id, done_at__isnull=True)
+        .exclude(lease="")
+        .filter(heartbeat_at__lt=lifecycle.stale_before(now))
+        .values_list("pk", "answer_id", "judge_id", "attempt", "lease", "requeues")[:BATCH]
+    )
+    requeued = given_up = 0
+    for pk, answer_id, judge_id, attempt, lease, requeues in lost:
+        if requeues >= settings.RUNS_MAX_REQUEUES:
+            given_up += _give_up(pk, run_id, answer_id, judge_id, lease, requeues)
+            continue
+        taken = RunTask.objects.filter(pk=pk, lease=lease).update(
+            lease="", queued_at=now, requeues=F("requeues") + 1
+        )
+        if taken:
+            queue.send(run_id, [(answer_id, judge_id)], attempt)
+            requeued += 1
+    return requeued, given_up
+
+
+def _give_up(pk: int, run_id: int, answer_id: int, judge_id: int, lease: str, n: int) -> int:
+    error = f"Its worker was lost {n + 1} times: the task may be crashing its workers."
+    taken = RunTask.objects.filter(pk=pk, lease=lease).update(
+        lease="", done_at=timezone.now(), error=error
+    )
+    if taken:
+        run = Run.objects.get(pk=run_id)
+        work.record_failure(run=run, answer_id=answer_id, judge_id=judge_id, error=error)
+    return taken
+
+
+def _requeue_stalled(run_id: int, attempt: int) -> int:
+    now = timezone.now()
+    stale = lifecycle.stale_before(now)
+    tasks = RunTask.objects.filter(run=run_id)
+    progress = tasks.aggregate(
+        claimed=Max("claimed_at"), done=Max("done_at"), queued=Max("queued_at")
+    )
+    latest = max((t for t in progress.values() if t is not None), default=None)
+    if latest is not None and latest > stale:
+        return 0  # the run is moving (or was queued just now): its messages are flowing
+    waiting = tasks.filter(done_at__isnull=True, lease="").values_list(
+        "pk", "answer_id", "judge_id", "queued_at", "requeues"
+    )
+    requeued = 0
+    for pk, answer_id, judge_id, queued_at, requeues in waiting[:BATCH]:
+        backoff = settings.RUNS_LEASE_TIMEOUT * 2 ** min(requeues, 6)
+        if queued_at is not None and (now - queued_at).total_seconds() < backoff:
+            continue
+        taken = RunTask.objects.filter(pk=pk, lease="", queued_at=queued_at).update(
+            queued_at=now, requeues=F("requeues") + 1
+        )
+        if taken:
+            queue.send(run_id, [(answer_id, judge_id)], attempt)
+            requeued += 1
+    return requeued
+
+
+class Doctor(threading.Thread):
+    """Heartbeat and sweep, in the background of a worker process."""
+
+    def __init__(self) -> None:
+        super().__init__(name="run-doctor", daemon=True)
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        next_sweep = time.monotonic() + settings.RUNS_SWEEP
+        while not self.stopping.wait(settings.RUNS_HEARTBEAT):
+            close_old_connections()
+            try:
+                lifecycle.beat()
+                if time.monotonic() >= next_sweep:
+                    next_sweep = time.monotonic() + settings.RUNS_SWEEP
+                    sweep()
+            except Exception:  # a database blip: try again at the next beat
+                logger.exception("The run doctor's heartbeat or sweep failed")
+
+
+_doctor: Doctor | None = None
+_doctor_pid: int | None = None
+_doctor_lock = threading.Lock()
+
+
+def ensure_doctor() -> Doctor:
+    """This process's Doctor, started on first use (a forked pool child starts its own)."""
+    global _doctor, _doctor_pid
+    with _doctor_lock:
+        if _doctor is None or _doctor_pid != os.getpid() or not _doctor.is_alive():
+            _doctor, _doctor_pid = Doctor(), os.getpid()
+            _doctor.start()
+        return _doctor

@@ -1,0 +1,41 @@
+"""What the run page and the run API show of a run: the verdict and graded progress, the
+estimated cost, the first errors and the actions its status allows. Read from the database
+on every call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from evaluation.metrics.cost import CostEstimate
+from evaluation.models import Run
+from evaluation.runs import grading, selectors
+from evaluation.runs.costs import run_cost_estimate
+
+
+@dataclass(frozen=True)
+class RunOverview:
+    progress: selectors.Progress
+    graded: grading.GradedProgress
+    cost: CostEstimate
+    errors: list[selectors.ErrorGroup]  # the most frequent error messages
+    actions: list[str]  # what the run's status allows: cancel, resume, retry-failed
+
+    @property
+    def done(self) -> int:
+        return self.progress.done + self.graded.done
+
+    @property
+    def expected(self) -> int:
+        return self.progress.expected + self.graded.expected
+
+
+def run_overview(run: Run) -> RunOverview:
+    progress = selectors.run_progress(run)
+    graded = grading.graded_progress(run)
+    cost = run_cost_estimate(
+        run, done=progress.done + graded.done, expected=progress.expected + graded.expected
+    )
+    has_errors = bool(progress.errors or graded.errors or progress.tasks_failed)
+    errors = selectors.run_errors(run) if has_errors else []
+    actions = selectors.run_actions(run, has_errors=has_errors)
+    return RunOverview(progress, graded, cost, errors, actions)

@@ -1,0 +1,160 @@
+"""Reads of runs for pages, the API and commands: progress, errors, the actions a run's
+status allows, and each answer's votes. Scores are in scores.py, costs in costs.py."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from django.db.models import Count, Q, Sum
+from django.utils import timezone
+
+from annotation.models import Criterion
+from evaluation.metrics.aggregation import CriterionVerdict, Vote, aggregate
+from evaluation.models import Answer, GradedScore, Run, RunTask, Verdict
+from evaluation.runs import scope
+
+
+@dataclass(frozen=True)
+class Progress:
+    expected: int
+    done: int
+    passed: int
+    failed: int
+    unparseable: int
+    errors: int
+    cache_hits: int
+    prompt_tokens: int
+    completion_tokens: int
+    errors_by_kind: dict[str, int]
+    elapsed_s: float
+    rate_per_s: float | None
+    eta_s: float | None
+    tasks: int = 0
+    tasks_done: int = 0
+    tasks_failed: int = 0
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.done / self.expected if self.expected else 0.0
+
+
+def run_progress(run: Run) -> Progress:
+    """Read from the database, so any web process shows the same figures."""
+    totals = Verdict.objects.filter(run=run).aggregate(
+        done=Count("pk"),
+        passed=Count("pk", filter=Q(outcome=Verdict.Outcome.PASS)),
+        failed=Count("pk", filter=Q(outcome=Verdict.Outcome.FAIL)),
+        unparseable=Count("pk", filter=Q(outcome=Verdict.Outcome.UNPARSEABLE)),
+        errors=Count("pk", filter=Q(outcome=Verdict.Outcome.ERROR)),
+        cache_hits=Count("pk", filter=Q(cache_hit=True)),
+        prompt_tokens=Sum("prompt_tokens"),
+        completion_tokens=Sum("completion_tokens"),
+    )
+    by_kind = dict(
+        Verdict.objects.filter(run=run, outcome=Verdict.Outcome.ERROR)
+        .values_list("error_kind")
+        .annotate(n=Count("pk"))
+        .values_list("error_kind", "n")
+    )
+    tasks = RunTask.objects.filter(run=run).aggregate(
+        total=Count("pk"),
+        done=Count("pk", filter=Q(done_at__isnull=False)),
+        failed=Count("pk", filter=~Q(error="")),
+    )
+    end = run.finished_at or timezone.now()
+    elapsed = (end - run.started_at).total_seconds() if run.started_at else 0.0
+    done = totals["done"]
+    rate = done / elapsed if elapsed > 0 and done else None
+    remaining = max(run.expected - done, 0)
+    eta = remaining / rate if rate and run.status == Run.Status.RUNNING else None
+    return Progress(
+        expected=run.expected, done=done, passed=totals["passed"], failed=totals["failed"],
+        unparseable=totals["unparseable"], errors=totals["errors"],
+        cache_hits=totals["cache_hits"], prompt_tokens=totals["prompt_tokens"] or 0,
+        completion_tokens=totals["completion_tokens"] or 0, errors_by_kind=by_kind,
+        elapsed_s=elapsed, rate_per_s=rate, eta_s=eta, tasks=tasks["total"],
+        tasks_done=tasks["done"], tasks_failed=tasks["failed"],
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ErrorGroup:
+    kind: str
+    message: str
+    count: int
+
+
+def run_errors(run: Run, *, limit: int = 5) -> list[ErrorGroup]:
+    """The most frequent error messages of the run's failed calls and tasks."""
+    groups: dict[tuple[str, str], int] = defaultdict(int)
+    for model, outcome in ((Verdict, Verdict.Outcome.ERROR), (GradedScore, "error")):
+        rows = (
+            model.objects.filter(run=run, outcome=outcome)
+            .values_list("error_kind", "error")
+            .annotate(n=Count("pk"))
+            .order_by("-n")[:limit]
+        )
+        for kind, message, n in rows:
+            groups[kind, message] += n
+    tasks = (
+        RunTask.objects.filter(run=run)
+        .exclude(error="")
+        .values_list("error")
+        .annotate(n=Count("pk"))
+        .order_by("-n")[:limit]
+    )
+    for message, n in tasks:
+        groups["task", message] += n
+    ranked = sorted(groups.items(), key=lambda item: -item[1])[:limit]
+    return [ErrorGroup(kind, message, n) for (kind, message), n in ranked]
+
+
+def run_actions(run: Run, *, has_errors: bool) -> list[str]:
+    """What can be done to the run in its present status (page buttons and the API)."""
+    if run.kind == Run.Kind.IMPORTED:
+        return []
+    if run.status in (Run.Status.PENDING, Run.Status.RUNNING):
+        return ["cancel"]
+    actions = []
+    if run.status in (Run.Status.CANCELLED, Run.Status.FAILED):
+        actions.append("resume")
+    if has_errors and run.status != Run.Status.DONE:
+        actions.append("retry-failed")
+    return actions
+
+
+@dataclass(frozen=True)
+class CriterionVotes:
+    criterion: Criterion
+    votes: list[Verdict]
+    verdict: CriterionVerdict
+
+
+def answer_verdicts(run: Run, answer: Answer) -> list[tuple[str, list[CriterionVotes]]]:
+    """Per checklist (by author), each criterion with its votes in this run and the run's
+    verdict (the panel's method as the run was started). Two queries."""
+    criteria = (
+        scope.scored_criteria()
+        .filter(checklist__query=answer.query_id)
+        .select_related("checklist__author")
+        .order_by("checklist_id", "position")
+    )
+    votes: dict[int, list[Verdict]] = defaultdict(list)
+    for verdict in (
+        Verdict.objects.filter(run=run, answer=answer)
+        .select_related("judge")
+        .order_by("judge__name", "sample")
+    ):
+        votes[verdict.criterion_id].append(verdict)
+    by_checklist: dict[str, list[CriterionVotes]] = {}
+    for criterion in criteria:
+        own = votes.get(criterion.pk, [])
+        verdict = aggregate(
+            [Vote(str(v.judge_id), v.sample, v.outcome) for v in own],
+            run.panel_method,
+            threshold=run.panel_threshold,
+        )
+        author = criterion.checklist.author.get_username()
+        by_checklist.setdefault(author, []).append(CriterionVotes(criterion, own, verdict))
+    return list(by_checklist.items())
