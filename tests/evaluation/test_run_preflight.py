@@ -49,7 +49,10 @@ def test_a_missing_key_is_refused_by_judge_and_variable(
 ):
     monkeypatch.delenv("JUDGE_KEY_WB_PREFLIGHT", raising=False)
     judge = Judge.objects.create(
-        name="GPT", base_url=loopback_openai.base_url, model="m", api_key_env="JUDGE_KEY_WB_PREFLIGHT"
+        name="GPT",
+        base_url=loopback_openai.base_url,
+        model="m",
+        api_key_env="JUDGE_KEY_WB_PREFLIGHT",
     )
     panel = panel_of(judge, Judge.objects.create(name="Checks", kind=Judge.Kind.NO_LLM))
     message = "Judge “GPT”: its API key variable JUDGE_KEY_WB_PREFLIGHT is not set on this server."
@@ -106,7 +109,10 @@ def test_answers_without_a_checklist_to_grade_are_refused(owner_api, dataset, qu
 def test_the_panel_is_checked_again_on_resume(dataset, answered, loopback_openai, monkeypatch):
     monkeypatch.setenv("JUDGE_KEY_WB_PREFLIGHT", "sk-test")
     judge = Judge.objects.create(
-        name="GPT", base_url=loopback_openai.base_url, model="m", api_key_env="JUDGE_KEY_WB_PREFLIGHT"
+        name="GPT",
+        base_url=loopback_openai.base_url,
+        model="m",
+        api_key_env="JUDGE_KEY_WB_PREFLIGHT",
     )
     run = runs.run_cancel(
         run=runs.run_start(run=runs.run_create(dataset=dataset, panel=panel_of(judge)))
