@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 from guardian.admin import GuardedModelAdmin
+from simple_history.admin import SimpleHistoryAdmin
 
 from annotation.models import (
     Checklist,
@@ -59,7 +60,11 @@ class QueryAdmin(admin.ModelAdmin):
 class CriterionInline(admin.TabularInline):
     model = Criterion
     extra = 0
-    fields = ["position", "text", "kind", "weight", "is_core", "scoring_enabled"]
+    fields = ["position", "text", "kind", "weight", "is_core", "scoring_enabled", "archived_at"]
+    readonly_fields = ["archived_at"]
+    # Deleting here would bypass annotation.services.criterion_delete, which archives a
+    # criterion that carries reviewers' work instead.
+    can_delete = False
 
 
 class ChecklistEventInline(admin.TabularInline):
@@ -71,7 +76,7 @@ class ChecklistEventInline(admin.TabularInline):
 
 
 @admin.register(Checklist)
-class ChecklistAdmin(admin.ModelAdmin):
+class ChecklistAdmin(SimpleHistoryAdmin):
     list_display = ["id", "query", "author", "status", "updated_at"]
     list_filter = ["status", "query__dataset"]
     raw_id_fields = ["query"]

@@ -68,7 +68,7 @@ def checklist_input(checklist: Checklist, criteria: Iterable[Criterion]) -> Chec
 
 
 def criteria_for_validation(checklist: Checklist):
-    return checklist.criteria.prefetch_related("source_types", "citations__source_type")
+    return checklist.criteria.active().prefetch_related("source_types", "citations__source_type")
 
 
 def checklist_report(checklist: Checklist, config: GuidelineConfig | None = None) -> Report:

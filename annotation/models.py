@@ -12,6 +12,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase
 
+from config import limits
+
 
 class QueryCategory(models.Model):
     """A managed taxonomy of question types (point-fact retrieval, event digest, ...)."""
@@ -104,7 +106,7 @@ class LabelPolicy(models.TextChoices):
 
 class Dataset(models.Model):
     name = models.CharField(max_length=200, unique=True)
-    description = models.TextField(blank=True)
+    description = models.TextField(blank=True, max_length=limits.DATASET_DESCRIPTION)
     licence = models.CharField(
         max_length=200,
         blank=True,
@@ -187,7 +189,7 @@ class Query(models.Model):
     # Your own id for the query, unique in its dataset: imports match queries by it, so that
     # files of checklists, answers, labels and verdicts never need the app's ids.
     external_id = models.CharField(max_length=200, blank=True)
-    text = models.TextField()
+    text = models.TextField(max_length=limits.QUERY_TEXT)
     query_date = models.DateField(
         help_text="Every cited source must have been public on or before this date."
     )
@@ -197,6 +199,7 @@ class Query(models.Model):
     tags = models.ManyToManyField(DomainTag, blank=True, related_name="queries")
     reference_answer = models.TextField(
         blank=True,
+        max_length=limits.REFERENCE_ANSWER,
         help_text="Markdown. An answer known to be right, for the graded (1–5) view; when "
         "empty, the graded view uses the query's perfect answers.",
     )
@@ -288,7 +291,20 @@ class ChecklistEvent(models.Model):
         )
 
 
+class CriterionQuerySet(models.QuerySet):
+    def active(self) -> CriterionQuerySet:
+        """Criteria as the checklist stands now: archived ones (deleted or reworded while they
+        carried reviewers' work) are kept for their history but left out of the editor, the
+        API's checklist, validation, new runs and overlaps."""
+        return self.filter(archived_at__isnull=True)
+
+
 class Criterion(models.Model):
+    """One criterion. A criterion that carries human labels, adjudications or verdicts is
+    never hard-deleted nor reworded in place (annotation.services.checklists): deleting
+    archives it, rewording archives it and starts a new version (`previous_version`), so
+    reviewers' work stays attached to the text it was about."""
+
     class Kind(models.TextChoices):
         METHODOLOGY = "methodology", "Methodology"
         FORMAT = "format", "Format"
@@ -298,19 +314,37 @@ class Criterion(models.Model):
     # Your own id for the criterion, unique in its checklist (see Query.external_id).
     external_id = models.CharField(max_length=200, blank=True)
     position = models.PositiveIntegerField()
-    text = models.TextField()
+    # max_length on a TextField: enforced by forms and serializers, not by the database.
+    text = models.TextField(max_length=limits.CRITERION_TEXT)
     kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.FACT)
     source_types = models.ManyToManyField(SourceType, blank=True, related_name="criteria")
-    notes = models.TextField(blank=True)
+    notes = models.TextField(blank=True, max_length=limits.CRITERION_NOTES)
     weight = models.DecimalField(max_digits=6, decimal_places=2, default=1)
     is_core = models.BooleanField(default=True, help_text="Core, or supplementary.")
     scoring_enabled = models.BooleanField(
         default=True, help_text="Disabled criteria stay in the checklist but are not scored."
     )
+    archived_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Set when the criterion was deleted or reworded while it carried labels, "
+        "adjudications or verdicts: kept with its history, hidden from the checklist.",
+    )
+    previous_version = models.OneToOneField(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="next_version",
+        help_text="The archived wording this criterion replaced.",
+    )
+
+    objects = CriterionQuerySet.as_manager()
 
     class Meta:
         ordering = ["checklist_id", "position", "id"]
         verbose_name_plural = "criteria"
+        indexes = [models.Index(fields=["checklist", "archived_at"])]
         constraints = [
             models.UniqueConstraint(
                 fields=["checklist", "external_id"],

@@ -85,7 +85,9 @@ def query_list(dataset: Dataset, user: AnyUser, filters: QueryFilters) -> QueryS
     if filters.search:
         # Search reaches criteria text, but only of checklists this user may read (blind).
         visible_matches = checklists_for_user(user).filter(
-            query=OuterRef("pk"), criteria__text__icontains=filters.search
+            query=OuterRef("pk"),
+            criteria__text__icontains=filters.search,
+            criteria__archived_at__isnull=True,
         )
         queries = queries.filter(Q(text__icontains=filters.search) | Exists(visible_matches))
     if filters.category:
@@ -108,7 +110,7 @@ def checklists_visible(query: Query, user: AnyUser) -> QuerySet[Checklist]:
         .prefetch_related(
             Prefetch(
                 "criteria",
-                queryset=Criterion.objects.prefetch_related(
+                queryset=Criterion.objects.active().prefetch_related(
                     "source_types", "citations__source_type"
                 ),
             )
@@ -123,9 +125,9 @@ def checklist_for_editor(checklist_pk: int) -> Checklist:
         .prefetch_related(
             Prefetch(
                 "criteria",
-                queryset=Criterion.objects.prefetch_related(
-                    "source_types", "citations__source_type", "formality_advice"
-                ).order_by("position", "id"),
+                queryset=Criterion.objects.active()
+                .prefetch_related("source_types", "citations__source_type", "formality_advice")
+                .order_by("position", "id"),
             )
         )
         .get(pk=checklist_pk)

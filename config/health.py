@@ -2,15 +2,23 @@
 
 The worker check sends a real `ping` task and waits for its answer, so it proves a worker is
 consuming the queue, not just that the broker accepts messages.
+
+Who sees what: staff, or a probe sending `Authorization: Bearer <HEALTHZ_TOKEN>`, get every
+check with its detail (broker address, database vendor, timings); anyone else gets the
+overall status alone, computed from the database and the broker, never a worker ping, so an
+anonymous visitor cannot queue tasks or learn the infrastructure. Results are cached for
+HEALTHZ_CACHE_SECONDS, so a probe hammering the URL runs the checks a few times a minute.
 """
 
 from __future__ import annotations
 
+import hmac
 import time
 import uuid
 from dataclasses import asdict, dataclass
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
@@ -56,8 +64,10 @@ def check_worker() -> str:
 
     timeout = settings.HEALTHZ_WORKER_TIMEOUT
     token = uuid.uuid4().hex
+    _forget_earlier_pings()
     # expires: if no worker takes it in time, a worker starting later drops it unanswered.
     result = ping.apply_async(args=[token], expires=timeout, queue=settings.HEALTHZ_PING_QUEUE)
+    _remember_ping(result.id)
     try:
         answer = result.get(timeout=timeout, interval=0.1)
     finally:
@@ -67,8 +77,27 @@ def check_worker() -> str:
     return "a worker answered the ping"
 
 
-def run_checks() -> list[CheckResult]:
+PINGS_KEY = "healthz:pings"
+
+
+def _remember_ping(task_id: str) -> None:
+    cache.set(PINGS_KEY, [*cache.get(PINGS_KEY, [])[-20:], task_id], 3600)
+
+
+def _forget_earlier_pings() -> None:
+    """A ping no worker took in time is marked REVOKED by the worker that finds it later,
+    after we forgot it: forget those rows now, so a down worker leaves no lasting trace."""
+    from celery.result import AsyncResult
+
+    for task_id in cache.get(PINGS_KEY, []):
+        AsyncResult(task_id, app=celery_app).forget()
+    cache.set(PINGS_KEY, [], 3600)
+
+
+def run_checks(*, worker: bool = True) -> list[CheckResult]:
     results = [_timed("database", check_database), _timed("broker", check_broker)]
+    if not worker:
+        return results
     if results[1].ok:
         results.append(_timed("worker", check_worker))
     else:
@@ -76,16 +105,39 @@ def run_checks() -> list[CheckResult]:
     return results
 
 
+def cached_checks(*, worker: bool) -> list[CheckResult]:
+    """The checks, run at most once per HEALTHZ_CACHE_SECONDS for each kind of caller."""
+    key = f"healthz:results:{'full' if worker else 'basic'}"
+    results = cache.get(key)
+    if results is None:
+        results = run_checks(worker=worker)
+        if settings.HEALTHZ_CACHE_SECONDS > 0:
+            cache.set(key, results, settings.HEALTHZ_CACHE_SECONDS)
+    return results
+
+
+def may_see_detail(request: HttpRequest) -> bool:
+    user = getattr(request, "user", None)
+    if user is not None and user.is_active and user.is_staff:
+        return True
+    token = settings.HEALTHZ_TOKEN
+    sent = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+    return bool(token) and hmac.compare_digest(sent.encode(), token.encode())
+
+
 @never_cache
 @require_GET
 def healthz(request: HttpRequest) -> HttpResponse:
-    results = run_checks()
+    detail = may_see_detail(request)
+    results = cached_checks(worker=detail)
     healthy = all(r.ok for r in results)
     status = 200 if healthy else 503
     if "text/html" in request.headers.get("Accept", ""):
-        context = {"results": results, "healthy": healthy}
+        context = {"results": results if detail else [], "healthy": healthy, "detail": detail}
         return render(request, "health.html", context, status=status)
-    body = {"status": "ok" if healthy else "fail", "checks": {r.name: asdict(r) for r in results}}
+    body: dict[str, object] = {"status": "ok" if healthy else "fail"}
+    if detail:
+        body["checks"] = {r.name: asdict(r) for r in results}
     return JsonResponse(body, status=status)
 
 

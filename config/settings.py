@@ -7,6 +7,7 @@ ALLOWED_HOSTS; see docs/operations.md for every variable.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from pathlib import Path
 
@@ -55,13 +56,19 @@ INSTALLED_APPS = [
     "guardian",
     "django_celery_results",
     "django_celery_beat",  # schedules (scheduled runs), kept in the database
+    "axes",
+    "simple_history",
     "annotation",
     "evaluation",
+    "audit",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "config.middleware.SecurityHeadersMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "config.middleware.InputGuardMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -69,6 +76,9 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "simple_history.middleware.HistoryRequestMiddleware",
+    # Last, as django-axes asks: it turns a lockout raised during authentication into a page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -87,6 +97,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "config.limits.context_processor",
                 "evaluation.context_processors.costs",
             ],
         },
@@ -112,6 +123,8 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Accounts and object permissions --------------------------------------------------------
 AUTHENTICATION_BACKENDS = [
+    # First: refuses a locked-out username or address before any password is checked.
+    "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
     "guardian.backends.ObjectPermissionBackend",
 ]
@@ -164,11 +177,59 @@ SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", not DEBUG)
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+# Content-Security-Policy (django-csp 4): scripts and styles only from our own static files,
+# so a stored <script> or an injected on*= handler never runs; style attributes stay allowed
+# (charts shade cells with them) but no <style> element. htmx runs without eval: the pages
+# use no hx-on and no js: values (templates/base.html turns off its inline indicator styles).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "style-src-attr": ["'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
+# Powerful browser features this application never uses, switched off for every page.
+PERMISSIONS_POLICY = (
+    "accelerometer=(), autoplay=(), camera=(), display-capture=(), geolocation=(), "
+    "gyroscope=(), magnetometer=(), microphone=(), midi=(), payment=(), usb=(), "
+    "interest-cohort=()"
+)
 if envbool("TRUST_X_FORWARDED_PROTO", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_HTTPONLY = True
 # Health probes come from load balancers over plain HTTP inside the network.
 SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^livez$"]
+
+# --- Login throttling (django-axes) ---------------------------------------------------------
+# After AXES_FAILURE_LIMIT wrong passwords for one username from one address, that pair is
+# locked out for AXES_COOLOFF_MINUTES (the right password is refused too, with a 429 page);
+# a success resets the count. Admins unlock early with `manage.py axes_reset_username NAME`.
+AXES_ENABLED = envbool("AXES_ENABLED", True)
+AXES_FAILURE_LIMIT = envint("AXES_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = dt.timedelta(minutes=envint("AXES_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False
+if envbool("TRUST_X_FORWARDED_PROTO", False):
+    # Behind a proxy the client's address is the last one the proxy added to
+    # X-Forwarded-For, not REMOTE_ADDR (the proxy itself).
+    AXES_CLIENT_IP_CALLABLE = "config.middleware.forwarded_client_ip"
+
+# --- Input limits and health ----------------------------------------------------------------
+IMPORT_MAX_BYTES = envint("IMPORT_MAX_BYTES", 20 * 1024 * 1024)  # config/limits.py
+# /healthz shows its checks only to staff or to a request carrying this token
+# (Authorization: Bearer …); everyone else gets the status alone. Empty: staff only.
+HEALTHZ_TOKEN = envsecret("HEALTHZ_TOKEN", "") or ""
+HEALTHZ_CACHE_SECONDS = float(os.environ.get("HEALTHZ_CACHE_SECONDS", "5"))
 
 # --- Email ----------------------------------------------------------------------------------
 EMAIL_BACKEND = os.environ.get(
@@ -199,6 +260,7 @@ LOGGING = {
     "loggers": {
         "django.db.backends": {"level": "INFO"},
         "celery": {"level": LOG_LEVEL},
+        "axes": {"level": "WARNING"},  # it logs every login and logout at INFO
     },
 }
 
@@ -217,6 +279,16 @@ REST_FRAMEWORK = {
         "rest_framework.filters.OrderingFilter",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "config.renderers.BrowsableAPIRenderer",  # inline styles allowed on its pages alone
+    ],
+    # DRF's JSON parser, refusing deep nesting and NUL characters with a 400 (config/parsers.py)
+    "DEFAULT_PARSER_CLASSES": [
+        "config.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }
 SPECTACULAR_SETTINGS = {
@@ -307,6 +379,13 @@ JUDGE_RETRY_BASE_DELAY = float(os.environ.get("JUDGE_RETRY_BASE_DELAY", "0.5"))
 # Judge calls in flight across one worker process (all its threads); 0: no cap beyond
 # threads × Run.concurrency. See docs/benchmarks.md for sizing threads against it.
 JUDGE_MAX_IN_FLIGHT = envint("JUDGE_MAX_IN_FLIGHT", 0)
+# Judges' API keys are read only from variables named JUDGE_KEY_PREFIX… or listed in
+# JUDGE_KEY_VARIABLES (e.g. OPENAI_API_KEY), so no other secret of the server can be sent
+# to an endpoint; JUDGE_ALLOWED_HOSTS, when set, is the only hosts judges may call
+# ("api.openai.com", ".openai.azure.com" for any subdomain). evaluation/judging/keys.py.
+JUDGE_KEY_PREFIX = os.environ.get("JUDGE_KEY_PREFIX", "JUDGE_KEY_")
+JUDGE_KEY_VARIABLES = envlist("JUDGE_KEY_VARIABLES")
+JUDGE_ALLOWED_HOSTS = envlist("JUDGE_ALLOWED_HOSTS")
 # Celery closes each thread's database connection before and after every task unless told
 # to reuse it; config/celery.py then applies DATABASE_CONN_MAX_AGE as a web request does.
 CELERY_DB_REUSE_MAX = envint("CELERY_DB_REUSE_MAX", 1000)

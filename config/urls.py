@@ -1,9 +1,10 @@
 from __future__ import annotations
 
+from csp.decorators import csp_update
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from annotation.views.datasets import home
 from config.health import healthz, livez
@@ -31,6 +32,14 @@ urlpatterns = [
     path("api/", include(("annotation.api.urls", "api"))),
     path("api/", include(("evaluation.api.urls", "api-evaluation"))),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # The split view serves its script as a file, so no inline script is needed; Swagger UI
+    # still injects a <style> element, allowed on this page alone.
+    path(
+        "api/docs/",
+        csp_update({"style-src": ["'unsafe-inline'"]})(
+            SpectacularSwaggerSplitView.as_view(url_name="api-schema")
+        ),
+        name="api-docs",
+    ),
     path("admin/", admin.site.urls),
 ]

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.db import models
+from simple_history.admin import SimpleHistoryAdmin
 
 from evaluation.models import (
     AlertEvent,
@@ -32,7 +33,7 @@ class AnswerAdmin(admin.ModelAdmin):
 
 
 @admin.register(Judge)
-class JudgeAdmin(admin.ModelAdmin):
+class JudgeAdmin(SimpleHistoryAdmin):
     list_display = ["name", "model", "base_url", "api_key_env", "is_formality_judge"]
     list_filter = ["is_formality_judge"]
 
@@ -51,7 +52,7 @@ class PanelMemberInline(admin.TabularInline):
 
 
 @admin.register(Panel)
-class PanelAdmin(admin.ModelAdmin):
+class PanelAdmin(SimpleHistoryAdmin):
     list_display = ["name", "method", "threshold"]
     inlines = [PanelMemberInline]
 

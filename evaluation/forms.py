@@ -3,6 +3,7 @@ from __future__ import annotations
 from django import forms
 
 from annotation.models import Dataset, Query
+from config.uploads import validate_upload_size
 from evaluation.models import Panel, System
 
 
@@ -40,5 +41,6 @@ class RunForm(forms.Form):
 class AnswersUploadForm(forms.Form):
     file = forms.FileField(
         help_text="JSONL or CSV: query, system, text; optional system_version, "
-        "external_id, run_label."
+        "external_id, run_label.",
+        validators=[validate_upload_size],
     )

@@ -15,22 +15,39 @@ from pathlib import Path
 from django.db import transaction
 
 from annotation.models import Dataset
+from config import limits
+from config.ids import is_id
 from evaluation.data import formats
 from evaluation.models import Answer, System
 
 REQUIRED = ("query", "system", "text")
 OPTIONAL = ("system_version", "external_id", "run_label")
-LIMITS = {"system": 200, "system_version": 100, "external_id": 200, "run_label": 100}
+LIMITS = {
+    "system": 200,
+    "system_version": 100,
+    "external_id": limits.EXTERNAL_ID,
+    "run_label": 100,
+    "text": limits.ANSWER_TEXT,
+}
+MESSAGE_CHARS = 500  # one error line; a row's own text is never echoed at length
 
 
 class ImportRejected(Exception):
     """The file has errors; nothing was written. `errors` lists each one."""
 
     def __init__(self, errors: list[str]) -> None:
-        self.errors = errors
-        shown = "\n".join(errors[:50])
-        more = f"\n… and {len(errors) - 50} more" if len(errors) > 50 else ""
-        super().__init__(f"{len(errors)} error(s); nothing was imported:\n{shown}{more}")
+        # Bounded: a file of a million bad rows must not make a response of a million lines.
+        listed = limits.ERRORS_LISTED
+        self.count = len(errors)
+        self.errors = [_short(e) for e in errors[:listed]]
+        if len(errors) > listed:
+            self.errors.append(f"… and {len(errors) - listed} more error(s) of the same file")
+        shown = "\n".join(self.errors)
+        super().__init__(f"{len(errors)} error(s); nothing was imported:\n{shown}")
+
+
+def _short(message: str) -> str:
+    return message if len(message) <= MESSAGE_CHARS else message[: MESSAGE_CHARS - 1] + "…"
 
 
 @dataclass(frozen=True)
@@ -84,7 +101,7 @@ def check_rows(name: str, raw: list[tuple[int, dict]], dataset: Dataset) -> list
             continue
         problems = [f"{where}: field {f!r} is required" for f in REQUIRED if not _text(row, f)]
         query = _text(row, "query")
-        if query and not query.isdigit():
+        if query and not is_id(query):
             problems.append(f"{where}: field 'query' must be a query id (a number), not {query!r}")
         elif query and int(query) not in query_ids:
             problems.append(f"{where}: field 'query': no query {query} in dataset {dataset.pk}")

@@ -31,6 +31,8 @@ from django.utils import timezone
 from annotation import roles
 from annotation.models import Checklist, Criterion, Dataset
 from annotation.permissions import dataset_permissions
+from config import limits
+from config.ids import is_id
 from evaluation.imports import ImportRejected, decode_upload, read_rows
 from evaluation.models import (
     Answer,
@@ -118,7 +120,7 @@ class _Resolver:
         if not criterion:
             errors.append(f"{where}: field 'criterion' is required")
             return None
-        if not criterion.isdigit() or int(criterion) not in self.criteria:
+        if not is_id(criterion) or int(criterion) not in self.criteria:
             errors.append(
                 f"{where}: field 'criterion': no criterion {criterion!r} in a submitted "
                 "checklist of this dataset"
@@ -137,7 +139,7 @@ class _Resolver:
     def _answer(self, row: dict, where: str, errors: list[str]) -> int | None:
         answer = _text(row, "answer")
         if answer:
-            if not answer.isdigit() or int(answer) not in self.answers:
+            if not is_id(answer) or int(answer) not in self.answers:
                 errors.append(f"{where}: field 'answer': no answer {answer!r} in this dataset")
                 return None
             return int(answer)
@@ -156,7 +158,7 @@ class _Resolver:
             return None
         else:
             run_label = _text(row, "run_label")
-            key = (system, version, int(query), run_label) if query.isdigit() else None
+            key = (system, version, int(query), run_label) if is_id(query) else None
             found = self.by_query.get(key, []) if key else []
             field, what = "query", f"to query {query!r} with run label {run_label!r}"
         if len(found) == 1:
@@ -214,6 +216,8 @@ def _check_labels(name: str, raw: list[tuple[int, dict]], dataset: Dataset) -> l
             problems.append(f"{where}: field 'rater' is longer than 150 characters")
         if label not in LABELS:
             problems.append(f"{where}: field 'label' must be one of {', '.join(LABELS)}")
+        if len(_text(row, "note")) > limits.REVIEW_NOTE:
+            problems.append(f"{where}: field 'note' is longer than {limits.REVIEW_NOTE} characters")
         if problems or item is None:
             errors.extend(problems)
             continue
@@ -342,7 +346,7 @@ def _check_verdicts(
             )
         if outcome not in OUTCOMES:
             problems.append(f"{where}: field 'outcome' must be one of {', '.join(OUTCOMES)}")
-        if not sample.isdigit() or int(sample) > 1000:
+        if not is_id(sample) or int(sample) > 1000:
             problems.append(f"{where}: field 'sample' must be a whole number from 0 to 1000")
         if failure_kind and failure_kind not in FAILURE_KINDS:
             problems.append(

@@ -21,6 +21,17 @@ from tests.factories import PASSWORD, QueryFactory, UserFactory
 from tests.support.celery_worker import WorkerProcess, database_url
 
 
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    """The local-memory cache lives as long as the process: /healthz results and the like
+    must not leak from one test into the next."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
 @pytest.fixture
 def password() -> str:
     return PASSWORD

@@ -17,6 +17,7 @@ from annotation.models import (
 )
 from annotation.services.checklists import CitationData, CriterionData
 from annotation.validation import Finding, Report
+from config import limits
 from evaluation.selectors import current_advice
 
 
@@ -150,12 +151,16 @@ class FindingSerializer(serializers.Serializer):
 class CriterionInputSerializer(serializers.Serializer):
     """One criterion as sent by a client (nested in a checklist, or alone)."""
 
-    text = serializers.CharField(max_length=2000, allow_blank=True, trim_whitespace=True)
+    text = serializers.CharField(
+        max_length=limits.CRITERION_TEXT, allow_blank=True, trim_whitespace=True
+    )
     kind = serializers.ChoiceField(choices=Criterion.Kind.choices, default=Criterion.Kind.FACT)
     source_types = serializers.SlugRelatedField(
         slug_field="slug", queryset=SourceType.objects.all(), many=True, required=False
     )
-    notes = serializers.CharField(required=False, allow_blank=True, default="")
+    notes = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=limits.CRITERION_NOTES
+    )
     weight = serializers.DecimalField(max_digits=6, decimal_places=2, min_value=0, default=1)
     is_core = serializers.BooleanField(default=True)
     citations = CitationSerializer(many=True, required=False)
@@ -211,8 +216,20 @@ class CriterionSerializer(serializers.ModelSerializer):
             "scoring_enabled",
             "citations",
             "formality",
+            "archived_at",
+            "previous_version",
         ]
         read_only_fields = fields
+
+
+class CriterionArchivedSerializer(serializers.Serializer):
+    """DELETE of a criterion that carries reviewers' work: archived, with what it kept."""
+
+    archived = serializers.BooleanField()
+    id = serializers.IntegerField()
+    labels = serializers.IntegerField()
+    adjudications = serializers.IntegerField()
+    verdicts = serializers.IntegerField()
 
 
 class CriterionCreateSerializer(CriterionInputSerializer):
@@ -222,11 +239,13 @@ class CriterionCreateSerializer(CriterionInputSerializer):
 class CriterionUpdateSerializer(CriterionInputSerializer):
     """PATCH: every field optional; citations, when given, replace the criterion's own."""
 
-    text = serializers.CharField(max_length=2000, required=False)
+    text = serializers.CharField(max_length=limits.CRITERION_TEXT, required=False)
     kind = serializers.ChoiceField(choices=Criterion.Kind.choices, required=False)
     weight = serializers.DecimalField(max_digits=6, decimal_places=2, min_value=0, required=False)
     is_core = serializers.BooleanField(required=False)
-    notes = serializers.CharField(required=False, allow_blank=True)
+    notes = serializers.CharField(
+        required=False, allow_blank=True, max_length=limits.CRITERION_NOTES
+    )
 
 
 class ChecklistSerializer(serializers.ModelSerializer):

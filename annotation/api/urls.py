@@ -1,10 +1,9 @@
 from __future__ import annotations
 
-from rest_framework.routers import DefaultRouter
-
 from annotation.api import views
+from config.routers import Router
 
-router = DefaultRouter()
+router = Router()
 router.register("datasets", views.DatasetViewSet, basename="dataset")
 router.register("queries", views.QueryViewSet, basename="query")
 router.register("checklists", views.ChecklistViewSet, basename="checklist")

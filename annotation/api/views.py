@@ -4,9 +4,11 @@ Writes go through annotation.services, exactly as the pages' do."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import django_filters
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, Q
+from django.db.models import Count, Prefetch, Q
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -222,9 +224,12 @@ class ChecklistViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
             selectors.checklists_for_user(self.request.user)
             .select_related("author", "guideline")
             .prefetch_related(
-                "criteria__source_types",
-                "criteria__citations__source_type",
-                "criteria__formality_advice",
+                Prefetch(
+                    "criteria",
+                    queryset=Criterion.objects.active().prefetch_related(
+                        "source_types", "citations__source_type", "formality_advice"
+                    ),
+                )
             )
             .order_by("id")
         )
@@ -254,8 +259,10 @@ class ChecklistViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
                 query=query, by=request.user, criteria=criteria,
                 submit=payload.validated_data["submit"],
             )  # fmt: skip
-        except services.ChecklistNotEditable as exc:
+        except services.ChecklistNotEditable as exc:  # ChecklistExists: one per author
             raise Conflict(str(exc)) from exc
+        except services.ChecklistRejected as exc:  # rules that read the stored checklist
+            return rejected(exc.report, keys=_index_keys(criteria))
         body = dict(self.get_serializer(self.get_queryset().get(pk=checklist.pk)).data)
         body["validation"] = s.report_payload(report, keys=_index_keys(criteria))
         return Response(body, status=status.HTTP_201_CREATED)
@@ -311,12 +318,33 @@ def _index_keys(criteria) -> dict[str, str]:
     return {str(i): f"criteria[{i}]" for i in range(len(criteria))}
 
 
+class CriterionFilter(IdFilterSet):
+    archived = django_filters.BooleanFilter(
+        field_name="archived_at",
+        lookup_expr="isnull",
+        exclude=True,
+        help_text="Archived criteria (deleted or reworded while they carried reviewers' "
+        "work) are left out of lists unless this is true; by id they are always readable.",
+    )
+
+    class Meta:
+        model = Criterion
+        fields = ["checklist", "kind"]
+
+    @property
+    def qs(self):
+        queryset = super().qs
+        if self.form.cleaned_data.get("archived") is None:
+            queryset = queryset.filter(archived_at__isnull=True)
+        return queryset
+
+
 class CriterionViewSet(viewsets.ModelViewSet):
     """Criteria of readable checklists; only the author changes them, while not submitted.
     Every write answers with the criterion's rule results under "validation"."""
 
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
-    filterset_fields = ["checklist", "kind"]
+    filterset_class = CriterionFilter
     ordering_fields = ["position"]
 
     def get_serializer_class(self):
@@ -366,7 +394,7 @@ class CriterionViewSet(viewsets.ModelViewSet):
         payload.is_valid(raise_exception=True)
         v = payload.validated_data
         try:
-            services.criterion_update(
+            criterion = services.criterion_update(
                 criterion=criterion,
                 by=request.user,
                 text=v.get("text"),
@@ -386,10 +414,16 @@ class CriterionViewSet(viewsets.ModelViewSet):
             raise Conflict(str(exc)) from exc
         return self._respond(criterion)
 
+    @extend_schema(responses={200: s.CriterionArchivedSerializer, 204: None})
     def destroy(self, request: Request, pk: int) -> Response:
+        """Delete a criterion; one that carries labels, adjudications or verdicts is archived
+        instead (200 with what was kept), never destroyed."""
         criterion = self.get_object()
         try:
-            services.criterion_delete(criterion=criterion, by=request.user)
+            work = services.criterion_delete(criterion=criterion, by=request.user)
         except services.ChecklistNotEditable as exc:
             raise Conflict(str(exc)) from exc
-        return Response(status=status.HTTP_204_NO_CONTENT)
+        if not work:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        body = {"archived": True, "id": criterion.pk, **dataclasses.asdict(work)}
+        return Response(s.CriterionArchivedSerializer(body).data)

@@ -6,19 +6,24 @@ Callers (views, API, tasks, commands) check access first with annotation.permiss
 from __future__ import annotations
 
 from annotation.services.checklists import (
+    ChecklistExists,
     ChecklistNotEditable,
     ChecklistRejected,
+    CriterionArchived,
+    CriterionWork,
     checklist_create_with_criteria,
     checklist_reopen,
     checklist_start,
     checklist_submit,
     citation_add,
     citation_delete,
+    criteria_work,
     criterion_add,
     criterion_delete,
     criterion_move,
     criterion_replace_citations,
     criterion_update,
+    criterion_work,
 )
 from annotation.services.datasets import (
     dataset_create,
@@ -41,8 +46,11 @@ from annotation.services.guidelines import (
 )
 
 __all__ = [
+    "ChecklistExists",
     "ChecklistNotEditable",
     "ChecklistRejected",
+    "CriterionArchived",
+    "CriterionWork",
     "GuidelineInvalid",
     "GuidelineSaved",
     "checklist_create_with_criteria",
@@ -51,11 +59,13 @@ __all__ = [
     "checklist_submit",
     "citation_add",
     "citation_delete",
+    "criteria_work",
     "criterion_add",
     "criterion_delete",
     "criterion_move",
     "criterion_replace_citations",
     "criterion_update",
+    "criterion_work",
     "dataset_create",
     "dataset_delete",
     "dataset_set_role",

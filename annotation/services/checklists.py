@@ -3,6 +3,15 @@
 A draft may break guideline rules while the expert works; submission is refused while any
 rule of severity "error" fails. Every change leaves a ChecklistEvent with a snapshot of the
 criteria, so the history shows what the checklist looked like at each step.
+
+Concurrency: every write locks the checklist row first and checks its status on the locked
+row, so a request racing a submit either lands before it (and is validated with it) or is
+refused; one checklist per (query, author) is a unique constraint, so two identical creates
+give one checklist and one ChecklistExists.
+
+Reviewers' work is never destroyed by an edit: a criterion carrying human labels,
+adjudications or verdicts is archived instead of deleted, and rewording it archives it and
+starts a new version, so the labels stay on the wording they judged.
 """
 
 from __future__ import annotations
@@ -13,8 +22,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from django.db import transaction
-from django.db.models import F, Max
+from django.db import IntegrityError, transaction
+from django.db.models import Count, F, Max
 from django.utils import timezone
 
 from annotation import guidelines, signals
@@ -38,6 +47,15 @@ EDIT_COALESCE_WINDOW = dt.timedelta(minutes=10)
 
 class ChecklistNotEditable(Exception):
     """The checklist is submitted: reopen it first."""
+
+
+class ChecklistExists(ChecklistNotEditable):
+    """The author already has a checklist for this query (a repeated or concurrent create)."""
+
+
+class CriterionArchived(ChecklistNotEditable):
+    """The criterion was deleted or reworded while it carried reviewers' work: it is kept for
+    its history and can no longer change."""
 
 
 class ChecklistRejected(Exception):
@@ -67,13 +85,86 @@ class CriterionData:
     citations: Sequence[CitationData] = field(default_factory=tuple)
 
 
-def _ensure_editable(checklist: Checklist) -> None:
+@dataclass(frozen=True)
+class CriterionWork:
+    """Reviewers' and judges' work that rests on one criterion's wording."""
+
+    labels: int = 0
+    adjudications: int = 0
+    verdicts: int = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.labels or self.adjudications or self.verdicts)
+
+    def describe(self) -> str:
+        parts = [
+            f"{n} {word}{'s' if n != 1 else ''}"
+            for n, word in (
+                (self.labels, "label"),
+                (self.adjudications, "adjudication"),
+                (self.verdicts, "verdict"),
+            )
+            if n
+        ]
+        return ", ".join(parts)
+
+
+def criteria_work(criterion_ids: Iterable[int]) -> dict[int, CriterionWork]:
+    """The work resting on each criterion, in three queries whatever the number of criteria."""
+    ids = list(criterion_ids)
+    counts: dict[str, dict[int, int]] = {}
+    for relation in ("human_labels", "adjudications", "verdicts"):
+        rows = (
+            Criterion.objects.filter(pk__in=ids, **{f"{relation}__isnull": False})
+            .values("pk")
+            .annotate(n=Count(relation))
+            .values_list("pk", "n")
+        )
+        counts[relation] = dict(rows)
+    return {
+        pk: CriterionWork(
+            labels=counts["human_labels"].get(pk, 0),
+            adjudications=counts["adjudications"].get(pk, 0),
+            verdicts=counts["verdicts"].get(pk, 0),
+        )
+        for pk in ids
+    }
+
+
+def criterion_work(criterion: Criterion) -> CriterionWork:
+    return criteria_work([criterion.pk])[criterion.pk]
+
+
+def _lock(checklist_id: int) -> Checklist:
+    """The checklist, locked for the transaction, or ChecklistNotEditable once submitted.
+    The status is read after the lock: a submit that committed meanwhile is seen."""
+    checklist = (
+        Checklist.objects.select_for_update(of=("self",))
+        .select_related("query__dataset")
+        .get(pk=checklist_id)
+    )
     if not checklist.is_editable:
         raise ChecklistNotEditable("This checklist is submitted. Reopen it to change it.")
+    return checklist
+
+
+def _lock_criterion(criterion: Criterion) -> Criterion:
+    """The criterion as stored, with its checklist locked and editable."""
+    checklist = _lock(criterion.checklist_id)
+    criterion = Criterion.objects.get(pk=criterion.pk)
+    if criterion.archived_at is not None:
+        raise CriterionArchived(
+            "This criterion was archived (deleted or reworded while reviewers' work rested "
+            "on it). Reload the checklist."
+        )
+    criterion.checklist = checklist
+    return criterion
 
 
 def _snapshot(checklist: Checklist) -> list[dict]:
-    criteria = checklist.criteria.prefetch_related("source_types", "citations__source_type")
+    criteria = checklist.criteria.active().prefetch_related(
+        "source_types", "citations__source_type"
+    )
     return [
         {
             "id": c.pk,
@@ -155,8 +246,8 @@ def _create_criterion(checklist: Checklist, data: CriterionData, position: int) 
 
 @transaction.atomic
 def criterion_add(*, checklist: Checklist, by: AbstractBaseUser, data: CriterionData) -> Criterion:
-    _ensure_editable(checklist)
-    last = checklist.criteria.aggregate(last=Max("position"))["last"] or 0
+    checklist = _lock(checklist.pk)
+    last = checklist.criteria.active().aggregate(last=Max("position"))["last"] or 0
     criterion = _create_criterion(checklist, data, last + 1)
     _touch(checklist, by, f"added criterion {criterion.position}")
     formality_request(dataset=checklist.query.dataset, criteria=[criterion])
@@ -175,12 +266,21 @@ def criterion_update(
     weight: Decimal | None = None,
     is_core: bool | None = None,
 ) -> Criterion:
-    """Change only the fields given (None leaves a field as it is)."""
-    _ensure_editable(criterion.checklist)
+    """Change only the fields given (None leaves a field as it is). Returns the criterion as
+    changed: a new version when the wording of a criterion carrying reviewers' work changed."""
+    criterion = _lock_criterion(criterion)
+    text = text.strip() if text is not None else None
+    detail = f"edited criterion {criterion.position}"
+    if text is not None and text != criterion.text and criterion_work(criterion):
+        criterion = _new_version(criterion)
+        detail = (
+            f"reworded criterion {criterion.position} as a new version (the earlier wording "
+            "keeps its labels, adjudications and verdicts)"
+        )
     changes = {
         name: value
         for name, value in {
-            "text": text.strip() if text is not None else None,
+            "text": text,
             "kind": kind,
             "notes": notes,
             "weight": weight,
@@ -194,28 +294,77 @@ def criterion_update(
         criterion.save(update_fields=list(changes))
     if source_types is not None:
         criterion.source_types.set(source_types)
-    _touch(criterion.checklist, by, f"edited criterion {criterion.position}")
+    _touch(criterion.checklist, by, detail)
     if "text" in changes:
         formality_request(dataset=criterion.checklist.query.dataset, criteria=[criterion])
     return criterion
 
 
+def _new_version(old: Criterion) -> Criterion:
+    """Archive `old` and put a copy in its place (same position, fields, sources and
+    citations) for the caller to change. Labels, adjudications and verdicts stay on `old`.
+    The external id (unique in the checklist) moves to the new version, which imports then
+    match; the archived one keeps it with its own id appended, e.g. "c-12@57"."""
+    external_id = old.external_id
+    if external_id:
+        old.external_id = f"{external_id}@{old.pk}"[-200:]
+        old.save(update_fields=["external_id"])
+    new = Criterion.objects.create(
+        external_id=external_id,
+        checklist=old.checklist,
+        position=old.position,
+        text=old.text,
+        kind=old.kind,
+        notes=old.notes,
+        weight=old.weight,
+        is_core=old.is_core,
+        scoring_enabled=old.scoring_enabled,
+        previous_version=old,
+    )
+    new.source_types.set(old.source_types.all())
+    Citation.objects.bulk_create(
+        Citation(
+            criterion=new,
+            title=c.title,
+            url=c.url,
+            source_type_id=c.source_type_id,
+            published_on=c.published_on,
+        )
+        for c in old.citations.all()
+    )
+    old.archived_at = timezone.now()
+    old.save(update_fields=["archived_at"])
+    new.checklist = old.checklist
+    return new
+
+
 @transaction.atomic
-def criterion_delete(*, criterion: Criterion, by: AbstractBaseUser) -> None:
+def criterion_delete(*, criterion: Criterion, by: AbstractBaseUser) -> CriterionWork:
+    """Delete the criterion, or archive it when reviewers' work rests on it. Returns that
+    work (falsy when the criterion was really deleted)."""
+    criterion = _lock_criterion(criterion)
     checklist = criterion.checklist
-    _ensure_editable(checklist)
     position = criterion.position
-    criterion.delete()
-    checklist.criteria.filter(position__gt=position).update(position=F("position") - 1)
-    _touch(checklist, by, f"deleted criterion {position}")
+    work = criterion_work(criterion)
+    if work:
+        criterion.archived_at = timezone.now()
+        criterion.save(update_fields=["archived_at"])
+    else:
+        criterion.delete()
+    checklist.criteria.active().filter(position__gt=position).update(position=F("position") - 1)
+    if work:
+        _touch(checklist, by, f"archived criterion {position} ({work.describe()} kept)")
+    else:
+        _touch(checklist, by, f"deleted criterion {position}")
+    return work
 
 
 @transaction.atomic
 def criterion_move(*, criterion: Criterion, by: AbstractBaseUser, offset: int) -> Criterion:
     """Move up (offset -1) or down (+1) by swapping with the neighbour; no-op at the ends."""
+    criterion = _lock_criterion(criterion)
     checklist = criterion.checklist
-    _ensure_editable(checklist)
-    neighbour = checklist.criteria.filter(position=criterion.position + offset).first()
+    neighbour = checklist.criteria.active().filter(position=criterion.position + offset).first()
     if neighbour is None:
         return criterion
     neighbour.position, criterion.position = criterion.position, neighbour.position
@@ -226,7 +375,7 @@ def criterion_move(*, criterion: Criterion, by: AbstractBaseUser, offset: int) -
 
 @transaction.atomic
 def citation_add(*, criterion: Criterion, by: AbstractBaseUser, data: CitationData) -> Citation:
-    _ensure_editable(criterion.checklist)
+    criterion = _lock_criterion(criterion)
     citation = Citation.objects.create(
         criterion=criterion,
         title=data.title,
@@ -242,7 +391,7 @@ def citation_add(*, criterion: Criterion, by: AbstractBaseUser, data: CitationDa
 def criterion_replace_citations(
     *, criterion: Criterion, by: AbstractBaseUser, citations: Sequence[CitationData]
 ) -> None:
-    _ensure_editable(criterion.checklist)
+    criterion = _lock_criterion(criterion)
     criterion.citations.all().delete()
     _add_citations(criterion, citations)
     _touch(criterion.checklist, by, f"replaced citations of criterion {criterion.position}")
@@ -250,8 +399,7 @@ def criterion_replace_citations(
 
 @transaction.atomic
 def citation_delete(*, citation: Citation, by: AbstractBaseUser) -> None:
-    checklist = citation.criterion.checklist
-    _ensure_editable(checklist)
+    checklist = _lock_criterion(citation.criterion).checklist
     citation.delete()
     _touch(checklist, by, "removed a citation")
 
@@ -260,10 +408,20 @@ def citation_delete(*, citation: Citation, by: AbstractBaseUser) -> None:
 def checklist_create_with_criteria(
     *, query: Query, by: AbstractBaseUser, criteria: Sequence[CriterionData], submit: bool = False
 ) -> Checklist:
-    """One call for a whole checklist (the API's bulk create). All or nothing."""
+    """One call for a whole checklist (the API's bulk create). All or nothing. A second
+    create for the same query and author, even a concurrent one, raises ChecklistExists: the
+    unique constraint decides, never a read made before the insert."""
+    exists = "You already have a checklist for this query; edit that one."
     if Checklist.objects.filter(query=query, author=by).exists():
-        raise ChecklistNotEditable("You already have a checklist for this query; edit that one.")
-    checklist = checklist_start(query=query, by=by)
+        raise ChecklistExists(exists)
+    try:
+        with transaction.atomic():
+            checklist = Checklist.objects.create(query=query, author=by)
+    except IntegrityError:  # a concurrent create committed first
+        raise ChecklistExists(exists) from None
+    _record(checklist, by, ChecklistEvent.Action.CREATED)
+    if query.status == Query.Status.OPEN:
+        Query.objects.filter(pk=query.pk).update(status=Query.Status.IN_PROGRESS)
     created = [
         _create_criterion(checklist, data, position)
         for position, data in enumerate(criteria, start=1)
@@ -279,10 +437,7 @@ def checklist_create_with_criteria(
 @transaction.atomic
 def checklist_submit(*, checklist: Checklist, by: AbstractBaseUser) -> Report:
     """Validate under the dataset's guideline and submit, or raise ChecklistRejected."""
-    checklist = (
-        Checklist.objects.select_for_update().select_related("query__dataset").get(pk=checklist.pk)
-    )
-    _ensure_editable(checklist)
+    checklist = _lock(checklist.pk)
     guideline = guidelines.guideline_for(checklist.query.dataset)
     report = guidelines.checklist_report(checklist, guidelines.config_of(guideline))
     if report.blocking:
@@ -304,6 +459,7 @@ def checklist_submit(*, checklist: Checklist, by: AbstractBaseUser) -> Report:
 
 @transaction.atomic
 def checklist_reopen(*, checklist: Checklist, by: AbstractBaseUser) -> Checklist:
+    checklist = Checklist.objects.select_for_update(of=("self",)).get(pk=checklist.pk)
     if checklist.status != Checklist.Status.SUBMITTED:
         return checklist
     checklist.status = Checklist.Status.REOPENED

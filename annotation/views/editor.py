@@ -22,13 +22,14 @@ from django.views.decorators.http import require_GET, require_POST
 from annotation import guidelines, permissions, selectors, services
 from annotation.forms import CitationForm, CriterionForm, NewCriterionForm, allowed_source_types
 from annotation.models import Checklist, Criterion
-from annotation.services.checklists import CitationData, CriterionData
+from annotation.services.checklists import CitationData, CriterionData, CriterionWork
 from annotation.validation import Finding
 from evaluation.judging.formality import text_hash
 from evaluation.models import FormalityAdvice
 from evaluation.selectors import current_advice
 
 TEMPLATE = "annotation/checklist_editor.html"
+NO_WORK = CriterionWork()
 
 
 @dataclass(frozen=True)
@@ -37,11 +38,13 @@ class EditorRow:
     findings: tuple[Finding, ...]
     source_type_ids: frozenset[int]
     advice: FormalityAdvice | None = None
+    work: CriterionWork = NO_WORK  # reviewers' work on this wording: warn before edits
 
 
 def _editor_context(request: HttpRequest, checklist_pk: int, **extra: object) -> dict:
     checklist = selectors.checklist_for_editor(checklist_pk)
-    criteria = list(checklist.criteria.all())
+    criteria = list(checklist.criteria.all())  # active ones (selectors.checklist_for_editor)
+    work = services.criteria_work(c.pk for c in criteria)
     guideline = guidelines.guideline_for(checklist.query.dataset)
     report = guidelines.validate_checklist(
         guidelines.checklist_input(checklist, criteria), guidelines.config_of(guideline)
@@ -52,6 +55,7 @@ def _editor_context(request: HttpRequest, checklist_pk: int, **extra: object) ->
             findings=report.for_criterion(str(c.pk)),
             source_type_ids=frozenset(st.pk for st in c.source_types.all()),
             advice=current_advice(c),
+            work=work[c.pk],
         )
         for c in criteria
     ]
@@ -116,6 +120,18 @@ def locked_checklist_answers_409(view):
     return wrapper
 
 
+def _latest_version(criterion: Criterion) -> Criterion:
+    """An autosave still in flight when its criterion was reworded into a new version posts
+    to the old id: it edits the newest version instead."""
+    while criterion.archived_at is not None:
+        newer = Criterion.objects.filter(previous_version=criterion).first()
+        if newer is None:
+            break
+        newer.checklist = criterion.checklist
+        criterion = newer
+    return criterion
+
+
 def _back(checklist: Checklist, anchor: str = "") -> HttpResponse:
     return redirect(reverse("checklist-detail", args=[checklist.pk]) + anchor)
 
@@ -147,11 +163,12 @@ def criterion_create(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @locked_checklist_answers_409
 def criterion_update(request: HttpRequest, pk: int) -> HttpResponse:
-    criterion = permissions.access_criterion(request.user, pk, edit=True)
+    criterion = _latest_version(permissions.access_criterion(request.user, pk, edit=True))
+    edited = criterion
     form = CriterionForm(request.POST, instance=criterion)
     if form.is_valid():
         data = form.cleaned_data
-        services.criterion_update(
+        edited = services.criterion_update(
             criterion=criterion,
             by=request.user,
             text=data["text"],
@@ -161,8 +178,17 @@ def criterion_update(request: HttpRequest, pk: int) -> HttpResponse:
             weight=data["weight"],
             is_core=data["is_core"],
         )
+    if request.htmx and edited.pk != criterion.pk:
+        # Reworded into a new version: the whole row changes (its forms post to the new id).
+        response = _row_response(request, edited, new_version=edited.pk)
+        response["HX-Retarget"] = f"#criterion-{criterion.pk}"
+        response["HX-Reswap"] = "outerHTML"
+        return response
     if request.htmx:
         return _row_response(request, criterion, "criterion-findings", form_errors=form.errors)
+    if edited.pk != criterion.pk:
+        messages.info(request, "Reworded as a new version: reviewers' work stays on the old one.")
+        return _back(criterion.checklist, f"#criterion-{edited.pk}")
     if not form.is_valid():
         messages.error(request, f"Criterion not saved: {form.errors.as_text()}")
     return _back(criterion.checklist, f"#criterion-{criterion.pk}")
@@ -186,9 +212,11 @@ def criterion_formality(request: HttpRequest, pk: int) -> HttpResponse:
 def criterion_delete(request: HttpRequest, pk: int) -> HttpResponse:
     criterion = permissions.access_criterion(request.user, pk, edit=True)
     checklist = criterion.checklist
-    services.criterion_delete(criterion=criterion, by=request.user)
+    work = services.criterion_delete(criterion=criterion, by=request.user)
     if request.htmx:
         return _criteria_response(request, checklist.pk)
+    if work:
+        messages.info(request, f"Criterion archived, not deleted: {work.describe()} kept.")
     return _back(checklist)
 
 

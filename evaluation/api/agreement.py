@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from annotation import roles
 from annotation.permissions import access_dataset, dataset_permissions
+from config.uploads import validate_upload_size
 from evaluation.agreement.selectors import agreement_report
 from evaluation.agreement.serialize import report_data
 from evaluation.imports import decode_upload
@@ -50,7 +51,10 @@ class AgreementView(APIView):
 
 class LabelsImportSerializer(serializers.Serializer):
     dataset = serializers.IntegerField(min_value=1)
-    file = serializers.FileField(help_text="JSONL or CSV, see docs/data-formats.md.")
+    file = serializers.FileField(
+        help_text="JSONL or CSV, see docs/data-formats.md; at most IMPORT_MAX_BYTES.",
+        validators=[validate_upload_size],
+    )
 
 
 class VerdictsImportSerializer(LabelsImportSerializer):

@@ -8,7 +8,6 @@ the same functions as the review page.
 
 from __future__ import annotations
 
-import django_filters
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -20,7 +19,9 @@ from rest_framework.response import Response
 from annotation import roles
 from annotation.permissions import access_dataset
 from annotation.selectors import datasets_for_user
-from config.api_filters import IdFilterSet
+from config import limits
+from config.api_filters import IdFilter, IdFilterSet
+from config.ids import is_id, parse_id
 from evaluation.models import Adjudication, HumanLabel, Label, ReviewAssignment, Run
 from evaluation.review import selectors, services
 from evaluation.review.permissions import access_answer, reviewable_criterion
@@ -45,13 +46,16 @@ class LabelWriteSerializer(serializers.Serializer):
     criterion = serializers.IntegerField()
     label = serializers.ChoiceField(choices=Label.choices)
     note = serializers.CharField(
-        required=False, allow_blank=True, help_text="Absent: keep the note already there."
+        required=False,
+        allow_blank=True,
+        max_length=limits.REVIEW_NOTE,
+        help_text="Absent: keep the note already there.",
     )
 
 
 class LabelUpdateSerializer(serializers.Serializer):
     label = serializers.ChoiceField(choices=Label.choices)
-    note = serializers.CharField(required=False, allow_blank=True)
+    note = serializers.CharField(required=False, allow_blank=True, max_length=limits.REVIEW_NOTE)
 
 
 class AdjudicationSerializer(serializers.ModelSerializer):
@@ -69,7 +73,9 @@ class AdjudicationWriteSerializer(serializers.Serializer):
     answer = serializers.IntegerField()
     criterion = serializers.IntegerField()
     label = serializers.ChoiceField(choices=Label.choices)
-    reason = serializers.CharField(required=False, allow_blank=True, default="")
+    reason = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=limits.ADJUDICATION_REASON
+    )
     version = serializers.IntegerField(
         allow_null=True,
         min_value=1,
@@ -134,7 +140,7 @@ def _queue_row(position: int, item) -> dict:
 
 
 class LabelFilter(IdFilterSet):
-    dataset = django_filters.NumberFilter(field_name="answer__query__dataset")
+    dataset = IdFilter(field_name="answer__query__dataset")
 
     class Meta:
         model = HumanLabel
@@ -142,7 +148,7 @@ class LabelFilter(IdFilterSet):
 
 
 class AdjudicationFilter(IdFilterSet):
-    dataset = django_filters.NumberFilter(field_name="answer__query__dataset")
+    dataset = IdFilter(field_name="answer__query__dataset")
 
     class Meta:
         model = Adjudication
@@ -153,7 +159,7 @@ def _check_dataset_filter(request: Request) -> None:
     """?dataset= is checked like the dataset's pages: 404 non-members, 403 experts."""
     value = request.query_params.get("dataset")
     if value:
-        if not value.isdigit():
+        if not is_id(value):
             raise ValidationError({"dataset": ["A dataset id."]})
         access_dataset(request.user, int(value), roles.REVIEW)
 
@@ -187,7 +193,7 @@ class HumanLabelViewSet(viewsets.ModelViewSet):
             HumanLabel.objects.select_related("reviewer", "criterion__checklist")
             .filter(pk=self.kwargs["pk"])
             .first()
-            if str(self.kwargs["pk"]).isdigit()
+            if is_id(str(self.kwargs["pk"]))
             else None
         )
         if label is None:
@@ -265,7 +271,7 @@ class AdjudicationViewSet(
         pk = str(self.kwargs["pk"])
         adjudication = (
             Adjudication.objects.select_related("decided_by").filter(pk=pk).first()
-            if pk.isdigit()
+            if is_id(pk)
             else None
         )
         if adjudication is None:
@@ -337,7 +343,7 @@ class ReviewQueueViewSet(viewsets.GenericViewSet):
     )
     def list(self, request: Request) -> Response:
         value = request.query_params.get("dataset", "")
-        if not value.isdigit():
+        if not is_id(value):
             raise ValidationError({"dataset": ["Required: a dataset id."]})
         dataset = access_dataset(request.user, int(value), roles.REVIEW)
         queue = request.query_params.get("queue") or ReviewAssignment.Queue.LABELLING
@@ -347,7 +353,7 @@ class ReviewQueueViewSet(viewsets.GenericViewSet):
         run_value = request.query_params.get("run")
         if run_value:
             run = Run.objects.select_related("panel").filter(
-                pk=run_value if run_value.isdigit() else 0, dataset=dataset
+                pk=parse_id(run_value) or 0, dataset=dataset
             ).first()  # fmt: skip
             if run is None:
                 raise ValidationError({"run": ["No such run in this dataset."]})

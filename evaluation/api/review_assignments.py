@@ -20,7 +20,8 @@ from rest_framework.response import Response
 from annotation import roles
 from annotation.permissions import access_dataset
 from annotation.selectors import datasets_for_user
-from config.api_filters import IdFilterSet
+from config.api_filters import IdFilter, IdFilterSet
+from config.ids import is_id
 from evaluation.models import ReviewAssignment
 from evaluation.review import services
 from evaluation.review.permissions import access_answer, reviewable_criterion
@@ -52,7 +53,7 @@ class AssignWriteSerializer(serializers.Serializer):
 
 
 class AssignmentFilter(IdFilterSet):
-    dataset = django_filters.NumberFilter(field_name="answer__query__dataset")
+    dataset = IdFilter(field_name="answer__query__dataset")
     assignee = django_filters.CharFilter(field_name="assignee__username")
     mine = django_filters.BooleanFilter(method="filter_mine")
 
@@ -87,7 +88,7 @@ class ReviewAssignmentViewSet(
             ReviewAssignment.objects.select_related("assignee", "assigned_by", "answer__query")
             .filter(pk=self.kwargs["pk"])
             .first()
-            if str(self.kwargs["pk"]).isdigit()
+            if is_id(str(self.kwargs["pk"]))
             else None
         )
         if found is None:
@@ -97,7 +98,7 @@ class ReviewAssignmentViewSet(
 
     def list(self, request: Request, *args, **kwargs) -> Response:
         value = request.query_params.get("dataset")
-        if value and value.isdigit():  # checked like the queue page: 404 / 403
+        if value and is_id(value):  # checked like the queue page: 404 / 403
             access_dataset(request.user, int(value), roles.REVIEW)
         return super().list(request, *args, **kwargs)
 

@@ -4,6 +4,8 @@ from django.db import transaction
 from rest_framework import serializers
 
 from annotation.models import Dataset, Query
+from config.uploads import validate_upload_size
+from evaluation.judging.keys import api_key_env_problem, base_url_problem
 from evaluation.models import Answer, Judge, Panel, PanelMember, Run, System, Verdict
 
 
@@ -15,6 +17,17 @@ class JudgeSerializer(serializers.ModelSerializer):
             "max_tokens", "seed", "timeout", "rpm_limit", "tpm_limit", "prompt_version",
             "prompt_price", "completion_price", "is_formality_judge",
         ]  # fmt: skip
+
+    def validate_api_key_env(self, value: str) -> str:
+        # The same rules as the page form: see evaluation/judging/keys.py.
+        if problem := api_key_env_problem(value.strip()):
+            raise serializers.ValidationError(problem)
+        return value.strip()
+
+    def validate_base_url(self, value: str) -> str:
+        if problem := base_url_problem(value):
+            raise serializers.ValidationError(problem)
+        return value
 
     def validate(self, data: dict) -> dict:
         kind = data.get("kind", getattr(self.instance, "kind", Judge.Kind.LLM))
@@ -155,7 +168,10 @@ class AnswerSerializer(serializers.ModelSerializer):
 
 class AnswerImportSerializer(serializers.Serializer):
     dataset = serializers.PrimaryKeyRelatedField(queryset=Dataset.objects.all())
-    file = serializers.FileField(help_text="JSONL or CSV, see docs/data-formats.md.")
+    file = serializers.FileField(
+        help_text="JSONL or CSV, see docs/data-formats.md; at most IMPORT_MAX_BYTES.",
+        validators=[validate_upload_size],
+    )
 
 
 class AnswerImportResultSerializer(serializers.Serializer):

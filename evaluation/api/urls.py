@@ -1,12 +1,12 @@
 from __future__ import annotations
 
 from django.urls import path
-from rest_framework.routers import DefaultRouter
 
+from config.routers import Router
 from evaluation.api import agreement, analytics, cross_evaluation, review_assignments, scores, views
 from evaluation.api import review as review_api
 
-router = DefaultRouter()
+router = Router()
 router.register("judges", views.JudgeViewSet, basename="judge")
 router.register("panels", views.PanelViewSet, basename="panel")
 router.register("runs", views.RunViewSet, basename="run")

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from django.db.models import Count
 
 from annotation.models import Checklist, Criterion, Dataset, Query
+from config.ids import is_id
 from evaluation.metrics import overlap as om
 from evaluation.metrics.aggregation import Vote, aggregate
 from evaluation.models import Adjudication, Answer, HumanLabel, Run, Verdict
@@ -45,7 +46,7 @@ class Source:
         if value in ("latest", "human"):
             return cls(value)
         prefix, _, number = value.partition(":")
-        if prefix == "run" and number.isdigit():
+        if prefix == "run" and is_id(number):
             return cls("run", int(number))
         raise UnknownSource(f"Unknown source {value!r}: use latest, human or run:<id>.")
 
@@ -105,8 +106,10 @@ def _load(dataset: Dataset, source: Source, query: Query | None = None) -> list[
     ids = [c.pk for c in checklists]
     by_id = {c.pk: c for c in checklists}
     criteria: dict[int, list[Criterion]] = defaultdict(list)
-    for criterion in Criterion.objects.filter(checklist__in=ids, scoring_enabled=True).order_by(
-        "checklist_id", "position", "id"
+    for criterion in (
+        Criterion.objects.active()
+        .filter(checklist__in=ids, scoring_enabled=True)
+        .order_by("checklist_id", "position", "id")
     ):
         criterion.checklist = by_id[criterion.checklist_id]  # already loaded: no query each
         criteria[criterion.checklist_id].append(criterion)

@@ -156,7 +156,9 @@ def perfect_answer_draft_run(
         return {"ok": False, "error": "The checklist was reopened; submit it again to draft."}
     if _version(checklist.pk) != based_on:
         return {"ok": False, "error": EDITED_MEANWHILE}
-    criteria = list(checklist.criteria.order_by("position", "id").values_list("kind", "text"))
+    criteria = list(
+        checklist.criteria.active().order_by("position", "id").values_list("kind", "text")
+    )
     query = checklist.query
     messages = drafting.messages(query=query.text, query_date=query.query_date, criteria=criteria)
     endpoint = judge_endpoint(judge)

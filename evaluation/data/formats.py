@@ -116,11 +116,23 @@ def _jsonl_rows(name: str, lines: Iterable[str]) -> Iterator[tuple[int, dict]]:
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
+        _refuse_hostile(name, number, line)
         try:
             value = json.loads(line)
         except json.JSONDecodeError as exc:
             raise FileRejected([f"{name}:{number}: not valid JSON ({exc.msg})"]) from None
         yield number, value if isinstance(value, dict) else {"__not_an_object__": True}
+
+
+def _refuse_hostile(name: str, number: int, line: str) -> None:
+    """What would crash a later step, refused with its line (issue 13): a NUL character
+    (PostgreSQL stores none) and JSON nested past limits.JSON_DEPTH (json recurses)."""
+    from config import limits
+
+    if "\x00" in line:
+        raise FileRejected([f"{name}:{number}: contains a NUL character; not a text file?"])
+    if ("[" in line or "{" in line) and limits.json_depth(line) > limits.JSON_DEPTH:
+        raise FileRejected([f"{name}:{number}: JSON nested deeper than {limits.JSON_DEPTH} levels"])
 
 
 def _csv_rows(name: str, text: IO[str]) -> Iterator[tuple[int, dict]]:
@@ -135,6 +147,8 @@ def _csv_rows(name: str, text: IO[str]) -> Iterator[tuple[int, dict]]:
     start = reader.line_num + 1
     try:
         for cells in reader:
+            if any("\x00" in c for c in cells):
+                _refuse_hostile(name, start, "\x00")
             if any(c.strip() for c in cells):
                 # A record may span several lines (quoted newlines): name its first line.
                 yield start, dict(zip(header, cells, strict=False))

@@ -7,6 +7,7 @@ import re
 from django import forms
 from django.core.exceptions import ValidationError
 
+from evaluation.judging.keys import api_key_env_problem, base_url_problem
 from evaluation.models import Judge, Panel
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -40,7 +41,14 @@ class JudgeForm(forms.ModelForm):
                 "Give the name of the environment variable that holds the key (letters, "
                 "digits and _, e.g. OPENAI_API_KEY), never the key itself."
             )
+        if problem := api_key_env_problem(name):
+            raise ValidationError(problem)
         return name
+
+    def clean_base_url(self) -> str:
+        if problem := base_url_problem(self.cleaned_data["base_url"]):
+            raise ValidationError(problem)
+        return self.cleaned_data["base_url"]
 
     def clean_temperature(self) -> float:
         value = self.cleaned_data["temperature"]

@@ -22,7 +22,6 @@ import collections
 import importlib
 import json
 import logging
-import os
 import random
 import threading
 import time
@@ -31,6 +30,7 @@ from typing import Any, Literal
 
 import openai
 
+from evaluation.judging import keys
 from evaluation.judging.ratelimit import RateLimiter, Unlimited
 
 # The HTTP library under the openai client: httpx2 from openai 3.x, which no longer installs
@@ -60,8 +60,9 @@ class Endpoint:
     max_retries: int = 4
 
     def api_key(self) -> str:
-        # Local servers (vLLM, Ollama, the loopback test server) accept any key.
-        return os.environ.get(self.api_key_env, "") if self.api_key_env else "not-needed"
+        # Local servers (vLLM, Ollama, the loopback test server) accept any key. Only the
+        # variables judges may read are read (evaluation/judging/keys.py).
+        return keys.read_key(self.api_key_env) if self.api_key_env else "not-needed"
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,12 @@ class MissingApiKey(JudgeRejected):
 def missing_key(endpoint: Endpoint) -> str | None:
     """Why this process cannot call the endpoint for want of its key, or None. The message
     names the variable, never a value; a pre-flight check can call it without a client."""
-    if endpoint.api_key_env and not os.environ.get(endpoint.api_key_env):
+    if endpoint.api_key_env and not keys.key_variable_allowed(endpoint.api_key_env):
+        return (
+            f"{endpoint.api_key_env} may not hold a judge key: only JUDGE_KEY_* variables or "
+            "those JUDGE_KEY_VARIABLES lists (evaluation/judging/keys.py)."
+        )
+    if endpoint.api_key_env and not keys.read_key(endpoint.api_key_env):
         return f"The API key variable {endpoint.api_key_env} is not set on this worker."
     return None
 
@@ -131,7 +137,10 @@ class Session:
     pool costs several milliseconds of CPU per call, more than the rest of the call."""
 
     def __init__(self, endpoint: Endpoint, *, max_retries: int | None = None) -> None:
-        if (missing := missing_key(endpoint)) is not None:
+        if not keys.host_allowed(endpoint.base_url):
+            # Checked on save too; this catches judges saved before JUDGE_ALLOWED_HOSTS.
+            raise JudgeRejected("The judge's host is not in JUDGE_ALLOWED_HOSTS.")
+        if (missing := missing_key(endpoint)) is not None:  # no key, or not one judges may read
             raise MissingApiKey(missing)
         self._client = openai.AsyncOpenAI(
             base_url=endpoint.base_url,

@@ -1,14 +1,19 @@
 """ "Test connection" for a judge: one small real call through judging.client, no retries,
-a short timeout, and a plain account of what happened. Async, no ORM."""
+a short timeout, and a plain account of what happened. Async, no ORM.
+
+The account is the status, the latency and a short classified error written here, never
+the endpoint's reply or error text: whatever answers at the base URL chooses those bytes,
+and a person able to point a judge anywhere must not get a proxy that reads internal
+services back to them. The key variable and the host follow evaluation/judging/keys.py.
+"""
 
 from __future__ import annotations
 
-import os
 import socket
 import time
 from dataclasses import dataclass, replace
 
-from evaluation.judging import client
+from evaluation.judging import client, keys
 
 PROMPT_VERSION = "connection-v1"
 TIMEOUT_CAP = 10.0  # seconds: a person is waiting for the button
@@ -26,6 +31,9 @@ MESSAGES = [
 # What each error kind means, for the page.
 KIND_HELP = {
     "missing_key": "The API key variable is not set in the web process's environment.",
+    "key_not_allowed": "Judge keys are read only from JUDGE_KEY_* variables or those "
+    "JUDGE_KEY_VARIABLES lists; no call was made.",
+    "host_not_allowed": "The host is not in JUDGE_ALLOWED_HOSTS; no call was made.",
     "unauthorized": "The endpoint refused the API key (HTTP 401).",
     "forbidden": "The key may not use this model or endpoint (HTTP 403).",
     "model_not_found": "The endpoint does not know this model (HTTP 404).",
@@ -43,8 +51,8 @@ KIND_HELP = {
 class ConnectionResult:
     ok: bool
     kind: str = ""  # an error kind from KIND_HELP when not ok
-    message: str = ""
-    reply: str = ""  # the model's raw reply when ok
+    message: str = ""  # short and written here (an HTTP status, a model name), never a reply
+    json_reply: bool = False  # when ok: whether the model's reply was a JSON object
     mode: str = ""  # json_schema or json_object
     latency_ms: int = 0
     prompt_tokens: int = 0
@@ -55,12 +63,14 @@ class ConnectionResult:
         return KIND_HELP.get(self.kind, "")
 
 
-def key_is_set(api_key_env: str) -> bool:
-    """Whether this process has the named variable (never its value)."""
-    return bool(api_key_env) and bool(os.environ.get(api_key_env))
+key_is_set = keys.key_is_set  # pages ask through here: "set here" only for allowed names
 
 
 async def check_connection(endpoint: client.Endpoint) -> ConnectionResult:
+    if endpoint.api_key_env and not keys.key_variable_allowed(endpoint.api_key_env):
+        return ConnectionResult(False, "key_not_allowed")
+    if not keys.host_allowed(endpoint.base_url):
+        return ConnectionResult(False, "host_not_allowed")
     if endpoint.api_key_env and not key_is_set(endpoint.api_key_env):
         return ConnectionResult(
             False, "missing_key", f"{endpoint.api_key_env} is not set; no call was made."
@@ -77,14 +87,14 @@ async def check_connection(endpoint: client.Endpoint) -> ConnectionResult:
             probe, MESSAGES, schema_name="connection_test", schema=SCHEMA
         )
     except client.JudgeUnavailable as exc:
-        return _failure(_unavailable_kind(exc), exc, started)
+        return _failure(_unavailable_kind(exc), exc, started, endpoint)
     except client.JudgeRejected as exc:
-        return _failure(_rejected_kind(exc), exc, started)
+        return _failure(_rejected_kind(exc), exc, started, endpoint)
     except Exception as exc:  # a malformed base URL must become a message, not a 500
-        return _failure("error", exc, started)
+        return _failure("error", exc, started, endpoint)
     return ConnectionResult(
         True,
-        reply=completion.raw[:2000],
+        json_reply=completion.data is not None,
         mode=completion.mode,
         latency_ms=completion.latency_ms,
         prompt_tokens=completion.prompt_tokens,
@@ -92,9 +102,21 @@ async def check_connection(endpoint: client.Endpoint) -> ConnectionResult:
     )
 
 
-def _failure(kind: str, exc: Exception, started: float) -> ConnectionResult:
+def _failure(
+    kind: str, exc: Exception, started: float, endpoint: client.Endpoint
+) -> ConnectionResult:
     latency = round((time.monotonic() - started) * 1000)
-    return ConnectionResult(False, kind, str(exc)[:1000], latency_ms=latency)
+    return ConnectionResult(False, kind, _short_message(kind, exc, endpoint), latency_ms=latency)
+
+
+def _short_message(kind: str, exc: Exception, endpoint: client.Endpoint) -> str:
+    """What the page may show beside the kind: our own words and numbers, no reply text."""
+    if kind == "model_not_found":
+        return f"Model “{endpoint.model}” is unknown there."
+    status = next(
+        (s for c in _causes(exc) if isinstance(s := getattr(c, "status_code", None), int)), None
+    )
+    return f"HTTP {status}" if status else ""
 
 
 def _causes(exc: BaseException):

@@ -40,7 +40,8 @@ _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def _reviewable_criteria(**filters: object):
-    return Criterion.objects.filter(
+    # Archived criteria keep their labels but take no new ones (annotation.models.Criterion).
+    return Criterion.objects.active().filter(
         checklist__status=Checklist.Status.SUBMITTED, scoring_enabled=True, **filters
     )
 

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET
 
 from annotation.models import Criterion, Dataset
 from annotation.permissions import access_dataset, dataset_permissions
+from config.ids import is_id
 from evaluation.agreement.selectors import (
     AgreementReport,
     Figure,
@@ -46,7 +47,7 @@ def _run_id(request: HttpRequest) -> int | None:
     value = request.GET.get("run", "")
     if not value:
         return None
-    if not value.isdigit():
+    if not is_id(value):
         raise Http404("No such run.")
     return int(value)
 

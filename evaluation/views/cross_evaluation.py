@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from annotation import roles
 from annotation.models import Dataset, Query
 from annotation.permissions import access_dataset, access_query, dataset_permissions
+from config.ids import parse_id
 from evaluation.cross_evaluation import selectors, services
 from evaluation.cross_evaluation.access import (
     access_perfect_answer_checklist,
@@ -80,7 +81,7 @@ def perfect_answer(request: HttpRequest, pk: int) -> HttpResponse:
         "checklist": checklist,
         "query": checklist.query,
         "dataset": dataset,
-        "criteria": list(checklist.criteria.order_by("position", "id")),
+        "criteria": list(checklist.criteria.active().order_by("position", "id")),
         "answer": answer,
         "answer_html": render_answer(answer.text) if answer else "",
         "form": form,
@@ -226,7 +227,7 @@ def _review_url(answer_id: int) -> str | None:
 
 
 def _int(value: str | None) -> int | None:
-    return int(value) if value and value.isdigit() else None
+    return parse_id(value)
 
 
 @require_GET

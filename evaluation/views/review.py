@@ -22,6 +22,8 @@ from django.views.decorators.http import require_GET, require_POST
 from annotation import roles
 from annotation.models import Dataset
 from annotation.permissions import access_dataset, dataset_permissions
+from config import limits
+from config.ids import is_id, parse_id
 from evaluation.models import Answer, Label, ReviewAssignment, Run
 from evaluation.rendering import render_answer
 from evaluation.review import selectors, services
@@ -36,7 +38,7 @@ def _run_for(dataset: Dataset, value: str | None) -> Run | None:
     """The ?run= chosen, which must be a run of the dataset; None when not given."""
     if not value:
         return None
-    if not value.isdigit():
+    if not is_id(value):
         raise Http404("No such run in this dataset.")
     run = Run.objects.select_related("panel").filter(pk=value, dataset=dataset).first()
     if run is None:
@@ -139,7 +141,7 @@ def review_assign(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def _member(dataset: Dataset, user_id: str):
-    user = get_user_model().objects.filter(pk=user_id if user_id.isdigit() else 0).first()
+    user = get_user_model().objects.filter(pk=parse_id(user_id) or 0).first()
     if user is None:
         raise services.ReviewError("No such user.")
     return user
@@ -153,14 +155,12 @@ def review_next(request: HttpRequest, pk: int) -> HttpResponse:
     queue = _queue_name(request.GET.get("queue"))
     mine = request.GET.get("mine") == "1"
     run = _run_for(dataset, request.GET.get("run"))
-    try:
-        current = tuple(
-            int(request.GET[k])
-            for k in ("answer", "criterion")
-            if request.GET.get(k) and (k == "answer" or queue != "labelling")
-        )
-    except ValueError:
-        current = ()
+    ids = tuple(
+        parse_id(request.GET[k])
+        for k in ("answer", "criterion")
+        if request.GET.get(k) and (k == "answer" or queue != "labelling")
+    )
+    current = ids if None not in ids else ()
     item = selectors.next_item(
         dataset, request.user, queue=queue, current=current, run=run, mine=mine
     )
@@ -257,6 +257,8 @@ def answer_review_label(request: HttpRequest, pk: int) -> HttpResponse:
     if label not in Label.values:
         return HttpResponse("A label is pass or fail.", status=400)
     note = request.POST.get("note")  # absent: keep the note already there
+    if note is not None and len(note) > limits.REVIEW_NOTE:
+        return HttpResponse(f"A note is at most {limits.REVIEW_NOTE} characters.", status=400)
     change = services.label_set(
         answer=answer, criterion=criterion, reviewer=request.user, label=label, note=note
     )
@@ -310,7 +312,12 @@ def answer_review_adjudicate(request: HttpRequest, pk: int) -> HttpResponse:
     data: QueryDict = request.POST
     label = data.get("label", "")
     version_text = data.get("version", "")
-    if label not in Label.values or (version_text and not version_text.isdigit()):
+    if len(data.get("reason", "")) > limits.ADJUDICATION_REASON:
+        message = f"A reason is at most {limits.ADJUDICATION_REASON} characters."
+        if not request.htmx:
+            return HttpResponse(message, status=400)
+        return _render_row(request, answer, run, criterion, error=message)
+    if label not in Label.values or (version_text and not is_id(version_text)):
         if not request.htmx:
             return HttpResponse("Choose pass or fail.", status=400)
         return _render_row(request, answer, run, criterion, error="Choose pass or fail.")

@@ -46,3 +46,24 @@ document.addEventListener("htmx:afterSettle", () => {
     refocusCriterion = null;
   }
 });
+
+// --- Without inline JavaScript ------------------------------------------------------------
+// The Content-Security-Policy allows scripts only from our static files, so no template
+// carries onchange= or hx-on: those behaviours live here, keyed by data attributes.
+
+// <select data-autosubmit>: choosing an option submits its form (the button stays for
+// browsers without JavaScript).
+document.addEventListener("change", (event) => {
+  const select = event.target.closest("[data-autosubmit]");
+  if (select?.form) select.form.requestSubmit();
+});
+
+// <form data-reset-on-success>: after a successful htmx post, empty the form and put the
+// cursor back in its text box, ready for the next criterion.
+document.addEventListener("htmx:afterRequest", (event) => {
+  const form = event.detail.elt.closest?.("form[data-reset-on-success]");
+  if (form && event.detail.successful) {
+    form.reset();
+    form.querySelector("textarea")?.focus();
+  }
+});

@@ -69,6 +69,16 @@ def page(request, browser, live_server) -> Iterator:
     context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
     context.set_default_timeout(10_000)
     page = context.new_page()
+    # Every browser test doubles as a Content-Security-Policy check: Chromium reports each
+    # blocked script, style or eval on the console, and any such report fails the test.
+    violations: list[str] = []
+    page.on(
+        "console",
+        lambda message: (
+            violations.append(message.text) if "Content Security Policy" in message.text else None
+        ),
+    )
+    page.csp_violations = violations
     yield page
     report = getattr(request.node, "report_call", None)
     if report is not None and report.failed:
@@ -76,6 +86,8 @@ def page(request, browser, live_server) -> Iterator:
         shots.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(shots / f"{request.node.name}.png"), full_page=True)
     context.close()
+    if not getattr(request.node, "allows_csp_violations", False):
+        assert not violations, f"Content-Security-Policy violations: {violations}"
 
 
 def log_in(page, username: str, password: str = PASSWORD) -> None:

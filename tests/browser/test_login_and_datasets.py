@@ -55,7 +55,8 @@ def test_wrong_password_shows_an_error(page, owner):
     expect(page.get_by_role("alert")).to_contain_text("correct username and password")
 
 
-def test_health_page_is_green_with_a_live_worker(page, celery_worker):
+def test_health_page_is_green_with_a_live_worker(page, celery_worker, admin_user):
+    log_in(page, admin_user.username, "password")  # the checks' detail is for staff
     page.goto("/healthz")
     expect(page.get_by_role("heading", name=re.compile("Health"))).to_contain_text("all green")
     expect(page.locator("tbody tr")).to_have_count(3)

@@ -76,16 +76,16 @@ def test_a_judge_that_keeps_failing_is_unavailable():
 
 
 def test_a_wrong_key_is_a_rejection_not_a_retry(monkeypatch):
-    monkeypatch.setenv("TEST_JUDGE_KEY", "wrong")
+    monkeypatch.setenv("JUDGE_KEY_TEST", "wrong")
     with LoopbackOpenAI(api_key="right") as server, pytest.raises(client.JudgeRejected):
-        call(server, api_key_env="TEST_JUDGE_KEY")
+        call(server, api_key_env="JUDGE_KEY_TEST")
     assert server.call_count == 1
 
 
 def test_the_key_is_read_from_the_named_variable(monkeypatch):
-    monkeypatch.setenv("TEST_JUDGE_KEY", "right")
+    monkeypatch.setenv("JUDGE_KEY_TEST", "right")
     with LoopbackOpenAI(api_key="right", responder=lambda r: {"verdict": "pass"}) as server:
-        assert call(server, api_key_env="TEST_JUDGE_KEY").data == {"verdict": "pass"}
+        assert call(server, api_key_env="JUDGE_KEY_TEST").data == {"verdict": "pass"}
 
 
 def test_only_the_client_module_imports_openai():

@@ -15,7 +15,7 @@ from evaluation.models import Judge, Panel, PanelMember
 
 pytestmark = pytest.mark.django_db
 
-KEY_VAR = "H4_TEST_JUDGE_KEY"
+KEY_VAR = "JUDGE_KEY_H4_TEST"
 
 
 def judge_on(server, **fields) -> Judge:
@@ -27,7 +27,7 @@ def judge_on(server, **fields) -> Judge:
 def form_data(**overrides) -> dict:
     data = {
         "name": "GPT", "kind": "llm", "base_url": "https://api.example.com/v1",
-        "model": "gpt-4o-mini", "api_key_env": "OPENAI_API_KEY", "temperature": "0",
+        "model": "gpt-4o-mini", "api_key_env": "JUDGE_KEY_OPENAI", "temperature": "0",
         "max_tokens": "512", "seed": "", "timeout": "30", "rpm_limit": "", "tpm_limit": "",
         "prompt_price": "0.15", "completion_price": "0.60", "prompt_version": "verdict-v1",
     }  # fmt: skip
@@ -123,12 +123,13 @@ def press_test_connection(client, owner, judge: Judge) -> tuple[str, str]:
     return body.split('data-connection="', 1)[1].split('"', 1)[0], body
 
 
-def test_connection_success_shows_the_reply_and_latency(client, owner, loopback_openai):
+def test_connection_success_shows_the_latency_never_the_reply(client, owner, loopback_openai):
     loopback_openai.latency = 0.05
     loopback_openai.responder = lambda request: {"reply": "ok from loopback"}
     kind, body = press_test_connection(client, owner, judge_on(loopback_openai))
     assert kind == "ok"
-    assert "ok from loopback" in body and " ms" in body and "structured outputs" in body
+    assert " ms" in body and "structured outputs" in body and "was a JSON object" in body
+    assert "ok from loopback" not in body  # the endpoint's bytes never reach the page
     assert loopback_openai.call_count == 1
     call = loopback_openai.calls[0]
     assert call.request.max_tokens <= 64 and call.request.response_format_type == "json_schema"

@@ -18,7 +18,7 @@ from evaluation.runs import lifecycle, scope
 from evaluation.runs import services as runs
 from tests.evaluation.run_fixtures import build_workload, loopback_panel, scripted_judge
 
-VARIABLE = "TEST_JUDGE_KEY_NOT_SET"
+VARIABLE = "JUDGE_KEY_TEST_NOT_SET"
 MESSAGE = f"The API key variable {VARIABLE} is not set on this worker."
 MISSING = ("error", "missing_key", MESSAGE)  # outcome, error kind, error
 VERDICT = {"verdict": "pass", "failure_kind": None, "rationale": "States it."}

@@ -36,7 +36,7 @@ from tests.support.celery_worker import WorkerProcess, database_url
 
 pytestmark = pytest.mark.worker
 
-KEY = "WB_TEST_JUDGE_KEY"  # set in this (web) process only, never in the workers'
+KEY = "JUDGE_KEY_WB_TEST"  # set in this (web) process only, never in the workers'
 
 
 def wait_until(condition, *, timeout: float, poll: float = 0.1) -> bool:

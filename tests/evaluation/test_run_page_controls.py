@@ -13,7 +13,7 @@ from tests.evaluation.run_fixtures import build_workload, loopback_panel, script
 
 pytestmark = pytest.mark.django_db
 
-VARIABLE = "WB_RUN_PAGE_KEY"
+VARIABLE = "JUDGE_KEY_WB_RUN_PAGE"
 
 
 def page(client, run: Run) -> str:

@@ -47,12 +47,15 @@ def refused(owner_api, dataset, panel, **extra) -> dict:
 def test_a_missing_key_is_refused_by_judge_and_variable(
     owner_api, client, owner, dataset, answered, loopback_openai, monkeypatch
 ):
-    monkeypatch.delenv("WB_PREFLIGHT_KEY", raising=False)
+    monkeypatch.delenv("JUDGE_KEY_WB_PREFLIGHT", raising=False)
     judge = Judge.objects.create(
-        name="GPT", base_url=loopback_openai.base_url, model="m", api_key_env="WB_PREFLIGHT_KEY"
+        name="GPT",
+        base_url=loopback_openai.base_url,
+        model="m",
+        api_key_env="JUDGE_KEY_WB_PREFLIGHT",
     )
     panel = panel_of(judge, Judge.objects.create(name="Checks", kind=Judge.Kind.NO_LLM))
-    message = "Judge “GPT”: its API key variable WB_PREFLIGHT_KEY is not set on this server."
+    message = "Judge “GPT”: its API key variable JUDGE_KEY_WB_PREFLIGHT is not set on this server."
     assert refused(owner_api, dataset, panel) == {"panel": [message]}
     client.force_login(owner)
     page = client.post(
@@ -104,15 +107,18 @@ def test_answers_without_a_checklist_to_grade_are_refused(owner_api, dataset, qu
 
 
 def test_the_panel_is_checked_again_on_resume(dataset, answered, loopback_openai, monkeypatch):
-    monkeypatch.setenv("WB_PREFLIGHT_KEY", "sk-test")
+    monkeypatch.setenv("JUDGE_KEY_WB_PREFLIGHT", "sk-test")
     judge = Judge.objects.create(
-        name="GPT", base_url=loopback_openai.base_url, model="m", api_key_env="WB_PREFLIGHT_KEY"
+        name="GPT",
+        base_url=loopback_openai.base_url,
+        model="m",
+        api_key_env="JUDGE_KEY_WB_PREFLIGHT",
     )
     run = runs.run_cancel(
         run=runs.run_start(run=runs.run_create(dataset=dataset, panel=panel_of(judge)))
     )
-    monkeypatch.delenv("WB_PREFLIGHT_KEY")
-    with pytest.raises(runs.RunRefused, match="WB_PREFLIGHT_KEY"):
+    monkeypatch.delenv("JUDGE_KEY_WB_PREFLIGHT")
+    with pytest.raises(runs.RunRefused, match="JUDGE_KEY_WB_PREFLIGHT"):
         runs.run_resume(run=run)
     run.refresh_from_db()
     assert (run.status, run.attempt) == (Run.Status.CANCELLED, 1)

@@ -1,0 +1,133 @@
+"""One of everything, and one person in each role, for the tests that sweep every route
+(tests/config/test_permission_matrix.py, test_api_fuzz.py, tests/browser/test_hostile_input.py).
+
+People: `no_role` (in no group, on no dataset), `outsider` (an expert elsewhere), `expert`
+(expert on the dataset, author of the draft checklist), `other_expert` (expert on the
+dataset, author of the submitted checklist), `reviewer`, `dataset_admin` (admin of the
+dataset) and `superuser`. Objects hang off one dataset: a query with both checklists, their
+criteria and a citation, an answer with a finished run of a one-judge panel, a label, an
+adjudication, a review assignment and a perfect answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.contrib.auth.models import Group
+from django.utils import timezone
+from rest_framework.authtoken.models import Token
+
+from annotation import roles, services
+from annotation.models import Checklist, Citation, Criterion, Dataset, Query
+from evaluation.cross_evaluation.services import perfect_answer_save
+from evaluation.models import (
+    Adjudication,
+    Answer,
+    HumanLabel,
+    Judge,
+    Panel,
+    PanelMember,
+    ReviewAssignment,
+    Run,
+    System,
+    Verdict,
+)
+from tests.factories import AnswerFactory, QueryFactory, UserFactory, valid_criteria
+
+ROLES = (
+    "anonymous", "no_role", "outsider", "other_expert", "reviewer", "expert",
+    "dataset_admin", "superuser",
+)  # fmt: skip
+
+
+@dataclass
+class World:
+    users: dict[str, object] = field(default_factory=dict)
+    tokens: dict[str, str] = field(default_factory=dict)
+    dataset: Dataset | None = None
+    query: Query | None = None
+    draft: Checklist | None = None  # the expert's, not submitted: blind to the others
+    submitted: Checklist | None = None  # the other expert's
+    criterion: Criterion | None = None  # of the draft
+    submitted_criterion: Criterion | None = None
+    citation: Citation | None = None
+    answer: Answer | None = None
+    system: System | None = None
+    judge: Judge | None = None
+    panel: Panel | None = None
+    run: Run | None = None
+    verdict: Verdict | None = None
+    label: HumanLabel | None = None
+    adjudication: Adjudication | None = None
+    assignment: ReviewAssignment | None = None
+    perfect_answer: Answer | None = None
+    export: object = None  # a finished-or-not export job of the dataset, by its admin
+
+
+def build_world() -> World:
+    w = World()
+
+    def person(name: str, group: str | None = None, **extra) -> object:
+        user = UserFactory(username=name, **extra)
+        if group:
+            user.groups.add(Group.objects.get(name=group))
+        w.users[name] = user
+        w.tokens[name] = Token.objects.create(user=user).key
+        return user
+
+    admin = person("dataset_admin", roles.Group.ADMIN.value)
+    person("no_role")
+    person("outsider", roles.Group.EXPERT.value)
+    expert = person("expert", roles.Group.EXPERT.value)
+    other = person("other_expert", roles.Group.EXPERT.value)
+    reviewer = person("reviewer", roles.Group.REVIEWER.value)
+    person("superuser", is_staff=True, is_superuser=True)
+
+    w.dataset = services.dataset_create(name="World dataset", by=admin)
+    for user, role in ((expert, "EXPERT"), (other, "EXPERT"), (reviewer, "REVIEWER")):
+        services.dataset_set_role(
+            dataset=w.dataset, user=user, role=getattr(roles.DatasetRole, role)
+        )
+    services.dataset_create(name="Outsider's own dataset", by=w.users["outsider"])
+    w.query = QueryFactory(dataset=w.dataset)
+    w.submitted = services.checklist_create_with_criteria(
+        query=w.query, by=other, criteria=valid_criteria(), submit=True
+    )
+    w.draft = services.checklist_create_with_criteria(
+        query=w.query, by=expert, criteria=valid_criteria()[:3]
+    )
+    w.criterion = w.draft.criteria.order_by("position").first()
+    w.submitted_criterion = w.submitted.criteria.order_by("position").first()
+    w.citation = Citation.objects.create(criterion=w.criterion, title="Q3 release", url="x")
+    w.answer = AnswerFactory(query=w.query)
+    w.system = w.answer.system
+    # A no-LLM judge: "Test connection" and runs call no endpoint from the sweep.
+    w.judge = Judge.objects.create(name="World checks", kind=Judge.Kind.NO_LLM)
+    w.panel = Panel.objects.create(name="World panel")
+    PanelMember.objects.create(panel=w.panel, judge=w.judge)
+    w.run = Run.objects.create(
+        dataset=w.dataset, panel=w.panel, status=Run.Status.DONE, kind=Run.Kind.IMPORTED,
+        finished_at=timezone.now(), expected=1,
+    )  # fmt: skip
+    w.verdict = Verdict.objects.create(
+        run=w.run, answer=w.answer, criterion=w.submitted_criterion, judge=w.judge,
+        outcome="pass", cache_key="world",
+    )  # fmt: skip
+    w.label = HumanLabel.objects.create(
+        answer=w.answer, criterion=w.submitted_criterion, reviewer=reviewer,
+        rater=reviewer.username, label="pass",
+    )  # fmt: skip
+    w.adjudication = Adjudication.objects.create(
+        answer=w.answer, criterion=w.submitted_criterion, label="pass", decided_by=reviewer
+    )
+    w.assignment = ReviewAssignment.objects.create(
+        queue=ReviewAssignment.Queue.LABELLING, answer=w.answer, assignee=reviewer,
+        assigned_by=admin,
+    )  # fmt: skip
+    w.perfect_answer = perfect_answer_save(
+        checklist=w.submitted, text="Revenue was **$4.12 billion**.", by=other
+    )
+    from evaluation.data.models import DatasetExport
+
+    w.export = DatasetExport.objects.create(dataset=w.dataset, requested_by=admin)
+    return w
