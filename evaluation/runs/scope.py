@@ -29,8 +29,8 @@ def run_answers(run: Run) -> QuerySet[Answer]:
 
 
 def scored_criteria() -> QuerySet[Criterion]:
-    """Criteria that runs grade: enabled, in submitted checklists."""
-    return Criterion.objects.filter(
+    """Criteria that runs grade: enabled, not archived, in submitted checklists."""
+    return Criterion.objects.active().filter(
         checklist__status=Checklist.Status.SUBMITTED, scoring_enabled=True
     )
 

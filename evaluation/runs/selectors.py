@@ -9,10 +9,9 @@ from dataclasses import dataclass
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from annotation.models import Criterion
+from annotation.models import Checklist, Criterion
 from evaluation.metrics.aggregation import CriterionVerdict, Vote, aggregate
 from evaluation.models import Answer, GradedScore, Run, RunTask, Verdict
-from evaluation.runs import scope
 
 
 @dataclass(frozen=True)
@@ -134,11 +133,18 @@ class CriterionVotes:
 def answer_verdicts(run: Run, answer: Answer) -> list[tuple[str, list[CriterionVotes]]]:
     """Per checklist (by author), each criterion with its votes in this run and the run's
     verdict (the panel's method as the run was started). Two queries."""
+    # The checklist as it stands, plus any archived criterion this run judged: a run keeps
+    # what it was started with, so its verdicts on an old wording stay visible.
     criteria = (
-        scope.scored_criteria()
-        .filter(checklist__query=answer.query_id)
+        Criterion.objects.filter(
+            Q(archived_at__isnull=True) | Q(verdicts__run=run),
+            checklist__query=answer.query_id,
+            checklist__status=Checklist.Status.SUBMITTED,
+            scoring_enabled=True,
+        )
+        .distinct()
         .select_related("checklist__author")
-        .order_by("checklist_id", "position")
+        .order_by("checklist_id", "position", "id")
     )
     votes: dict[int, list[Verdict]] = defaultdict(list)
     for verdict in (

@@ -163,15 +163,8 @@ def test_criterion_objects_active_is_what_runs_should_select(reviewed, collabora
     assert Checklist.objects.get(pk=checklist.pk).criteria.count() == 3  # all kept
 
 
-# The runs package (evaluation/runs/, the lead's) selects criteria in one place,
-# scope.scored_criteria(); the first test fails (strictly expected) until it leaves archived
-# criteria out, the second guards a finished run's page through that change.
-NEEDS_RUNS_CHANGE = pytest.mark.xfail(
-    strict=True, reason="evaluation/runs/scope.py must call Criterion.objects.active()"
-)
-
-
-@NEEDS_RUNS_CHANGE
+# The runs package selects criteria in one place, scope.scored_criteria(): new runs leave
+# archived criteria out, while a finished run's page still shows those it judged.
 def test_new_runs_leave_archived_criteria_out(reviewed, collaborator):
     from evaluation.runs.scope import criteria_of
 
