@@ -37,7 +37,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-PASSWORD = "bench-password"  # noqa: S105 - a benchmark account on a loopback server
+PASSWORD = "bench-password"
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ class Ids:
 
     def __init__(self, cursor, table: str) -> None:
         self.table = table
-        cursor.execute(f"SELECT coalesce(max(id), 0) FROM {table}")  # noqa: S608 - our names
+        cursor.execute(f"SELECT coalesce(max(id), 0) FROM {table}")
         self.next = cursor.fetchone()[0] + 1
 
     def take(self, n: int = 1) -> int:
@@ -159,7 +159,7 @@ def seed(preset_name: str, *, seed_value: int = 14, out=sys.stdout) -> dict:
     def say(message: str) -> None:
         print(f"[{time.perf_counter() - started:6.1f}s] {message}", file=out, flush=True)
 
-    User = get_user_model()  # noqa: N806
+    User = get_user_model()
 
     def user(name: str, group: str):
         account, created = User.objects.get_or_create(username=name)
@@ -231,8 +231,9 @@ def seed(preset_name: str, *, seed_value: int = 14, out=sys.stdout) -> dict:
                 f"{COMPANIES[q % len(COMPANIES)]} ({q}) and compare it with guidance.",
                 dt.date(2025, 1 + q % 12, 1 + q % 28), rng.choice(categories), "", "done", now,
             ))  # fmt: skip
-        _copy(cursor, "annotation_query", ("id", "dataset_id", "text", "query_date",
-              "category_id", "reference_answer", "status", "created_at"), iter(query_rows))  # fmt: skip
+        columns = ("id", "dataset_id", "text", "query_date", "category_id", "reference_answer",
+                   "status", "created_at")  # fmt: skip
+        _copy(cursor, "annotation_query", columns, iter(query_rows))
         say(f"{len(query_rows):,} queries")
 
         checklists: dict[int, list[int]] = {}  # query id -> checklist ids
@@ -292,9 +293,7 @@ def seed(preset_name: str, *, seed_value: int = 14, out=sys.stdout) -> dict:
                     delta=rng.uniform(-20, 30), delta2=rng.uniform(-20, 30), z=x * 1.02,
                     z2=x * 1.06,
                 )  # fmt: skip
-                answer_rows.append(
-                    (pk, system.pk, q, text, f"{system.name}-{q}", "", "", now, now)
-                )
+                answer_rows.append((pk, system.pk, q, text, f"{system.name}-{q}", "", "", now, now))
         _copy(cursor, "evaluation_answer", ("id", "system_id", "query_id", "text", "external_id",
               "run_label", "draft_prompt_version", "created_at", "updated_at"),
               iter(answer_rows))  # fmt: skip
@@ -346,9 +345,9 @@ def seed(preset_name: str, *, seed_value: int = 14, out=sys.stdout) -> dict:
                   "updated_at"), verdicts())  # fmt: skip
         run.expected = n
         run.save(update_fields=["expected"])
-        task_rows = [
+        task_rows = [  # imported runs have no tasks
             (ids["evaluation_runtask"].take(), run.pk, a, judge.pk, now, 1, "", "", "", 0)
-            for q in scope
+            for q in (scope if preset.run_kind == "systems" else ())
             for a in answers[q]
             for judge in judges
         ]
@@ -388,8 +387,9 @@ def seed(preset_name: str, *, seed_value: int = 14, out=sys.stdout) -> dict:
              _truth(*items[i], salt), "Checked against the filing.", reviewer.pk, now, 1)
             for i in adjudicated
         ]  # fmt: skip
-        _copy(cursor, "evaluation_adjudication", ("id", "answer_id", "criterion_id", "label",
-              "reason", "decided_by_id", "decided_at", "version"), iter(adjudication_rows))  # fmt: skip
+        columns = ("id", "answer_id", "criterion_id", "label", "reason", "decided_by_id",
+                   "decided_at", "version")  # fmt: skip
+        _copy(cursor, "evaluation_adjudication", columns, iter(adjudication_rows))
         say(f"{len(adjudication_rows):,} adjudications")
 
         assignment_rows = []
