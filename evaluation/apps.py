@@ -12,4 +12,8 @@ class EvaluationConfig(AppConfig):
 
         ensure_filesystem_broker_folders()
         # Automatic cross-evaluation listens to annotation's checklist_submitted signal.
+        # Cached agreement figures are keyed by a revision these signals bump.
+        from evaluation.agreement import revision
         from evaluation.cross_evaluation import receivers  # noqa: F401
+
+        revision.connect()

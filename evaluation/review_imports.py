@@ -31,6 +31,7 @@ from django.utils import timezone
 from annotation import roles
 from annotation.models import Checklist, Criterion, Dataset
 from annotation.permissions import dataset_permissions
+from evaluation.agreement import revision
 from evaluation.imports import ImportRejected, read_rows
 from evaluation.models import (
     Answer,
@@ -277,6 +278,8 @@ def import_label_rows(*, dataset: Dataset, name: str, raw: list[tuple[int, dict]
         HumanLabel.objects.bulk_update(
             changed, ["label", "note", "reviewer", "updated_at"], batch_size=500
         )
+        if new or changed:
+            revision.changed(dataset.pk)
     return LabelsResult(
         created=len(new),
         updated=len(changed),
