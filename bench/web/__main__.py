@@ -116,15 +116,16 @@ class Server:
              "--log-level", "warning"],
             cwd=ROOT, env=self.env, start_new_session=True,
         )  # fmt: skip
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             try:
                 urllib.request.urlopen(f"http://127.0.0.1:{self.port}/livez", timeout=2)
                 break
-            except (urllib.error.URLError, ConnectionError):
+            except OSError:  # refused, reset or timed out while the workers start
                 time.sleep(0.3)
         else:
-            raise SystemExit("gunicorn did not answer /livez within 60 s")
+            os.killpg(self.process.pid, signal.SIGTERM)
+            raise SystemExit("gunicorn did not answer /livez within 120 s")
         threading.Thread(target=self._watch, daemon=True).start()
         return self
 
@@ -231,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=120.0, help="probe: per request, s")
     parser.add_argument("--only", default="", help="comma-separated page names")
     args = parser.parse_args(argv)
+    # A SIGTERM ends the run like Ctrl-C: the server is stopped on the way out.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     page_list = pages(args.dataset, args.agreement_dataset)
     if args.only:
         wanted = {n.strip() for n in args.only.split(",")}

@@ -126,17 +126,46 @@ def _counted(run: Run) -> list[tuple]:
         return cursor.fetchall()
 
 
+def _cached_counts(run: Run) -> list[tuple]:
+    """_counted(run), from the figure cache while nothing it depends on has changed: a run
+    that has ended keeps its votes until it is resumed, retried or imported again (which
+    move its status, attempt or finish time); adjudications and criterion weights, core and
+    scoring flags move the dataset's review revision (evaluation.agreement.revision)."""
+    from evaluation.agreement.revision import current
+    from evaluation.models import AgreementCache
+
+    if not run.ended:
+        return _counted(run)
+    finished = run.finished_at.isoformat() if run.finished_at else ""
+    prefix = f"scores-{run.pk}"
+    key = (
+        f"{prefix}:{run.status}:{run.attempt}:{finished}:{run.panel_method}:"
+        f"{run.panel_threshold!r}:{current(run.dataset_id)}"
+    )
+    for rows in AgreementCache.objects.filter(dataset_id=run.dataset_id, key=key).values_list(
+        "cells", flat=True
+    ):
+        return rows
+    rows = [[int(v) if isinstance(v, int) else str(v) for v in row] for row in _counted(run)]
+    AgreementCache.objects.filter(dataset_id=run.dataset_id, key__startswith=f"{prefix}:").delete()
+    AgreementCache.objects.bulk_create(
+        [AgreementCache(dataset_id=run.dataset_id, key=key, cells=rows)], ignore_conflicts=True
+    )
+    return rows
+
+
 def run_report(run: Run) -> ScoreReport:
     """Every answer's and system's scores. Four queries whatever the size of the run: the
-    votes are counted in the database (no vote reaches Python)."""
+    votes are counted in the database (no vote reaches Python), and the counts of an ended
+    run are kept in the figure cache until something they depend on changes."""
     run_verdicts = Verdict.objects.filter(run=run)
     per_checklist: dict[int, dict[int, AnswerScore]] = defaultdict(dict)
     splits: dict[int, int] = defaultdict(int)
     decided_by_adjudication: dict[int, int] = defaultdict(int)
-    for answer_id, checklist_id, *counts, split, adjudicated in _counted(run):
+    for answer_id, checklist_id, *counts, split, adjudicated in _cached_counts(run):
         per_checklist[answer_id][checklist_id] = score_counted(
-            ScoreCounts(*(int(c) for c in counts[:3]), Decimal(counts[3]), Decimal(counts[4]),
-                        int(counts[5]), int(counts[6]))
+            ScoreCounts(*(int(c) for c in counts[:3]), Decimal(str(counts[3])),
+                        Decimal(str(counts[4])), int(counts[5]), int(counts[6]))
         )  # fmt: skip
         splits[answer_id] += int(split)
         decided_by_adjudication[answer_id] += int(adjudicated)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -78,8 +79,15 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             # The run ended while the page polled: reload it whole, for status and scores.
             response["HX-Refresh"] = "true"
         return response
-    context["report"] = scores.run_report(run)
+    report = scores.run_report(run)
+    context["report"] = report
+    # The per-system table covers every answer; the per-answer table shows a page of them
+    # (a run of 5,000 answers is not one page of HTML).
+    context["page"] = Paginator(report.answers, ANSWERS_PER_PAGE).get_page(request.GET.get("page"))
     return render(request, "evaluation/run_detail.html", context)
+
+
+ANSWERS_PER_PAGE = 100
 
 
 ACTIONS = {

@@ -49,3 +49,29 @@ def test_sql_scores_equal_the_python_oracle(reviewed_dataset, method, threshold)
     run.save(update_fields=["snapshot"])
     run.refresh_from_db()
     same(asdict(scores_oracle.run_report(run)), asdict(scores.run_report(run)))
+
+
+def test_cached_scores_follow_adjudications_and_criteria(reviewed_dataset, reviewer):
+    from evaluation.models import Adjudication
+    from evaluation.review import services as review
+
+    data = build_labelled(reviewed_dataset, queries=3, criteria=5, systems=2, seed=29)
+    run = data.run
+    same(asdict(scores_oracle.run_report(run)), asdict(scores.run_report(run)))
+    (answer_id, criterion_id) = next(iter(data.votes))
+    current = Adjudication.objects.filter(answer_id=answer_id, criterion_id=criterion_id).first()
+    criterion = Criterion.objects.get(pk=criterion_id)
+    from evaluation.models import Answer
+
+    review.adjudicate(
+        answer=Answer.objects.get(pk=answer_id), criterion=criterion, by=reviewer,
+        label="fail" if current and current.label == "pass" else "pass",
+        expected_version=current.version if current else None,
+    )  # fmt: skip
+    same(asdict(scores_oracle.run_report(run)), asdict(scores.run_report(run)))
+    criterion.weight, criterion.is_core = 3, False
+    criterion.save()
+    same(asdict(scores_oracle.run_report(run)), asdict(scores.run_report(run)))
+    criterion.scoring_enabled = False
+    criterion.save()
+    same(asdict(scores_oracle.run_report(run)), asdict(scores.run_report(run)))
