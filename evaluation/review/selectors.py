@@ -11,10 +11,12 @@ Every function here runs a fixed number of queries, whatever the size of the dat
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from django.db import connection
 from django.db.models import Count
 from guardian.shortcuts import get_users_with_perms
 
@@ -89,6 +91,84 @@ def _verdicts(chosen: dict[int, Run]) -> dict[tuple[int, int], CriterionVerdict]
     return verdicts
 
 
+_HISTOGRAM_SQL = """
+SELECT run_id, answer_id, p, f, count(*) FROM (
+  SELECT v.run_id, v.answer_id, v.criterion_id,
+         sum(CASE WHEN v.outcome = 'pass' THEN 1 ELSE 0 END) AS p,
+         sum(CASE WHEN v.outcome = 'fail' THEN 1 ELSE 0 END) AS f
+  FROM evaluation_verdict v WHERE v.run_id IN ({runs})
+  GROUP BY v.run_id, v.answer_id, v.criterion_id
+) item GROUP BY run_id, answer_id, p, f
+"""
+
+
+def _vote_histogram(dataset: Dataset, runs: list[Run]) -> list[list[int]]:
+    """(run, answer, passes, fails, criteria) rows: how many criteria of each answer got each
+    split of valid votes in each run. Counted in the database, and kept in the figure cache
+    while the runs have ended and not moved (their verdicts change only when a run is
+    resumed, retried or imported again, which moves its status, attempt or finish time)."""
+    from evaluation.models import AgreementCache
+
+    if not runs:
+        return []
+    state = ",".join(
+        f"{r.pk}.{r.status}.{r.attempt}.{r.finished_at.isoformat() if r.finished_at else ''}"
+        for r in sorted(runs, key=lambda r: r.pk)
+    )
+    key = "queue-votes:" + hashlib.sha256(state.encode()).hexdigest()
+    cacheable = all(r.ended for r in runs)
+    if cacheable:
+        for rows in AgreementCache.objects.filter(dataset=dataset, key=key).values_list(
+            "cells", flat=True
+        ):
+            return rows
+    placeholders = ", ".join(["%s"] * len(runs))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _HISTOGRAM_SQL.format(runs=placeholders),
+            [r.pk for r in runs],
+        )
+        rows = [[int(v) for v in row] for row in cursor.fetchall()]
+    if cacheable:
+        AgreementCache.objects.filter(dataset=dataset, key__startswith="queue-votes:").exclude(
+            key=key
+        ).delete()
+        AgreementCache.objects.bulk_create(
+            [AgreementCache(dataset=dataset, key=key, cells=rows)], ignore_conflicts=True
+        )
+    return rows
+
+
+def _uncertainties(
+    dataset: Dataset, run: Run | None
+) -> tuple[dict[int, Run], dict[int, float | None]]:
+    """For each graded answer: the run whose verdicts count (as runs_by_answer) and the
+    judges' uncertainty on it (queues.uncertainty, from counted splits)."""
+    if run is not None:
+        runs = [run]
+    else:
+        runs = list(Run.objects.filter(dataset=dataset, status=Run.Status.DONE))
+    by_pk = {r.pk: r for r in runs}
+    rows = _vote_histogram(dataset, runs)
+    graded: dict[int, list[Run]] = defaultdict(list)
+    for run_id, answer_id, *_ in rows:
+        if not graded[answer_id] or graded[answer_id][-1].pk != run_id:
+            graded[answer_id].append(by_pk[run_id])
+    if run is not None:
+        chosen = {a: run for a in graded}
+    else:
+        chosen = {a: latest for a, rs in graded.items() if (latest := _latest(rs)) is not None}
+    totals: dict[int, list[float]] = defaultdict(lambda: [0.0, 0])
+    for run_id, answer_id, p, f, n in rows:
+        counted = chosen.get(answer_id)
+        if counted is None or counted.pk != run_id or p + f == 0:
+            continue
+        total = totals[answer_id]
+        total[0] += n * (1 - abs(2 * (p / (p + f)) - 1))
+        total[1] += n
+    return chosen, {a: (t[0] / t[1] if t[1] else None) for a, t in totals.items()}
+
+
 def _assignments(dataset: Dataset, queue: str) -> dict[tuple[int, int | None], ReviewAssignment]:
     rows = ReviewAssignment.objects.filter(queue=queue, answer__query__dataset=dataset)
     return {(a.answer_id, a.criterion_id): a for a in rows.select_related("assignee")}
@@ -105,53 +185,63 @@ def dataset_reviewers(dataset: Dataset) -> list:
 
 @dataclass
 class LabellingItem:
-    answer: Answer
+    answer_id: int
     facts: queues.AnswerFacts
     mine: int  # criteria the current user has labelled
     assignment: ReviewAssignment | None
     run: Run | None
     url: str = ""  # the review page, set by the view
+    answer: Answer | None = None  # loaded for the items shown (load_answers)
 
     @property
     def key(self) -> tuple[int, ...]:
-        return (self.answer.pk,)
+        return (self.answer_id,)
 
     @property
     def done_by_me(self) -> bool:
         return self.facts.criteria > 0 and self.mine >= self.facts.criteria
 
 
+def load_answers(items) -> None:
+    """Fill `answer` (with its system and query) of the queue items about to be shown: one
+    query for a page, not one object per answer of the dataset."""
+    wanted = {i.key[0] for i in items if i.answer is None}
+    found = Answer.objects.filter(pk__in=wanted).select_related("system", "query").in_bulk()
+    for item in items:
+        if item.answer is None:
+            item.answer = found.get(item.key[0])
+
+
 def labelling_queue(
     dataset: Dataset, user: AnyUser, *, run: Run | None = None, mine: bool = False
 ) -> list[LabellingItem]:
-    """The dataset's labelling queue under its label policy, in order. Seven queries."""
-    chosen = runs_by_answer(dataset, run)
-    verdicts = _verdicts(chosen)
-    per_answer: dict[int, list[CriterionVerdict]] = defaultdict(list)
-    for (answer_id, _criterion), verdict in verdicts.items():
-        per_answer[answer_id].append(verdict)
+    """The dataset's labelling queue under its label policy, in order, without the answers
+    themselves (load_answers fills a page of them). Seven queries; the votes are counted in
+    the database, the rest are one number per answer or query."""
+    chosen, uncertainty = _uncertainties(dataset, run)
     criteria = dict(
         _reviewable_criteria(checklist__query__dataset=dataset)
         .values_list("checklist__query_id")
         .annotate(n=Count("pk"))
+        .order_by()
     )
     labels = HumanLabel.objects.filter(answer__query__dataset=dataset)
-    all_labels = dict(labels.values_list("answer_id").annotate(n=Count("pk")))
+    all_labels = dict(labels.values_list("answer_id").annotate(n=Count("pk")).order_by())
     own = dict(
-        labels.filter(rater=user.get_username()).values_list("answer_id").annotate(n=Count("pk"))
+        labels.filter(rater=user.get_username())
+        .values_list("answer_id")
+        .annotate(n=Count("pk"))
+        .order_by()
     )
-    answers = {
-        a.pk: a
-        for a in Answer.objects.filter(query__dataset=dataset).select_related("system", "query")
-    }
+    answers = Answer.objects.filter(query__dataset=dataset).values_list("pk", "query_id")
     facts = [
         queues.AnswerFacts(
             answer_id=pk,
-            criteria=criteria.get(a.query_id, 0),
+            criteria=criteria.get(query_id, 0),
             labels=all_labels.get(pk, 0),
-            uncertainty=queues.uncertainty(per_answer.get(pk, [])),
+            uncertainty=uncertainty.get(pk),
         )
-        for pk, a in answers.items()
+        for pk, query_id in answers.order_by("query_id", "system_id", "pk")
     ]
     ordered = queues.labelling_queue(
         facts, policy=dataset.label_policy, share=dataset.label_share, dataset_id=dataset.pk
@@ -159,7 +249,7 @@ def labelling_queue(
     assigned = _assignments(dataset, LABELLING)
     items = [
         LabellingItem(
-            answer=answers[f.answer_id], facts=f, mine=own.get(f.answer_id, 0),
+            answer_id=f.answer_id, facts=f, mine=own.get(f.answer_id, 0),
             assignment=assigned.get((f.answer_id, None)), run=chosen.get(f.answer_id),
         )
         for f in ordered
