@@ -52,7 +52,7 @@ def workload(reviewed_dataset, reviewer, owner):
 
 
 def keys(items):
-    return [(i.answer.pk, i.criterion.pk) for i in items]
+    return [i.key for i in items]
 
 
 def test_the_disagreement_queue_lists_exactly_the_disagreeing_items_split_first(
