@@ -45,9 +45,16 @@ class Cell:
     n: int
 
 
-def items_sql(*, with_run: bool, method: str, threshold: float) -> str:
+def items_sql(*, with_run: bool, method: str, threshold: float, window: bool = False) -> str:
     """The CTEs `hl` (labels), `jv` (votes per item and judge) and `item` (one row per
-    labelled or adjudicated item). Parameters: %(dataset)s, and %(run)s with a run."""
+    labelled or adjudicated item). Parameters: %(dataset)s, and %(run)s with a run. With
+    `window`, only the items after (%(lo_a)s, %(lo_c)s) up to answer %(hi_a)s."""
+    only = ""
+    if window:
+        only = (
+            "AND (a.id > %(lo_a)s OR (a.id = %(lo_a)s AND {t}.criterion_id > %(lo_c)s)) "
+            "AND a.id <= %(hi_a)s"
+        )
     panel = votes_sql.panel_outcome(method, threshold, "iv.p", "iv.f")
     human = votes_sql.majority_label("coalesce(lab.lp, 0)", "coalesce(lab.lf, 0)")
     votes = (
@@ -75,7 +82,7 @@ hl AS (
   FROM evaluation_humanlabel l
   JOIN evaluation_answer a ON a.id = l.answer_id
   JOIN annotation_query q ON q.id = a.query_id
-  WHERE q.dataset_id = %(dataset)s
+  WHERE q.dataset_id = %(dataset)s {only.format(t="l")}
 ),
 lab AS (
   SELECT answer_id, criterion_id,
@@ -88,7 +95,7 @@ adj AS (
   FROM evaluation_adjudication d
   JOIN evaluation_answer a ON a.id = d.answer_id
   JOIN annotation_query q ON q.id = a.query_id
-  WHERE q.dataset_id = %(dataset)s
+  WHERE q.dataset_id = %(dataset)s {only.format(t="d")}
 ),
 keys AS (
   SELECT answer_id, criterion_id FROM lab UNION SELECT answer_id, criterion_id FROM adj
@@ -224,27 +231,26 @@ def item_rows(
     threshold: float,
     where: str,
     params: dict,
-    after: tuple[int, int] | None,
+    after: tuple[int, int],
+    until_answer: int,
     limit: int,
-) -> Iterator[ItemRow]:
-    """Items matching `where` (SQL over the `item` CTE as `i`, with `params`), in (answer,
-    criterion) order after the keyset `after`, at most `limit` of them."""
-    sql = items_sql(with_run=run_id is not None, method=method, threshold=threshold)
-    keyset = ""
-    if after is not None:
-        keyset = (
-            "AND (i.answer_id > %(after_a)s OR "
-            "(i.answer_id = %(after_a)s AND i.criterion_id > %(after_c)s))"
-        )
+) -> list[ItemRow]:
+    """Items matching `where` (SQL over the `item` CTE as `i`, with `params`) after the
+    keyset `after` (answer, criterion) up to answer `until_answer`, in (answer, criterion)
+    order, at most `limit`. Only that window of items is derived, so a page costs what its
+    window holds, wherever it is."""
+    sql = items_sql(with_run=run_id is not None, method=method, threshold=threshold, window=True)
     query = f"""{sql}
 SELECT i.answer_id, i.criterion_id, i.query_id, i.system, i.kind, i.category,
        i.adjudication, i.human, i.panel, i.invalid, i.lp, i.lf
-FROM item i WHERE ({where}) {keyset}
+FROM item i WHERE ({where})
 ORDER BY i.answer_id, i.criterion_id LIMIT %(limit)s"""
-    all_params = {"dataset": dataset_id, "run": run_id, "limit": limit, **params}
-    if after is not None:
-        all_params.update(after_a=after[0], after_c=after[1])
+    all_params = {
+        "dataset": dataset_id, "run": run_id, "limit": limit, "lo_a": after[0],
+        "lo_c": after[1], "hi_a": until_answer, **params,
+    }  # fmt: skip
     with _planned() as cursor:
         cursor.execute(query, all_params)
-        for row in cursor.fetchall():
-            yield ItemRow(*row[:9], int(row[9]), int(row[10]), int(row[11]))
+        return [
+            ItemRow(*row[:9], int(row[9]), int(row[10]), int(row[11])) for row in cursor.fetchall()
+        ]

@@ -46,7 +46,7 @@ from evaluation.metrics.agreement import (
     krippendorff_alpha_counted,
     matrix_from_counts,
 )
-from evaluation.models import AgreementCache, HumanLabel, Run, Verdict
+from evaluation.models import AgreementCache, Answer, HumanLabel, Run, Verdict
 
 # Figures whose pairs are (a judge label, the human reference).
 JUDGE_VS_HUMAN = ("panel", "judge", "kind", "source", "category", "system")
@@ -372,6 +372,15 @@ class DrillDown:
     next_after: tuple[int, int] | None  # the keyset of the next page; None on the last one
 
 
+# The drill-down derives the items of a window of answers at a time (about WINDOW answers'
+# labelled items), and at most WINDOWS windows per page: a page never costs the whole
+# dataset. A figure whose items are sparse may fill a page only partly; its "next page"
+# then continues where the scan stopped.
+WINDOW = 100
+WINDOWS = 10
+_END = 2**62  # a criterion id above any: "after every criterion of this answer"
+
+
 def drill_down(
     dataset: Dataset,
     run_id: int | None,
@@ -382,18 +391,35 @@ def drill_down(
     limit: int = 100,
 ) -> DrillDown:
     """A page of the items behind one figure (optionally one confusion-matrix cell: first,
-    second), in (answer, criterion) order after `after`. Four queries."""
+    second), in (answer, criterion) order after `after`."""
     run = choose_run(dataset, run_id, candidate_runs(dataset))
     method, threshold = _method(run)
     where, params = figure_where(key, cell)
-    rows = list(
-        sql.item_rows(
-            dataset.pk, run.pk if run else None, method=method, threshold=threshold,
-            where=where, params=params, after=after, limit=limit + 1,
+    answers = Answer.objects.filter(query__dataset=dataset).order_by("pk")
+    position = after or (0, 0)
+    rows: list[sql.ItemRow] = []
+    next_after: tuple[int, int] | None = None
+    for _ in range(WINDOWS):
+        window = list(
+            answers.filter(pk__gte=position[0]).values_list("pk", flat=True)[: WINDOW + 1]
         )
-    )  # fmt: skip
-    more = len(rows) > limit
-    rows = rows[:limit]
+        if not window:
+            break
+        until = window[-1]
+        rows += sql.item_rows(
+            dataset.pk, run.pk if run else None, method=method, threshold=threshold,
+            where=where, params=params, after=position, until_answer=until,
+            limit=limit + 1 - len(rows),
+        )  # fmt: skip
+        if len(rows) > limit:
+            rows = rows[:limit]
+            next_after = (rows[-1].answer_id, rows[-1].criterion_id)
+            break
+        position = (until, _END)
+        if len(window) <= WINDOW:  # the last answers of the dataset
+            break
+    else:
+        next_after = position  # the scan budget is spent: go on from here
     keys = [(r.answer_id, r.criterion_id) for r in rows]
     labels, judges = _details(run, keys)
     items = []
@@ -414,7 +440,7 @@ def drill_down(
             )
         )  # fmt: skip
     pairs = [(item, *_compared_labels(item, key)) for item in items]
-    return DrillDown(run, pairs, keys[-1] if more and keys else None)
+    return DrillDown(run, pairs, next_after)
 
 
 def _details(

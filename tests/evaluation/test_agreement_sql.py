@@ -77,7 +77,13 @@ def test_two_datasets_do_not_mix(labelled, reviewed_dataset, owner):
     check(other)
 
 
-def test_drill_down_pages_list_the_oracle_items(labelled, reviewed_dataset):
+@pytest.mark.parametrize(("window", "windows"), [(100, 10), (2, 2), (1, 1)])
+def test_drill_down_pages_list_the_oracle_items(
+    labelled, reviewed_dataset, monkeypatch, window, windows
+):
+    """Page after page, with windows small enough that pages stop early and go on."""
+    monkeypatch.setattr(selectors, "WINDOW", window)
+    monkeypatch.setattr(selectors, "WINDOWS", windows)
     items = oracle.load_items(reviewed_dataset, labelled.run)
     for key, cell in (
         (selectors.FigureKey("panel"), None),
