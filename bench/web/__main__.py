@@ -113,7 +113,7 @@ class Server:
         self.process = subprocess.Popen(
             [str(BIN / "gunicorn"), "config.wsgi:application", "--bind",
              f"127.0.0.1:{self.port}", "--workers", str(self.workers), "--timeout", "300",
-             "--log-level", "warning"],
+             "--graceful-timeout", "10", "--log-level", "warning"],
             cwd=ROOT, env=self.env, start_new_session=True,
         )  # fmt: skip
         deadline = time.monotonic() + 120
@@ -150,7 +150,11 @@ class Server:
         self._stop.set()
         if self.process is not None:
             os.killpg(self.process.pid, signal.SIGTERM)
-            self.process.wait(timeout=30)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:  # a worker still busy on a slow request
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=15)
 
 
 def probe(port: int, page_list, times: int, timeout: float) -> list[dict]:

@@ -176,6 +176,7 @@ class _Cells:
         self.counts: dict[str, int] = {}
         self.alpha: list[tuple[dict[str, int], int]] = []
         self.rater_labels: dict[str, int] = {}
+        self.days: list[tuple[str, date, int]] = []
         for row in rows:
             if row.figure == "count":
                 self.counts[row.value] = row.n
@@ -183,6 +184,8 @@ class _Cells:
                 self.alpha.append(({"pass": int(row.value), "fail": int(row.other)}, row.n))
             elif row.figure == "rater":
                 self.rater_labels[row.value] = row.n
+            elif row.figure == "day":
+                self.days.append((row.value, date.fromisoformat(row.other), row.n))
             else:
                 self.groups[row.figure].add(row.value)
                 if row.first in PASS_FAIL and row.second in PASS_FAIL:
@@ -219,6 +222,7 @@ def _cached_cells(dataset: Dataset, run: Run | None) -> list[Cell]:
         for rows in stored:
             return [Cell(*row) for row in rows]
     rows = sql.cells(dataset.pk, run.pk if run else None, method=method, threshold=threshold)
+    rows += _label_days(dataset)
     if key is not None:
         # A revision read before counting: a label written meanwhile bumped it, so these
         # cells are stored under the older number and never served for the newer one.
@@ -233,7 +237,8 @@ def _cached_cells(dataset: Dataset, run: Run | None) -> list[Cell]:
 
 def agreement_report(dataset: Dataset, run_id: int | None = None) -> AgreementReport:
     """Every figure of the dataset's agreement page. Raises Run.DoesNotExist for a run
-    that is not the dataset's. One statement for the figures, one for the raters' days."""
+    that is not the dataset's. The counts are read from the figure cache,
+    or counted (one statement for the figures, one for the raters' days) and stored."""
     runs = candidate_runs(dataset)
     run = choose_run(dataset, run_id, runs)
     found = _Cells(_cached_cells(dataset, run))
@@ -277,9 +282,9 @@ def agreement_report(dataset: Dataset, run_id: int | None = None) -> AgreementRe
     )
 
 
-def _reviewers(dataset: Dataset, found: _Cells, raters: list[str]) -> list[RaterStats]:
+def _label_days(dataset: Dataset) -> list[Cell]:
+    """Labels per rater and day, as cells ("day", rater, ISO date): kept with the figures."""
     # Days in the server's time zone (TruncDate uses the current one, as localdate does).
-    days: dict[str, dict[date, int]] = defaultdict(dict)
     per_day = (
         HumanLabel.objects.filter(answer__query__dataset=dataset)
         .annotate(day=TruncDate("created_at"))
@@ -287,7 +292,12 @@ def _reviewers(dataset: Dataset, found: _Cells, raters: list[str]) -> list[Rater
         .annotate(n=Count("pk"))
         .order_by()
     )
-    for rater, day, n in per_day:
+    return [Cell("day", rater, day.isoformat(), None, None, n) for rater, day, n in per_day]
+
+
+def _reviewers(dataset: Dataset, found: _Cells, raters: list[str]) -> list[RaterStats]:
+    days: dict[str, dict[date, int]] = defaultdict(dict)
+    for rater, day, n in found.days:
         days[rater][day] = days[rater].get(day, 0) + n
     result = []
     for rater in raters:
