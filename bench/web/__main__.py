@@ -235,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--probe", type=int, default=0, help="one user, N requests per page")
     parser.add_argument("--timeout", type=float, default=120.0, help="probe: per request, s")
     parser.add_argument("--only", default="", help="comma-separated page names")
+    parser.add_argument("--skip", default="", help="comma-separated page names to leave out")
     args = parser.parse_args(argv)
     # A SIGTERM ends the run like Ctrl-C: the server is stopped on the way out.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -242,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.only:
         wanted = {n.strip() for n in args.only.split(",")}
         page_list = [p for p in page_list if p[0] in wanted]
+    if args.skip:
+        unwanted = {n.strip() for n in args.skip.split(",")}
+        page_list = [p for p in page_list if p[0] not in unwanted]
     with tempfile.TemporaryDirectory(prefix="bench-web-") as tmp:
         env = server_env(str(Path(tmp) / "static"))
         subprocess.run(

@@ -249,7 +249,9 @@ ORDER BY i.answer_id, i.criterion_id LIMIT %(limit)s"""
         "dataset": dataset_id, "run": run_id, "limit": limit, "lo_a": after[0],
         "lo_c": after[1], "hi_a": until_answer, **params,
     }  # fmt: skip
-    with _planned() as cursor:
+    # A window is a few thousand items at most: index lookups (nested loops) suit it, so no
+    # planner settings here, unlike the whole-dataset count.
+    with connection.cursor() as cursor:
         cursor.execute(query, all_params)
         return [
             ItemRow(*row[:9], int(row[9]), int(row[10]), int(row[11])) for row in cursor.fetchall()
