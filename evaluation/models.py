@@ -405,7 +405,18 @@ class Verdict(JudgeCall):
                 name="one_verdict_per_vote",
             )
         ]
-        indexes = [models.Index(fields=["run", "outcome"])]
+        indexes = [
+            models.Index(fields=["run", "outcome"]),
+            # Scores, queues and agreement count a run's votes per (answer, criterion): with
+            # the outcome and judge in the index, PostgreSQL reads them in order from the
+            # index alone (no heap visit, no hash): 1.35 s → 0.73 s for a million votes
+            # (docs/benchmarks.md#pages-at-scale). SQLite ignores INCLUDE.
+            models.Index(
+                fields=["run", "answer", "criterion"],
+                include=["outcome", "judge"],
+                name="verdict_run_item_outcome",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.outcome} by judge {self.judge_id} on criterion {self.criterion_id}"
