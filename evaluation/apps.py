@@ -12,6 +12,10 @@ class EvaluationConfig(AppConfig):
 
         ensure_filesystem_broker_folders()
         # Regression alerts listen to evaluation.signals.run_ended; automatic
-        # cross-evaluation listens to annotation's checklist_submitted signal.
+        # cross-evaluation listens to annotation's checklist_submitted signal. Cached agreement
+        # figures are keyed by a revision these signals bump.
+        from evaluation.agreement import revision
         from evaluation.analytics import receivers as analytics_receivers  # noqa: F401
         from evaluation.cross_evaluation import receivers  # noqa: F401
+
+        revision.connect()

@@ -33,6 +33,7 @@ from annotation.models import Checklist, Criterion, Dataset
 from annotation.permissions import dataset_permissions
 from config import limits
 from config.ids import is_id
+from evaluation.agreement import revision
 from evaluation.imports import ImportRejected, decode_upload, read_rows
 from evaluation.models import (
     Answer,
@@ -281,6 +282,8 @@ def import_label_rows(*, dataset: Dataset, name: str, raw: list[tuple[int, dict]
         HumanLabel.objects.bulk_update(
             changed, ["label", "note", "reviewer", "updated_at"], batch_size=500
         )
+        if new or changed:
+            revision.changed(dataset.pk)
     return LabelsResult(
         created=len(new),
         updated=len(changed),

@@ -1,10 +1,11 @@
 """Agreement figures of one dataset: judge vs human, human vs human, per reviewer.
 
-Everything is computed from `Item`s: one per (answer, criterion) that has a human label or
-an adjudication, carrying its labels, its adjudication and the chosen run's votes. Loading
-them takes a fixed number of queries whatever the size of the dataset (`load_items`); every
-figure, and the list of items behind it (drill-down), comes from the same `figure_pairs`,
-so a figure and its drill-down list can never disagree.
+An *item* is one (answer, criterion) that has a human label or an adjudication. The
+figures are counted in the database (evaluation.agreement.cells: one statement returns the
+confusion-matrix cells of every figure) and the statistics computed from those counts, so
+the cost in Python does not grow with the number of items, systems or judges. The
+drill-down lists the items behind a figure from the same item definition with the same
+figure conditions (`figure_where`), a page at a time in (answer, criterion) order.
 
 Choices (documented in docs/metrics.md#agreement):
 - The run: the one asked for, else the dataset's latest finished run that grades system
@@ -18,29 +19,34 @@ Choices (documented in docs/metrics.md#agreement):
 - Only pass and fail votes count: unparseable and errored votes are excluded and counted.
 """
 
+# SQL text here is built from this module's constants; every value is a query parameter.
+# ruff: noqa: S608
+
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import astuple, dataclass, field
 from datetime import date
 from urllib.parse import urlencode
 
-from django.db.models import Q
-from django.utils import timezone
+from django.db.models import Count
+from django.db.models.functions import TruncDate
 
 from annotation.models import Criterion, Dataset
-from evaluation.metrics.aggregation import INVALID_OUTCOMES, Method, Vote, aggregate
+from evaluation import votes_sql
+from evaluation.agreement import cells as sql
+from evaluation.agreement import revision
+from evaluation.agreement.cells import NO_VALUE, Cell
+from evaluation.metrics.aggregation import Method
 from evaluation.metrics.agreement import (
     PASS_FAIL,
     Agreement,
-    alpha_over_raters,
-    compare,
-    majority,
+    agreement_from_matrix,
+    krippendorff_alpha_counted,
+    matrix_from_counts,
 )
-from evaluation.models import Adjudication, Answer, HumanLabel, Run, Verdict
-
-NO_VALUE = "(none)"
+from evaluation.models import AgreementCache, Answer, HumanLabel, Run, Verdict
 
 # Figures whose pairs are (a judge label, the human reference).
 JUDGE_VS_HUMAN = ("panel", "judge", "kind", "source", "category", "system")
@@ -153,230 +159,342 @@ def choose_run(dataset: Dataset, run_id: int | None, runs: list[Run]) -> Run | N
     return max(done, key=lambda r: (r.finished_at or r.created_at, r.pk), default=None)
 
 
-def load_items(dataset: Dataset, run: Run | None) -> list[Item]:
-    """Every labelled or adjudicated item of the dataset with the run's votes on it.
-    Six queries (seven with a run)."""
-    labels: dict[tuple[int, int], dict[str, str]] = defaultdict(dict)
-    for answer_id, criterion_id, rater, label in HumanLabel.objects.filter(
-        answer__query__dataset=dataset
-    ).values_list("answer_id", "criterion_id", "rater", "label"):
-        labels[answer_id, criterion_id][rater] = label
-    adjudications = {
-        (a, c): label
-        for a, c, label in Adjudication.objects.filter(answer__query__dataset=dataset).values_list(
-            "answer_id", "criterion_id", "label"
-        )
-    }
-    keys = set(labels) | set(adjudications)
-    votes: dict[tuple[int, int], list[tuple[str, int, str]]] = defaultdict(list)
-    if run is not None and keys:
-        labelled_answers = Answer.objects.filter(
-            Q(query__dataset=dataset)
-            & (Q(human_labels__isnull=False) | Q(adjudications__isnull=False))
-        ).values("pk")
-        for answer_id, criterion_id, judge, sample, outcome in Verdict.objects.filter(
-            run=run, answer_id__in=labelled_answers
-        ).values_list("answer_id", "criterion_id", "judge__name", "sample", "outcome"):
-            if (answer_id, criterion_id) in keys:
-                votes[answer_id, criterion_id].append((judge, sample, outcome))
-    criteria = {
-        pk: (kind, query_id, category)
-        for pk, kind, query_id, category in Criterion.objects.filter(
-            checklist__query__dataset=dataset
-        ).values_list("pk", "kind", "checklist__query_id", "checklist__query__category__name")
-    }
-    sources: dict[int, list[str]] = defaultdict(list)
-    for criterion_id, name in Criterion.source_types.through.objects.filter(
-        criterion__checklist__query__dataset=dataset
-    ).values_list("criterion_id", "sourcetype__name"):
-        sources[criterion_id].append(name)
-    systems = dict(Answer.objects.filter(query__dataset=dataset).values_list("pk", "system__name"))
-    method = run.panel_method if run else Method.MAJORITY
-    threshold = run.panel_threshold if run else 0.5
-    items = []
-    for answer_id, criterion_id in sorted(keys):
-        if criterion_id not in criteria or answer_id not in systems:
-            continue  # a label on a criterion of another dataset's query cannot happen; skip
-        kind, query_id, category = criteria[criterion_id]
-        own_labels = labels.get((answer_id, criterion_id), {})
-        adjudication = adjudications.get((answer_id, criterion_id))
-        if adjudication is not None:
-            human, basis = adjudication, "adjudication"
-        elif own_labels:
-            human = majority(own_labels.values())
-            basis = "majority" if human is not None else "tie"
-        else:
-            human, basis = None, "none"
-        item_votes = votes.get((answer_id, criterion_id), [])
-        items.append(
-            Item(
-                answer_id=answer_id,
-                criterion_id=criterion_id,
-                query_id=query_id,
-                system=systems[answer_id],
-                kind=kind,
-                source_types=tuple(sorted(sources.get(criterion_id, ()))) or (NO_VALUE,),
-                category=category or NO_VALUE,
-                labels=own_labels,
-                adjudication=adjudication,
-                human=human,
-                basis=basis,
-                judges=_judge_labels(item_votes),
-                panel=_panel(item_votes, method, threshold),
-                invalid=sum(1 for *_, outcome in item_votes if outcome in INVALID_OUTCOMES),
-            )
-        )
-    return items
+def _method(run: Run | None) -> tuple[str, float]:
+    return (run.panel_method, run.panel_threshold) if run else (Method.MAJORITY, 0.5)
 
 
-def _judge_labels(votes: list[tuple[str, int, str]]) -> dict[str, str | None]:
-    per_judge: dict[str, list[Vote]] = defaultdict(list)
-    for judge, sample, outcome in votes:
-        per_judge[judge].append(Vote(judge, sample, outcome))
-    result: dict[str, str | None] = {}
-    for judge, judge_votes in per_judge.items():
-        outcome = aggregate(judge_votes, Method.MAJORITY).outcome
-        result[judge] = outcome if outcome in PASS_FAIL else None
-    return result
+def _agreement(counts: Mapping[tuple[str, str], int]) -> Agreement:
+    return agreement_from_matrix(matrix_from_counts(counts, PASS_FAIL))
 
 
-def _panel(votes: list[tuple[str, int, str]], method: str, threshold: float) -> str | None:
-    if not votes:
+class _Cells:
+    """The counted cells, by figure and group, with only pass/fail pairs kept as cells."""
+
+    def __init__(self, rows: list[Cell]) -> None:
+        self.groups: dict[str, set[str]] = defaultdict(set)
+        self.matrix: dict[tuple[str, str, str], dict[tuple[str, str], int]] = defaultdict(dict)
+        self.counts: dict[str, int] = {}
+        self.alpha: list[tuple[dict[str, int], int]] = []
+        self.rater_labels: dict[str, int] = {}
+        self.days: list[tuple[str, date, int]] = []
+        for row in rows:
+            if row.figure == "count":
+                self.counts[row.value] = row.n
+            elif row.figure == "alpha":
+                self.alpha.append(({"pass": int(row.value), "fail": int(row.other)}, row.n))
+            elif row.figure == "rater":
+                self.rater_labels[row.value] = row.n
+            elif row.figure == "day":
+                self.days.append((row.value, date.fromisoformat(row.other), row.n))
+            else:
+                self.groups[row.figure].add(row.value)
+                if row.first in PASS_FAIL and row.second in PASS_FAIL:
+                    cell = self.matrix[row.figure, row.value, row.other]
+                    cell[row.first, row.second] = cell.get((row.first, row.second), 0) + row.n
+
+    def figure(self, key: FigureKey, label: str) -> Figure:
+        return Figure(key, label, _agreement(self.matrix.get((key.figure, key.value, key.other),
+                                                             {})))  # fmt: skip
+
+
+def _cache_key(run: Run | None, number: int) -> str | None:
+    """What the cells depend on besides the dataset's review revision: the run, its method,
+    and what changes its verdicts (status, attempt, finish time). None while the run may
+    still be writing verdicts: then the cells are counted afresh on every request."""
+    if run is None:
+        return f"no-run:{number}"
+    if not run.ended:
         return None
-    return aggregate(
-        [Vote(judge, sample, outcome) for judge, sample, outcome in votes],
-        method,
-        threshold=threshold,
-    ).outcome
+    method, threshold = _method(run)
+    finished = run.finished_at.isoformat() if run.finished_at else ""
+    return f"{run.pk}:{run.status}:{run.attempt}:{finished}:{method}:{threshold!r}:{number}"
 
 
-def figure_pairs(items: Iterable[Item], key: FigureKey) -> list[tuple[Item, str, str]]:
-    """The items behind a figure, each with the two labels compared (first, second).
-
-    Judge vs human: (judge or panel label, human reference). Rater pairs: (key.value's
-    label, key.other's label). A rater against the judges: (panel, rater); against the
-    other raters: (majority of the others, rater).
-    """
-    figure, value, other = key.figure, key.value, key.other
-    result = []
-    for item in items:
-        if figure in JUDGE_VS_HUMAN:
-            if item.human is None or not _in_group(item, figure, value):
-                continue
-            first = item.judges.get(value) if figure == "judge" else item.panel
-            second = item.human
-        elif figure == "pair":
-            first, second = item.labels.get(value), item.labels.get(other)
-        elif figure == "rater-judges":
-            first, second = item.panel, item.labels.get(value)
-        else:  # rater-others
-            second = item.labels.get(value)
-            first = majority(label for rater, label in item.labels.items() if rater != value)
-        if first in PASS_FAIL and second in PASS_FAIL:
-            result.append((item, first, second))
-    return result
-
-
-def _in_group(item: Item, figure: str, value: str) -> bool:
-    if figure == "kind":
-        return item.kind == value
-    if figure == "source":
-        return value in item.source_types
-    if figure == "category":
-        return item.category == value
-    if figure == "system":
-        return item.system == value
-    return True  # panel (overall) and judge
-
-
-def figure(items: list[Item], key: FigureKey, label: str) -> Figure:
-    pairs = figure_pairs(items, key)
-    return Figure(key, label, compare((a, b) for _, a, b in pairs))
+def _cached_cells(dataset: Dataset, run: Run | None) -> list[Cell]:
+    """The counted cells, from AgreementCache when nothing they depend on has changed since
+    they were counted; else counted now (evaluation.agreement.cells) and stored."""
+    method, threshold = _method(run)
+    key = _cache_key(run, revision.current(dataset.pk))
+    if key is not None:
+        stored = AgreementCache.objects.filter(dataset=dataset, key=key).values_list(
+            "cells", flat=True
+        )
+        for rows in stored:
+            return [Cell(*row) for row in rows]
+    rows = sql.cells(dataset.pk, run.pk if run else None, method=method, threshold=threshold)
+    rows += _label_days(dataset)
+    if key is not None:
+        # A revision read before counting: a label written meanwhile bumped it, so these
+        # cells are stored under the older number and never served for the newer one.
+        prefix = key.split(":", 1)[0]
+        AgreementCache.objects.filter(dataset=dataset, key__startswith=f"{prefix}:").delete()
+        AgreementCache.objects.bulk_create(
+            [AgreementCache(dataset=dataset, key=key, cells=[list(astuple(c)) for c in rows])],
+            ignore_conflicts=True,  # another request stored the same cells meanwhile
+        )
+    return rows
 
 
 def agreement_report(dataset: Dataset, run_id: int | None = None) -> AgreementReport:
     """Every figure of the dataset's agreement page. Raises Run.DoesNotExist for a run
-    that is not the dataset's."""
+    that is not the dataset's. The counts are read from the figure cache,
+    or counted (one statement for the figures, one for the raters' days) and stored."""
     runs = candidate_runs(dataset)
     run = choose_run(dataset, run_id, runs)
-    items = load_items(dataset, run)
+    found = _Cells(_cached_cells(dataset, run))
     kind_labels = dict(Criterion.Kind.choices)
-    referenced = [i for i in items if i.human is not None]
 
-    def group(name: str, values: Iterable[str], labels: Mapping[str, str] | None = None):
-        return [
-            figure(items, FigureKey(name, v), (labels or {}).get(v, v))
-            for v in sorted(set(values), key=lambda v: (v == NO_VALUE, v))
-        ]
+    def group(name: str, labels: Mapping[str, str] | None = None) -> list[Figure]:
+        values = sorted(found.groups.get(name, ()), key=lambda v: (v == NO_VALUE, v))
+        return [found.figure(FigureKey(name, v), (labels or {}).get(v, v)) for v in values]
 
-    judges = sorted({j for i in items for j in i.judges})
-    raters = sorted({r for i in items for r in i.labels})
-    ratings = {r: {} for r in raters}
-    for item in items:
-        for rater, label in item.labels.items():
-            ratings[rater][item.answer_id, item.criterion_id] = label
-    kinds_order = [k for k in kind_labels if any(i.kind == k for i in items)]
+    judges = sorted(found.groups.get("judge", ()))
+    raters = sorted(found.rater_labels)
+    kinds_order = [k for k in kind_labels if k in found.groups.get("kind", ())]
+    counts = found.counts
     return AgreementReport(
         dataset=dataset,
         run=run,
         runs=runs,
         counts=Counts(
-            items=len(items),
-            adjudicated=sum(1 for i in items if i.adjudication is not None),
-            human_ties=sum(1 for i in items if i.basis == "tie"),
-            without_votes=sum(1 for i in referenced if i.panel is None),
-            panel_undecided=sum(1 for i in referenced if i.panel == "undecided"),
-            invalid_votes=sum(i.invalid for i in items),
+            items=counts.get("items", 0),
+            adjudicated=counts.get("adjudicated", 0),
+            human_ties=counts.get("human_ties", 0),
+            without_votes=counts.get("without_votes", 0),
+            panel_undecided=counts.get("panel_undecided", 0),
+            invalid_votes=counts.get("invalid_votes", 0),
         ),
-        overall=figure(items, FigureKey("panel"), run.panel.name if run else "Panel"),
-        judges=[figure(items, FigureKey("judge", j), j) for j in judges],
-        kinds=[figure(items, FigureKey("kind", k), kind_labels[k]) for k in kinds_order],
-        sources=group("source", (s for i in items for s in i.source_types)),
-        categories=group("category", (i.category for i in items)),
-        systems=group("system", (i.system for i in items)),
+        overall=found.figure(FigureKey("panel"), run.panel.name if run else "Panel"),
+        judges=[found.figure(FigureKey("judge", j), j) for j in judges],
+        kinds=[found.figure(FigureKey("kind", k), kind_labels[k]) for k in kinds_order],
+        sources=group("source"),
+        categories=group("category"),
+        systems=group("system"),
         raters=raters,
         pairs=[
-            figure(items, FigureKey("pair", a, b), f"{a} – {b}")
+            found.figure(FigureKey("pair", a, b), f"{a} – {b}")
             for n, a in enumerate(raters)
             for b in raters[n + 1 :]
         ],
-        alpha=alpha_over_raters(ratings),
-        alpha_items=sum(1 for i in items if len(i.labels) >= 2),
-        reviewers=_reviewers(dataset, items, raters),
+        alpha=krippendorff_alpha_counted(found.alpha),
+        alpha_items=counts.get("alpha_items", 0),
+        reviewers=_reviewers(dataset, found, raters),
     )
 
 
-def _reviewers(dataset: Dataset, items: list[Item], raters: list[str]) -> list[RaterStats]:
-    days: dict[str, Counter[date]] = defaultdict(Counter)
-    for rater, created in HumanLabel.objects.filter(answer__query__dataset=dataset).values_list(
-        "rater", "created_at"
-    ):
-        days[rater][timezone.localdate(created)] += 1
+def _label_days(dataset: Dataset) -> list[Cell]:
+    """Labels per rater and day, as cells ("day", rater, ISO date): kept with the figures."""
+    # Days in the server's time zone (TruncDate uses the current one, as localdate does).
+    per_day = (
+        HumanLabel.objects.filter(answer__query__dataset=dataset)
+        .annotate(day=TruncDate("created_at"))
+        .values_list("rater", "day")
+        .annotate(n=Count("pk"))
+        .order_by()
+    )
+    return [Cell("day", rater, day.isoformat(), None, None, n) for rater, day, n in per_day]
+
+
+def _reviewers(dataset: Dataset, found: _Cells, raters: list[str]) -> list[RaterStats]:
+    days: dict[str, dict[date, int]] = defaultdict(dict)
+    for rater, day, n in found.days:
+        days[rater][day] = days[rater].get(day, 0) + n
     result = []
     for rater in raters:
-        per_day = days[rater]
-        total = sum(per_day.values())
+        own = days[rater]
+        total = sum(own.values())
         result.append(
             RaterStats(
                 rater=rater,
                 labels=total,
-                days=len(per_day),
-                per_day=total / len(per_day) if per_day else None,
-                first=min(per_day, default=None),
-                last=max(per_day, default=None),
-                with_judges=figure(items, FigureKey("rater-judges", rater), rater),
-                with_others=figure(items, FigureKey("rater-others", rater), rater),
+                days=len(own),
+                per_day=total / len(own) if own else None,
+                first=min(own, default=None),
+                last=max(own, default=None),
+                with_judges=found.figure(FigureKey("rater-judges", rater), rater),
+                with_others=found.figure(FigureKey("rater-others", rater), rater),
             )
         )
     return result
 
 
-def drill_down(
-    dataset: Dataset, run_id: int | None, key: FigureKey, cell: tuple[str, str] | None = None
-) -> tuple[Run | None, list[tuple[Item, str, str]]]:
-    """The items behind one figure (optionally one confusion-matrix cell: first, second)."""
-    run = choose_run(dataset, run_id, candidate_runs(dataset))
-    pairs = figure_pairs(load_items(dataset, run), key)
+# --- drill-down -----------------------------------------------------------------------------
+
+
+def figure_where(key: FigureKey, cell: tuple[str, str] | None) -> tuple[str, dict]:
+    """The SQL condition (over the `item` CTE as `i`) selecting a figure's items, and the
+    expressions of its two compared labels: the same conditions the counts use."""
+    params: dict = {"value": key.value, "other": key.other}
+    judge = votes_sql.majority_label("jv.p", "jv.f")
+    labels_of = (
+        "(SELECT h.label FROM hl h WHERE h.answer_id = i.answer_id "
+        "AND h.criterion_id = i.criterion_id AND h.rater = %({name})s)"
+    )
+    if key.figure == "judge":
+        first = (
+            f"(SELECT {judge} FROM jv JOIN evaluation_judge j ON j.id = jv.judge_id "
+            "WHERE jv.answer_id = i.answer_id AND jv.criterion_id = i.criterion_id "
+            "AND j.name = %(value)s)"
+        )
+        second = "i.human"
+    elif key.figure in JUDGE_VS_HUMAN:
+        first, second = "i.panel", "i.human"
+    elif key.figure == "pair":
+        first = labels_of.format(name="value")
+        second = labels_of.format(name="other")
+    elif key.figure == "rater-judges":
+        first, second = "i.panel", labels_of.format(name="value")
+    else:  # rater-others
+        own = labels_of.format(name="value")
+        others_p = f"(i.lp - CASE WHEN {own} = 'pass' THEN 1 ELSE 0 END)"
+        others_f = f"(i.lf - CASE WHEN {own} = 'fail' THEN 1 ELSE 0 END)"
+        first = votes_sql.majority_label(others_p, others_f)
+        second = own
+    conditions = [f"{first} IN ('pass', 'fail')", f"{second} IN ('pass', 'fail')"]
+    if key.figure == "kind":
+        conditions.append("i.kind = %(value)s")
+    elif key.figure == "category":
+        conditions.append("i.category = %(value)s")
+    elif key.figure == "system":
+        conditions.append("i.system = %(value)s")
+    elif key.figure == "source":
+        if key.value == NO_VALUE:
+            conditions.append(
+                "NOT EXISTS (SELECT 1 FROM annotation_criterion_source_types cs "
+                "WHERE cs.criterion_id = i.criterion_id)"
+            )
+        else:
+            conditions.append(
+                "EXISTS (SELECT 1 FROM annotation_criterion_source_types cs "
+                "JOIN annotation_sourcetype st ON st.id = cs.sourcetype_id "
+                "WHERE cs.criterion_id = i.criterion_id AND st.name = %(value)s)"
+            )
     if cell is not None:
-        pairs = [p for p in pairs if (p[1], p[2]) == cell]
-    return run, pairs
+        conditions.append(f"{first} = %(cell_first)s AND {second} = %(cell_second)s")
+        params.update(cell_first=cell[0], cell_second=cell[1])
+    return " AND ".join(f"({c})" for c in conditions), params
+
+
+@dataclass(frozen=True)
+class DrillDown:
+    run: Run | None
+    pairs: list[tuple[Item, str, str]]  # (item, first label, second label), a page of them
+    next_after: tuple[int, int] | None  # the keyset of the next page; None on the last one
+
+
+# The drill-down derives the items of a window of answers at a time (about WINDOW answers'
+# labelled items), and at most WINDOWS windows per page: a page never costs the whole
+# dataset. A figure whose items are sparse may fill a page only partly; its "next page"
+# then continues where the scan stopped.
+WINDOW = 100
+WINDOWS = 10
+_END = 2**62  # a criterion id above any: "after every criterion of this answer"
+
+
+def drill_down(
+    dataset: Dataset,
+    run_id: int | None,
+    key: FigureKey,
+    cell: tuple[str, str] | None = None,
+    *,
+    after: tuple[int, int] | None = None,
+    limit: int = 100,
+) -> DrillDown:
+    """A page of the items behind one figure (optionally one confusion-matrix cell: first,
+    second), in (answer, criterion) order after `after`."""
+    run = choose_run(dataset, run_id, candidate_runs(dataset))
+    method, threshold = _method(run)
+    where, params = figure_where(key, cell)
+    answers = Answer.objects.filter(query__dataset=dataset).order_by("pk")
+    position = after or (0, 0)
+    rows: list[sql.ItemRow] = []
+    next_after: tuple[int, int] | None = None
+    for _ in range(WINDOWS):
+        window = list(
+            answers.filter(pk__gte=position[0]).values_list("pk", flat=True)[: WINDOW + 1]
+        )
+        if not window:
+            break
+        until = window[-1]
+        rows += sql.item_rows(
+            dataset.pk, run.pk if run else None, method=method, threshold=threshold,
+            where=where, params=params, after=position, until_answer=until,
+            limit=limit + 1 - len(rows),
+        )  # fmt: skip
+        if len(rows) > limit:
+            rows = rows[:limit]
+            next_after = (rows[-1].answer_id, rows[-1].criterion_id)
+            break
+        position = (until, _END)
+        if len(window) <= WINDOW:  # the last answers of the dataset
+            break
+    else:
+        next_after = position  # the scan budget is spent: go on from here
+    keys = [(r.answer_id, r.criterion_id) for r in rows]
+    labels, judges = _details(run, keys)
+    items = []
+    for r in rows:
+        own = labels.get((r.answer_id, r.criterion_id), {})
+        basis = (
+            "adjudication"
+            if r.adjudication is not None
+            else ("majority" if r.human is not None else ("tie" if own else "none"))
+        )
+        items.append(
+            Item(
+                answer_id=r.answer_id, criterion_id=r.criterion_id, query_id=r.query_id,
+                system=r.system, kind=r.kind, source_types=(), category=r.category,
+                labels=own, adjudication=r.adjudication, human=r.human, basis=basis,
+                judges=judges.get((r.answer_id, r.criterion_id), {}), panel=r.panel,
+                invalid=r.invalid,
+            )
+        )  # fmt: skip
+    pairs = [(item, *_compared_labels(item, key)) for item in items]
+    return DrillDown(run, pairs, next_after)
+
+
+def _details(
+    run: Run | None, keys: list[tuple[int, int]]
+) -> tuple[dict[tuple[int, int], dict[str, str]], dict[tuple[int, int], dict[str, str | None]]]:
+    """The labels and each judge's label of a page of items (two queries)."""
+    labels: dict[tuple[int, int], dict[str, str]] = defaultdict(dict)
+    judges: dict[tuple[int, int], dict[str, str | None]] = defaultdict(dict)
+    if not keys:
+        return labels, judges
+    answers = {a for a, _ in keys}
+    wanted = set(keys)
+    for a, c, rater, label in HumanLabel.objects.filter(answer_id__in=answers).values_list(
+        "answer_id", "criterion_id", "rater", "label"
+    ):
+        if (a, c) in wanted:
+            labels[a, c][rater] = label
+    if run is not None:
+        votes: dict[tuple[int, int, str], list[int]] = defaultdict(lambda: [0, 0])
+        for a, c, judge, outcome in Verdict.objects.filter(
+            run=run, answer_id__in=answers
+        ).values_list("answer_id", "criterion_id", "judge__name", "outcome"):
+            if (a, c) not in wanted:
+                continue
+            counted = votes[a, c, judge]
+            if outcome == "pass":
+                counted[0] += 1
+            elif outcome == "fail":
+                counted[1] += 1
+        for (a, c, judge), (p, f) in votes.items():
+            judges[a, c][judge] = "pass" if p > f else ("fail" if f > p else None)
+    return labels, judges
+
+
+def _compared_labels(item: Item, key: FigureKey) -> tuple[str, str]:
+    figure, value, other = key.figure, key.value, key.other
+    if figure == "judge":
+        return item.judges.get(value) or "", item.human or ""
+    if figure in JUDGE_VS_HUMAN:
+        return item.panel or "", item.human or ""
+    if figure == "pair":
+        return item.labels.get(value, ""), item.labels.get(other, "")
+    if figure == "rater-judges":
+        return item.panel or "", item.labels.get(value, "")
+    others = [label for rater, label in item.labels.items() if rater != value]
+    p, f = others.count("pass"), others.count("fail")
+    return ("pass" if p > f else "fail" if f > p else ""), item.labels.get(value, "")

@@ -362,8 +362,12 @@ class ReviewQueueViewSet(viewsets.GenericViewSet):
             items: list = selectors.labelling_queue(dataset, request.user, run=run, mine=mine)
         else:
             items = selectors.disagreement_queue(dataset, request.user, run=run, mine=mine).items
-        rows = [_queue_row(n, item) for n, item in enumerate(items, start=1)]
-        page = self.paginate_queryset(rows)
+        # Page first, then load the answers of that page only.
+        numbered = list(enumerate(items, start=1))
+        page = self.paginate_queryset(numbered)
+        shown = numbered if page is None else page
+        selectors.load_answers([item for _, item in shown])
+        rows = [_queue_row(n, item) for n, item in shown]
         if page is not None:
-            return self.get_paginated_response(QueueItemSerializer(page, many=True).data)
+            return self.get_paginated_response(QueueItemSerializer(rows, many=True).data)
         return Response(QueueItemSerializer(rows, many=True).data)

@@ -158,7 +158,25 @@ def compare(
     `pairs` are (first rater's label, second rater's label) per item both labelled; for
     judge vs human the first is the judge.
     """
-    matrix = confusion_matrix(pairs, categories)
+    return agreement_from_matrix(confusion_matrix(pairs, categories))
+
+
+def matrix_from_counts(
+    cells: Mapping[tuple[Hashable, Hashable], int], categories: Sequence[Hashable] = PASS_FAIL
+) -> ConfusionMatrix:
+    """The confusion matrix of already counted (first, second) cells, as a database GROUP BY
+    returns them. A cell outside the categories raises ValueError, as in confusion_matrix."""
+    cats = tuple(categories)
+    for first, second in cells:
+        if first not in cats or second not in cats:
+            raise ValueError(f"label pair {(first, second)!r} outside categories {cats!r}")
+    return ConfusionMatrix(
+        cats, tuple(tuple(int(cells.get((a, b), 0)) for b in cats) for a in cats)
+    )
+
+
+def agreement_from_matrix(matrix: ConfusionMatrix) -> Agreement:
+    """Percent agreement and kappa of a confusion matrix (compare() on counted pairs)."""
     agree = sum(matrix.counts[i][i] for i in range(len(matrix.categories)))
     n = matrix.n
     return Agreement(
@@ -183,18 +201,27 @@ def krippendorff_alpha(units: Iterable[Sequence[Hashable | None]]) -> float | No
     None when no unit is pairable or all pairable labels are one category (no expected
     disagreement: alpha is 0/0). Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability".
     """
+    return krippendorff_alpha_counted(
+        (Counter(v for v in unit if v is not None), 1) for unit in units
+    )
+
+
+def krippendorff_alpha_counted(
+    units: Iterable[tuple[Mapping[Hashable, int], int]],
+) -> float | None:
+    """krippendorff_alpha() over units given as (label -> count in the unit, how many units
+    look like that): alpha only depends on how many times each label occurs in each unit, so
+    a database can count the units (GROUP BY passes, fails) instead of listing them."""
     coincidence: Counter[tuple[Hashable, Hashable]] = Counter()
-    for unit in units:
-        values = [v for v in unit if v is not None]
-        m = len(values)
-        if m < 2:
+    for counts, times in units:
+        m = sum(counts.values())
+        if m < 2 or times <= 0:
             continue
-        counts = Counter(values)
         for c, nc in counts.items():
             for k, nk in counts.items():
                 pairs = nc * (nc - 1) if c == k else nc * nk
                 if pairs:
-                    coincidence[c, k] += pairs / (m - 1)
+                    coincidence[c, k] += times * pairs / (m - 1)
     totals: Counter[Hashable] = Counter()
     for (c, _k), value in coincidence.items():
         totals[c] += value

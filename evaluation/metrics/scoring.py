@@ -87,6 +87,38 @@ def score_answer(criteria: Sequence[ScoredCriterion]) -> AnswerScore:
     )
 
 
+@dataclass(frozen=True)
+class ScoreCounts:
+    """What score_answer() needs of one checklist's criteria, counted (by a database GROUP BY)
+    over its enabled criteria: passed, failed and undecided; the weights of the passed and
+    of the decided ones; the passed and decided core criteria."""
+
+    passed: int
+    failed: int
+    undecided: int
+    weight_passed: float | Decimal
+    weight_decided: float | Decimal
+    core_passed: int
+    core_decided: int
+
+
+def score_counted(counts: ScoreCounts) -> AnswerScore:
+    """score_answer() from counts: the same shares, with the weights summed exactly."""
+    decided = counts.passed + counts.failed
+    weight_decided = float(counts.weight_decided)
+    if counts.weight_passed < 0 or counts.weight_decided < 0:
+        raise ValueError("weights are never negative")
+    return AnswerScore(
+        passed=counts.passed,
+        failed=counts.failed,
+        undecided=counts.undecided,
+        total=decided + counts.undecided,
+        share=counts.passed / decided if decided else None,
+        weighted_share=float(counts.weight_passed) / weight_decided if weight_decided > 0 else None,
+        core_share=counts.core_passed / counts.core_decided if counts.core_decided else None,
+    )
+
+
 def _share(criteria: Iterable[ScoredCriterion]) -> float | None:
     passed = decided = 0
     for criterion in criteria:

@@ -11,15 +11,18 @@ Every function here runs a fixed number of queries, whatever the size of the dat
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from django.db import connection
 from django.db.models import Count
 from guardian.shortcuts import get_users_with_perms
 
 from annotation import roles
 from annotation.models import Checklist, Criterion, Dataset
+from evaluation import votes_sql
 from evaluation.metrics.aggregation import CriterionVerdict, Vote, aggregate
 from evaluation.models import (
     Adjudication,
@@ -90,6 +93,84 @@ def _verdicts(chosen: dict[int, Run]) -> dict[tuple[int, int], CriterionVerdict]
     return verdicts
 
 
+_HISTOGRAM_SQL = """
+SELECT run_id, answer_id, p, f, count(*) FROM (
+  SELECT v.run_id, v.answer_id, v.criterion_id,
+         sum(CASE WHEN v.outcome = 'pass' THEN 1 ELSE 0 END) AS p,
+         sum(CASE WHEN v.outcome = 'fail' THEN 1 ELSE 0 END) AS f
+  FROM evaluation_verdict v WHERE v.run_id IN ({runs})
+  GROUP BY v.run_id, v.answer_id, v.criterion_id
+) item GROUP BY run_id, answer_id, p, f
+"""
+
+
+def _vote_histogram(dataset: Dataset, runs: list[Run]) -> list[list[int]]:
+    """(run, answer, passes, fails, criteria) rows: how many criteria of each answer got each
+    split of valid votes in each run. Counted in the database, and kept in the figure cache
+    while the runs have ended and not moved (their verdicts change only when a run is
+    resumed, retried or imported again, which moves its status, attempt or finish time)."""
+    from evaluation.models import AgreementCache
+
+    if not runs:
+        return []
+    state = ",".join(
+        f"{r.pk}.{r.status}.{r.attempt}.{r.finished_at.isoformat() if r.finished_at else ''}"
+        for r in sorted(runs, key=lambda r: r.pk)
+    )
+    key = "queue-votes:" + hashlib.sha256(state.encode()).hexdigest()
+    cacheable = all(r.ended for r in runs)
+    if cacheable:
+        for rows in AgreementCache.objects.filter(dataset=dataset, key=key).values_list(
+            "cells", flat=True
+        ):
+            return rows
+    placeholders = ", ".join(["%s"] * len(runs))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _HISTOGRAM_SQL.format(runs=placeholders),
+            [r.pk for r in runs],
+        )
+        rows = [[int(v) for v in row] for row in cursor.fetchall()]
+    if cacheable:
+        AgreementCache.objects.filter(dataset=dataset, key__startswith="queue-votes:").exclude(
+            key=key
+        ).delete()
+        AgreementCache.objects.bulk_create(
+            [AgreementCache(dataset=dataset, key=key, cells=rows)], ignore_conflicts=True
+        )
+    return rows
+
+
+def _uncertainties(
+    dataset: Dataset, run: Run | None
+) -> tuple[dict[int, Run], dict[int, float | None]]:
+    """For each graded answer: the run whose verdicts count (as runs_by_answer) and the
+    judges' uncertainty on it (queues.uncertainty, from counted splits)."""
+    if run is not None:
+        runs = [run]
+    else:
+        runs = list(Run.objects.filter(dataset=dataset, status=Run.Status.DONE))
+    by_pk = {r.pk: r for r in runs}
+    rows = _vote_histogram(dataset, runs)
+    graded: dict[int, list[Run]] = defaultdict(list)
+    for run_id, answer_id, *_ in rows:
+        if not graded[answer_id] or graded[answer_id][-1].pk != run_id:
+            graded[answer_id].append(by_pk[run_id])
+    if run is not None:
+        chosen = {a: run for a in graded}
+    else:
+        chosen = {a: latest for a, rs in graded.items() if (latest := _latest(rs)) is not None}
+    totals: dict[int, list[float]] = defaultdict(lambda: [0.0, 0])
+    for run_id, answer_id, p, f, n in rows:
+        counted = chosen.get(answer_id)
+        if counted is None or counted.pk != run_id or p + f == 0:
+            continue
+        total = totals[answer_id]
+        total[0] += n * (1 - abs(2 * (p / (p + f)) - 1))
+        total[1] += n
+    return chosen, {a: (t[0] / t[1] if t[1] else None) for a, t in totals.items()}
+
+
 def _assignments(dataset: Dataset, queue: str) -> dict[tuple[int, int | None], ReviewAssignment]:
     rows = ReviewAssignment.objects.filter(queue=queue, answer__query__dataset=dataset)
     return {(a.answer_id, a.criterion_id): a for a in rows.select_related("assignee")}
@@ -106,53 +187,70 @@ def dataset_reviewers(dataset: Dataset) -> list:
 
 @dataclass
 class LabellingItem:
-    answer: Answer
+    answer_id: int
     facts: queues.AnswerFacts
     mine: int  # criteria the current user has labelled
     assignment: ReviewAssignment | None
     run: Run | None
     url: str = ""  # the review page, set by the view
+    answer: Answer | None = None  # loaded for the items shown (load_answers)
 
     @property
     def key(self) -> tuple[int, ...]:
-        return (self.answer.pk,)
+        return (self.answer_id,)
 
     @property
     def done_by_me(self) -> bool:
         return self.facts.criteria > 0 and self.mine >= self.facts.criteria
 
 
+def load_answers(items) -> None:
+    """Fill `answer` (with its system and query), and `criterion` of disagreement items, of
+    the queue items about to be shown: two queries for a page, not one object per item."""
+    wanted = {i.key[0] for i in items if i.answer is None}
+    found = Answer.objects.filter(pk__in=wanted).select_related("system", "query").in_bulk()
+    criteria = (
+        Criterion.objects.filter(pk__in={i.key[1] for i in items if len(i.key) > 1})
+        .select_related("checklist__author")
+        .in_bulk()
+    )
+    for item in items:
+        if item.answer is None:
+            item.answer = found.get(item.key[0])
+        if len(item.key) > 1:
+            item.criterion = criteria.get(item.key[1])
+
+
 def labelling_queue(
     dataset: Dataset, user: AnyUser, *, run: Run | None = None, mine: bool = False
 ) -> list[LabellingItem]:
-    """The dataset's labelling queue under its label policy, in order. Seven queries."""
-    chosen = runs_by_answer(dataset, run)
-    verdicts = _verdicts(chosen)
-    per_answer: dict[int, list[CriterionVerdict]] = defaultdict(list)
-    for (answer_id, _criterion), verdict in verdicts.items():
-        per_answer[answer_id].append(verdict)
+    """The dataset's labelling queue under its label policy, in order, without the answers
+    themselves (load_answers fills a page of them). Seven queries; the votes are counted in
+    the database, the rest are one number per answer or query."""
+    chosen, uncertainty = _uncertainties(dataset, run)
     criteria = dict(
         _reviewable_criteria(checklist__query__dataset=dataset)
         .values_list("checklist__query_id")
         .annotate(n=Count("pk"))
+        .order_by()
     )
     labels = HumanLabel.objects.filter(answer__query__dataset=dataset)
-    all_labels = dict(labels.values_list("answer_id").annotate(n=Count("pk")))
+    all_labels = dict(labels.values_list("answer_id").annotate(n=Count("pk")).order_by())
     own = dict(
-        labels.filter(rater=user.get_username()).values_list("answer_id").annotate(n=Count("pk"))
+        labels.filter(rater=user.get_username())
+        .values_list("answer_id")
+        .annotate(n=Count("pk"))
+        .order_by()
     )
-    answers = {
-        a.pk: a
-        for a in Answer.objects.filter(query__dataset=dataset).select_related("system", "query")
-    }
+    answers = Answer.objects.filter(query__dataset=dataset).values_list("pk", "query_id")
     facts = [
         queues.AnswerFacts(
             answer_id=pk,
-            criteria=criteria.get(a.query_id, 0),
+            criteria=criteria.get(query_id, 0),
             labels=all_labels.get(pk, 0),
-            uncertainty=queues.uncertainty(per_answer.get(pk, [])),
+            uncertainty=uncertainty.get(pk),
         )
-        for pk, a in answers.items()
+        for pk, query_id in answers.order_by("query_id", "system_id", "pk")
     ]
     ordered = queues.labelling_queue(
         facts, policy=dataset.label_policy, share=dataset.label_share, dataset_id=dataset.pk
@@ -160,7 +258,7 @@ def labelling_queue(
     assigned = _assignments(dataset, LABELLING)
     items = [
         LabellingItem(
-            answer=answers[f.answer_id], facts=f, mine=own.get(f.answer_id, 0),
+            answer_id=f.answer_id, facts=f, mine=own.get(f.answer_id, 0),
             assignment=assigned.get((f.answer_id, None)), run=chosen.get(f.answer_id),
         )
         for f in ordered
@@ -175,16 +273,18 @@ def labelling_queue(
 
 @dataclass
 class DisagreementItem:
-    answer: Answer
-    criterion: Criterion
+    answer_id: int
+    criterion_id: int
     facts: queues.ItemFacts
     assignment: ReviewAssignment | None
     run: Run
     url: str = ""  # the review page, set by the view
+    answer: Answer | None = None  # loaded for the items shown (load_answers)
+    criterion: Criterion | None = None
 
     @property
     def key(self) -> tuple[int, ...]:
-        return (self.answer.pk, self.criterion.pk)
+        return (self.answer_id, self.criterion_id)
 
 
 @dataclass
@@ -193,52 +293,137 @@ class DisagreementQueue:
     adjudicated: int = 0  # disagreeing items already decided (left out of `items`)
 
 
+# Every (answer, criterion) the chosen run of its answer judged, with its vote counts, its
+# human labels counted and whether it was adjudicated; only the disagreeing ones, in queue
+# order (queues.disagreement_queue: split first, the most even split first, then the most
+# contradicting human labels; then answer, criterion in page order). The chosen run of an
+# answer is the highest-ranked run that judged it (`rank`: the caller's order).
+_DISAGREEMENT_SQL = """
+WITH item AS (
+  SELECT v.run_id, v.answer_id, v.criterion_id,
+         sum(CASE WHEN v.outcome = 'pass' THEN 1 ELSE 0 END) AS p,
+         sum(CASE WHEN v.outcome = 'fail' THEN 1 ELSE 0 END) AS f,
+         sum(CASE WHEN v.outcome IN ('unparseable', 'error') THEN 1 ELSE 0 END) AS i,
+         {rank} AS run_rank
+  FROM evaluation_verdict v WHERE v.run_id IN ({runs})
+  GROUP BY v.run_id, v.answer_id, v.criterion_id
+),
+chosen AS (
+  SELECT item.*, {outcome} AS outcome,
+         max(run_rank) OVER (PARTITION BY answer_id) AS best
+  FROM item
+),
+lab AS (
+  SELECT l.answer_id, l.criterion_id,
+         sum(CASE WHEN l.label = 'pass' THEN 1 ELSE 0 END) AS lp,
+         sum(CASE WHEN l.label = 'fail' THEN 1 ELSE 0 END) AS lf
+  FROM evaluation_humanlabel l
+  JOIN evaluation_answer a ON a.id = l.answer_id
+  JOIN annotation_query q ON q.id = a.query_id
+  WHERE q.dataset_id = %s
+  GROUP BY l.answer_id, l.criterion_id
+),
+facts AS (
+  SELECT x.answer_id, x.criterion_id, x.run_id, x.outcome, x.p, x.f, x.i,
+         coalesce(lab.lp, 0) AS lp, coalesce(lab.lf, 0) AS lf,
+         CASE WHEN d.id IS NULL THEN 0 ELSE 1 END AS adjudicated,
+         CASE WHEN x.p > 0 AND x.f > 0 THEN 1 ELSE 0 END AS split,
+         CASE x.outcome WHEN 'pass' THEN coalesce(lab.lf, 0)
+                        WHEN 'fail' THEN coalesce(lab.lp, 0) ELSE 0 END AS contradicting,
+         c.checklist_id, c.position
+  FROM chosen x
+  JOIN annotation_criterion c ON c.id = x.criterion_id
+  LEFT JOIN lab ON lab.answer_id = x.answer_id AND lab.criterion_id = x.criterion_id
+  LEFT JOIN evaluation_adjudication d
+    ON d.answer_id = x.answer_id AND d.criterion_id = x.criterion_id
+  WHERE x.run_rank = x.best
+)
+SELECT answer_id, criterion_id, run_id, outcome, p, f, i, lp, lf, adjudicated
+FROM facts WHERE split = 1 OR contradicting > 0
+ORDER BY adjudicated, 1 - split,
+         CASE WHEN p + f = 0 THEN 1.0 ELSE (1.0 * abs(p - f)) / (p + f) END,
+         contradicting DESC, answer_id, checklist_id, position, criterion_id
+"""
+
+
+def _disagreements(dataset: Dataset, runs: list[Run]) -> list[list]:
+    """The rows of _DISAGREEMENT_SQL (adjudicated ones first, then the queue in order), from
+    the figure cache while the runs have ended and not moved and the dataset's labels and
+    adjudications are as they were (its review revision)."""
+    from evaluation.agreement import revision
+    from evaluation.models import AgreementCache
+
+    if not runs:
+        return []
+    ranked = sorted(runs, key=lambda r: (r.finished_at or _EPOCH, r.pk))
+    state = ",".join(
+        f"{r.pk}.{r.status}.{r.attempt}.{r.finished_at.isoformat() if r.finished_at else ''}."
+        f"{r.panel_method}.{r.panel_threshold!r}"
+        for r in ranked
+    )
+    key = (
+        "disagreements:"
+        + hashlib.sha256(f"{state}|{revision.current(dataset.pk)}".encode()).hexdigest()
+    )
+    cacheable = all(r.ended for r in runs)
+    if cacheable:
+        for rows in AgreementCache.objects.filter(dataset=dataset, key=key).values_list(
+            "cells", flat=True
+        ):
+            return rows
+    rank = (
+        "CASE v.run_id " + " ".join(f"WHEN {r.pk} THEN {n}" for n, r in enumerate(ranked)) + " END"
+    )
+    methods = " ".join(
+        f"WHEN {r.pk} THEN {votes_sql.panel_outcome(r.panel_method, r.panel_threshold, 'p', 'f')}"
+        for r in ranked
+    )
+    outcome = f"CASE run_id {methods} END"
+    sql = _DISAGREEMENT_SQL.format(
+        rank=rank, outcome=outcome, runs=", ".join(str(r.pk) for r in ranked)
+    )  # only integers and our own expressions go into the text
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [dataset.pk])
+        rows = [[*(int(v) for v in row[:3]), row[3], *(int(v) for v in row[4:])]
+                for row in cursor.fetchall()]  # fmt: skip
+    if cacheable:
+        AgreementCache.objects.filter(dataset=dataset, key__startswith="disagreements:").delete()
+        AgreementCache.objects.bulk_create(
+            [AgreementCache(dataset=dataset, key=key, cells=rows)], ignore_conflicts=True
+        )
+    return rows
+
+
 def disagreement_queue(
     dataset: Dataset, user: AnyUser, *, run: Run | None = None, mine: bool = False
 ) -> DisagreementQueue:
     """Items where the panel's verdict differs from a human label or the judges split, by
-    priority (evaluation.review.queues.disagreement_queue). Eight queries."""
-    chosen = runs_by_answer(dataset, run)
-    verdicts = _verdicts(chosen)
-    labels: dict[tuple[int, int], list[str]] = defaultdict(list)
-    for answer_id, criterion_id, label in HumanLabel.objects.filter(
-        answer__query__dataset=dataset
-    ).values_list("answer_id", "criterion_id", "label"):
-        labels[answer_id, criterion_id].append(label)
-    decided = set(
-        Adjudication.objects.filter(answer__query__dataset=dataset).values_list(
-            "answer_id", "criterion_id"
-        )
-    )
-    criterion_ids = {c for _, c in verdicts}
-    criteria = {
-        c.pk: c
-        for c in Criterion.objects.filter(pk__in=criterion_ids).select_related("checklist__author")
-    }
-    in_page_order = sorted(criteria.values(), key=lambda c: (c.checklist_id, c.position, c.pk))
-    rank = {c.pk: i for i, c in enumerate(in_page_order)}
-    facts = [
-        queues.ItemFacts(
-            answer_id=a, criterion_id=c, position=rank[c], verdict=v,
-            human_labels=tuple(labels.get((a, c), ())), adjudicated=(a, c) in decided,
-        )
-        for (a, c), v in verdicts.items()
-        if c in criteria
-    ]  # fmt: skip
-    adjudicated = sum(1 for f in facts if f.disagreeing and f.adjudicated)
-    ordered = queues.disagreement_queue(facts)
-    answers = Answer.objects.filter(pk__in={f.answer_id for f in ordered}).select_related(
-        "system", "query"
-    )
-    answers_by_pk = {a.pk: a for a in answers}
+    priority (evaluation.review.queues.disagreement_queue), counted and ordered in the
+    database; answers and criteria are loaded for the shown page only (load_answers)."""
+    if run is not None:
+        runs = [run]
+    else:
+        runs = list(Run.objects.filter(dataset=dataset, status=Run.Status.DONE))
+    by_pk = {r.pk: r for r in runs}
+    rows = _disagreements(dataset, runs)
     assigned = _assignments(dataset, DISAGREEMENT)
-    items = [
-        DisagreementItem(
-            answer=answers_by_pk[f.answer_id], criterion=criteria[f.criterion_id], facts=f,
-            assignment=assigned.get((f.answer_id, f.criterion_id)), run=chosen[f.answer_id],
-        )
-        for f in ordered
-    ]  # fmt: skip
+    adjudicated = 0
+    items = []
+    for answer_id, criterion_id, run_id, outcome, p, f, i, lp, lf, decided in rows:
+        if decided:
+            adjudicated += 1
+            continue
+        facts = queues.ItemFacts(
+            answer_id=answer_id, criterion_id=criterion_id, position=0,
+            verdict=CriterionVerdict(outcome=outcome, passes=p, fails=f, invalid=i),
+            human_labels=("pass",) * lp + ("fail",) * lf,
+        )  # fmt: skip
+        items.append(
+            DisagreementItem(
+                answer_id=answer_id, criterion_id=criterion_id, facts=facts,
+                assignment=assigned.get((answer_id, criterion_id)), run=by_pk[run_id],
+            )
+        )  # fmt: skip
     if mine:
         items = [i for i in items if i.assignment and i.assignment.assignee_id == user.pk]
     return DisagreementQueue(items=items, adjudicated=adjudicated)

@@ -8,24 +8,37 @@ from collections import defaultdict
 
 from django.db.models import Sum
 
+from evaluation.figure_cache import remembered, run_state
 from evaluation.metrics.cost import CostEstimate, JudgeUsage, run_cost
 from evaluation.models import GradedScore, Judge, Run, Verdict
 from evaluation.runs import snapshot
 
 
-def run_cost_estimate(run: Run, *, done: int, expected: int) -> CostEstimate:
-    """`done` / `expected`: the run's verdicts and grades so far and in all."""
-    tokens: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+def sums_of(run: Run) -> list[list[int]]:
+    """[judge id, prompt tokens, completion tokens] rows over the run's verdicts and grades."""
+    rows = []
     for model in (Verdict, GradedScore):
         sums = (
             model.objects.filter(run=run)
             .values("judge_id")
             .annotate(p=Sum("prompt_tokens"), c=Sum("completion_tokens"))
             .values_list("judge_id", "p", "c")
+            .order_by()
         )
-        for judge_id, prompt, completion in sums:
-            tokens[judge_id][0] += prompt or 0
-            tokens[judge_id][1] += completion or 0
+        rows += [[judge_id, p or 0, c or 0] for judge_id, p, c in sums]
+    return rows
+
+
+def run_cost_estimate(run: Run, *, done: int, expected: int) -> CostEstimate:
+    """`done` / `expected`: the run's verdicts and grades so far and in all."""
+    tokens: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    if run.ended:  # a scan of every verdict: kept while the run's state does not move
+        sums = remembered(run.dataset_id, f"tokens-{run.pk}", run_state(run), lambda: sums_of(run))
+    else:
+        sums = sums_of(run)
+    for judge_id, prompt, completion in sums:
+        tokens[judge_id][0] += prompt or 0
+        tokens[judge_id][1] += completion or 0
     judges = Judge.objects.filter(pk__in=[*tokens, *(m.judge_id for m in snapshot.of(run).members)])
     usages = [
         JudgeUsage(

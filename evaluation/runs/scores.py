@@ -4,27 +4,29 @@ system (means and pass rate).
 
 Votes are aggregated per criterion with the run's method (its panel snapshot, never the
 panel's current settings); an adjudication on (answer, criterion) replaces that verdict.
-Five queries whatever the size of the run.
+The votes are counted in the database, per answer and checklist; the shares are computed
+from those counts (metrics.scoring.score_counted, equal to score_answer).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from decimal import Decimal
 
-from django.db.models import Q
+from django.db import connection, transaction
 
-from annotation.models import Criterion
-from evaluation.metrics.aggregation import Vote, aggregate
+from annotation.models import Checklist
+from evaluation import votes_sql
 from evaluation.metrics.scoring import (
     AnswerScore,
-    ScoredCriterion,
+    ScoreCounts,
     mean_score,
     passes_threshold,
-    score_answer,
+    score_counted,
 )
-from evaluation.metrics.summary import decided_outcome, graded_mean, mean, pass_rate
-from evaluation.models import Adjudication, Answer, GradedScore, Run, Verdict
+from evaluation.metrics.summary import graded_mean, mean, pass_rate
+from evaluation.models import Answer, GradedScore, Run
 
 
 @dataclass(frozen=True)
@@ -72,67 +74,122 @@ class ScoreReport:
     systems: list[SystemReport]
 
 
+# Per (answer, checklist) of the run: the counts score_counted() needs over the enabled
+# criteria, and the split and adjudicated criteria (all that have votes, as the page counts
+# them). The votes are counted per criterion in the database and turned into the run's
+# verdict by evaluation.votes_sql, the SQL form of metrics.aggregation.
+_COUNTS_SQL = """
+WITH iv AS (
+  SELECT v.answer_id, v.criterion_id,
+         sum(CASE WHEN v.outcome = 'pass' THEN 1 ELSE 0 END) AS p,
+         sum(CASE WHEN v.outcome = 'fail' THEN 1 ELSE 0 END) AS f
+  FROM evaluation_verdict v WHERE v.run_id = %(run)s
+  GROUP BY v.answer_id, v.criterion_id
+),
+item AS (
+  SELECT iv.answer_id, c.checklist_id, c.weight, c.is_core, c.scoring_enabled AS enabled,
+         CASE WHEN iv.p > 0 AND iv.f > 0 THEN 1 ELSE 0 END AS split,
+         CASE WHEN d.label IS NULL THEN 0 ELSE 1 END AS adjudicated,
+         coalesce(d.label, {panel}) AS outcome
+  FROM iv
+  JOIN annotation_criterion c ON c.id = iv.criterion_id
+  LEFT JOIN evaluation_adjudication d
+    ON d.answer_id = iv.answer_id AND d.criterion_id = iv.criterion_id
+)
+SELECT answer_id, checklist_id,
+  sum(CASE WHEN enabled AND outcome = 'pass' THEN 1 ELSE 0 END),
+  sum(CASE WHEN enabled AND outcome = 'fail' THEN 1 ELSE 0 END),
+  sum(CASE WHEN enabled AND outcome = 'undecided' THEN 1 ELSE 0 END),
+  sum(CASE WHEN enabled AND outcome = 'pass' THEN weight ELSE 0 END),
+  sum(CASE WHEN enabled AND outcome <> 'undecided' THEN weight ELSE 0 END),
+  sum(CASE WHEN enabled AND is_core AND outcome = 'pass' THEN 1 ELSE 0 END),
+  sum(CASE WHEN enabled AND is_core AND outcome <> 'undecided' THEN 1 ELSE 0 END),
+  sum(split), sum(adjudicated)
+FROM item GROUP BY answer_id, checklist_id
+"""
+
+
+def _counted(run: Run) -> list[tuple]:
+    """(answer, checklist, ScoreCounts fields..., splits, adjudicated) rows of the run."""
+    sql = _COUNTS_SQL.format(
+        panel=votes_sql.panel_outcome(run.panel_method, run.panel_threshold, "iv.p", "iv.f")
+    )
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            # A million votes grouped: enough memory to keep the hash off the disk.
+            with transaction.atomic():
+                cursor.execute("SET LOCAL work_mem = '64MB'")
+                cursor.execute(sql, {"run": run.pk})
+                return cursor.fetchall()
+        cursor.execute(sql, {"run": run.pk})
+        return cursor.fetchall()
+
+
+def _cached_counts(run: Run) -> list[tuple]:
+    """_counted(run), from the figure cache while nothing it depends on has changed: a run
+    that has ended keeps its votes until it is resumed, retried or imported again (which
+    move its status, attempt or finish time); adjudications and criterion weights, core and
+    scoring flags move the dataset's review revision (evaluation.agreement.revision)."""
+    from evaluation.agreement.revision import current
+    from evaluation.models import AgreementCache
+
+    if not run.ended:
+        return _counted(run)
+    finished = run.finished_at.isoformat() if run.finished_at else ""
+    prefix = f"scores-{run.pk}"
+    key = (
+        f"{prefix}:{run.status}:{run.attempt}:{finished}:{run.panel_method}:"
+        f"{run.panel_threshold!r}:{current(run.dataset_id)}"
+    )
+    for rows in AgreementCache.objects.filter(dataset_id=run.dataset_id, key=key).values_list(
+        "cells", flat=True
+    ):
+        return rows
+    rows = [[int(v) if isinstance(v, int) else str(v) for v in row] for row in _counted(run)]
+    AgreementCache.objects.filter(dataset_id=run.dataset_id, key__startswith=f"{prefix}:").delete()
+    AgreementCache.objects.bulk_create(
+        [AgreementCache(dataset_id=run.dataset_id, key=key, cells=rows)], ignore_conflicts=True
+    )
+    return rows
+
+
 def run_report(run: Run) -> ScoreReport:
-    run_verdicts = Verdict.objects.filter(run=run)
-    votes: dict[tuple[int, int], list[Vote]] = defaultdict(list)
-    rows = run_verdicts.values_list("answer_id", "criterion_id", "judge_id", "sample", "outcome")
-    for answer_id, criterion_id, judge_id, sample, outcome in rows:
-        votes[answer_id, criterion_id].append(Vote(str(judge_id), sample, outcome))
-    criteria = {
-        c["pk"]: c
-        for c in Criterion.objects.filter(pk__in=run_verdicts.values("criterion_id")).values(
-            "pk",
-            "checklist_id",
-            "checklist__author__username",
-            "weight",
-            "is_core",
-            "scoring_enabled",
-        )
-    }
-    adjudicated = {
-        (a, c): label
-        for a, c, label in Adjudication.objects.filter(
-            answer_id__in=run_verdicts.values("answer_id")
-        ).values_list("answer_id", "criterion_id", "label")
-    }
+    """Every answer's and system's scores. Four queries whatever the size of the run: the
+    votes are counted in the database (no vote reaches Python), and the counts of an ended
+    run are kept in the figure cache until something they depend on changes."""
+    per_checklist: dict[int, dict[int, AnswerScore]] = defaultdict(dict)
+    splits: dict[int, int] = defaultdict(int)
+    decided_by_adjudication: dict[int, int] = defaultdict(int)
+    for answer_id, checklist_id, *counts, split, adjudicated in _cached_counts(run):
+        per_checklist[answer_id][checklist_id] = score_counted(
+            ScoreCounts(*(int(c) for c in counts[:3]), Decimal(str(counts[3])),
+                        Decimal(str(counts[4])), int(counts[5]), int(counts[6]))
+        )  # fmt: skip
+        splits[answer_id] += int(split)
+        decided_by_adjudication[answer_id] += int(adjudicated)
     grades: dict[int, dict[str, list[int | None]]] = defaultdict(lambda: defaultdict(list))
     graded_rows = GradedScore.objects.filter(run=run, outcome=GradedScore.Outcome.SCORED)
     for answer_id, judge_id, score in graded_rows.values_list("answer_id", "judge_id", "score"):
         grades[answer_id][str(judge_id)].append(score)
-
-    per_checklist: dict[int, dict[int, list[ScoredCriterion]]] = defaultdict(dict)
-    splits: dict[int, int] = defaultdict(int)
-    decided_by_adjudication: dict[int, int] = defaultdict(int)
-    for (answer_id, criterion_id), answer_votes in votes.items():
-        verdict = aggregate(answer_votes, run.panel_method, threshold=run.panel_threshold)
-        splits[answer_id] += verdict.split
-        label = adjudicated.get((answer_id, criterion_id))
-        decided_by_adjudication[answer_id] += label is not None
-        info = criteria[criterion_id]
-        per_checklist[answer_id].setdefault(info["checklist_id"], []).append(
-            ScoredCriterion(
-                key=str(criterion_id),
-                outcome=decided_outcome(verdict.outcome, label),
-                weight=info["weight"],
-                core=info["is_core"],
-                enabled=info["scoring_enabled"],
-            )
-        )
-    authors = {c["checklist_id"]: c["checklist__author__username"] for c in criteria.values()}
+    authors = dict(
+        Checklist.objects.filter(
+            pk__in={c for own in per_checklist.values() for c in own}
+        ).values_list("pk", "author__username")
+    )
 
     threshold = run.dataset.pass_threshold
+    # The answers with a vote or a grade, by id: an OR of two IN (subquery) over a million
+    # verdicts is a per-row subplan in PostgreSQL, minutes at that size.
     answers = (
-        Answer.objects.filter(
-            Q(pk__in=run_verdicts.values("answer_id")) | Q(pk__in=graded_rows.values("answer_id"))
-        )
+        Answer.objects.filter(pk__in=sorted(set(per_checklist) | set(grades)))
         .values_list("pk", "query_id", "system_id", "system__name", "system__version")
         .order_by("query_id", "system__name", "system__version", "pk")
     )
     reports = []
     for pk, query_id, system_id, name, version in answers:
         checklists = [
-            ChecklistResult(checklist_id, authors[checklist_id] or "", score_answer(scored))
-            for checklist_id, scored in sorted(per_checklist.get(pk, {}).items())
+            ChecklistResult(checklist_id, authors.get(checklist_id) or "", score)
+            for checklist_id, score in sorted(per_checklist.get(pk, {}).items())
         ]
         scores = [c.score for c in checklists]
         share = mean_score(scores)

@@ -10,6 +10,7 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from annotation.models import Checklist, Criterion
+from evaluation.figure_cache import remembered, run_state
 from evaluation.metrics.aggregation import CriterionVerdict, Vote, aggregate
 from evaluation.models import Answer, GradedScore, Run, RunTask, Verdict
 
@@ -38,8 +39,16 @@ class Progress:
         return 100.0 * self.done / self.expected if self.expected else 0.0
 
 
-def run_progress(run: Run) -> Progress:
-    """Read from the database, so any web process shows the same figures."""
+def _verdict_totals(run: Run) -> dict:
+    """Counts over the run's verdicts: a scan of all of them, so an ended run's are kept in
+    the figure cache (they change only with the run's state)."""
+    if not run.ended:
+        return _count_verdicts(run)
+    return remembered(run.dataset_id, f"progress-{run.pk}", run_state(run),
+                      lambda: _count_verdicts(run))  # fmt: skip
+
+
+def _count_verdicts(run: Run) -> dict:
     totals = Verdict.objects.filter(run=run).aggregate(
         done=Count("pk"),
         passed=Count("pk", filter=Q(outcome=Verdict.Outcome.PASS)),
@@ -50,12 +59,19 @@ def run_progress(run: Run) -> Progress:
         prompt_tokens=Sum("prompt_tokens"),
         completion_tokens=Sum("completion_tokens"),
     )
-    by_kind = dict(
+    totals["by_kind"] = dict(
         Verdict.objects.filter(run=run, outcome=Verdict.Outcome.ERROR)
         .values_list("error_kind")
         .annotate(n=Count("pk"))
         .values_list("error_kind", "n")
     )
+    return totals
+
+
+def run_progress(run: Run) -> Progress:
+    """Read from the database, so any web process shows the same figures."""
+    totals = _verdict_totals(run)
+    by_kind = totals["by_kind"]
     tasks = RunTask.objects.filter(run=run).aggregate(
         total=Count("pk"),
         done=Count("pk", filter=Q(done_at__isnull=False)),

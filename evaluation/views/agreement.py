@@ -25,7 +25,16 @@ from evaluation.metrics.agreement import PASS_FAIL
 from evaluation.models import Run
 from evaluation.permissions import can_see_runs
 
-DRILL_DOWN_LIMIT = 500
+# Items per drill-down page; pages follow each other by keyset (?after=answer:criterion), so
+# a page costs the same wherever it is and nothing counts every item behind a figure.
+DRILL_DOWN_PAGE = 100
+
+
+def _after(value: str) -> tuple[int, int] | None:
+    first, _, second = value.partition(":")
+    if not (first.isdigit() and second.isdigit()):
+        return None
+    return int(first), int(second)
 
 
 def review_url(answer_id: int, criterion_id: int) -> str:
@@ -179,15 +188,16 @@ def agreement_items(request: HttpRequest, pk: int) -> HttpResponse:
         if len(parts) != 2 or not set(parts) <= set(PASS_FAIL):
             raise Http404("No such cell.")
         cell = parts
+    after = _after(request.GET.get("after", ""))
     try:
-        run, pairs = drill_down(dataset, _run_id(request), key, cell)
+        page = drill_down(dataset, _run_id(request), key, cell, after=after, limit=DRILL_DOWN_PAGE)
     except Run.DoesNotExist:
         raise Http404("No such run in this dataset.") from None
-    shown = pairs[:DRILL_DOWN_LIMIT]
+    run = page.run
     texts = dict(
-        Criterion.objects.filter(pk__in={item.criterion_id for item, _, _ in shown}).values_list(
-            "pk", "text"
-        )
+        Criterion.objects.filter(
+            pk__in={item.criterion_id for item, _, _ in page.pairs}
+        ).values_list("pk", "text")
     )
     rows = [
         {
@@ -200,16 +210,25 @@ def agreement_items(request: HttpRequest, pk: int) -> HttpResponse:
             "labels": sorted(item.labels.items()),
             "review": review_url(item.answer_id, item.criterion_id),
         }
-        for item, first, second in shown
+        for item, first, second in page.pairs
     ]
+    first = {"run": str(run.pk)} if run else {}
+    if cell:
+        first["cell"] = request.GET["cell"]
+    next_url = ""
+    if page.next_after is not None:
+        params = request.GET.copy()
+        params["after"] = "{}:{}".format(*page.next_after)
+        next_url = f"?{params.urlencode()}"
     context = {
         "dataset": dataset,
         "run": run,
         "key": key,
         "cell": cell,
         "rows": rows,
-        "total": len(pairs),
-        "limit": DRILL_DOWN_LIMIT,
+        "after": after,
+        "next_url": next_url,
+        "first_url": f"?{key.params(**first)}",
         "back": reverse("dataset-agreement", args=[dataset.pk]) + (f"?run={run.pk}" if run else ""),
         "compared": _compared(key),
     }

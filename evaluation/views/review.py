@@ -58,7 +58,7 @@ def _review_url(item, *, queue: str, mine: bool, run: Run | None) -> str:
         params["run"] = run.pk
     if mine:
         params["mine"] = 1
-    return f"{reverse('answer-review', args=[item.answer.pk])}?{urlencode(params)}"
+    return f"{reverse('answer-review', args=[item.key[0]])}?{urlencode(params)}"
 
 
 # --- queues ---------------------------------------------------------------------------------
@@ -78,6 +78,7 @@ def review_queue(request: HttpRequest, pk: int) -> HttpResponse:
         result = selectors.disagreement_queue(dataset, request.user, run=run, mine=mine)
         items, adjudicated = result.items, result.adjudicated
     page = Paginator(items, 50).get_page(request.GET.get("page"))
+    selectors.load_answers(page.object_list)
     for item in page:
         item.url = _review_url(item, queue=queue, mine=mine, run=run)
     can_assign = roles.CHANGE in dataset_permissions(request.user, dataset)

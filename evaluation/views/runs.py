@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -80,12 +81,17 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             response["HX-Refresh"] = "true"
         return response
     report = scores.run_report(run)
-    texts = dict(
-        Query.objects.filter(pk__in={r.query_id for r in report.answers}).values_list("pk", "text")
-    )
     context["report"] = report
-    context["answers"] = [(r, texts.get(r.query_id, "")) for r in report.answers]
+    # The per-system table covers every answer; the per-answer table shows a page of them
+    # (a run of 5,000 answers is not one page of HTML), each with its query's text.
+    page = Paginator(report.answers, ANSWERS_PER_PAGE).get_page(request.GET.get("page"))
+    texts = dict(Query.objects.filter(pk__in={r.query_id for r in page}).values_list("pk", "text"))
+    context["page"] = page
+    context["answers"] = [(r, texts.get(r.query_id, "")) for r in page]
     return render(request, "evaluation/run_detail.html", context)
+
+
+ANSWERS_PER_PAGE = 100
 
 
 ACTIONS = {

@@ -218,3 +218,40 @@ def test_mean_grade_is_none_without_a_grade() -> None:
 def test_mean_grade_rejects_grades_outside_1_to_5(grade: object) -> None:
     with pytest.raises(ValueError, match="grade"):
         mean_grade([3, grade])  # type: ignore[list-item]
+
+
+def test_score_counted_equals_score_answer():
+    """The counted form (a database GROUP BY's output) gives score_answer()'s shares."""
+    import random
+
+    from evaluation.metrics.scoring import ScoreCounts, score_counted
+
+    rng = random.Random(5)
+    for _ in range(300):
+        criteria = [
+            ScoredCriterion(
+                str(n), rng.choice(["pass", "fail", "undecided"]),
+                weight=rng.choice([0, 0.25, 1, 2.5]), core=rng.random() < 0.6,
+                enabled=rng.random() < 0.85,
+            )
+            for n in range(rng.randint(0, 12))
+        ]  # fmt: skip
+        on = [c for c in criteria if c.enabled]
+        counts = ScoreCounts(
+            passed=sum(c.outcome == "pass" for c in on),
+            failed=sum(c.outcome == "fail" for c in on),
+            undecided=sum(c.outcome == "undecided" for c in on),
+            weight_passed=sum(c.weight for c in on if c.outcome == "pass"),
+            weight_decided=sum(c.weight for c in on if c.outcome != "undecided"),
+            core_passed=sum(c.core and c.outcome == "pass" for c in on),
+            core_decided=sum(c.core and c.outcome != "undecided" for c in on),
+        )
+        expected, found = score_answer(criteria), score_counted(counts)
+        assert (found.passed, found.failed, found.undecided, found.total) == (
+            expected.passed, expected.failed, expected.undecided, expected.total,
+        )  # fmt: skip
+        for attr in ("share", "weighted_share", "core_share"):
+            if getattr(expected, attr) is None:
+                assert getattr(found, attr) is None
+            else:
+                assert getattr(found, attr) == pytest.approx(getattr(expected, attr), abs=1e-12)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from django.utils import timezone
 
 from annotation.models import Checklist, Criterion, QueryCategory, SourceType
+from evaluation.agreement import revision
 from evaluation.models import (
     Adjudication,
     Answer,
@@ -130,4 +131,5 @@ def build_labelled(dataset, *, queries: int = 4, criteria: int = 6, systems: int
     Verdict.objects.bulk_create(verdicts)
     HumanLabel.objects.bulk_create(labels)
     Adjudication.objects.bulk_create(adjudications)
+    revision.changed(dataset.pk)  # bulk writes bump the review revision, as the app's writers do
     return data

@@ -196,5 +196,7 @@ def test_query_counts_stay_flat_as_criteria_grow(client, reviewed_dataset, revie
     big = _counts(client, big_dataset, criteria=45)
     assert big == small, (small, big)
     # And absolute bounds, so that a new query per page shows up here.
-    assert big["page"] <= 14 and big["label"] <= 21 and big["undo"] <= 21
+    # A label write also bumps the dataset's review revision (two statements: the dataset,
+    # the upsert), which keys the cached agreement figures and scores.
+    assert big["page"] <= 14 and big["label"] <= 23 and big["undo"] <= 23
     assert big["labelling queue"] <= 20 and big["disagreement queue"] <= 20

@@ -52,7 +52,7 @@ def workload(reviewed_dataset, reviewer, owner):
 
 
 def keys(items):
-    return [(i.answer.pk, i.criterion.pk) for i in items]
+    return [i.key for i in items]
 
 
 def test_the_disagreement_queue_lists_exactly_the_disagreeing_items_split_first(
@@ -84,7 +84,7 @@ def test_labelling_queue_policies(workload, reviewed_dataset, reviewer):
     reviewed_dataset.label_policy = "all"
     items = selectors.labelling_queue(reviewed_dataset, reviewer)
     # a1 has 2 human labels, a2 has 4: fewest first.
-    assert [i.answer.pk for i in items] == [a1.pk, a2.pk]
+    assert [i.answer_id for i in items] == [a1.pk, a2.pk]
     assert (items[0].facts.criteria, items[0].mine, items[1].mine) == (7, 2, 1)
     # Uncertainty, mean over judged criteria of 1 - |passes - fails| / valid votes:
     # a1: 2–1, 1–1, 2–1 and four unanimous → (2/3 + 1 + 2/3) / 7 = 1/3;
@@ -92,7 +92,7 @@ def test_labelling_queue_policies(workload, reviewed_dataset, reviewer):
     assert [i.facts.uncertainty for i in items] == [pytest.approx(1 / 3), pytest.approx(2 / 9)]
     reviewed_dataset.label_policy, reviewed_dataset.label_share = "uncertain", 0.5
     items = selectors.labelling_queue(reviewed_dataset, reviewer)
-    assert [i.answer.pk for i in items] == [a1.pk]  # half of two answers: the less certain
+    assert [i.answer_id for i in items] == [a1.pk]  # half of two answers: the less certain
     reviewed_dataset.label_policy, reviewed_dataset.label_share = "random", 0.5
     chosen = [
         a.pk
@@ -100,7 +100,7 @@ def test_labelling_queue_policies(workload, reviewed_dataset, reviewer):
         if queues.in_random_share(dataset_id=reviewed_dataset.pk, answer_id=a.pk, share=0.5)
     ]
     items = selectors.labelling_queue(reviewed_dataset, reviewer)
-    assert sorted(i.answer.pk for i in items) == sorted(chosen)
+    assert sorted(i.answer_id for i in items) == sorted(chosen)
 
 
 def test_assigned_to_me_and_next_item(workload, reviewed_dataset, reviewer, owner):

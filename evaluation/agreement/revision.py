@@ -1,0 +1,102 @@
+"""The review revision of a dataset: bumped by every write that can change an agreement
+figure, read to key the cached figures (evaluation.agreement.selectors).
+
+Every save and delete of a human label or an adjudication bumps it by signal, inside the
+writer's transaction, so the new number commits with the label: a reader sees both or
+neither. Bulk writes send no signal: they call `changed(dataset_id)` themselves
+(evaluation.review_imports, the test fixtures). Changes to what groups the items
+(a criterion's kind or source types, a query's category, a system's, source type's,
+category's or judge's name) arrive by signal (`connect()`); renames of site-wide names
+bump every dataset. Verdicts need no bump: a run's verdicts only change while it runs, is
+resumed or retried, or is imported again, and the cache key holds the run's status,
+attempt and finish time, which all of those change.
+"""
+
+from __future__ import annotations
+
+from django.db import connection
+from django.db.models import F
+from django.db.models.signals import m2m_changed, post_delete, post_save, pre_delete
+
+from annotation.models import Criterion, Query, QueryCategory, SourceType
+
+
+def changed(dataset_id: int) -> None:
+    # One upsert (PostgreSQL and SQLite 3.24+ both speak it): a write costs one statement
+    # more, and two writers of one dataset queue on its row only until they commit.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO evaluation_reviewrevision (dataset_id, number) VALUES (%s, 1) "
+            "ON CONFLICT (dataset_id) DO UPDATE SET number = evaluation_reviewrevision.number + 1",
+            [dataset_id],
+        )
+
+
+def all_changed() -> None:
+    from evaluation.models import ReviewRevision
+
+    ReviewRevision.objects.update(number=F("number") + 1)
+
+
+def current(dataset_id: int) -> int:
+    from evaluation.models import ReviewRevision
+
+    found = ReviewRevision.objects.filter(dataset_id=dataset_id).values_list("number", flat=True)
+    return next(iter(found), 0)
+
+
+def _criterion_changed(sender, instance, **kwargs) -> None:
+    if not isinstance(instance, Criterion):  # source_types changed from the source type side
+        all_changed()
+        return
+    dataset_id = (
+        Query.objects.filter(checklists__criteria=instance.pk)
+        .values_list("dataset_id", flat=True)
+        .first()
+    )
+    if dataset_id is not None:
+        changed(dataset_id)
+
+
+def _query_changed(sender, instance, **kwargs) -> None:
+    changed(instance.dataset_id)
+
+
+def _names_changed(sender, instance, **kwargs) -> None:
+    all_changed()
+
+
+def _item_changed(sender, instance, **kwargs) -> None:
+    """A human label or an adjudication was saved or deleted."""
+    _answer_deleted(sender, instance)
+
+
+def _answer_deleted(sender, instance, **kwargs) -> None:
+    # Its labels and adjudications go with it.
+    query_id = getattr(instance, "query_id", None)
+    if query_id is None:  # a label or an adjudication: through its answer
+        found = Query.objects.filter(answers=instance.answer_id)
+    else:
+        found = Query.objects.filter(pk=query_id)
+    dataset_id = found.values_list("dataset_id", flat=True)
+    for found in dataset_id:
+        changed(found)
+
+
+def connect() -> None:
+    from evaluation.models import Adjudication, Answer, HumanLabel, Judge, System
+
+    for model in (HumanLabel, Adjudication):
+        post_save.connect(_item_changed, sender=model, dispatch_uid=f"rev-{model.__name__}")
+        post_delete.connect(_item_changed, sender=model, dispatch_uid=f"rev-{model.__name__}-d")
+
+    post_save.connect(_criterion_changed, sender=Criterion, dispatch_uid="rev-criterion")
+    pre_delete.connect(_criterion_changed, sender=Criterion, dispatch_uid="rev-criterion-del")
+    pre_delete.connect(_answer_deleted, sender=Answer, dispatch_uid="rev-answer-delete")
+    m2m_changed.connect(
+        _criterion_changed, sender=Criterion.source_types.through, dispatch_uid="rev-sources"
+    )
+    post_save.connect(_query_changed, sender=Query, dispatch_uid="rev-query")
+    post_delete.connect(_query_changed, sender=Query, dispatch_uid="rev-query-delete")
+    for model in (System, Judge, SourceType, QueryCategory):
+        post_save.connect(_names_changed, sender=model, dispatch_uid=f"rev-{model.__name__}")

@@ -1,0 +1,36 @@
+"""Figures kept between requests in the database (AgreementCache rows), shared by every web
+process: `remembered(dataset_id, prefix, state, compute)` returns what `compute()` returned
+for the same `state`, or computes and stores it. Callers put in `state` everything the
+figure depends on (a run's status, attempt and finish time; the dataset's review
+revision), so a stored figure is never served after what it was computed from changed; a
+new state replaces the rows stored under the same prefix. Values are JSON."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import Any
+
+from evaluation.models import AgreementCache, Run
+
+
+def run_state(run: Run) -> str:
+    """What moves whenever a run's verdicts may have changed: a run's verdicts are written
+    while it runs, and again only when it is resumed, retried or imported again, which
+    change its status, attempt or finish time."""
+    finished = run.finished_at.isoformat() if run.finished_at else ""
+    return f"{run.pk}.{run.status}.{run.attempt}.{finished}"
+
+
+def remembered(dataset_id: int, prefix: str, state: str, compute: Callable[[], Any]) -> Any:
+    key = f"{prefix}:{hashlib.sha256(state.encode()).hexdigest()}"
+    for value in AgreementCache.objects.filter(dataset_id=dataset_id, key=key).values_list(
+        "cells", flat=True
+    ):
+        return value
+    value = compute()
+    AgreementCache.objects.filter(dataset_id=dataset_id, key__startswith=f"{prefix}:").delete()
+    AgreementCache.objects.bulk_create(
+        [AgreementCache(dataset_id=dataset_id, key=key, cells=value)], ignore_conflicts=True
+    )
+    return value
