@@ -18,7 +18,7 @@ from django.db import connection
 from django.db.models import F
 from django.db.models.signals import m2m_changed, post_delete, post_save, pre_delete
 
-from annotation.models import Criterion, Query, QueryCategory, SourceType
+from annotation.models import Criterion, Dataset, Query, QueryCategory, SourceType
 
 
 def changed(dataset_id: int) -> None:
@@ -83,8 +83,19 @@ def _answer_deleted(sender, instance, **kwargs) -> None:
         changed(found)
 
 
+def _dataset_deleted(sender, instance, **kwargs) -> None:
+    """Deleting a dataset deletes its labels first, and their signals bump its revision:
+    an upsert that can create the row after the deletion collected the dataset's rows.
+    That row goes here, in the same transaction (foreign keys are checked at commit)."""
+    from evaluation.models import ReviewRevision
+
+    ReviewRevision.objects.filter(dataset_id=instance.pk).delete()
+
+
 def connect() -> None:
     from evaluation.models import Adjudication, Answer, HumanLabel, Judge, System
+
+    post_delete.connect(_dataset_deleted, sender=Dataset, dispatch_uid="rev-dataset-delete")
 
     for model in (HumanLabel, Adjudication):
         post_save.connect(_item_changed, sender=model, dispatch_uid=f"rev-{model.__name__}")

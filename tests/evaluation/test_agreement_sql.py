@@ -184,3 +184,21 @@ def test_a_running_run_is_never_cached(labelled, reviewed_dataset):
     assert not AgreementCache.objects.exists()
     run.verdicts.filter(outcome="fail").update(outcome="pass")
     check(reviewed_dataset, run.pk)
+
+
+def test_a_dataset_with_labels_can_be_deleted(transactional_db, reviewed_dataset, reviewer):
+    """Its labels' signals bump its review revision while the deletion runs; the row they
+    write goes with the dataset, so the deletion commits (foreign keys checked there)."""
+    from annotation import services
+    from evaluation.models import ReviewRevision
+
+    build_labelled(reviewed_dataset, queries=2, criteria=3, systems=2, seed=3)
+    label = HumanLabel.objects.filter(answer__query__dataset=reviewed_dataset).first()
+    review.label_set(
+        answer=label.answer, criterion=label.criterion, reviewer=reviewer, label="pass"
+    )
+    assert ReviewRevision.objects.filter(dataset=reviewed_dataset).exists()
+    ReviewRevision.objects.filter(dataset=reviewed_dataset).delete()  # the deletion recreates it
+
+    services.dataset_delete(dataset=reviewed_dataset)
+    assert not ReviewRevision.objects.exists() and not HumanLabel.objects.exists()
