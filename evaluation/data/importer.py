@@ -54,6 +54,7 @@ from annotation.validation import (
     GuidelineConfig,
     validate_checklist,
 )
+from evaluation.agreement import revision
 from evaluation.cross_evaluation.services import REFERENCE_SYSTEM, reference_system
 from evaluation.cross_evaluation.services import run_label as perfect_run_label
 from evaluation.data import bulk, schema
@@ -709,6 +710,9 @@ class _Writer:
         self._verdicts()
         self._labels()
         self._adjudications()
+        # Bulk writes send no signal: cached agreement figures and scores are keyed by the
+        # dataset's review revision, which an import may change in any of its tables.
+        revision.changed(dataset.pk)
         return result
 
     # structure ---------------------------------------------------------------------

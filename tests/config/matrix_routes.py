@@ -45,7 +45,8 @@ for _name in (
     "dataset-detail", "dataset-edit", "dataset-progress", "dataset-members", "query-create",
     "review-queue", "review-assign", "review-next", "dataset-cross-evaluation",
     "dataset-overlaps-csv", "dataset-agreement", "agreement-items", "dataset-runs",
-    "dataset-answers", "dataset-export",
+    "dataset-answers", "dataset-export", "dataset-analytics", "analytics-compare",
+    "analytics-complexity-csv", "analytics-complexity-svg", "analytics-criteria",
 ):  # fmt: skip
     PAGE_ARGS[_name] = lambda w: {"pk": w.dataset.pk}
 for _name in (
@@ -73,6 +74,7 @@ PAGE_ARGS["citation-delete"] = lambda w: {"pk": w.citation.pk}
 PAGE_ARGS["export-status"] = lambda w: {"token": w.export.token}
 PAGE_ARGS["export-download"] = lambda w: {"token": w.export.token}
 PAGE_ARGS["judge-edit"] = lambda w: {"pk": w.judge.pk}
+PAGE_ARGS["guideline-edit"] = lambda w: {"pk": 1}  # the Finance preset every world has
 PAGE_ARGS["judge-test"] = lambda w: {"pk": w.judge.pk}
 PAGE_ARGS["panel-edit"] = lambda w: {"pk": w.panel.pk}
 PAGE_ARGS["run-detail"] = lambda w: {"pk": w.run.pk}

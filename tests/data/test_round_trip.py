@@ -98,3 +98,36 @@ def test_round_trip_of_the_demo_dataset(tmp_path):
     first, second = _round_trip(Dataset.objects.get(name="Finance demo"), tmp_path)
     assert _comparable(first) == _comparable(second)
     assert first["checklists.csv"].count(b"\r\n") == 11  # header and ten checklists
+
+
+def _flip_labels(data: bytes) -> bytes:
+    """The same export with every human label in labels.jsonl turned over."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w") as target:
+        for item in source.infolist():
+            content = source.read(item)
+            if item.filename.endswith("labels.jsonl"):
+                rows = [json.loads(line) for line in content.decode().splitlines() if line]
+                for row in rows:
+                    row["label"] = "fail" if row["label"] == "pass" else "pass"
+                content = "".join(json.dumps(r) + "\n" for r in rows).encode()
+            target.writestr(item, content)
+    return out.getvalue()
+
+
+def test_an_import_that_changes_labels_refreshes_the_cached_agreement(tmp_path):
+    """Imports write labels in bulk, without signals: they bump the dataset's review
+    revision themselves, or the agreement page would keep serving the old figures."""
+    from evaluation.agreement.selectors import agreement_report
+    from evaluation.agreement.serialize import report_data
+    from tests.evaluation import agreement_oracle
+
+    dataset = generate("Relabelled", queries=4, systems=3, criteria=5, judges=3, samples=1)
+    run = dataset.runs.get()
+    before = report_data(agreement_report(dataset, run.pk))  # counted, then cached
+    path = tmp_path / "flipped.zip"
+    path.write_bytes(_flip_labels(b"".join(export_chunks(dataset))))
+    assert import_dataset(path).changed
+    after = report_data(agreement_report(dataset, run.pk))
+    assert after != before
+    assert after == report_data(agreement_oracle.agreement_report(dataset, run.pk))

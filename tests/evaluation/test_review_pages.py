@@ -198,5 +198,6 @@ def test_query_counts_stay_flat_as_criteria_grow(client, reviewed_dataset, revie
     # And absolute bounds, so that a new query per page shows up here.
     # A label write also bumps the dataset's review revision (two statements: the dataset,
     # the upsert), which keys the cached agreement figures and scores.
-    assert big["page"] <= 14 and big["label"] <= 23 and big["undo"] <= 23
+    # The audit history (django-simple-history) adds one row per label write.
+    assert big["page"] <= 14 and big["label"] <= 24 and big["undo"] <= 24
     assert big["labelling queue"] <= 20 and big["disagreement queue"] <= 20
