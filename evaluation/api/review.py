@@ -362,10 +362,13 @@ class ReviewQueueViewSet(viewsets.GenericViewSet):
             items: list = selectors.labelling_queue(dataset, request.user, run=run, mine=mine)
         else:
             items = selectors.disagreement_queue(dataset, request.user, run=run, mine=mine).items
-        # Page first, then load the answers of that page only.
-        numbered = list(enumerate(items, start=1))
-        page = self.paginate_queryset(numbered)
-        shown = numbered if page is None else page
+        # Page first (the queue's items are made when read), then load that page's answers.
+        page = self.paginate_queryset(items)
+        if page is None:
+            shown = list(enumerate(items, start=1))
+        else:
+            first = self.paginator.page.start_index()
+            shown = list(enumerate(page, start=first))
         selectors.load_answers([item for _, item in shown])
         rows = [_queue_row(n, item) for n, item in shown]
         if page is not None:

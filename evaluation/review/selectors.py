@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -289,7 +290,7 @@ class DisagreementItem:
 
 @dataclass
 class DisagreementQueue:
-    items: list[DisagreementItem]
+    items: Sequence[DisagreementItem]
     adjudicated: int = 0  # disagreeing items already decided (left out of `items`)
 
 
@@ -394,12 +395,49 @@ def _disagreements(dataset: Dataset, runs: list[Run]) -> list[list]:
     return rows
 
 
+class _Items(Sequence):
+    """The disagreement queue's items, made from their rows only when read: a queue of
+    100,000 items is a page of 50 on screen, and building them all costs more than the
+    page."""
+
+    def __init__(self, rows: list[list], runs: dict[int, Run], assigned: dict) -> None:
+        self.rows, self.runs, self.assigned = rows, runs, assigned
+        self.made: dict[int, DisagreementItem] = {}
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def _item(self, n: int) -> DisagreementItem:
+        if n not in self.made:
+            answer_id, criterion_id, run_id, outcome, p, f, i, lp, lf, _ = self.rows[n]
+            facts = queues.ItemFacts(
+                answer_id=answer_id, criterion_id=criterion_id, position=0,
+                verdict=CriterionVerdict(outcome=outcome, passes=p, fails=f, invalid=i),
+                human_labels=("pass",) * lp + ("fail",) * lf,
+            )  # fmt: skip
+            self.made[n] = DisagreementItem(
+                answer_id=answer_id, criterion_id=criterion_id, facts=facts,
+                assignment=self.assigned.get((answer_id, criterion_id)), run=self.runs[run_id],
+            )  # fmt: skip
+        return self.made[n]
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self._item(n) for n in range(*index.indices(len(self.rows)))]
+        if index < 0:
+            index += len(self.rows)
+        if not 0 <= index < len(self.rows):
+            raise IndexError(index)
+        return self._item(index)
+
+
 def disagreement_queue(
     dataset: Dataset, user: AnyUser, *, run: Run | None = None, mine: bool = False
 ) -> DisagreementQueue:
     """Items where the panel's verdict differs from a human label or the judges split, by
     priority (evaluation.review.queues.disagreement_queue), counted and ordered in the
-    database; answers and criteria are loaded for the shown page only (load_answers)."""
+    database; items are made when read, and their answers and criteria loaded for the shown
+    page only (load_answers)."""
     if run is not None:
         runs = [run]
     else:
@@ -407,26 +445,16 @@ def disagreement_queue(
     by_pk = {r.pk: r for r in runs}
     rows = _disagreements(dataset, runs)
     assigned = _assignments(dataset, DISAGREEMENT)
-    adjudicated = 0
-    items = []
-    for answer_id, criterion_id, run_id, outcome, p, f, i, lp, lf, decided in rows:
-        if decided:
-            adjudicated += 1
-            continue
-        facts = queues.ItemFacts(
-            answer_id=answer_id, criterion_id=criterion_id, position=0,
-            verdict=CriterionVerdict(outcome=outcome, passes=p, fails=f, invalid=i),
-            human_labels=("pass",) * lp + ("fail",) * lf,
-        )  # fmt: skip
-        items.append(
-            DisagreementItem(
-                answer_id=answer_id, criterion_id=criterion_id, facts=facts,
-                assignment=assigned.get((answer_id, criterion_id)), run=by_pk[run_id],
-            )
-        )  # fmt: skip
+    adjudicated = sum(1 for row in rows if row[9])
+    open_rows = [row for row in rows if not row[9]]
     if mine:
-        items = [i for i in items if i.assignment and i.assignment.assignee_id == user.pk]
-    return DisagreementQueue(items=items, adjudicated=adjudicated)
+        open_rows = [
+            row
+            for row in open_rows
+            if (found := assigned.get((row[0], row[1]))) is not None
+            and found.assignee_id == user.pk
+        ]
+    return DisagreementQueue(items=_Items(open_rows, by_pk, assigned), adjudicated=adjudicated)
 
 
 def next_item(

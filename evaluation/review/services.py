@@ -20,7 +20,6 @@ from django.db import IntegrityError, transaction
 from annotation import roles
 from annotation.models import Criterion
 from annotation.permissions import dataset_permissions
-from evaluation.agreement import revision
 from evaluation.models import Adjudication, Answer, HumanLabel, Label, ReviewAssignment
 
 if TYPE_CHECKING:
@@ -86,7 +85,6 @@ def label_set(
     keeps the note already there, so labelling from the keyboard never wipes one."""
     _check_label(label)
     _check_item(answer, criterion)
-    revision.changed(answer.query.dataset_id)
     rater = reviewer.get_username()
     existing = (
         HumanLabel.objects.select_for_update()
@@ -126,7 +124,6 @@ def label_restore(
 ) -> HumanLabel | None:
     """Undo: put the reviewer's label on the item back to `previous` (delete it when None)."""
     if previous is None:
-        revision.changed(answer.query.dataset_id)
         HumanLabel.objects.filter(
             answer=answer, criterion=criterion, rater=reviewer.get_username()
         ).delete()
@@ -142,7 +139,6 @@ def label_delete(*, label: HumanLabel, by: AbstractBaseUser) -> None:
     """Reviewers delete their own labels only; imported and others' labels stay."""
     if label.rater != by.get_username():
         raise PermissionDenied("You may delete only your own labels.")
-    revision.changed(label.answer.query.dataset_id)
     label.delete()
 
 
@@ -166,7 +162,6 @@ def adjudicate(
     """
     _check_label(label)
     _check_item(answer, criterion)
-    revision.changed(answer.query.dataset_id)
     current = (
         Adjudication.objects.select_for_update(of=("self",))
         .select_related("decided_by")

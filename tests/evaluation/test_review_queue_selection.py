@@ -112,7 +112,7 @@ def test_assigned_to_me_and_next_item(workload, reviewed_dataset, reviewer, owne
     )
     mine = selectors.disagreement_queue(reviewed_dataset, reviewer, mine=True).items
     assert keys(mine) == [(a1.pk, c[1].pk)]
-    assert selectors.disagreement_queue(reviewed_dataset, owner, mine=True).items == []
+    assert list(selectors.disagreement_queue(reviewed_dataset, owner, mine=True).items) == []
     following = selectors.next_item(
         reviewed_dataset, reviewer, queue="disagreement", current=(a2.pk, c[0].pk)
     )

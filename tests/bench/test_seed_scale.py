@@ -1,0 +1,53 @@
+"""bench.seed_scale (PostgreSQL only: it writes with COPY): the tiny preset makes what it
+says, the same rows again for the same seed, and its agreement figures computed in SQL
+equal the previous Python code's."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.db import connection
+
+from evaluation.agreement import selectors
+from evaluation.agreement.serialize import report_data
+from evaluation.models import Adjudication, HumanLabel, Verdict
+from tests.evaluation import agreement_oracle
+
+pytestmark = pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="bench.seed_scale writes with PostgreSQL's COPY"
+)
+
+
+def content(dataset_id: int) -> tuple:
+    verdicts = Verdict.objects.filter(run__dataset=dataset_id).order_by("pk")
+    labels = HumanLabel.objects.filter(answer__query__dataset=dataset_id).order_by("pk")
+    return (
+        list(verdicts.values_list("outcome", flat=True)),
+        list(labels.values_list("rater", "label")),
+        Adjudication.objects.filter(answer__query__dataset=dataset_id).count(),
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_tiny_preset_is_reproducible_and_its_figures_match_the_oracle():
+    from bench.seed_scale import PRESETS, seed
+
+    first = seed("tiny", seed_value=3, out=io.StringIO())
+    preset = PRESETS["tiny"]
+    assert first["labels"] == preset.labels and first["adjudications"] == preset.adjudications
+    assert first["queries"] == preset.queries and first["checklists"] == 3 * preset.queries
+    again = content(first["dataset"])
+    second = seed("tiny", seed_value=3, out=io.StringIO())  # replaces the dataset
+    assert content(second["dataset"]) == again
+    from annotation.models import Dataset
+
+    dataset = Dataset.objects.get(pk=second["dataset"])
+    expected = report_data(agreement_oracle.agreement_report(dataset))
+    found = report_data(selectors.agreement_report(dataset))
+    assert found.keys() == expected.keys()
+    assert found["counts"] == expected["counts"]
+    assert found["judge_vs_human"]["overall"]["kappa"] == pytest.approx(
+        expected["judge_vs_human"]["overall"]["kappa"]
+    )
+    assert found["human_vs_human"]["alpha"] == pytest.approx(expected["human_vs_human"]["alpha"])
