@@ -230,9 +230,11 @@ def seed(preset_name: str, *, seed_value: int = 14, out=sys.stdout) -> dict:
                 pk, dataset.pk, f"Summarise the Q{q % 4 + 1} earnings call of "
                 f"{COMPANIES[q % len(COMPANIES)]} ({q}) and compare it with guidance.",
                 dt.date(2025, 1 + q % 12, 1 + q % 28), rng.choice(categories), "", "done", now,
+                "",
             ))  # fmt: skip
+        # COPY applies no Django default: every NOT NULL column is named.
         columns = ("id", "dataset_id", "text", "query_date", "category_id", "reference_answer",
-                   "status", "created_at")  # fmt: skip
+                   "status", "created_at", "external_id")  # fmt: skip
         _copy(cursor, "annotation_query", columns, iter(query_rows))
         say(f"{len(query_rows):,} queries")
 
@@ -266,7 +268,7 @@ def seed(preset_name: str, *, seed_value: int = 14, out=sys.stdout) -> dict:
                     )
                     criterion_rows.append((
                         pk, checklist, position, text, kind, "", 1 + (position % 3 == 0),
-                        position % 5 != 4, True,
+                        position % 5 != 4, True, "",
                     ))  # fmt: skip
                     if kind == "fact":
                         for source in rng.sample(sources, rng.randint(1, 2)):
@@ -274,7 +276,8 @@ def seed(preset_name: str, *, seed_value: int = 14, out=sys.stdout) -> dict:
                                 (ids["annotation_criterion_source_types"].take(), pk, source)
                             )
         _copy(cursor, "annotation_criterion", ("id", "checklist_id", "position", "text", "kind",
-              "notes", "weight", "is_core", "scoring_enabled"), iter(criterion_rows))  # fmt: skip
+              "notes", "weight", "is_core", "scoring_enabled", "external_id"),
+              iter(criterion_rows))  # fmt: skip
         _copy(cursor, "annotation_criterion_source_types", ("id", "criterion_id",
               "sourcetype_id"), iter(source_rows))  # fmt: skip
         say(f"{len(criterion_rows):,} criteria, {len(source_rows):,} source-type links")

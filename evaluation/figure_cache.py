@@ -8,7 +8,9 @@ new state replaces the rows stored under the same prefix. Values are JSON."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from evaluation.models import AgreementCache, Run
@@ -22,6 +24,33 @@ def run_state(run: Run) -> str:
     return f"{run.pk}.{run.status}.{run.attempt}.{finished}"
 
 
+_reading = threading.local()
+
+
+@contextmanager
+def read_only() -> Iterator[None]:
+    """Figures computed inside are not stored: the caller reads in a READ ONLY transaction
+    (the dataset export's snapshot), where PostgreSQL refuses any write."""
+    before = getattr(_reading, "only", False)
+    _reading.only = True
+    try:
+        yield
+    finally:
+        _reading.only = before
+
+
+def store(dataset_id: int, prefix: str, key: str, cells: Any) -> None:
+    """Keep `cells` under `key`, replacing the rows stored under the same prefix; the one
+    place figures are written, so that read-only readers skip it."""
+    if getattr(_reading, "only", False):
+        return
+    stale = AgreementCache.objects.filter(dataset_id=dataset_id, key__startswith=f"{prefix}:")
+    stale.exclude(key=key).delete()
+    AgreementCache.objects.bulk_create(
+        [AgreementCache(dataset_id=dataset_id, key=key, cells=cells)], ignore_conflicts=True
+    )
+
+
 def remembered(dataset_id: int, prefix: str, state: str, compute: Callable[[], Any]) -> Any:
     key = f"{prefix}:{hashlib.sha256(state.encode()).hexdigest()}"
     for value in AgreementCache.objects.filter(dataset_id=dataset_id, key=key).values_list(
@@ -29,8 +58,5 @@ def remembered(dataset_id: int, prefix: str, state: str, compute: Callable[[], A
     ):
         return value
     value = compute()
-    AgreementCache.objects.filter(dataset_id=dataset_id, key__startswith=f"{prefix}:").delete()
-    AgreementCache.objects.bulk_create(
-        [AgreementCache(dataset_id=dataset_id, key=key, cells=value)], ignore_conflicts=True
-    )
+    store(dataset_id, prefix, key, value)
     return value

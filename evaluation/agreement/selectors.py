@@ -34,7 +34,7 @@ from django.db.models import Count
 from django.db.models.functions import TruncDate
 
 from annotation.models import Criterion, Dataset
-from evaluation import votes_sql
+from evaluation import figure_cache, votes_sql
 from evaluation.agreement import cells as sql
 from evaluation.agreement import revision
 from evaluation.agreement.cells import NO_VALUE, Cell
@@ -227,11 +227,7 @@ def _cached_cells(dataset: Dataset, run: Run | None) -> list[Cell]:
         # A revision read before counting: a label written meanwhile bumped it, so these
         # cells are stored under the older number and never served for the newer one.
         prefix = key.split(":", 1)[0]
-        AgreementCache.objects.filter(dataset=dataset, key__startswith=f"{prefix}:").delete()
-        AgreementCache.objects.bulk_create(
-            [AgreementCache(dataset=dataset, key=key, cells=[list(astuple(c)) for c in rows])],
-            ignore_conflicts=True,  # another request stored the same cells meanwhile
-        )
+        figure_cache.store(dataset.pk, prefix, key, [list(astuple(c)) for c in rows])
     return rows
 
 

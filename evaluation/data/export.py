@@ -32,6 +32,7 @@ from guardian.shortcuts import get_users_with_perms
 from annotation import roles
 from annotation.models import Checklist, Citation, Criterion, Dataset, Guideline, Query, SourceType
 from annotation.selectors import checklists_for_user
+from evaluation import figure_cache
 from evaluation.data import schema
 from evaluation.data.formats import CHUNK_ROWS, WRITERS
 from evaluation.models import (
@@ -221,7 +222,9 @@ class Exporter:
             if consistent:
                 with connection.cursor() as cursor:
                     cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            yield from self._write()
+            # Scores computed for the export are not cached: the snapshot allows no write.
+            with figure_cache.read_only() if consistent else _nothing():
+                yield from self._write()
 
     def _write(self) -> Iterator[bytes]:
         sink = _Sink()

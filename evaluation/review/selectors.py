@@ -23,7 +23,7 @@ from guardian.shortcuts import get_users_with_perms
 
 from annotation import roles
 from annotation.models import Checklist, Criterion, Dataset
-from evaluation import votes_sql
+from evaluation import figure_cache, votes_sql
 from evaluation.metrics.aggregation import CriterionVerdict, Vote, aggregate
 from evaluation.models import (
     Adjudication,
@@ -133,12 +133,7 @@ def _vote_histogram(dataset: Dataset, runs: list[Run]) -> list[list[int]]:
         )
         rows = [[int(v) for v in row] for row in cursor.fetchall()]
     if cacheable:
-        AgreementCache.objects.filter(dataset=dataset, key__startswith="queue-votes:").exclude(
-            key=key
-        ).delete()
-        AgreementCache.objects.bulk_create(
-            [AgreementCache(dataset=dataset, key=key, cells=rows)], ignore_conflicts=True
-        )
+        figure_cache.store(dataset.pk, "queue-votes", key, rows)
     return rows
 
 
@@ -388,10 +383,7 @@ def _disagreements(dataset: Dataset, runs: list[Run]) -> list[list]:
         rows = [[*(int(v) for v in row[:3]), row[3], *(int(v) for v in row[4:])]
                 for row in cursor.fetchall()]  # fmt: skip
     if cacheable:
-        AgreementCache.objects.filter(dataset=dataset, key__startswith="disagreements:").delete()
-        AgreementCache.objects.bulk_create(
-            [AgreementCache(dataset=dataset, key=key, cells=rows)], ignore_conflicts=True
-        )
+        figure_cache.store(dataset.pk, "disagreements", key, rows)
     return rows
 
 

@@ -17,7 +17,7 @@ from decimal import Decimal
 from django.db import connection, transaction
 
 from annotation.models import Checklist
-from evaluation import votes_sql
+from evaluation import figure_cache, votes_sql
 from evaluation.metrics.scoring import (
     AnswerScore,
     ScoreCounts,
@@ -146,10 +146,7 @@ def _cached_counts(run: Run) -> list[tuple]:
     ):
         return rows
     rows = [[int(v) if isinstance(v, int) else str(v) for v in row] for row in _counted(run)]
-    AgreementCache.objects.filter(dataset_id=run.dataset_id, key__startswith=f"{prefix}:").delete()
-    AgreementCache.objects.bulk_create(
-        [AgreementCache(dataset_id=run.dataset_id, key=key, cells=rows)], ignore_conflicts=True
-    )
+    figure_cache.store(run.dataset_id, prefix, key, rows)
     return rows
 
 
