@@ -334,7 +334,9 @@ class Criterion(models.Model):
         "self",
         null=True,
         blank=True,
-        on_delete=models.PROTECT,
+        # RESTRICT, not PROTECT: an archived wording cannot be deleted on its own while a
+        # newer version names it, but deleting the checklist or dataset takes both.
+        on_delete=models.RESTRICT,
         related_name="next_version",
         help_text="The archived wording this criterion replaced.",
     )

@@ -23,10 +23,14 @@ from annotation.models import Criterion, Dataset, Query, QueryCategory, SourceTy
 
 def changed(dataset_id: int) -> None:
     # One upsert (PostgreSQL and SQLite 3.24+ both speak it): a write costs one statement
-    # more, and two writers of one dataset queue on its row only until they commit.
+    # more, and two writers of one dataset queue on its row only until they commit. Only
+    # for a dataset that still exists: deleting a dataset deletes its labels, criteria and
+    # queries, whose signals land here, and when the collector cannot order the deletion
+    # (criteria name their previous versions) some come after the dataset's own row.
     with connection.cursor() as cursor:
         cursor.execute(
-            "INSERT INTO evaluation_reviewrevision (dataset_id, number) VALUES (%s, 1) "
+            "INSERT INTO evaluation_reviewrevision (dataset_id, number) "
+            "SELECT id, 1 FROM annotation_dataset WHERE id = %s "
             "ON CONFLICT (dataset_id) DO UPDATE SET number = evaluation_reviewrevision.number + 1",
             [dataset_id],
         )

@@ -342,12 +342,16 @@ class Exporter:
             slugs.setdefault(criterion_id, []).append(slug)
         criteria = Criterion.objects.filter(pk__in=list(self.keys.criteria)).order_by("pk")
         rows = criteria.values_list(
-            "pk", "position", "text", "kind", "notes", "weight", "is_core", "scoring_enabled"
-        )
-        for pk, position, text, kind, notes, weight, is_core, scoring in rows.iterator(5000):
+            "pk", "position", "text", "kind", "notes", "weight", "is_core", "scoring_enabled",
+            "archived_at", "previous_version_id",
+        )  # fmt: skip
+        for pk, position, text, kind, notes, weight, is_core, scoring, archived, previous in (
+            rows.iterator(5000)
+        ):
             yield (
                 *self.keys.criteria[pk], position, text, kind, sorted(slugs.get(pk, [])), notes,
-                float(weight), is_core, scoring, pk,
+                float(weight), is_core, scoring, _iso(archived),
+                self.keys.criteria[previous][2] if previous in self.keys.criteria else "", pk,
             )  # fmt: skip
 
     def _citations(self) -> Iterator[Row]:

@@ -163,10 +163,12 @@ LIMITS = {
     "external_id": 200, "system": 200, "name": 200, "system_version": 100, "version": 100,
     "run_label": 100, "rater": 150, "author": 150, "username": 150, "judge": 100,
     "title": 300, "url": 500, "slug": 100, "panel": 100, "run": 200, "category": 100,
+    "previous_version": 200,
 }  # fmt: skip
 DATES = {"query_date", "published_on"}
 DATETIMES = {
     "first_submitted_at", "submitted_at", "created_at", "updated_at", "decided_at", "finished_at",
+    "archived_at",
 }  # fmt: skip
 # Tables read whole into memory (the structure: thousands of rows); the others are streamed.
 SMALL = (
@@ -490,6 +492,7 @@ def _check_structure(
             errors.add(f"{where}: field 'weight' must be from 0 to 9999.99")
         if once(("k", key), where, "query, author and external_id"):
             known.criteria.add(key)
+    _check_previous_versions(t["criteria"], known, errors)
     for where, row in t["citations"]:
         if (row["query"], row["author"], row["criterion"]) not in known.criteria:
             errors.add(f"{where}: field 'criterion': no criterion {row['criterion']!r} of "
@@ -529,6 +532,31 @@ def _check_structure(
     _check_guideline(plan, errors, options)
 
 
+def _check_previous_versions(
+    rows: list[tuple[str, dict]], known: _Known, errors: _Errors
+) -> None:
+    """A criterion's previous_version names another criterion of its checklist, and no two
+    criteria name the same one (a wording has one successor)."""
+    successor: dict[CriterionKey, str] = {}
+    for where, row in rows:
+        previous = row["previous_version"]
+        if not previous:
+            continue
+        key = (row["query"], row["author"], previous)
+        if previous == row["external_id"] or key not in known.criteria:
+            errors.add(
+                f"{where}: field 'previous_version': no other criterion {previous!r} in the "
+                f"checklist of {row['author']!r} for query {row['query']!r}"
+            )
+        elif key in successor:
+            errors.add(
+                f"{where}: field 'previous_version': criterion {previous!r} is already the "
+                f"previous version of the criterion at {successor[key]}"
+            )
+        else:
+            successor[key] = where
+
+
 def _check_guideline(plan: _Plan, errors: _Errors, options: ImportOptions) -> None:
     """Submitted checklists of the files against the dataset's guideline: their findings
     become warnings, or errors with on_guideline_errors="refuse"."""
@@ -556,8 +584,8 @@ def _check_guideline(plan: _Plan, errors: _Errors, options: ImportOptions) -> No
     seen: set[CriterionKey] = set()
     for _, row in sorted(plan.tables["criteria"], key=lambda pair: pair[1]["position"] or 0):
         key = (row["query"], row["author"], row["external_id"])
-        if key in seen or row["kind"] not in schema_kinds:
-            continue  # reported already
+        if key in seen or row["kind"] not in schema_kinds or row["archived_at"]:
+            continue  # reported already, or archived: not part of the checklist
         seen.add(key)
         criteria[key[:2]].append(
             CriterionInput(
@@ -899,6 +927,7 @@ class _Writer:
                 ),
                 "is_core": row["is_core"] is not False,
                 "scoring_enabled": row["scoring_enabled"] is not False,
+                "archived_at": row["archived_at"],
             }  # fmt: skip
             slugs = sorted(row["source_types"] or [])
             pk = self.stored.criteria.get(key)
@@ -943,6 +972,30 @@ class _Writer:
         )
         self.result.count("criteria", created=len(new))
         self.stored = _StoredKeys(self.dataset)
+        self._previous_versions()
+
+    def _previous_versions(self) -> None:
+        """Link each criterion to the wording it replaced, once every criterion exists."""
+        wanted: dict[int, int | None] = {}
+        for _, row in self.plan.tables["criteria"]:
+            key = (row["query"], row["author"], row["external_id"])
+            previous = row["previous_version"]
+            wanted[self.stored.criteria[key]] = (
+                self.stored.criteria[(*key[:2], previous)] if previous else None
+            )
+        current = {
+            pk: (previous, checklist_id)
+            for pk, previous, checklist_id in Criterion.objects.filter(pk__in=wanted).values_list(
+                "pk", "previous_version_id", "checklist_id"
+            )
+        }
+        changed = {pk: prev for pk, prev in wanted.items() if current[pk][0] != prev}
+        # Unlink first: a one-to-one link may move from one criterion to another.
+        Criterion.objects.filter(pk__in=changed).update(previous_version=None)
+        for pk, previous in changed.items():
+            if previous is not None:
+                Criterion.objects.filter(pk=pk).update(previous_version_id=previous)
+            self.touched.setdefault(current[pk][1], "updated")
 
     def _citations(self) -> None:
         wanted: dict[int, list[tuple]] = defaultdict(list)

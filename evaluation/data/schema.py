@@ -145,6 +145,17 @@ TABLES: tuple[Table, ...] = (
             _c("weight", FLOAT),
             _c("is_core", BOOL),
             _c("scoring_enabled", BOOL),
+            _c(
+                "archived_at",
+                DATETIME,
+                "Set when the criterion was deleted or reworded after it carried verdicts, "
+                "labels or adjudications: kept with its history, hidden from the checklist",
+            ),
+            _c(
+                "previous_version",
+                doc="External id (in the same checklist) of the archived wording this "
+                "criterion replaced (empty: none)",
+            ),
             _c("id", INT, "The app's id (ignored by the import)"),
         ),
     ),

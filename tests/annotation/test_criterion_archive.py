@@ -189,3 +189,23 @@ def test_a_finished_run_still_shows_its_verdicts_on_an_archived_wording(reviewed
     assert second.pk in shown  # judged in this run, archived since
     assert set(shown) == {first.pk, second.pk, new.pk, third.pk}
     assert len(shown) == 4
+
+
+def test_a_dataset_with_reworded_criteria_can_still_be_deleted(reviewed, collaborator):
+    """The new wording names the archived one (previous_version): deleting the archived
+    wording alone is refused, but deleting its checklist's dataset takes both, with the
+    dataset's review revision (no orphan row left behind for the commit to trip on)."""
+    from django.db.models import RestrictedError
+
+    from evaluation.models import ReviewRevision
+
+    checklist, (_, second, _), _ = reviewed
+    services.criterion_update(criterion=second, by=collaborator, text="Reworded.")
+    second.refresh_from_db()
+    with pytest.raises(RestrictedError):
+        second.delete()
+    dataset = checklist.query.dataset
+    assert ReviewRevision.objects.filter(dataset=dataset).exists()
+    dataset.delete()
+    assert not Criterion.objects.filter(checklist=checklist).exists()
+    assert not ReviewRevision.objects.filter(dataset_id=dataset.pk).exists()

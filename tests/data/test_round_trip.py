@@ -131,3 +131,49 @@ def test_an_import_that_changes_labels_refreshes_the_cached_agreement(tmp_path):
     after = report_data(agreement_report(dataset, run.pk))
     assert after != before
     assert after == report_data(agreement_oracle.agreement_report(dataset, run.pk))
+
+
+def test_round_trip_keeps_archived_criteria_and_their_versions(tmp_path):
+    """A criterion reworded or deleted after it was judged is archived, not lost: the export
+    says so (archived_at, previous_version) and the import restores it as it was, so the
+    archived wording stays out of the checklist and the new one stays linked to it."""
+    from annotation.models import Criterion
+    from annotation.services.checklists import (
+        checklist_reopen,
+        criterion_delete,
+        criterion_update,
+    )
+
+    dataset = generate("Archive trip", queries=2, systems=2, criteria=4, judges=1, samples=1)
+    author = get_user_model().objects.get(username="expert-0")
+    judged = Criterion.objects.filter(
+        checklist__query__dataset=dataset, checklist__author=author, verdicts__isnull=False
+    )
+    reworded, deleted = judged.distinct().order_by("pk")[:2]
+    checklist_reopen(checklist=reworded.checklist, by=author)
+    if deleted.checklist_id != reworded.checklist_id:
+        checklist_reopen(checklist=deleted.checklist, by=author)
+    criterion_update(criterion=reworded, by=author, text="States the revised figure.")
+    criterion_delete(criterion=deleted, by=author)
+    first, second = _round_trip(dataset, tmp_path)
+    assert _comparable(first) == _comparable(second)
+    rows = [json.loads(line) for line in first["criteria.jsonl"].splitlines()]
+    new_row = next(r for r in rows if r["text"] == "States the revised figure.")
+    assert new_row["archived_at"] is None
+    (old_row,) = [
+        r
+        for r in rows
+        if (r["query"], r["author"], r["external_id"])
+        == (new_row["query"], new_row["author"], new_row["previous_version"])
+    ]
+    assert old_row["text"] == reworded.text and old_row["archived_at"]
+    assert sum(1 for r in rows if r["archived_at"]) == 2
+
+    imported = Criterion.objects.filter(checklist__query__dataset__name="Archive trip")
+    copy = imported.get(text="States the revised figure.")
+    assert copy.archived_at is None
+    assert copy.previous_version.text == reworded.text
+    assert copy.previous_version.archived_at is not None
+    assert imported.filter(text=deleted.text, archived_at__isnull=False).count() == 1
+    assert imported.filter(archived_at__isnull=False).count() == 2
+    assert imported.active().count() == imported.count() - 2
