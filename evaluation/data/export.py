@@ -345,9 +345,18 @@ class Exporter:
             "pk", "position", "text", "kind", "notes", "weight", "is_core", "scoring_enabled",
             "archived_at", "previous_version_id",
         )  # fmt: skip
-        for pk, position, text, kind, notes, weight, is_core, scoring, archived, previous in (
-            rows.iterator(5000)
-        ):
+        for (
+            pk,
+            position,
+            text,
+            kind,
+            notes,
+            weight,
+            is_core,
+            scoring,
+            archived,
+            previous,
+        ) in rows.iterator(5000):
             yield (
                 *self.keys.criteria[pk], position, text, kind, sorted(slugs.get(pk, [])), notes,
                 float(weight), is_core, scoring, _iso(archived),

@@ -532,9 +532,7 @@ def _check_structure(
     _check_guideline(plan, errors, options)
 
 
-def _check_previous_versions(
-    rows: list[tuple[str, dict]], known: _Known, errors: _Errors
-) -> None:
+def _check_previous_versions(rows: list[tuple[str, dict]], known: _Known, errors: _Errors) -> None:
     """A criterion's previous_version names another criterion of its checklist, and no two
     criteria name the same one (a wording has one successor)."""
     successor: dict[CriterionKey, str] = {}
