@@ -33,11 +33,12 @@ from annotation import roles
 from annotation.models import Checklist, Citation, Criterion, Dataset, Guideline, Query, SourceType
 from annotation.selectors import checklists_for_user
 from evaluation import figure_cache
-from evaluation.data import schema
+from evaluation.data import export_sql, schema
 from evaluation.data.formats import CHUNK_ROWS, WRITERS
 from evaluation.models import (
     Adjudication,
     Answer,
+    GradedScore,
     HumanLabel,
     Judge,
     Panel,
@@ -258,6 +259,9 @@ class Exporter:
     ) -> Iterator[bytes]:
         # Parquet compresses its own pages; deflating them again costs time for nothing.
         info = self._info(f"{table.name}.{fmt}", compress=fmt != "parquet")
+        if table.name == "verdicts" and fmt == "jsonl" and connection.vendor == "postgresql":
+            yield from self._lines_from_sql(archive, sink, info)
+            return
         with archive.open(info, "w", force_zip64=True) as out:
             writer = WRITERS[fmt](table, out)
             for rows in self.rows(table.name):
@@ -267,6 +271,23 @@ class Exporter:
                     sink.size = 0
             writer.close()
         self.counts[table.name] = writer.rows
+        yield sink.take()
+        sink.size = 0
+
+    def _lines_from_sql(
+        self, archive: zipfile.ZipFile, sink: _Sink, info: zipfile.ZipInfo
+    ) -> Iterator[bytes]:
+        """verdicts.jsonl with each line made by PostgreSQL (export_sql): the same bytes
+        as the Python writer, at about twice its speed."""
+        rows = 0
+        with archive.open(info, "w", force_zip64=True) as out:
+            for lines in export_sql.verdict_lines(self.keys):
+                out.write(("\n".join(lines) + "\n").encode())
+                rows += len(lines)
+                if sink.size > 1 << 20:
+                    yield sink.take()
+                    sink.size = 0
+        self.counts["verdicts"] = rows
         yield sink.take()
         sink.size = 0
 
@@ -452,6 +473,25 @@ class Exporter:
             yield (
                 runs[row[0]], *answer, criterion[1], criterion[2], judges[row[3]], *row[4:18],
                 _iso(row[18]),
+            )  # fmt: skip
+
+    def _grades(self) -> Iterator[Row]:
+        grades = (
+            GradedScore.objects.filter(run__dataset=self.dataset)
+            .order_by("pk")
+            .values_list(
+                "run_id", "answer_id", "judge_id", "sample", "outcome", "score", "reasoning",
+                "raw_output", "error_kind", "error", "prompt_tokens", "completion_tokens",
+                "latency_ms", "attempts", "cache_hit", "cache_key", "judge_params", "created_at",
+            )
+        )  # fmt: skip
+        for row in grades.iterator(chunk_size=5000):
+            answer = self.keys.answers.get(row[1])
+            if answer is None:
+                continue
+            yield (
+                self.keys.runs[row[0]], *answer, self.keys.judges[row[2]], *row[3:17],
+                _iso(row[17]),
             )  # fmt: skip
 
     def _labels(self) -> Iterator[Row]:

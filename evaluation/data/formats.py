@@ -241,9 +241,11 @@ def csv_safe(value: object) -> object:
 
 
 def _json_text(value: Any) -> str | None:
+    # PostgreSQL's jsonb text has these separators: the verdicts formatted by the server
+    # (export_sql) write their judge_params exactly as this does.
     if value is None:
         return None
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(value, ensure_ascii=False)
 
 
 class TableWriter:

@@ -65,6 +65,7 @@ from evaluation.imports import ImportRejected  # one refusal for every import
 from evaluation.models import (
     Adjudication,
     Answer,
+    GradedScore,
     HumanLabel,
     Judge,
     Label,
@@ -141,6 +142,7 @@ REQUIRED = {
     "panels": ("name", "method"),
     "runs": ("run", "kind", "panel"),
     "verdicts": ("run", "system", "query", "author", "criterion", "judge", "outcome"),
+    "grades": ("run", "system", "query", "judge", "outcome"),
     "labels": ("system", "query", "author", "criterion", "rater", "label"),
     "adjudications": ("system", "query", "author", "criterion", "label"),
 }
@@ -155,6 +157,7 @@ CHOICES = {
     ("runs", "status"): tuple(Run.Status.values),
     ("verdicts", "outcome"): tuple(Verdict.Outcome.values),
     ("verdicts", "failure_kind"): ("", *Verdict.FailureKind.values),
+    ("grades", "outcome"): tuple(GradedScore.Outcome.values),
     ("labels", "label"): tuple(Label.values),
     ("labels", "source"): tuple(HumanLabel.Source.values),
     ("adjudications", "label"): tuple(Label.values),
@@ -175,7 +178,7 @@ SMALL = (
     "guidelines", "source_types", "members", "queries", "checklists", "criteria", "citations",
     "perfect_answers", "systems", "judges", "panels", "runs",
 )  # fmt: skip
-BIG = ("answers", "verdicts", "labels", "adjudications")
+BIG = ("answers", "verdicts", "grades", "labels", "adjudications")
 
 
 class _Errors(list):
@@ -636,6 +639,9 @@ def _check_big(source: Source, table: str, plan: _Plan, known: _Known, errors: _
                 f"{row['system_version']!r} to query {row['query']!r} with run label "
                 f"{row['run_label']!r} in answers or the dataset"
             )
+        if table == "grades":
+            _check_grade(where, row, known, errors)
+            continue
         if (row["query"], row["author"], row["criterion"]) not in known.criteria:
             errors.add(
                 f"{where}: field 'criterion': no criterion {row['criterion']!r} of "
@@ -654,6 +660,19 @@ def _check_big(source: Source, table: str, plan: _Plan, known: _Known, errors: _
         elif row["decided_by"]:
             plan.usernames.add(row["decided_by"])
     return count
+
+
+def _check_grade(where: str, row: dict, known: _Known, errors: _Errors) -> None:
+    if row["run"] not in known.runs:
+        errors.add(f"{where}: field 'run': no run {row['run']!r} in runs or the dataset")
+    if row["judge"] not in known.judges:
+        errors.add(f"{where}: field 'judge': no judge {row['judge']!r}")
+    if row["sample"] is not None and not 0 <= row["sample"] <= 1000:
+        errors.add(f"{where}: field 'sample' must be from 0 to 1000")
+    if row["score"] is not None and not 1 <= row["score"] <= 5:
+        errors.add(f"{where}: field 'score' must be from 1 to 5")
+    elif (row["score"] is None) == (row["outcome"] == GradedScore.Outcome.SCORED):
+        errors.add(f"{where}: field 'score' is given exactly when the outcome is scored")
 
 
 # --- writing ---------------------------------------------------------------------------
@@ -734,6 +753,7 @@ class _Writer:
         self._judges_panels_runs()
         self.stored = _StoredKeys(dataset)
         self._verdicts()
+        self._grades()
         self._labels()
         self._adjudications()
         # Bulk writes send no signal: cached agreement figures and scores are keyed by the
@@ -1226,6 +1246,34 @@ class _Writer:
             json_columns=("judge_params",), rows=rows(),
         )  # fmt: skip
 
+    def _grades(self) -> None:
+        if not self.plan.big.get("grades"):
+            return
+        judges = dict(Judge.objects.values_list("name", "pk"))
+
+        def rows() -> Iterator[tuple]:
+            for _, line, r in _rows(self.source, "grades", _Errors()):
+                answer = (r["system"], r["system_version"], r["query"], r["run_label"])
+                yield (
+                    line, self.stored.runs[r["run"]], self.stored.answers[answer],
+                    judges[r["judge"]], r["sample"] or 0, r["outcome"], r["score"],
+                    r["reasoning"], r["raw_output"], r["error_kind"], r["error"],
+                    r["prompt_tokens"] or 0, r["completion_tokens"] or 0, r["latency_ms"] or 0,
+                    r["attempts"] or 1, bool(r["cache_hit"]), r["cache_key"],
+                    r["judge_params"] or {}, r["created_at"] or self.now, self.now,
+                )  # fmt: skip
+
+        self._upsert(
+            "grades", GradedScore, keys=("run_id", "answer_id", "judge_id", "sample"),
+            columns=(
+                "run_id", "answer_id", "judge_id", "sample", "outcome", "score", "reasoning",
+                "raw_output", "error_kind", "error", "prompt_tokens", "completion_tokens",
+                "latency_ms", "attempts", "cache_hit", "cache_key", "judge_params",
+                "created_at", "updated_at",
+            ),
+            json_columns=("judge_params",), rows=rows(),
+        )  # fmt: skip
+
     def _labels(self) -> None:
         if not self.plan.big.get("labels"):
             return
@@ -1271,6 +1319,7 @@ class _Writer:
 KEY_WORDS = {
     "answers": "system, version, query and run label",
     "verdicts": "run, answer, criterion, judge and sample",
+    "grades": "run, answer, judge and sample",
     "labels": "answer, criterion and rater",
     "adjudications": "answer and criterion",
 }

@@ -272,6 +272,32 @@ TABLES: tuple[Table, ...] = (
         include="verdicts",
     ),
     Table(
+        "grades",
+        (
+            _c("run", doc="The run's key"),
+            *ANSWER_KEY,
+            _c("judge", doc="The judge's name"),
+            _c("sample", INT),
+            _c("outcome", doc="scored, unparseable, error or no_reference"),
+            _c("score", INT, "The 1–5 rating (empty unless scored)"),
+            _c("reasoning"),
+            _c("raw_output"),
+            _c("error_kind"),
+            _c("error"),
+            _c("prompt_tokens", INT),
+            _c("completion_tokens", INT),
+            _c("latency_ms", INT),
+            _c("attempts", INT),
+            _c("cache_hit", BOOL),
+            _c("cache_key"),
+            _c("judge_params", JSON, "The call's parameters, as recorded with the grade"),
+            _c("created_at", DATETIME),
+        ),
+        include="verdicts",
+        doc="The 1–5 ratings of runs whose panel is graded (G-Eval style), one per judge "
+        "and sample; they never change the checklist score",
+    ),
+    Table(
         "labels",
         (
             *ANSWER_KEY,

@@ -177,3 +177,59 @@ def test_round_trip_keeps_archived_criteria_and_their_versions(tmp_path):
     assert imported.filter(text=deleted.text, archived_at__isnull=False).count() == 1
     assert imported.filter(archived_at__isnull=False).count() == 2
     assert imported.active().count() == imported.count() - 2
+
+
+def test_round_trip_keeps_the_grades_of_a_graded_run(tmp_path):
+    """A graded panel's 1–5 ratings (GradedScore) go out in grades.* and come back."""
+    from evaluation.models import Answer, GradedScore
+
+    dataset = generate("Graded trip", queries=2, systems=2, criteria=3, judges=2, samples=1)
+    run = dataset.runs.get()
+    judge = Judge.objects.order_by("name").first()
+    answers = Answer.objects.filter(query__dataset=dataset, checklist__isnull=True).order_by("pk")
+    for i, answer in enumerate(answers):
+        scored = i % 3 != 2
+        GradedScore.objects.create(
+            run=run, answer=answer, judge=judge, sample=0,
+            outcome="scored" if scored else "unparseable", score=1 + i % 5 if scored else None,
+            reasoning=f"Reasoning {i}, with “quotes”.", raw_output=f"Score: {1 + i % 5}",
+            cache_key=f"k{i}", judge_params={"model": "m", "temperature": 0.0},
+        )  # fmt: skip
+    first, second = _round_trip(dataset, tmp_path)
+    assert json.loads(first["manifest.json"])["tables"]["grades"]["rows"] == answers.count()
+    for name in ("grades.jsonl", "grades.csv", "grades.parquet"):
+        assert first[name] == second[name], name
+    copy = GradedScore.objects.filter(run__dataset__name="Graded trip")
+    assert sorted(copy.values_list("score", flat=True), key=str) == sorted(
+        [1 + i % 5 if i % 3 != 2 else None for i in range(answers.count())], key=str
+    )
+
+
+def test_a_grade_out_of_range_is_refused_with_its_file_line_and_field(tmp_path):
+    from evaluation.data.importer import ImportRejected
+    from evaluation.models import Answer, GradedScore
+
+    dataset = generate("Bad grade", queries=1, systems=1, criteria=2, judges=1, samples=1)
+    answer = Answer.objects.filter(query__dataset=dataset, checklist__isnull=True).first()
+    GradedScore.objects.create(
+        run=dataset.runs.get(), answer=answer, judge=Judge.objects.first(), outcome="scored",
+        score=4, cache_key="k",
+    )  # fmt: skip
+    data = b"".join(export_chunks(dataset))
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w") as target:
+        for item in source.infolist():
+            content = source.read(item)
+            if item.filename.endswith("grades.jsonl"):
+                content = content.replace(b'"score": 4', b'"score": 7')
+            if not item.filename.endswith(("grades.csv", "grades.parquet")):
+                target.writestr(item, content)
+    path = tmp_path / "bad.zip"
+    path.write_bytes(out.getvalue())
+    _empty_the_database()
+    with pytest.raises(ImportRejected) as rejected:
+        import_dataset(path)
+    assert any(
+        "grades.jsonl:1: field 'score' must be from 1 to 5" in e for e in rejected.value.errors
+    ), rejected.value.errors
+    assert not Dataset.objects.exists()

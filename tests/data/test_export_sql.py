@@ -1,0 +1,103 @@
+"""verdicts.jsonl made by PostgreSQL (evaluation/data/export_sql.py) is byte for byte what
+the Python writer makes, on the text that is hardest to escape. PostgreSQL only: SQLite
+exports go through the Python writer."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+
+import pytest
+from django.db import connection
+
+from bench.data_io.generate import generate
+from evaluation.data import export_sql, schema
+from evaluation.data.export import Exporter, ExportOptions, build_keys
+from evaluation.data.formats import JsonlWriter
+from evaluation.models import Verdict
+
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.skipif(
+        connection.vendor != "postgresql", reason="the SQL formatting is PostgreSQL's"
+    ),
+]
+
+HOSTILE = [
+    'quotes " and \\ backslashes \\n (not a newline)',
+    "a newline\nand a CR\r and a tab\t and a form feed\f and a backspace\b",
+    "control \x01 \x1f \x7f characters",
+    "unicode é ü 中文 and an emoji 🦜 and a line separator \u2028 and /slashes/",
+    "",
+    "=SUM(A1) stays as is in JSON",
+]
+
+
+def _python_lines(exporter: Exporter) -> bytes:
+    out = io.BytesIO()
+    writer = JsonlWriter(schema.TABLE["verdicts"], out)
+    writer.write(list(exporter._verdicts()))
+    return out.getvalue()
+
+
+def _sql_lines(exporter: Exporter) -> bytes:
+    lines = [line for chunk in export_sql.verdict_lines(exporter.keys) for line in chunk]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def test_sql_lines_equal_the_python_writer_on_hostile_text():
+    dataset = generate("SQL lines", queries=2, systems=2, criteria=3, judges=2, samples=1)
+    verdicts = list(Verdict.objects.filter(run__dataset=dataset).order_by("pk"))
+    moments = [
+        dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC),  # no microseconds: none written
+        dt.datetime(2026, 1, 2, 3, 4, 5, 120, tzinfo=dt.UTC),
+        dt.datetime(2026, 6, 30, 23, 59, 59, 999999, tzinfo=dt.timezone(dt.timedelta(hours=5))),
+    ]
+    for i, verdict in enumerate(verdicts):
+        verdict.rationale = HOSTILE[i % len(HOSTILE)]
+        verdict.raw_output = HOSTILE[(i + 1) % len(HOSTILE)]
+        verdict.error = HOSTILE[(i + 2) % len(HOSTILE)] if i % 4 == 0 else ""
+        verdict.cache_hit = i % 2 == 0
+        verdict.prompt_tokens = i * 1000
+        verdict.judge_params = [
+            {},
+            {"model": "m", "temperature": 0.7, "seed": 7, "max_tokens": 300},
+            {"nested": {"a": [1, 2.5, 'x"y', None, True]}, "unicode": "é\n"},
+        ][i % 3]
+        verdict.created_at = moments[i % len(moments)]
+    Verdict.objects.bulk_update(
+        verdicts,
+        ["rationale", "raw_output", "error", "cache_hit", "prompt_tokens", "judge_params",
+         "created_at"],
+    )  # fmt: skip
+    exporter = Exporter(dataset, ExportOptions())
+    exporter.keys = build_keys(dataset, None, exporter.options.include)
+    python, sql = _python_lines(exporter), _sql_lines(exporter)
+    assert python.count(b"\n") == len(verdicts)
+    for ours, theirs in zip(python.splitlines(), sql.splitlines(), strict=True):
+        assert ours == theirs
+    row = json.loads(sql.splitlines()[1])
+    assert row["created_at"] == "2026-01-02T03:04:05.000120Z"
+    assert json.loads(sql.splitlines()[0])["created_at"] == "2026-01-02T03:04:05Z"
+
+
+def test_the_export_writes_verdicts_jsonl_from_sql_with_the_same_rows():
+    """The whole export on PostgreSQL: verdicts.jsonl holds every verdict, once, in id
+    order, and agrees with verdicts.csv row for row."""
+    import csv
+    import zipfile
+
+    from evaluation.data.export import export_chunks
+
+    dataset = generate("SQL export", queries=3, systems=2, criteria=4, judges=2, samples=2)
+    data = b"".join(export_chunks(dataset, ExportOptions.parse(["verdicts"], ["jsonl", "csv"])))
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        names = {n.rsplit("/", 1)[-1]: n for n in archive.namelist()}
+        jsonl = [json.loads(line) for line in archive.read(names["verdicts.jsonl"]).splitlines()]
+        rows = list(csv.DictReader(io.StringIO(archive.read(names["verdicts.csv"]).decode())))
+    assert len(jsonl) == len(rows) == Verdict.objects.filter(run__dataset=dataset).count()
+    for a, b in zip(jsonl, rows, strict=True):
+        assert (a["system"], a["criterion"], a["judge"], a["sample"], a["outcome"]) == (
+            b["system"], b["criterion"], b["judge"], int(b["sample"]), b["outcome"]
+        )  # fmt: skip
