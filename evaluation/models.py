@@ -358,7 +358,9 @@ class JudgeCall(models.Model):
     latency_ms = models.PositiveIntegerField(default=0)
     attempts = models.PositiveSmallIntegerField(default=1)
     cache_hit = models.BooleanField(default=False)
-    cache_key = models.CharField(max_length=64, db_index=True)
+    # Indexed in each table's Meta (a plain index: `db_index` would add a second,
+    # varchar_pattern_ops one on PostgreSQL for LIKE, which nothing here asks).
+    cache_key = models.CharField(max_length=64)
     # What the call was made with (base URL, model, prompt version, temperature, max tokens,
     # seed), copied at write time so that editing the judge later does not rewrite history.
     judge_params = models.JSONField(default=dict, blank=True)
@@ -389,7 +391,9 @@ class Verdict(JudgeCall):
         AMBIGUOUS = "ambiguous", "Ambiguous"
         INCOMPLETE = "incomplete", "Incomplete"
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="verdicts")
+    # No index of its own: the unique constraint and verdict_run_item_outcome both start with
+    # the run, and every index costs a million-verdict import time.
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="verdicts", db_index=False)
     answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="verdicts")
     criterion = models.ForeignKey(Criterion, on_delete=models.CASCADE, related_name="verdicts")
     judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="verdicts")
@@ -416,6 +420,7 @@ class Verdict(JudgeCall):
                 include=["outcome", "judge"],
                 name="verdict_run_item_outcome",
             ),
+            models.Index(fields=["cache_key"], name="verdict_cache_key"),
         ]
 
     def __str__(self) -> str:
@@ -450,6 +455,7 @@ class GradedScore(JudgeCall):
                 fields=["run", "answer", "judge", "sample"], name="one_graded_score_per_vote"
             )
         ]
+        indexes = [models.Index(fields=["cache_key"], name="gradedscore_cache_key")]
 
     def __str__(self) -> str:
         return f"{self.score or self.outcome} by judge {self.judge_id} on answer {self.answer_id}"

@@ -79,6 +79,7 @@ def child_import(path: str) -> dict:
 
 
 def _run_child(*args: str) -> tuple[dict, float]:
+    """The child's JSON result, with its peak RSS (MB) and CPU seconds (user + system)."""
     process = subprocess.Popen(
         [sys.executable, "-m", "bench.data_io", "child", *args],
         cwd=ROOT, stdout=subprocess.PIPE, env=os.environ.copy(),
@@ -87,7 +88,9 @@ def _run_child(*args: str) -> tuple[dict, float]:
     _, status, usage = os.wait4(process.pid, 0)
     if status != 0:
         raise SystemExit(f"child {args[0]} failed ({status})")
-    return json.loads(output.decode().strip().splitlines()[-1]), usage.ru_maxrss / 1024
+    result = json.loads(output.decode().strip().splitlines()[-1])
+    result["cpu"] = usage.ru_utime + usage.ru_stime
+    return result, usage.ru_maxrss / 1024
 
 
 def prepare(verdicts: int) -> int:
@@ -153,32 +156,51 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--verdicts", type=int, default=1_000_000)
     parser.add_argument("--formats", default="jsonl", help="jsonl, csv, parquet (comma-separated)")
     parser.add_argument("--out", type=Path, default=Path("/tmp/data-io-bench.zip"))
+    parser.add_argument(
+        "--only", choices=("export", "import"), help="one direction (import: of --out)"
+    )
     args = parser.parse_args(argv)
     dataset_id = prepare(args.verdicts)
-    export, export_rss = _run_child("export", str(dataset_id), str(args.out), args.formats)
-    export_rate = export["verdicts"] / export["seconds"]
-    set_aside(dataset_id)
-    try:
-        imported, import_rss = _run_child("import", str(args.out))
-    finally:
-        pass
-    restore(dataset_id, imported["dataset"])
-    import_rate = imported["rows"] / imported["seconds"]
+    load = os.getloadavg()[0]
     lines = [
-        f"data I/O benchmark: {export['verdicts']:,} verdicts, formats {args.formats}, "
-        f"database {os.environ.get('DATABASE_URL', 'sqlite').split('@')[-1]}",
-        f"export: {export['seconds']:.1f} s, {export_rate:,.0f} verdicts/s "
+        f"data I/O benchmark: formats {args.formats}, database "
+        f"{os.environ.get('DATABASE_URL', 'sqlite').split('@')[-1]}, load average {load:.1f} "
+        "at the start (2 shared cores: a load above 2 slows every figure)",
+    ]
+    if args.only != "import":
+        export, export_rss = _run_child("export", str(dataset_id), str(args.out), args.formats)
+        lines.append(_export_line(export, export_rss))
+    if args.only != "export":
+        set_aside(dataset_id)
+        imported, import_rss = _run_child("import", str(args.out))
+        restore(dataset_id, imported["dataset"])
+        lines.append(_import_line(imported, import_rss))
+    lines.append(f"load average at the end {os.getloadavg()[0]:.1f}")
+    print("\n".join(lines))
+
+
+def _export_line(export: dict, export_rss: float) -> str:
+    export_rate = export["verdicts"] / export["seconds"]
+    return (
+        f"export: {export['verdicts']:,} verdicts in {export['seconds']:.1f} s "
+        f"(exporting process CPU {export['cpu']:.1f} s), {export_rate:,.0f} verdicts/s "
         f"(bound {BOUNDS['export_rows_s']:,}: {export_rate / BOUNDS['export_rows_s']:.2f}×; "
         f"Label Studio {LABEL_STUDIO['export_rows_s']}/s: {export_rate / LABEL_STUDIO['export_rows_s']:.0f}×), "
         f"first byte {export['ttfb'] * 1000:.0f} ms (bound 1 s; Label Studio "
         f"{LABEL_STUDIO['export_ttfb_s']:.0f} s), peak RSS {export_rss:.0f} MB (bound 200; "
-        f"Label Studio {LABEL_STUDIO['export_rss_mb']}), zip {export['bytes'] / 1e6:.0f} MB",
-        f"import: {imported['seconds']:.1f} s, {import_rate:,.0f} rows/s over {imported['rows']:,} "
+        f"Label Studio {LABEL_STUDIO['export_rss_mb']}), zip {export['bytes'] / 1e6:.0f} MB"
+    )  # fmt: skip
+
+
+def _import_line(imported: dict, import_rss: float) -> str:
+    import_rate = imported["rows"] / imported["seconds"]
+    return (
+        f"import: {imported['seconds']:.1f} s (importing process CPU {imported['cpu']:.1f} s), "
+        f"{import_rate:,.0f} rows/s over {imported['rows']:,} "
         f"rows (bound {BOUNDS['import_rows_s']:,}: {import_rate / BOUNDS['import_rows_s']:.2f}×; "
         f"Label Studio {LABEL_STUDIO['import_rows_s']}/s: {import_rate / LABEL_STUDIO['import_rows_s']:.0f}×), "
-        f"peak RSS {import_rss:.0f} MB (bound 200)",
-    ]  # fmt: skip
-    print("\n".join(lines))
+        f"peak RSS {import_rss:.0f} MB (bound 200)"
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 
 from evaluation.judging.connection import key_is_set
+from evaluation.judging.keys import key_variable_allowed
 from evaluation.models import Answer, Judge, Run
 from evaluation.runs.snapshot import PanelSnapshot
 
@@ -57,6 +58,12 @@ def judge_problems(judge: Judge, reachable: dict[tuple[str, int], str | None]) -
         return []
     if not judge.base_url or not judge.model:
         return [f"{name} has no base URL or no model."]
+    if judge.api_key_env and not key_variable_allowed(judge.api_key_env):
+        # Not "not set": the variable may well be set; judges are just not allowed to read it.
+        return [
+            f"{name}: {judge.api_key_env} may not hold a judge key; name a JUDGE_KEY_* "
+            "variable (or one JUDGE_KEY_VARIABLES lists) instead."
+        ]
     if judge.api_key_env and not key_is_set(judge.api_key_env):
         return [f"{name}: its API key variable {judge.api_key_env} is not set on this server."]
     if not settings.RUNS_PREFLIGHT_CONNECT:

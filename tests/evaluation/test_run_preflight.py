@@ -65,6 +65,23 @@ def test_a_missing_key_is_refused_by_judge_and_variable(
     assert not Run.objects.exists()
 
 
+def test_a_variable_judges_may_not_read_is_named_as_such_not_as_unset(
+    owner_api, dataset, answered, loopback_openai, monkeypatch
+):
+    """A judge saved before keys were restricted may name SECRET_KEY: it is set, so "not
+    set" would send the admin looking in the wrong place."""
+    monkeypatch.setenv("SECRET_KEY", "the project's own secret")
+    judge = Judge.objects.create(
+        name="Old", base_url=loopback_openai.base_url, model="m", api_key_env="SECRET_KEY"
+    )
+    (message,) = refused(owner_api, dataset, panel_of(judge))["panel"]
+    assert message == (
+        "Judge “Old”: SECRET_KEY may not hold a judge key; name a JUDGE_KEY_* variable (or one "
+        "JUDGE_KEY_VARIABLES lists) instead."
+    )
+    assert "the project's own secret" not in message
+
+
 def test_an_external_judge_is_refused(owner_api, dataset, answered):
     panel = panel_of(Judge.objects.create(name="Imported", kind=Judge.Kind.EXTERNAL))
     assert refused(owner_api, dataset, panel)["panel"] == [
