@@ -456,24 +456,28 @@ class Exporter:
             self.keys.runs,
             self.keys.judges,
         )
-        verdicts = (
-            Verdict.objects.filter(run__dataset=self.dataset)
-            .order_by("pk")
-            .values_list(
-                "run_id", "answer_id", "criterion_id", "judge_id", "sample", "outcome",
-                "failure_kind", "rationale", "raw_output", "error_kind", "error",
-                "prompt_tokens", "completion_tokens", "latency_ms", "attempts", "cache_hit",
-                "cache_key", "judge_params", "created_at",
-            )
-        )  # fmt: skip
-        for row in verdicts.iterator(chunk_size=5000):
-            answer, criterion = answers.get(row[1]), criteria.get(row[2])
-            if answer is None or criterion is None:
-                continue  # an item of a checklist the user may not read
-            yield (
-                runs[row[0]], *answer, criterion[1], criterion[2], judges[row[3]], *row[4:18],
-                _iso(row[18]),
+        # Run by run, each in the order of its unique index (answer, criterion, judge,
+        # sample): PostgreSQL streams that from the index without sorting (export_sql
+        # writes the same order), and an import keeps it (ids are given in file order).
+        for run_id in runs:
+            verdicts = (
+                Verdict.objects.filter(run_id=run_id)
+                .order_by(*export_sql.VERDICT_ORDER)
+                .values_list(
+                    "answer_id", "criterion_id", "judge_id", "sample", "outcome",
+                    "failure_kind", "rationale", "raw_output", "error_kind", "error",
+                    "prompt_tokens", "completion_tokens", "latency_ms", "attempts", "cache_hit",
+                    "cache_key", "judge_params", "created_at",
+                )
             )  # fmt: skip
+            for row in verdicts.iterator(chunk_size=5000):
+                answer, criterion = answers.get(row[0]), criteria.get(row[1])
+                if answer is None or criterion is None:
+                    continue  # an item of a checklist the user may not read
+                yield (
+                    runs[run_id], *answer, criterion[1], criterion[2], judges[row[2]],
+                    *row[3:17], _iso(row[17]),
+                )  # fmt: skip
 
     def _grades(self) -> Iterator[Row]:
         grades = (
