@@ -29,6 +29,16 @@ JSON_DEPTH = 32  # nesting of any JSON body or JSON line; real payloads need 4 o
 ERRORS_LISTED = 50  # an error response lists this many problems, then counts the rest
 
 
+def json_too_deep(text: str) -> bool:
+    """Whether brackets nest deeper than JSON_DEPTH. Counting the opening brackets (at C
+    speed) settles nearly every text: one with no more of them than the limit cannot nest
+    deeper. Only the rest are walked character by character (json_depth), which costs
+    about 60 s of CPU over a million 700-byte verdict lines."""
+    if text.count("[") + text.count("{") <= JSON_DEPTH:
+        return False
+    return json_depth(text) > JSON_DEPTH
+
+
 def json_depth(text: str) -> int:
     """How deep brackets nest in a JSON text, without parsing it (strings skipped), so that
     a hostile body cannot exhaust the parser's recursion (a RecursionError is a 500)."""

@@ -20,7 +20,7 @@ class JSONParser(parsers.JSONParser):
             text = stream.read().decode(encoding) if stream is not None else ""
         except UnicodeDecodeError:
             raise ParseError(f"JSON parse error: the body is not {encoding} text.") from None
-        if limits.json_depth(text) > limits.JSON_DEPTH:
+        if limits.json_too_deep(text):
             raise ParseError(f"JSON parse error: nested deeper than {limits.JSON_DEPTH} levels.")
         try:
             data = json.loads(text, parse_constant=_refuse_constant)

@@ -40,6 +40,29 @@ def _django() -> None:
     django.setup()
 
 
+def _server_cpu() -> float | None:
+    """CPU seconds the PostgreSQL backend serving this process has used so far (it runs on
+    this machine: /proc), or None. With the machine shared, CPU time is the figure that
+    does not depend on what else runs: wall time does."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _server_cpu_since(before: float | None) -> float | None:
+    after = _server_cpu()
+    return None if before is None or after is None else after - before
+
+
 def child_export(dataset_id: int, out: str, formats: list[str]) -> dict:
     _django()
     from annotation.models import Dataset
@@ -49,6 +72,7 @@ def child_export(dataset_id: int, out: str, formats: list[str]) -> dict:
     dataset = Dataset.objects.get(pk=dataset_id)
     rows = Verdict.objects.filter(run__dataset=dataset).count()
     options = ExportOptions.parse(["answers", "verdicts", "labels", "adjudications"], formats)
+    server = _server_cpu()
     started = time.perf_counter()
     first = None
     size = 0
@@ -59,13 +83,17 @@ def child_export(dataset_id: int, out: str, formats: list[str]) -> dict:
             size += len(chunk)
             handle.write(chunk)
     seconds = time.perf_counter() - started
-    return {"verdicts": rows, "seconds": seconds, "ttfb": first, "bytes": size}
+    return {
+        "verdicts": rows, "seconds": seconds, "ttfb": first, "bytes": size,
+        "server_cpu": _server_cpu_since(server),
+    }  # fmt: skip
 
 
 def child_import(path: str) -> dict:
     _django()
     from evaluation.data.importer import import_dataset
 
+    server = _server_cpu()
     started = time.perf_counter()
     result = import_dataset(Path(path))
     seconds = time.perf_counter() - started
@@ -75,6 +103,7 @@ def child_import(path: str) -> dict:
         "rows": sum(result.created.get(t, 0) + result.updated.get(t, 0) for t in big),
         "verdicts": result.created.get("verdicts", 0),
         "dataset": result.dataset.pk,
+        "server_cpu": _server_cpu_since(server),
     }
 
 
@@ -183,7 +212,8 @@ def _export_line(export: dict, export_rss: float) -> str:
     export_rate = export["verdicts"] / export["seconds"]
     return (
         f"export: {export['verdicts']:,} verdicts in {export['seconds']:.1f} s "
-        f"(exporting process CPU {export['cpu']:.1f} s), {export_rate:,.0f} verdicts/s "
+        f"(CPU: exporting process {export['cpu']:.1f} s, PostgreSQL "
+        f"{_seconds(export['server_cpu'])}), {export_rate:,.0f} verdicts/s "
         f"(bound {BOUNDS['export_rows_s']:,}: {export_rate / BOUNDS['export_rows_s']:.2f}×; "
         f"Label Studio {LABEL_STUDIO['export_rows_s']}/s: {export_rate / LABEL_STUDIO['export_rows_s']:.0f}×), "
         f"first byte {export['ttfb'] * 1000:.0f} ms (bound 1 s; Label Studio "
@@ -192,10 +222,15 @@ def _export_line(export: dict, export_rss: float) -> str:
     )  # fmt: skip
 
 
+def _seconds(value: float | None) -> str:
+    return "unknown" if value is None else f"{value:.1f} s"
+
+
 def _import_line(imported: dict, import_rss: float) -> str:
     import_rate = imported["rows"] / imported["seconds"]
     return (
-        f"import: {imported['seconds']:.1f} s (importing process CPU {imported['cpu']:.1f} s), "
+        f"import: {imported['seconds']:.1f} s (CPU: importing process {imported['cpu']:.1f} s, "
+        f"PostgreSQL {_seconds(imported['server_cpu'])}), "
         f"{import_rate:,.0f} rows/s over {imported['rows']:,} "
         f"rows (bound {BOUNDS['import_rows_s']:,}: {import_rate / BOUNDS['import_rows_s']:.2f}×; "
         f"Label Studio {LABEL_STUDIO['import_rows_s']}/s: {import_rate / LABEL_STUDIO['import_rows_s']:.0f}×), "

@@ -131,7 +131,7 @@ def _refuse_hostile(name: str, number: int, line: str) -> None:
 
     if "\x00" in line:
         raise FileRejected([f"{name}:{number}: contains a NUL character; not a text file?"])
-    if ("[" in line or "{" in line) and limits.json_depth(line) > limits.JSON_DEPTH:
+    if limits.json_too_deep(line):
         raise FileRejected([f"{name}:{number}: JSON nested deeper than {limits.JSON_DEPTH} levels"])
 
 
