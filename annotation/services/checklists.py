@@ -162,28 +162,40 @@ def _lock_criterion(criterion: Criterion) -> Criterion:
 
 
 def _snapshot(checklist: Checklist) -> list[dict]:
-    criteria = checklist.criteria.active().prefetch_related(
-        "source_types", "citations__source_type"
+    return snapshots([checklist.pk])[checklist.pk]
+
+
+def snapshots(checklist_ids: Iterable[int]) -> dict[int, list[dict]]:
+    """The criteria of each checklist as they stand, for its history: three queries
+    whatever the number of checklists (an import records thousands at once)."""
+    ids = list(checklist_ids)
+    out: dict[int, list[dict]] = {pk: [] for pk in ids}
+    criteria = (
+        Criterion.objects.filter(checklist_id__in=ids)
+        .active()
+        .order_by("checklist_id", "position", "id")
+        .prefetch_related("source_types", "citations__source_type")
     )
-    return [
-        {
-            "id": c.pk,
-            "position": c.position,
-            "kind": c.kind,
-            "text": c.text,
-            "source_types": [st.slug for st in c.source_types.all()],
-            "citations": [
-                {
-                    "title": ci.title,
-                    "url": ci.url,
-                    "source_type": ci.source_type.slug if ci.source_type_id else "",
-                    "published_on": ci.published_on.isoformat() if ci.published_on else None,
-                }
-                for ci in c.citations.all()
-            ],
-        }
-        for c in criteria
-    ]
+    for c in criteria:
+        out[c.checklist_id].append(
+            {
+                "id": c.pk,
+                "position": c.position,
+                "kind": c.kind,
+                "text": c.text,
+                "source_types": [st.slug for st in c.source_types.all()],
+                "citations": [
+                    {
+                        "title": ci.title,
+                        "url": ci.url,
+                        "source_type": ci.source_type.slug if ci.source_type_id else "",
+                        "published_on": ci.published_on.isoformat() if ci.published_on else None,
+                    }
+                    for ci in c.citations.all()
+                ],
+            }
+        )
+    return out
 
 
 def _record(checklist: Checklist, by: AbstractBaseUser, action: str, detail: str = "") -> None:

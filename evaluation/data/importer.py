@@ -1089,7 +1089,7 @@ class _Writer:
     def _events(self) -> None:
         """Every checklist the import created or changed gets a history entry, with its
         guideline findings when it breaks the dataset's guideline (never silently)."""
-        from annotation.services.checklists import _snapshot
+        from annotation.services.checklists import snapshots
 
         findings = {}
         for message in self.plan.warnings:
@@ -1098,9 +1098,9 @@ class _Writer:
         by_key = {v: k for k, v in self.stored.checklists.items()}
         wheres = {(r["query"], r["author"]): w for w, r in self.plan.tables["checklists"]}
         source = self.source.path.name
-        for checklist in Checklist.objects.filter(pk__in=list(self.touched)).select_related(
-            "query"
-        ):
+        states = snapshots(self.touched)
+        events = []
+        for checklist in Checklist.objects.filter(pk__in=list(self.touched)):
             state = self.touched[checklist.pk]
             where = wheres.get(by_key.get(checklist.pk))
             detail = f"{'Imported' if state == 'created' else 'Updated by an import'} from {source}"
@@ -1109,13 +1109,16 @@ class _Writer:
                     f"Imported from {source}; breaks {findings[where].split(' breaks ', 1)[-1]}"
                 )
                 detail = f"{detail[:290]}…" if len(detail) > 300 else detail
-            ChecklistEvent.objects.create(
-                checklist=checklist, actor=self.options.by, detail=detail[:300],
-                action=ChecklistEvent.Action.CREATED
-                if state == "created"
-                else ChecklistEvent.Action.EDITED,
-                snapshot=_snapshot(checklist),
+            events.append(
+                ChecklistEvent(
+                    checklist=checklist, actor=self.options.by, detail=detail[:300],
+                    action=ChecklistEvent.Action.CREATED
+                    if state == "created"
+                    else ChecklistEvent.Action.EDITED,
+                    snapshot=states[checklist.pk],
+                )
             )  # fmt: skip
+        ChecklistEvent.objects.bulk_create(events, batch_size=500)
 
     def _perfect_answers(self) -> None:
         judges = dict(Judge.objects.values_list("name", "pk"))
