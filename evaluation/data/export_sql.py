@@ -106,20 +106,25 @@ def verdict_lines(keys) -> Iterator[list[str]]:
     }
     judges = {pk: _fragment(("judge",), (name,)) + ", " for pk, name in keys.judges.items()}
     order = ", ".join(f"v.{column}" for column in VERDICT_ORDER)
-    sql = f"""
-        SELECT v.answer_id, v.criterion_id, v.judge_id, {tail}
-        FROM evaluation_verdict v WHERE v.run_id = %s ORDER BY {order}
-    """
+    sql = (
+        f"SELECT v.answer_id, v.criterion_id, v.judge_id, {tail} "
+        f"FROM evaluation_verdict v WHERE v.run_id = %s ORDER BY {order}"
+    )
     for run_id, run_key in keys.runs.items():
         head = '{"run": ' + json.dumps(run_key, ensure_ascii=False)
-        # A server-side cursor: rows come in chunks as PostgreSQL makes them.
-        with connection.chunked_cursor() as cursor:
-            cursor.execute(sql, [run_id])
-            while rows := cursor.fetchmany(FETCH):
-                lines = [
-                    head + answers[a] + criteria[c] + judges[j] + rest
-                    for a, c, j, rest in rows
-                    if a in answers and c in criteria
-                ]
-                if lines:
-                    yield lines
+        # COPY, not a server-side cursor: PostgreSQL keeps sending rows while Python writes
+        # the zip (a cursor's FETCH makes each side wait for the other: no overlap).
+        with (
+            connection.cursor() as cursor,
+            cursor.cursor.copy(f"COPY ({sql}) TO STDOUT", [run_id]) as copy,
+        ):
+            copy.set_types(["int8", "int8", "int8", "text"])
+            lines: list[str] = []
+            for a, c, j, rest in copy.rows():
+                if a in answers and c in criteria:
+                    lines.append(head + answers[a] + criteria[c] + judges[j] + rest)
+                    if len(lines) >= FETCH:
+                        yield lines
+                        lines = []
+            if lines:
+                yield lines
