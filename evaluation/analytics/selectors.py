@@ -540,19 +540,31 @@ def compare_runs(
     system_b: int | None,
     resamples: int = am.BOOTSTRAP_RESAMPLES,
 ) -> Comparison:
-    qa, qb = query_scores(a, system_a), query_scores(b, system_b)
+    names_a, names_b = dict(systems_of(a)), dict(systems_of(b))
+    return compare_scores(
+        query_scores(a, system_a),
+        query_scores(b, system_b),
+        names_a.get(system_a, "every system") if system_a else "every system",
+        names_b.get(system_b, "every system") if system_b else "every system",
+        resamples=resamples,
+    )
+
+
+def compare_scores(
+    qa: dict[int, tuple[float, int]],
+    qb: dict[int, tuple[float, int]],
+    name_a: str,
+    name_b: str,
+    *,
+    resamples: int = am.BOOTSTRAP_RESAMPLES,
+) -> Comparison:
+    """Two runs' per-query scores (`query_scores`) compared."""
     test = am.paired_comparison(
         {q: s for q, (s, _) in qa.items()}, {q: s for q, (s, _) in qb.items()}, resamples=resamples
     )
     deltas = [QueryDelta(q, qa[q][0], qb[q][0], qa[q][1], qb[q][1]) for q in set(qa) & set(qb)]
     deltas.sort(key=lambda d: (d.difference, d.query_id))
-    names_a, names_b = dict(systems_of(a)), dict(systems_of(b))
-    return Comparison(
-        names_a.get(system_a, "every system") if system_a else "every system",
-        names_b.get(system_b, "every system") if system_b else "every system",
-        test,
-        deltas,
-    )
+    return Comparison(name_a, name_b, test, deltas)
 
 
 # -- criterion health ----------------------------------------------------------------------
