@@ -118,6 +118,7 @@ def page_json(data: sel.RunData, human: Interval) -> dict:
         "items": len(data.items),
         "adjudicated": data.adjudicated,
         "labelled": data.labelled,
+        "systems": [list(s) for s in sel.systems_of(data)],
         "cells": [[c.system_id, c.system, c.group, c.value, c.estimate.as_dict()] for c in cells],
         "calibrated": [c.as_dict() for c in sel.calibrated_scores(data)],
         "panels": [_panel_json(o) for o in sel.panel_calibration(data)],
@@ -140,7 +141,7 @@ def page_from_json(d: dict) -> Page:
     cells = [sel.Cell(s, name, g, v, _estimate(e)) for s, name, g, v, e in d["cells"]]
     buckets = tuple(_bucket(b) for b in d["buckets"])
     found = {(c.system_id, c.value): c for c in cells if c.group == "bucket"}
-    systems = sorted({(c.system, c.system_id) for c in cells})
+    systems = sorted((name, system_id) for system_id, name in d["systems"])
     empty = am.Estimate(None, None, None, 0, 0, "")
     lines = tuple(
         sel.CurveLine(
@@ -284,6 +285,13 @@ def queries(run: Run) -> Queries:
 
 def health(run: Run) -> list[am.CriterionHealth]:
     return health_from_json(_part(run, "health"))
+
+
+def health_rows(run: Run, flag: str = "") -> list[list]:
+    """The kept rows (`health_json`), with `flag` only those flagged so; build objects for
+    the rows shown with `health_from_json` (40,000 criteria: build only a page of them)."""
+    rows = _part(run, "health")
+    return [r for r in rows if flag in r[1]] if flag else rows
 
 
 def warm(run: Run) -> None:

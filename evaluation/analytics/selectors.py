@@ -285,11 +285,11 @@ def system_scores(data: RunData, *, resamples: int = PAGE_RESAMPLES) -> list[Cel
         by_cell[answer.system_id, group, value][answer.query_id].append(share)
     names = {a.system_id: a.system for a in data.answers.values()}
     order = {b.key: n for n, b in enumerate(data.buckets)}
+    keys = list(by_cell)
+    estimates = am.cluster_bootstraps([by_cell[k] for k in keys], resamples=resamples)
     cells = [
-        Cell(
-            system_id, names[system_id], group, value, am.cluster_bootstrap(v, resamples=resamples)
-        )
-        for (system_id, group, value), v in by_cell.items()
+        Cell(system_id, names[system_id], group, value, estimate)
+        for (system_id, group, value), estimate in zip(keys, estimates, strict=True)
     ]
     return sorted(
         cells,

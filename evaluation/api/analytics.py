@@ -161,25 +161,26 @@ class CriterionHealthView(APIView):
         params = AnalyticsQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         run = _run(dataset, params.validated_data.get("run"))
-        health = figures.health(run)
+        rows = figures.health_rows(run)
         return Response(
             {
                 "run": _run_data(run),
                 "criteria": [
                     {
-                        "criterion": h.criterion,
-                        "flags": list(h.flags),
-                        "pass_rate": h.pass_rate,
-                        "split_rate": h.split_rate,
-                        "disagreement_rate": h.disagreement_rate,
-                        "passed": h.items.passed,
-                        "failed": h.items.failed,
-                        "systems_passing": h.items.systems_passing,
-                        "systems": h.items.systems,
-                        "compared": h.items.compared,
-                        "disagreed": h.items.disagreed,
+                        "criterion": criterion,
+                        "flags": flags,
+                        "pass_rate": passed / (passed + failed) if passed + failed else None,
+                        "split_rate": split / judged if judged else None,
+                        "disagreement_rate": disagreed / compared if compared else None,
+                        "passed": passed,
+                        "failed": failed,
+                        "systems_passing": systems_passing,
+                        "systems": systems,
+                        "compared": compared,
+                        "disagreed": disagreed,
                     }
-                    for h in health
+                    for (criterion, flags, passed, failed, split, judged, compared, disagreed,
+                         systems_passing, systems) in rows
                 ],
             }
-        )
+        )  # fmt: skip

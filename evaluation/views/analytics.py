@@ -249,9 +249,10 @@ def compare_runs(request: HttpRequest, pk: int) -> HttpResponse:
         system_a, system_b = _int(request, "system_a"), _int(request, "system_b")
         queries_a, queries_b = figures.queries(run_a), figures.queries(run_b)
         comparison = figures.compare(queries_a, queries_b, system_a=system_a, system_b=system_b)
+        regressions, gains = comparison.regressions(), comparison.gains()
         texts = dict(
             Query.objects.filter(
-                pk__in=[d.query_id for d in comparison.deltas], dataset=dataset
+                pk__in=[d.query_id for d in (*regressions, *gains)], dataset=dataset
             ).values_list("pk", "text")
         )
         context.update(
@@ -262,8 +263,8 @@ def compare_runs(request: HttpRequest, pk: int) -> HttpResponse:
             system_a=system_a,
             system_b=system_b,
             comparison=comparison,
-            regressions=[(d, texts.get(d.query_id, "")) for d in comparison.regressions()],
-            gains=[(d, texts.get(d.query_id, "")) for d in comparison.gains()],
+            regressions=[(d, texts.get(d.query_id, "")) for d in regressions],
+            gains=[(d, texts.get(d.query_id, "")) for d in gains],
         )
     return render(request, "evaluation/analytics_compare.html", context)
 
@@ -275,17 +276,15 @@ def criterion_health(request: HttpRequest, pk: int) -> HttpResponse:
     selection = select_run(request, dataset)
     context: dict = {"dataset": dataset, "selection": selection, "run": selection.run}
     if selection.run is not None:
-        health = figures.health(selection.run)
         flag = request.GET.get("flag", "")
-        if flag:
-            health = [h for h in health if flag in h.flags]
-        shown = health[:HEALTH_LIMIT]
+        rows = figures.health_rows(selection.run, flag)
+        shown = figures.health_from_json(rows[:HEALTH_LIMIT])
         criteria = Criterion.objects.select_related(
             "checklist__query", "checklist__author"
         ).in_bulk([h.criterion for h in shown])
         context.update(
             rows=[(h, criteria.get(h.criterion)) for h in shown],
-            total=len(health),
+            total=len(rows),
             flag=flag,
             flags=("never passed", "always passed", "split", "disagrees"),
         )
