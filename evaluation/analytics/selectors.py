@@ -252,22 +252,31 @@ def _answer_group_shares(data: RunData) -> dict[tuple[int, str, str], float]:
 
 
 def _compute_shares(data: RunData) -> dict[tuple[int, str, str], float]:
+    # The (group, value) keys of an item depend on its criterion (bucket, kind, sources)
+    # and its answer (category): worked out once per criterion, not once per item.
+    by_criterion: dict[int, tuple[tuple[str, str], ...]] = {}
     tally: dict[tuple[int, str, str, int], list[int]] = defaultdict(lambda: [0, 0])
+    answers = data.answers
     for item in data.items:
-        if item.outcome not in ("pass", "fail"):
+        outcome = item.outcome
+        if outcome != "pass" and outcome != "fail":
             continue
-        answer = data.answers.get(item.answer_id)
+        answer = answers.get(item.answer_id)
         if answer is None:
             continue
-        bucket = am.bucket_of(data.checklist_size[item.checklist_id], data.buckets).key
-        keys = [("all", ""), ("category", answer.category), ("bucket", bucket)]
-        keys.append(("kind", item.kind))
-        keys += [("source", s) for s in data.sources.get(item.criterion_id, ())] or [
-            ("source", NO_VALUE)
-        ]
-        for group, value in keys:
-            t = tally[item.answer_id, group, value, item.checklist_id]
-            t[0] += item.outcome == "pass"
+        keys = by_criterion.get(item.criterion_id)
+        if keys is None:
+            bucket = am.bucket_of(data.checklist_size[item.checklist_id], data.buckets).key
+            keys = (("all", ""), ("bucket", bucket), ("kind", item.kind))
+            keys += tuple(("source", s) for s in data.sources.get(item.criterion_id, ())) or (
+                ("source", NO_VALUE),
+            )
+            by_criterion[item.criterion_id] = keys
+        passed = outcome == "pass"
+        a, c = item.answer_id, item.checklist_id
+        for group, value in (*keys, ("category", answer.category)):
+            t = tally[a, group, value, c]
+            t[0] += passed
             t[1] += 1
     per_checklist: dict[tuple[int, str, str], list[float]] = defaultdict(list)
     for (answer_id, group, value, _), (passed, decided) in tally.items():
@@ -341,21 +350,25 @@ def calibrated_scores(data: RunData, *, resamples: int = PAGE_RESAMPLES) -> list
             am.PPIItem(answer.query_id, float(item.panel == "pass"), label)
         )
     names = {a.system_id: a.system for a in data.answers.values()}
-    out = []
-    for system_id, ppi_items in by_system.items():
+    samples = []
+    for ppi_items in by_system.values():
         judge: dict[object, list[float]] = defaultdict(list)
         human: dict[object, list[float]] = defaultdict(list)
         for i in ppi_items:
             judge[i.cluster].append(i.prediction)
             if i.label is not None:
                 human[i.cluster].append(i.label)
+        samples += [judge, human]
+    estimates = am.cluster_bootstraps(samples, resamples=resamples)  # one pass for all
+    out = []
+    for n, (system_id, ppi_items) in enumerate(by_system.items()):
         ppi = am.ppi_mean(ppi_items, clustered=True, resamples=resamples)
         out.append(
             Calibrated(
                 system_id,
                 names[system_id],
-                am.cluster_bootstrap(judge, resamples=resamples),
-                am.cluster_bootstrap(human, resamples=resamples),
+                estimates[2 * n],
+                estimates[2 * n + 1],
                 ppi,
                 am.labels_needed(ppi, 0.05),
             )

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20240601
@@ -92,8 +93,8 @@ def cluster_bootstraps(
     out: list[Estimate | None] = [None] * len(many)
     by_size: dict[int, list[tuple[int, list[list[float]]]]] = {}
     for n, values_by_cluster in enumerate(many):
-        kept = {k: list(v) for k, v in values_by_cluster.items() if len(v)}
-        flat = [x for v in kept.values() for x in v]
+        kept = {k: v for k, v in values_by_cluster.items() if len(v)}
+        flat = list(itertools.chain.from_iterable(kept.values()))
         if not flat:
             out[n] = Estimate(None, None, None, 0, 0, method)
             continue
@@ -123,8 +124,8 @@ def resampled_sums(
     """The bootstrap's core: `resamples` times, draw as many clusters as there are (with
     replacement, numpy's PCG64 seeded with `seed`) and sum each column over the drawn
     clusters. Returns an array (columns × resamples). Vectorised: each resample's draws
-    are counted per cluster, and one matrix product (columns × clusters by clusters ×
-    resamples) sums every column at once, so many columns cost about as much as one.
+    are counted per cluster, and one product (columns × clusters by clusters × resamples)
+    sums every column at once, so many columns cost about as much as one.
     Draws are made in chunks of about `cells` indices, so memory stays flat whatever the
     number of queries."""
     data = np.asarray(columns, dtype=float)
@@ -132,12 +133,15 @@ def resampled_sums(
     rng = np.random.default_rng(seed)
     out = np.empty((data.shape[0], resamples))
     step = max(1, cells // k)
-    for start in range(0, resamples, step):
-        stop = min(resamples, start + step)
-        drawn = rng.integers(0, k, size=(stop - start, k))
-        rows = np.arange(stop - start)[:, None] * k
-        counts = np.bincount((drawn + rows).ravel(), minlength=(stop - start) * k)
-        out[:, start:stop] = data @ counts.reshape(stop - start, k).T.astype(float)
+    # One BLAS thread: a threaded BLAS on a busy machine (web workers, other requests)
+    # spends more time waiting for its threads than multiplying.
+    with threadpool_limits(limits=1, user_api="blas"):
+        for start in range(0, resamples, step):
+            stop = min(resamples, start + step)
+            drawn = rng.integers(0, k, size=(stop - start, k))
+            rows = np.arange(stop - start)[:, None] * k
+            counts = np.bincount((drawn + rows).ravel(), minlength=(stop - start) * k)
+            out[:, start:stop] = data @ counts.reshape(stop - start, k).T.astype(float)
     return out
 
 
