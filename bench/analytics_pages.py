@@ -5,12 +5,14 @@
 
 On the dataset's latest finished run (``bench.seed_scale --preset analytics``), prints:
 
-1. **old path**: seconds per step of computing the page from the items, as every request
-   did before the figures were kept (`load_run`, scores, PPI++, curve, panels, health);
+1. **computed**: seconds per step of computing the figures from the items with the
+   selectors, as every request did before the figures were kept and as a miss does now
+   (`load_run`, scores, PPI++, curve, panels, health);
 2. **miss**: the kept figures deleted, then each part computed and kept (`figures.page`,
    `figures.queries`, `figures.health`: what the first request after a label change
    pays), and `figures.warm` (what the task run when a run ends does);
-3. **same numbers**: the kept figures compared with the old path's (must be 0 differences);
+3. **same numbers**: the kept figures (read back from the database) compared with the
+   computed ones (must be 0 differences);
 4. **warm pages**: every analytics page and API answer through Django's test client
    (whole request: middleware, session, permissions, the cache read, the template), the
    median and worst of ``--repeat`` requests, and its ratio to the 500 ms bound.
@@ -59,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"dataset {dataset.pk} ({dataset.name}), run {run.pk} ({run})")
 
     if not args.skip_old:
-        print("\n1. old path (computed from the items on every request), seconds")
+        print("\n1. computed from the items (the selectors: every request before, a miss now), s")
         data, t = _timed(lambda: sel.load_run(run))
         print(f"  load_run: {len(data.items):,} items, {data.labelled:,} labelled   {t:6.2f}")
         cells, t1 = _timed(lambda: sel.system_scores(data))
@@ -100,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
                 queries.of(None) != sel.query_scores(data, None),
             ]
         )
-        print(f"\n3. same numbers: {diffs} differences between the kept figures and the old path")
+        print(f"\n3. same numbers: {diffs} differences between the kept figures and the computed ones")
 
     client = Client(SERVER_NAME="localhost")
     client.force_login(get_user_model().objects.get(username=args.user))

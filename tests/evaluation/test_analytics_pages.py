@@ -205,3 +205,25 @@ def test_saturated_queries_are_marked_too_easy(reviewed_dataset, client, reviewe
     client.force_login(collaborator)  # an expert does not see verdict-derived flags
     html = client.get(reverse("dataset-detail", args=[reviewed_dataset.pk])).content.decode()
     assert "too easy" not in html
+
+
+def test_saturated_queries_are_in_the_dataset_export(reviewed_dataset):
+    from annotation.models import Query
+    from evaluation.data.export import ExportOptions, export_chunks, query_key
+    from tests.data.helpers import jsonl, members
+
+    known = build_known(
+        reviewed_dataset, sizes=(3, 3, 3), skill={"Alpha": 1.0, "Beta": 1.0}, hard_first=False,
+        label_share=0.0,
+    )  # fmt: skip
+    expected = sel.saturated(sel.load_run(known.run))
+    assert expected  # every answer passes everything: every query is saturated
+    keys = {q.pk: query_key(q.pk, q.external_id) for q in Query.objects.filter(pk__in=expected)}
+    options = ExportOptions.parse(["scores"], ["jsonl", "csv"])
+    data = b"".join(export_chunks(reviewed_dataset, options))
+    rows = jsonl(data, "saturated_queries.jsonl")
+    assert [(r["query"], r["systems"]) for r in rows] == [(keys[q], 2) for q in expected]
+    assert len({r["run"] for r in rows}) == 1
+    # Without the scores part, no saturation table.
+    bare = b"".join(export_chunks(reviewed_dataset, ExportOptions.parse(["answers"], ["jsonl"])))
+    assert "saturated_queries.jsonl" not in members(bare)
