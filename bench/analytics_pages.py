@@ -77,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  criterion health ({len(health):,} criteria)               {t5:6.2f}")
         saturated, t6 = _timed(lambda: sel.saturated(data))
         print(f"  saturation                                           {t6:6.2f}")
-        print(f"  total                                                {t+t1+t2+t3+t4+t5+t6:6.2f}")
+        total = t + t1 + t2 + t3 + t4 + t5 + t6
+        print(f"  total                                                {total:6.2f}")
 
     print("\n2. miss (kept figures deleted, then computed and kept), seconds")
     kept = AgreementCache.objects.filter(dataset=dataset, key__startswith=f"analytics-{run.pk}")
@@ -102,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
                 queries.of(None) != sel.query_scores(data, None),
             ]
         )
-        print(f"\n3. same numbers: {diffs} differences between the kept figures and the computed ones")
+        print(f"\n3. same numbers: {diffs} differences between kept and computed figures")
 
     client = Client(SERVER_NAME="localhost")
     client.force_login(get_user_model().objects.get(username=args.user))
@@ -113,8 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         + f"?bucket={bucket}",
         "complexity.csv": reverse("analytics-complexity-csv", args=[dataset.pk]),
         "complexity.svg": reverse("analytics-complexity-svg", args=[dataset.pk]),
-        "compare page": reverse("analytics-compare", args=[dataset.pk])
-        + f"?a={run.pk}&b={run.pk}",
+        "compare page": reverse("analytics-compare", args=[dataset.pk]) + f"?a={run.pk}&b={run.pk}",
         "criterion health page": reverse("analytics-criteria", args=[dataset.pk]),
         "API analytics": reverse("api-evaluation:analytics", args=[dataset.pk]),
         "API compare": reverse("api-evaluation:analytics-compare", args=[dataset.pk])

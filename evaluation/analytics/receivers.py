@@ -1,5 +1,7 @@
-"""Regression checks and the analytics figures when a run ends. Connected in EvaluationConfig.ready(); the task is
-queued by name (the receiver never imports tasks), only when the dataset has an alert."""
+"""Regression checks and the analytics figures when a run ends. Connected in
+EvaluationConfig.ready(); tasks are queued by name (the receiver never imports tasks): the
+regression check only when the dataset has an alert, the figures for every run but a
+cross-evaluation."""
 
 from __future__ import annotations
 

@@ -88,9 +88,7 @@ def panel_options(
     # Items with the same human reference and the same judges' labels get the same outcome
     # under every option: each pattern is aggregated once and counted as often as it occurs
     # (a few dozen patterns for three judges, whatever the number of items).
-    patterns = Counter(
-        (item.human, tuple(item.judges.get(j) for j in judges)) for item in items
-    )
+    patterns = Counter((item.human, tuple(item.judges.get(j) for j in judges)) for item in items)
     position = {j: n for n, j in enumerate(judges)}
     options = []
     for size in range(1, len(judges) + 1):

@@ -115,6 +115,7 @@ def test_a_warm_page_reads_no_verdict(known, reviewed_dataset, client, reviewer)
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
+    url = reverse("dataset-analytics", args=[reviewed_dataset.pk])
     with CaptureQueriesContext(connection) as captured:
-        assert client.get(reverse("dataset-analytics", args=[reviewed_dataset.pk])).status_code == 200
+        assert client.get(url).status_code == 200
     assert not any("evaluation_verdict" in q["sql"] for q in captured.captured_queries)
