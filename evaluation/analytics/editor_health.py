@@ -6,8 +6,9 @@ Who sees it (docs/decisions/0005-criterion-health-in-the-editor.md): the author,
 checklist has been submitted (the figures are judges' verdicts on the author's own
 criteria, never another expert's work; after submission, so that they never steer a
 first draft), and the dataset's reviewers and admins, who see runs anyway. Nobody else.
-The figures are the admins' criterion-health list's own, read from the kept figures
-(`evaluation.analytics.figures.health_rows`).
+The figures are the admins' criterion-health list's own (`selectors.criterion_health`),
+computed from the run's items of this checklist's query only (a criterion's health depends
+on no other query's items), so they are always current and cost milliseconds.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from dataclasses import dataclass
 
 from annotation.models import Checklist, Criterion
 from annotation.permissions import dataset_permissions
-from evaluation.analytics import figures
 from evaluation.analytics import selectors as sel
 from evaluation.metrics.analytics import CriterionHealth
 from evaluation.models import Run
@@ -45,8 +45,9 @@ def checklist_health(user, checklist: Checklist) -> ChecklistHealth | None:
     if run is None:
         return None
     criteria = {c.pk: c for c in Criterion.objects.filter(checklist=checklist)}
-    rows = [r for r in figures.health_rows(run) if r[0] in criteria]
-    health = figures.health_from_json(rows)
+    # Only the query's answers: a criterion's health depends on no other query's items.
+    data = sel.load_run(run, queries=[checklist.query_id])
+    health = [h for h in sel.criterion_health(data) if h.criterion in criteria]
     return ChecklistHealth(
         run, [(criteria[h.criterion], h) for h in health if h.flags], graded=len(health)
     )

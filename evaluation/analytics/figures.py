@@ -11,7 +11,8 @@ part), in three parts:
   complexity curve with the human line, each bucket's 500 lowest (answer, checklist)
   rows);
 - `queries(run)`: each system's per-query scores, for run comparison and alerts;
-- `health(run)`: criterion health, flagged first.
+- `health(run)`: criterion health, flagged first (and `health_page`: the first rows per
+  flag, for the page).
 
 The key's state (`state`) holds the run's state (status, attempt, finish time: what moves
 whenever its verdicts may have changed), the dataset's review revision (every label,
@@ -247,6 +248,7 @@ def _prefixes(run: Run, edges: tuple[int, ...]) -> dict[str, str]:
         "page": page,
         "queries": f"analytics-{run.pk}-queries",
         "health": f"analytics-{run.pk}-health",
+        "health-top": f"analytics-{run.pk}-healthtop",
     }
 
 
@@ -254,11 +256,27 @@ def _key(prefix: str, state_: str) -> str:
     return f"{prefix}:{hashlib.sha256(state_.encode()).hexdigest()}"
 
 
+HEALTH_FLAGS = ("never passed", "always passed", "split", "disagrees")
+HEALTH_SHOWN = 200  # rows of the criterion-health page, per flag
+
+
+def health_top(rows: list[list]) -> dict[str, dict]:
+    """The criterion-health page's rows: for no flag and for each flag, how many criteria
+    and the first HEALTH_SHOWN (reading 40,000 kept rows per request would cost seconds)."""
+    out = {}
+    for flag in ("", *HEALTH_FLAGS):
+        chosen = [r for r in rows if flag in r[1]] if flag else rows
+        out[flag] = {"total": len(chosen), "rows": chosen[:HEALTH_SHOWN]}
+    return out
+
+
 def _compute(part: str, data: sel.RunData) -> Any:
     if part == "page":
         return page_json(data, sel.dataset_mean_overlap(data.run.dataset))
     if part == "queries":
         return queries_json(data)
+    if part == "health-top":
+        return health_top(health_json(data))
     return health_json(data)
 
 
@@ -287,11 +305,16 @@ def health(run: Run) -> list[am.CriterionHealth]:
     return health_from_json(_part(run, "health"))
 
 
-def health_rows(run: Run, flag: str = "") -> list[list]:
-    """The kept rows (`health_json`), with `flag` only those flagged so; build objects for
-    the rows shown with `health_from_json` (40,000 criteria: build only a page of them)."""
-    rows = _part(run, "health")
-    return [r for r in rows if flag in r[1]] if flag else rows
+def health_page(run: Run, flag: str = "") -> tuple[int, list[am.CriterionHealth]]:
+    """(criteria with `flag`, the first HEALTH_SHOWN of them); every criterion without a
+    flag. An unknown flag: none."""
+    top = _part(run, "health-top").get(flag, {"total": 0, "rows": []})
+    return top["total"], health_from_json(top["rows"])
+
+
+def health_rows(run: Run) -> list[list]:
+    """Every criterion's kept row (`health_json`), for the API."""
+    return _part(run, "health")
 
 
 def warm(run: Run) -> None:
@@ -300,8 +323,15 @@ def warm(run: Run) -> None:
     edges = am.DEFAULT_EDGES
     state_ = state(run, edges)
     data = sel.load_run(run, edges=edges)
+    health_rows_ = health_json(data)
+    computed = {
+        "page": _compute("page", data),
+        "queries": _compute("queries", data),
+        "health": health_rows_,
+        "health-top": health_top(health_rows_),
+    }
     for part, prefix in _prefixes(run, edges).items():
-        figure_cache.store(run.dataset_id, prefix, _key(prefix, state_), _compute(part, data))
+        figure_cache.store(run.dataset_id, prefix, _key(prefix, state_), computed[part])
 
 
 def compare(

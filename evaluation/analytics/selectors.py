@@ -140,27 +140,31 @@ def load_run(
         .order_by()
         .values_list("answer_id", "criterion_id", "p", "f")
     )
+    criteria_of = Criterion.objects.filter(checklist__query__dataset_id=dataset_id)
+    labels_of = HumanLabel.objects.filter(answer__query__dataset_id=dataset_id)
+    adjudications_of = Adjudication.objects.filter(answer__query__dataset_id=dataset_id)
+    if queries is not None:  # only what the chosen queries' items name
+        criteria_of = criteria_of.filter(pk__in=verdicts.values("criterion_id"))
+        labels_of = labels_of.filter(answer__query_id__in=list(queries))
+        adjudications_of = adjudications_of.filter(answer__query_id__in=list(queries))
     criteria = {
         pk: (checklist_id, kind)
-        for pk, checklist_id, kind in Criterion.objects.filter(
-            checklist__query__dataset_id=dataset_id, scoring_enabled=True
-        ).values_list("pk", "checklist_id", "kind")
+        for pk, checklist_id, kind in criteria_of.filter(scoring_enabled=True).values_list(
+            "pk", "checklist_id", "kind"
+        )
     }
     sources: dict[int, list[str]] = defaultdict(list)
     for criterion_id, name in Criterion.source_types.through.objects.filter(
-        criterion__checklist__query__dataset_id=dataset_id
+        criterion__in=criteria_of
     ).values_list("criterion_id", "sourcetype__name"):
         sources[criterion_id].append(name)
     adjudications = {
         (a, c): label
-        for a, c, label in Adjudication.objects.filter(
-            answer__query__dataset_id=dataset_id
-        ).values_list("answer_id", "criterion_id", "label")
+        for a, c, label in adjudications_of.values_list("answer_id", "criterion_id", "label")
     }
     tallies: dict[tuple[int, int], dict[str, int]] = defaultdict(dict)
     for a, c, label, n in (
-        HumanLabel.objects.filter(answer__query__dataset_id=dataset_id)
-        .values("answer_id", "criterion_id", "label")
+        labels_of.values("answer_id", "criterion_id", "label")
         .annotate(n=Count("pk"))
         .order_by()
         .values_list("answer_id", "criterion_id", "label", "n")

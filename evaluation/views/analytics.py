@@ -27,7 +27,6 @@ from evaluation.metrics import analytics as am
 from evaluation.models import Run
 from evaluation.permissions import can_see_runs
 
-HEALTH_LIMIT = 200
 PANEL_OPTIONS = 10  # the best candidate panels shown
 
 
@@ -277,15 +276,14 @@ def criterion_health(request: HttpRequest, pk: int) -> HttpResponse:
     context: dict = {"dataset": dataset, "selection": selection, "run": selection.run}
     if selection.run is not None:
         flag = request.GET.get("flag", "")
-        rows = figures.health_rows(selection.run, flag)
-        shown = figures.health_from_json(rows[:HEALTH_LIMIT])
+        total, shown = figures.health_page(selection.run, flag)
         criteria = Criterion.objects.select_related(
             "checklist__query", "checklist__author"
         ).in_bulk([h.criterion for h in shown])
         context.update(
             rows=[(h, criteria.get(h.criterion)) for h in shown],
-            total=len(rows),
+            total=total,
             flag=flag,
-            flags=("never passed", "always passed", "split", "disagrees"),
+            flags=figures.HEALTH_FLAGS,
         )
     return render(request, "evaluation/analytics_criteria.html", context)

@@ -63,7 +63,14 @@ def test_kept_queries_and_health_equal_the_computed_ones(known, reviewed_dataset
         assert queries.of(None) == sel.query_scores(data, None)
         for system_id, _ in queries.systems:
             assert queries.of(system_id) == sel.query_scores(data, system_id)
-        assert figures.health(known.run) == sel.criterion_health(data)
+        health = sel.criterion_health(data)
+        assert figures.health(known.run) == health
+        assert figures.health_page(known.run) == (len(health), health[:200])
+        flagged = [h for h in health if "never passed" in h.flags]
+        assert flagged and figures.health_page(known.run, "never passed") == (
+            len(flagged),
+            flagged[:200],
+        )
     other = build_known(reviewed_dataset, seed=9, queries=known.plan)
     a, b = sel.load_run(known.run), sel.load_run(other.run)
     s = next(iter(known.systems))
@@ -104,6 +111,7 @@ def test_the_task_run_when_a_run_ends_keeps_every_part(known):
     assert _kept(known.run) == [
         f"analytics-{known.run.pk}",
         f"analytics-{known.run.pk}-health",
+        f"analytics-{known.run.pk}-healthtop",
         f"analytics-{known.run.pk}-queries",
     ]
     assert warm_analytics(10**9) is False  # a deleted run: nothing to do
