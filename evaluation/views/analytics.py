@@ -180,6 +180,7 @@ def dataset_analytics(request: HttpRequest, pk: int) -> HttpResponse:
             chart=curve_chart(selection, page.curve),
             csv_href=reverse("analytics-complexity-csv", args=[dataset.pk]) + _query(selection),
             svg_href=reverse("analytics-complexity-svg", args=[dataset.pk]) + _query(selection),
+            png_name=f"complexity-dataset-{dataset.pk}-run-{selection.run.pk}.png",
             bucket=next((b for b in page.curve.buckets if b.key == bucket), None),
             bucket_rows=page.bucket_rows.get(bucket, []) if bucket else [],
             edges=",".join(map(str, selection.edges)),
