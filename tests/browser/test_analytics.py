@@ -4,6 +4,8 @@ drills into that bucket's checklists, each linked to its answer page."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from playwright.sync_api import expect
 
@@ -77,7 +79,7 @@ def test_the_complexity_chart_downloads_as_png(page, dataset, reviewer):
         button.click()
     download = info.value
     assert download.suggested_filename.endswith(".png")
-    data = open(download.path(), "rb").read()
+    data = Path(download.path()).read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     width = int.from_bytes(data[16:20], "big")
     assert width == 2 * int(page.locator("#complexity-chart svg").get_attribute("width"))
