@@ -43,7 +43,7 @@ from evaluation.metrics.calibration import PanelOption
 from evaluation.metrics.overlap import Interval
 from evaluation.models import AgreementCache, Run
 
-VERSION = 1  # bump when what is stored changes shape or meaning
+VERSION = 2  # bump when what is stored changes shape or meaning
 BUCKET_ROWS = 500  # rows kept per bucket for the drill-down
 
 
@@ -58,6 +58,7 @@ class Page:
     cells: list[sel.Cell]
     calibrated: list[sel.Calibrated]
     panels: list[PanelOption]
+    judges: list[sel.JudgeAgreement]  # each judge and the panel vs people, by kind, source
     saturated: list[int]
     curve: sel.ComplexityCurve
     bucket_rows: dict[str, list[sel.BucketRow]]
@@ -115,6 +116,7 @@ def _calibrated(d: dict) -> sel.Calibrated:
 def page_json(data: sel.RunData, human: Interval) -> dict:
     cells = sel.system_scores(data)
     curve = sel.complexity_curve(data, cells, human=human)
+    labelled = sel.calibration_items(data)  # one read for the panels and the judges
     return {
         "items": len(data.items),
         "adjudicated": data.adjudicated,
@@ -122,7 +124,12 @@ def page_json(data: sel.RunData, human: Interval) -> dict:
         "systems": [list(s) for s in sel.systems_of(data)],
         "cells": [[c.system_id, c.system, c.group, c.value, c.estimate.as_dict()] for c in cells],
         "calibrated": [c.as_dict() for c in sel.calibrated_scores(data)],
-        "panels": [_panel_json(o) for o in sel.panel_calibration(data)],
+        "panels": [_panel_json(o) for o in sel.panel_calibration(data, labelled)],
+        "judges": [
+            [a.rater, a.group, a.value, a.agreement.n, a.agreement.agree, a.agreement.percent,
+             asdict(a.agreement.kappa)]
+            for a in sel.judge_agreement(data, labelled)
+        ],
         "saturated": sel.saturated(data),
         "buckets": [{"low": b.low, "high": b.high} for b in data.buckets],
         "checklists": curve.checklists,
@@ -164,6 +171,10 @@ def page_from_json(d: dict) -> Page:
         cells,
         [_calibrated(c) for c in d["calibrated"]],
         [_panel(o) for o in d["panels"]],
+        [
+            sel.JudgeAgreement(rater, group, value, Agreement(n, agree, pct, Kappa(**k), None))
+            for rater, group, value, n, agree, pct, k in d["judges"]
+        ],
         d["saturated"],
         curve,
         {k: [sel.BucketRow(*r) for r in rows] for k, rows in d["bucket_rows"].items()},

@@ -22,7 +22,7 @@ Definitions (docs/metrics.md, "Analytics"):
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -33,6 +33,7 @@ from annotation.models import Criterion, Dataset
 from evaluation.cross_evaluation.selectors import dataset_mean_overlap
 from evaluation.metrics import analytics as am
 from evaluation.metrics.aggregation import Vote, aggregate
+from evaluation.metrics.agreement import Agreement, agreement_from_matrix, matrix_from_counts
 from evaluation.metrics.calibration import CalibrationItem, PanelOption, panel_options
 from evaluation.metrics.cost import JudgeUsage
 from evaluation.metrics.overlap import Interval
@@ -616,12 +617,12 @@ def criterion_health(data: RunData) -> list[am.CriterionHealth]:
 # -- judge calibration: which panel agrees best with people ---------------------------------
 
 
-def panel_calibration(data: RunData) -> list[PanelOption]:
-    """Every subset of the run's judges × voting rule against the human reference on the
-    labelled items, best first, with each judge's cost in this run. Three queries."""
+def calibration_items(data: RunData) -> dict[tuple[int, int], CalibrationItem]:
+    """(answer, criterion) -> each judge's label (the majority of its valid samples) and
+    the human reference, on the labelled items the run's judges voted on. One query."""
     references = {(i.answer_id, i.criterion_id): i.human for i in data.items if i.human}
     if not references:
-        return []
+        return {}
     tallies: dict[tuple[int, int], dict[str, list[int]]] = defaultdict(dict)
     # Only the labelled items' verdicts (a label or an adjudication on the same answer and
     # criterion): a fifth of the run's rows at 40,000 labelled items of 200,000.
@@ -646,8 +647,8 @@ def panel_calibration(data: RunData) -> list[PanelOption]:
     ):
         if (answer_id, criterion_id) in references:
             tallies[answer_id, criterion_id][judge] = [p, f]
-    items = [
-        CalibrationItem(
+    return {
+        key: CalibrationItem(
             references[key],
             {
                 judge: "pass" if p > f else "fail" if f > p else None
@@ -655,7 +656,79 @@ def panel_calibration(data: RunData) -> list[PanelOption]:
             },
         )
         for key, judges in tallies.items()
-    ]
+    }
+
+
+@dataclass(frozen=True)
+class JudgeAgreement:
+    """One judge (or the run's panel) against the human reference on the labelled items
+    of one group (every item, a criterion kind, a source type)."""
+
+    rater: str  # a judge's name, or PANEL
+    group: str  # "all", "kind", "source"
+    value: str
+    agreement: Agreement
+
+    def as_dict(self) -> dict:
+        k = self.agreement.kappa
+        return {
+            "rater": self.rater,
+            "group": self.group,
+            "value": self.value,
+            "n": self.agreement.n,
+            "percent": self.agreement.percent,
+            "kappa": k.kappa,
+            "kappa_low": k.low,
+            "kappa_high": k.high,
+        }
+
+
+PANEL = "(the run's panel)"
+
+
+def judge_agreement(
+    data: RunData, items: dict[tuple[int, int], CalibrationItem] | None = None
+) -> list[JudgeAgreement]:
+    """Per judge and for the run's panel (its verdict with the run's rule), agreement with
+    the human reference overall, by criterion kind and by source type (a criterion with
+    several source types counts in each). Items a rater left without a label are out."""
+    items = calibration_items(data) if items is None else items
+    if not items:
+        return []
+    info = {(i.answer_id, i.criterion_id): i for i in data.items}
+    cells: dict[tuple[str, str, str], Counter] = defaultdict(Counter)
+    for key, calibration in items.items():
+        item = info[key]
+        groups = [("all", ""), ("kind", item.kind)]
+        groups += [("source", s) for s in data.sources.get(item.criterion_id, ())] or [
+            ("source", NO_VALUE)
+        ]
+        labels = dict(calibration.judges)
+        if item.panel in ("pass", "fail"):
+            labels[PANEL] = item.panel
+        for rater, label in labels.items():
+            if label is None:
+                continue
+            for group, value in groups:
+                cells[rater, group, value][label, calibration.human] += 1
+    order = {"all": 0, "kind": 1, "source": 2}
+    return sorted(
+        (
+            JudgeAgreement(rater, group, value, agreement_from_matrix(matrix_from_counts(c)))
+            for (rater, group, value), c in cells.items()
+        ),
+        key=lambda a: (a.rater != PANEL, a.rater, order[a.group], a.value == NO_VALUE, a.value),
+    )
+
+
+def panel_calibration(
+    data: RunData, items: dict[tuple[int, int], CalibrationItem] | None = None
+) -> list[PanelOption]:
+    """Every subset of the run's judges × voting rule against the human reference on the
+    labelled items, best first, with each judge's cost in this run. Three queries."""
+    items = calibration_items(data) if items is None else items
+    if not items:
+        return []
     tokens = {
         name: (prompt or 0, completion or 0, kind, prompt_price, completion_price)
         for name, prompt, completion, kind, prompt_price, completion_price in (
@@ -677,7 +750,7 @@ def panel_calibration(data: RunData) -> list[PanelOption]:
         name: JudgeUsage(name, kind == Judge.Kind.LLM, pt, ct, pp, cp).cost()
         for name, (pt, ct, kind, pp, cp) in tokens.items()
     }
-    return panel_options(items, costs)
+    return panel_options(items.values(), costs)
 
 
 # -- saturation ------------------------------------------------------------------------------

@@ -76,8 +76,9 @@ class AnalyticsView(APIView):
     )
     def get(self, request: Request, pk: int) -> Response:
         """System scores with 95% intervals (overall and by category, complexity bucket,
-        criterion kind and source type), judge-only / human-only / PPI++ scores, and the
-        complexity curve with the human line."""
+        criterion kind and source type), judge-only / human-only / PPI++ scores, candidate
+        panels, each judge's and the panel's agreement with people by criterion kind and
+        source type, and the complexity curve with the human line."""
         dataset = _dataset(request, pk)
         params = AnalyticsQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
@@ -96,6 +97,7 @@ class AnalyticsView(APIView):
                 "scores": [c.as_dict() for c in page.cells],
                 "calibrated": [c.as_dict() for c in page.calibrated],
                 "panels": [o.as_dict() for o in page.panels],
+                "judge_agreement": [a.as_dict() for a in page.judges],
                 "saturated_queries": page.saturated,
                 "complexity": page.curve.as_dict(),
             }

@@ -151,6 +151,30 @@ def _score_tables(cells: list[sel.Cell]) -> list[dict]:
     return tables
 
 
+def _judge_tables(rows: list[sel.JudgeAgreement]) -> list[dict]:
+    """One table per group (every item, kind, source type): a row per value, a column per
+    rater (the run's panel first, then each judge)."""
+    raters: list[str] = []
+    for a in rows:
+        if a.rater not in raters:
+            raters.append(a.rater)
+    titles = {"all": "Every labelled item", "kind": "By criterion kind", "source": "By source type"}
+    tables = []
+    for group, title in titles.items():
+        by_value: dict[str, dict[str, object]] = {}
+        for a in rows:
+            if a.group == group:
+                by_value.setdefault(a.value, {})[a.rater] = a.agreement
+        if by_value:
+            tables.append({
+                "title": title,
+                "raters": raters,
+                "rows": [{"value": v or "all", "cells": [by.get(r) for r in raters]}
+                         for v, by in by_value.items()],
+            })  # fmt: skip
+    return tables
+
+
 @require_GET
 @login_required
 def dataset_analytics(request: HttpRequest, pk: int) -> HttpResponse:
@@ -171,6 +195,7 @@ def dataset_analytics(request: HttpRequest, pk: int) -> HttpResponse:
             tables=_score_tables(page.cells),
             calibrated=page.calibrated,
             panels=page.panels[:PANEL_OPTIONS],
+            judge_tables=_judge_tables(page.judges),
             saturated=list(
                 Query.objects.filter(pk__in=page.saturated, dataset=dataset).values_list(
                     "pk", "text"

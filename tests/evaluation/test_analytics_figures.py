@@ -43,6 +43,9 @@ def test_kept_page_equals_the_computed_one(known, edges):
         assert [o.as_dict() for o in page.panels] == [
             o.as_dict() for o in sel.panel_calibration(data)
         ]
+        assert [a.as_dict() for a in page.judges] == [
+            a.as_dict() for a in sel.judge_agreement(data)
+        ]
         assert page.saturated == sel.saturated(data)
         assert page.curve == sel.complexity_curve(data, cells, human=human)
         assert (page.items, page.adjudicated, page.labelled) == (

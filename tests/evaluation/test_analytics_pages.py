@@ -84,6 +84,7 @@ def test_page_shows_the_figures(known, reviewed_dataset, client, reviewer):
     assert reverse("analytics-criteria", args=[reviewed_dataset.pk]) not in html  # admins only
     # Drilled into a bucket: its checklists, linked to the answer pages.
     html = client.get(url, {"bucket": "10-14"}).content.decode()
+    assert 'id="judge-agreement"' in html and "By criterion kind" in html
     assert 'id="bucket-rows"' in html
     assert f"/runs/{known.run.pk}/answers/" in html.split('id="bucket-rows"')[1]
     # The dataset page links here for reviewers.
@@ -152,6 +153,8 @@ def test_api_figures(known, reviewed_dataset, reviewer_api):
     assert {c["system"] for c in body["calibrated"]} == {"Alpha", "Beta"}
     assert body["complexity"]["buckets"][0]["key"] == "lt10"
     assert "human_line" in body["complexity"]
+    judges = {(a["rater"], a["group"]) for a in body["judge_agreement"]}
+    assert {("j1", "kind"), ("j1", "source"), (sel.PANEL, "all")} <= judges
     bad = reviewer_api.get(
         reverse("api-evaluation:analytics", args=[reviewed_dataset.pk]), {"edges": "x"}
     )
