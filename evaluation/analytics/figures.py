@@ -135,12 +135,12 @@ def page_json(data: sel.RunData, human: Interval) -> dict:
         "checklists": curve.checklists,
         "human": asdict(human),
         "bucket_rows": {
-            b.key: [
+            key: [
                 [r.answer_id, r.query_id, r.system, r.checklist_id, r.criteria, r.passed,
                  r.decided]
-                for r in sel.bucket_rows(data, b.key, limit=BUCKET_ROWS)
+                for r in rows
             ]
-            for b in data.buckets
+            for key, rows in sel.every_bucket_rows(data, limit=BUCKET_ROWS).items()
         },
     }  # fmt: skip
 

@@ -289,6 +289,21 @@ def _compute_shares(data: RunData) -> dict[tuple[int, str, str], float]:
     return {k: sum(v) / len(v) for k, v in per_checklist.items()}
 
 
+def _overall_shares(data: RunData) -> dict[tuple[int, str, str], float]:
+    """`_compute_shares` of the group "all" alone (the same sums in the same order)."""
+    tally: dict[tuple[int, int], list[int]] = defaultdict(lambda: [0, 0])
+    for item in data.items:
+        outcome = item.outcome
+        if (outcome == "pass" or outcome == "fail") and item.answer_id in data.answers:
+            t = tally[item.answer_id, item.checklist_id]
+            t[0] += outcome == "pass"
+            t[1] += 1
+    per_checklist: dict[tuple[int, str, str], list[float]] = defaultdict(list)
+    for (answer_id, _), (passed, decided) in tally.items():
+        per_checklist[answer_id, "all", ""].append(passed / decided)
+    return {k: sum(v) / len(v) for k, v in per_checklist.items()}
+
+
 def system_scores(data: RunData, *, resamples: int = PAGE_RESAMPLES) -> list[Cell]:
     shares = _answer_group_shares(data)
     by_cell: dict[tuple[int, str, str], dict[int, list[float]]] = defaultdict(
@@ -475,31 +490,36 @@ class BucketRow:
 
 def bucket_rows(data: RunData, key: str, *, limit: int = 500) -> list[BucketRow]:
     """The (answer, checklist) pairs of one bucket, lowest share first."""
-    bucket = next((b for b in data.buckets if b.key == key), None)
-    if bucket is None:
-        return []
+    return every_bucket_rows(data, limit=limit).get(key, [])
+
+
+def every_bucket_rows(data: RunData, *, limit: int = 500) -> dict[str, list[BucketRow]]:
+    """`bucket_rows` of every bucket, in one pass over the items."""
+    bucket_of = {c: am.bucket_of(size, data.buckets).key for c, size in data.checklist_size.items()}
     tally: dict[tuple[int, int], list[int]] = defaultdict(lambda: [0, 0])
     for item in data.items:
-        size = data.checklist_size[item.checklist_id]
-        if not bucket.contains(size) or item.answer_id not in data.answers:
+        if item.answer_id not in data.answers:
             continue
         t = tally[item.answer_id, item.checklist_id]
         t[0] += item.outcome == "pass"
         t[1] += item.outcome in ("pass", "fail")
-    rows = [
-        BucketRow(
-            a,
-            data.answers[a].query_id,
-            data.answers[a].system,
-            c,
-            data.checklist_size[c],
-            passed,
-            decided,
+    found: dict[str, list[BucketRow]] = {b.key: [] for b in data.buckets}
+    for (a, c), (passed, decided) in tally.items():
+        found[bucket_of[c]].append(
+            BucketRow(
+                a,
+                data.answers[a].query_id,
+                data.answers[a].system,
+                c,
+                data.checklist_size[c],
+                passed,
+                decided,
+            )
         )
-        for (a, c), (passed, decided) in tally.items()
-    ]
-    rows.sort(key=lambda r: (r.share if r.share is not None else 2.0, r.system, r.answer_id))
-    return rows[:limit]
+    for rows in found.values():
+        rows.sort(key=lambda r: (r.share if r.share is not None else 2.0, r.system, r.answer_id))
+        del rows[limit:]
+    return found
 
 
 # -- run comparison ------------------------------------------------------------------------
@@ -539,7 +559,8 @@ def systems_of(data: RunData) -> list[tuple[int, str]]:
 def query_scores(data: RunData, system_id: int | None) -> dict[int, tuple[float, int]]:
     """query -> (mean score of the system's answers to it, one answer id to link to).
     Without a system, every answer of the query counts."""
-    shares = _answer_group_shares(data)
+    # Only the overall share is needed: without the page's shares at hand, those alone.
+    shares = data.shares if data.shares is not None else _overall_shares(data)
     per_query: dict[int, list[tuple[float, int]]] = defaultdict(list)
     for (answer_id, group, _), share in shares.items():
         if group != "all":
