@@ -34,13 +34,21 @@ def _timed(fn):
     return value, time.perf_counter() - start
 
 
+def _timed_cpu(fn):
+    """Wall and this process's CPU seconds (the CPU time varies less with the load)."""
+    start, cpu = time.perf_counter(), time.process_time()
+    value = fn()
+    return value, time.perf_counter() - start, time.process_time() - cpu
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.analytics_pages")
     parser.add_argument("--dataset", type=int, required=True)
     parser.add_argument("--run", type=int)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--user", default="bench-admin")
-    parser.add_argument("--skip-old", action="store_true", help="skip the old path's steps")
+    parser.add_argument("--skip-old", action="store_true", help="skip the computed steps")
+    parser.add_argument("--skip-miss", action="store_true", help="only the warm pages")
     args = parser.parse_args(argv)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault("DEBUG", "1")
@@ -80,15 +88,18 @@ def main(argv: list[str] | None = None) -> int:
         total = t + t1 + t2 + t3 + t4 + t5 + t6
         print(f"  total                                                {total:6.2f}")
 
-    print("\n2. miss (kept figures deleted, then computed and kept), seconds")
     kept = AgreementCache.objects.filter(dataset=dataset, key__startswith=f"analytics-{run.pk}")
-    for part in ("page", "queries", "health"):
+    if not args.skip_miss:
+        print("\n2. miss (kept figures deleted, then computed and kept): wall / CPU seconds")
+        for part in ("page", "queries", "health"):
+            kept.delete()
+            _, t, cpu = _timed_cpu(lambda part=part: getattr(figures, part)(run))
+            print(f"  figures.{part}(run)   {t:6.2f} / {cpu:6.2f}")
         kept.delete()
-        _, t = _timed(lambda part=part: getattr(figures, part)(run))
-        print(f"  figures.{part}(run)   {t:6.2f}")
-    kept.delete()
-    _, t = _timed(lambda: figures.warm(run))
-    print(f"  figures.warm(run) (every part, one load; the run_ended task)   {t:6.2f}")
+        _, t, cpu = _timed_cpu(lambda: figures.warm(run))
+        print(f"  figures.warm(run) (every part, one load: the run_ended task) {t:.2f} / {cpu:.2f}")
+    else:
+        figures.warm(run)
 
     if not args.skip_old:
         page, queries = figures.page(run), figures.queries(run)

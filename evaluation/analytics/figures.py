@@ -8,8 +8,8 @@ part), in three parts:
 
 - `page(run, edges)`: what the analytics page and API show (system scores by group,
   judge-only / human-only / PPI++ scores, panel options, saturated queries, the
-  complexity curve with the human line, each bucket's 500 lowest (answer, checklist)
-  rows);
+  complexity curve with the human line); `bucket_rows(run, key)`: each bucket's 500
+  lowest (answer, checklist) rows, for the drill-down;
 - `queries(run)`: each system's per-query scores, for run comparison and alerts;
 - `health(run)`: criterion health, flagged first (and `health_page`: the first rows per
   flag, for the page).
@@ -43,7 +43,7 @@ from evaluation.metrics.calibration import PanelOption
 from evaluation.metrics.overlap import Interval
 from evaluation.models import AgreementCache, Run
 
-VERSION = 2  # bump when what is stored changes shape or meaning
+VERSION = 3  # bump when what is stored changes shape or meaning
 BUCKET_ROWS = 500  # rows kept per bucket for the drill-down
 
 
@@ -61,7 +61,6 @@ class Page:
     judges: list[sel.JudgeAgreement]  # each judge and the panel vs people, by kind, source
     saturated: list[int]
     curve: sel.ComplexityCurve
-    bucket_rows: dict[str, list[sel.BucketRow]]
 
 
 @dataclass(frozen=True)
@@ -134,14 +133,6 @@ def page_json(data: sel.RunData, human: Interval) -> dict:
         "buckets": [{"low": b.low, "high": b.high} for b in data.buckets],
         "checklists": curve.checklists,
         "human": asdict(human),
-        "bucket_rows": {
-            key: [
-                [r.answer_id, r.query_id, r.system, r.checklist_id, r.criteria, r.passed,
-                 r.decided]
-                for r in rows
-            ]
-            for key, rows in sel.every_bucket_rows(data, limit=BUCKET_ROWS).items()
-        },
     }  # fmt: skip
 
 
@@ -177,8 +168,18 @@ def page_from_json(d: dict) -> Page:
         ],
         d["saturated"],
         curve,
-        {k: [sel.BucketRow(*r) for r in rows] for k, rows in d["bucket_rows"].items()},
     )
+
+
+def buckets_json(data: sel.RunData) -> dict[str, list[list]]:
+    """Each bucket's BUCKET_ROWS lowest (answer, checklist) rows, for the drill-down."""
+    return {
+        key: [
+            [r.answer_id, r.query_id, r.system, r.checklist_id, r.criteria, r.passed, r.decided]
+            for r in rows
+        ]
+        for key, rows in sel.every_bucket_rows(data, limit=BUCKET_ROWS).items()
+    }
 
 
 def queries_json(data: sel.RunData) -> dict:
@@ -254,9 +255,10 @@ def state(run: Run, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> str:
 
 
 def _prefixes(run: Run, edges: tuple[int, ...]) -> dict[str, str]:
-    page = f"analytics-{run.pk}" if edges == am.DEFAULT_EDGES else f"analytics-{run.pk}-edges"
+    custom = "" if edges == am.DEFAULT_EDGES else "-edges"
     return {
-        "page": page,
+        "page": f"analytics-{run.pk}{custom}",
+        "buckets": f"analytics-{run.pk}-buckets{custom}",
         "queries": f"analytics-{run.pk}-queries",
         "health": f"analytics-{run.pk}-health",
         "health-top": f"analytics-{run.pk}-healthtop",
@@ -286,6 +288,8 @@ def _compute(part: str, data: sel.RunData) -> Any:
         return page_json(data, sel.dataset_mean_overlap(data.run.dataset))
     if part == "queries":
         return queries_json(data)
+    if part == "buckets":
+        return buckets_json(data)
     if part == "health-top":
         return health_top(health_json(data))
     return health_json(data)
@@ -306,6 +310,12 @@ def _part(run: Run, part: str, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> Any
 
 def page(run: Run, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> Page:
     return page_from_json(_part(run, "page", edges))
+
+
+def bucket_rows(run: Run, key: str, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> list:
+    """One bucket's drill-down rows (`selectors.bucket_rows`), kept apart from the page so
+    that the page does not read them."""
+    return [sel.BucketRow(*r) for r in _part(run, "buckets", edges).get(key, [])]
 
 
 def queries(run: Run) -> Queries:
@@ -337,6 +347,7 @@ def warm(run: Run) -> None:
     health_rows_ = health_json(data)
     computed = {
         "page": _compute("page", data),
+        "buckets": _compute("buckets", data),
         "queries": _compute("queries", data),
         "health": health_rows_,
         "health-top": health_top(health_rows_),

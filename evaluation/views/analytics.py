@@ -207,7 +207,9 @@ def dataset_analytics(request: HttpRequest, pk: int) -> HttpResponse:
             svg_href=reverse("analytics-complexity-svg", args=[dataset.pk]) + _query(selection),
             png_name=f"complexity-dataset-{dataset.pk}-run-{selection.run.pk}.png",
             bucket=next((b for b in page.curve.buckets if b.key == bucket), None),
-            bucket_rows=page.bucket_rows.get(bucket, []) if bucket else [],
+            bucket_rows=figures.bucket_rows(selection.run, bucket, selection.edges)
+            if bucket
+            else [],
             edges=",".join(map(str, selection.edges)),
         )
     return render(request, "evaluation/analytics.html", context)

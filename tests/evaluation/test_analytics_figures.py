@@ -54,8 +54,8 @@ def test_kept_page_equals_the_computed_one(known, edges):
             data.labelled,
         )
         for b in data.buckets:
-            assert page.bucket_rows[b.key] == sel.bucket_rows(data, b.key)
-    assert len(_kept(known.run)) == 1
+            assert figures.bucket_rows(known.run, b.key, edges) == sel.bucket_rows(data, b.key)
+    assert len(_kept(known.run)) == 2  # the page and the buckets
 
 
 def test_kept_queries_and_health_equal_the_computed_ones(known, reviewed_dataset):
@@ -113,6 +113,7 @@ def test_the_task_run_when_a_run_ends_keeps_every_part(known):
     assert warm_analytics(known.run.pk) is True
     assert _kept(known.run) == [
         f"analytics-{known.run.pk}",
+        f"analytics-{known.run.pk}-buckets",
         f"analytics-{known.run.pk}-health",
         f"analytics-{known.run.pk}-healthtop",
         f"analytics-{known.run.pk}-queries",
