@@ -4,13 +4,14 @@ at 200,000 labelled items).
 Computing the figures means reading one row per item and drawing a few hundred bootstrap
 intervals: seconds at 200,000 items. So they are computed once per state of what they
 depend on and kept in the figure cache (`evaluation.figure_cache`, one database row per
-part), in three parts:
+part), in parts:
 
 - `page(run, edges)`: what the analytics page and API show (system scores by group,
   judge-only / human-only / PPI++ scores, panel options, saturated queries, the
   complexity curve with the human line); `bucket_rows(run, key)`: each bucket's 500
   lowest (answer, checklist) rows, for the drill-down;
-- `queries(run)`: each system's per-query scores, for run comparison and alerts;
+- `queries(run)`: each system's per-query scores, for run comparison and the dataset
+  export's saturated queries (regression alerts still compute theirs, in the worker);
 - `health(run)`: criterion health, flagged first (and `health_page`: the first rows per
   flag, for the page).
 
@@ -18,8 +19,8 @@ The key's state (`state`) holds the run's state (status, attempt, finish time: w
 whenever its verdicts may have changed), the dataset's review revision (every label,
 adjudication, criterion, category or name change bumps it), the states of the dataset's
 cross-evaluation runs (the human line) and the bucket edges. A change to any of them makes
-a new key, so a stale figure is never served; the first request after it recomputes that part (a
-miss) and replaces the old row. `warm(run)` computes all three when a run ends (a Celery
+a new key, so a stale figure is never served; the first request after it recomputes that
+part (a miss) and replaces the old row. `warm(run)` computes every part when a run ends (a Celery
 task queued by `run_ended`), so the first reader usually finds them.
 
 The figures are the selectors' own (`evaluation.analytics.selectors`), rebuilt from JSON
