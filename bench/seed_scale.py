@@ -17,6 +17,9 @@ Presets (docs/benchmarks.md#pages-at-scale):
   criteria (five checklists of 20), 100 systems (2,000 answers), an imported run of three
   external judges on all 200,000 items (600,000 verdicts), 220,000 human labels (every item
   labelled once, 10% twice) and 4,000 adjudications.
+- ``analytics``: issue 12's analytics case: 2,000 queries × two checklists of 5–15 criteria,
+  5 systems, one run of three LLM judges on all of about 200,000 items (600,000 verdicts),
+  44,000 labels on 40,000 items, 2,000 adjudications.
 
 Every figure comes from ``random.Random(seed)``: the same seed gives the same rows (ids
 depend on what the database held before). Users ``bench-admin``, ``bench-reviewer`` and
@@ -65,6 +68,14 @@ PRESETS = {
     "agreement": Preset(
         queries=20, experts=5, criteria=(20, 20), systems=100, judges=3, run_queries=20,
         run_kind="imported", labelled_items=200_000, labels=220_000, adjudications=4_000,
+        cross_evaluation=False, assignments=0,
+    ),
+    # Issue 12's analytics case: 5 systems × 2,000 queries × 20 criteria (two checklists of
+    # 5–15, so the complexity buckets differ) = about 200,000 items, 600,000 verdicts from
+    # three judges, 40,000 labelled items.
+    "analytics": Preset(
+        queries=2000, experts=2, criteria=(5, 15), systems=5, judges=3, run_queries=2000,
+        run_kind="systems", labelled_items=40_000, labels=44_000, adjudications=2_000,
         cross_evaluation=False, assignments=0,
     ),
     # A few seconds: for the runner's own test and for trying the pages.

@@ -9,7 +9,7 @@ same forms post and redirect back.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import wraps
+from functools import partial, wraps
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -24,6 +24,7 @@ from annotation.forms import CitationForm, CriterionForm, NewCriterionForm, allo
 from annotation.models import Checklist, Criterion
 from annotation.services.checklists import CitationData, CriterionData, CriterionWork
 from annotation.validation import Finding
+from evaluation.analytics.editor_health import checklist_health
 from evaluation.judging.formality import text_hash
 from evaluation.models import FormalityAdvice
 from evaluation.selectors import current_advice
@@ -139,8 +140,9 @@ def _back(checklist: Checklist, anchor: str = "") -> HttpResponse:
 @require_GET
 @login_required
 def checklist_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    permissions.access_checklist(request.user, pk)
-    return render(request, TEMPLATE, _editor_context(request, pk))
+    checklist = permissions.access_checklist(request.user, pk)
+    health = partial(checklist_health, request.user, checklist)  # computed if rendered
+    return render(request, TEMPLATE, _editor_context(request, pk, criterion_health=health))
 
 
 @require_POST

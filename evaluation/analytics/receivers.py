@@ -1,5 +1,7 @@
-"""Regression checks when a run ends. Connected in EvaluationConfig.ready(); the task is
-queued by name (the receiver never imports tasks), only when the dataset has an alert."""
+"""Regression checks and the analytics figures when a run ends. Connected in
+EvaluationConfig.ready(); tasks are queued by name (the receiver never imports tasks): the
+regression check only when the dataset has an alert, the figures for every run but a
+cross-evaluation."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from evaluation.signals import run_ended
 
 logger = logging.getLogger(__name__)
 CHECK_TASK = "evaluation.check_regressions"
+WARM_TASK = "evaluation.warm_analytics"
 
 
 @receiver(run_ended, dispatch_uid="analytics-regressions-on-run-end")
@@ -24,3 +27,14 @@ def check_regressions_on_end(sender: object, run_id: int, **kwargs: object) -> N
             current_app.signature(CHECK_TASK, args=(run_id,)).apply_async()
     except Exception:  # the run ended; an alert that cannot be queued must not undo that
         logger.exception("Could not queue the regression check of run %s", run_id)
+
+
+@receiver(run_ended, dispatch_uid="analytics-warm-on-run-end")
+def warm_figures_on_end(sender: object, run_id: int, **kwargs: object) -> None:
+    """The run's analytics figures computed in the worker, so that the first reader of the
+    analytics pages finds them (evaluation.analytics.figures)."""
+    try:
+        if Run.objects.filter(pk=run_id).exclude(kind=Run.Kind.CROSS_EVALUATION).exists():
+            current_app.signature(WARM_TASK, args=(run_id,)).apply_async()
+    except Exception:  # as above: the run ended whatever happens here
+        logger.exception("Could not queue the analytics figures of run %s", run_id)

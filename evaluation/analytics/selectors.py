@@ -22,16 +22,18 @@ Definitions (docs/metrics.md, "Analytics"):
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Exists, OuterRef, Q, Sum
 
 from annotation.models import Criterion, Dataset
 from evaluation.cross_evaluation.selectors import dataset_mean_overlap
 from evaluation.metrics import analytics as am
 from evaluation.metrics.aggregation import Vote, aggregate
+from evaluation.metrics.agreement import Agreement, agreement_from_matrix, matrix_from_counts
 from evaluation.metrics.calibration import CalibrationItem, PanelOption, panel_options
 from evaluation.metrics.cost import JudgeUsage
 from evaluation.metrics.overlap import Interval
@@ -54,9 +56,8 @@ class AnswerInfo:
     category: str
 
 
-@dataclass(frozen=True)
-class Item:
-    """One (answer, criterion) of the run."""
+class Item(NamedTuple):
+    """One (answer, criterion) of the run (a named tuple: 200,000 are built per load)."""
 
     answer_id: int
     criterion_id: int
@@ -140,27 +141,31 @@ def load_run(
         .order_by()
         .values_list("answer_id", "criterion_id", "p", "f")
     )
+    criteria_of = Criterion.objects.filter(checklist__query__dataset_id=dataset_id)
+    labels_of = HumanLabel.objects.filter(answer__query__dataset_id=dataset_id)
+    adjudications_of = Adjudication.objects.filter(answer__query__dataset_id=dataset_id)
+    if queries is not None:  # only what the chosen queries' items name
+        criteria_of = criteria_of.filter(pk__in=verdicts.values("criterion_id"))
+        labels_of = labels_of.filter(answer__query_id__in=list(queries))
+        adjudications_of = adjudications_of.filter(answer__query_id__in=list(queries))
     criteria = {
         pk: (checklist_id, kind)
-        for pk, checklist_id, kind in Criterion.objects.filter(
-            checklist__query__dataset_id=dataset_id, scoring_enabled=True
-        ).values_list("pk", "checklist_id", "kind")
+        for pk, checklist_id, kind in criteria_of.filter(scoring_enabled=True).values_list(
+            "pk", "checklist_id", "kind"
+        )
     }
     sources: dict[int, list[str]] = defaultdict(list)
     for criterion_id, name in Criterion.source_types.through.objects.filter(
-        criterion__checklist__query__dataset_id=dataset_id
+        criterion__in=criteria_of
     ).values_list("criterion_id", "sourcetype__name"):
         sources[criterion_id].append(name)
     adjudications = {
         (a, c): label
-        for a, c, label in Adjudication.objects.filter(
-            answer__query__dataset_id=dataset_id
-        ).values_list("answer_id", "criterion_id", "label")
+        for a, c, label in adjudications_of.values_list("answer_id", "criterion_id", "label")
     }
     tallies: dict[tuple[int, int], dict[str, int]] = defaultdict(dict)
     for a, c, label, n in (
-        HumanLabel.objects.filter(answer__query__dataset_id=dataset_id)
-        .values("answer_id", "criterion_id", "label")
+        labels_of.values("answer_id", "criterion_id", "label")
         .annotate(n=Count("pk"))
         .order_by()
         .values_list("answer_id", "criterion_id", "label", "n")
@@ -252,26 +257,50 @@ def _answer_group_shares(data: RunData) -> dict[tuple[int, str, str], float]:
 
 
 def _compute_shares(data: RunData) -> dict[tuple[int, str, str], float]:
+    # The (group, value) keys of an item depend on its criterion (bucket, kind, sources)
+    # and its answer (category): worked out once per criterion, not once per item.
+    by_criterion: dict[int, tuple[tuple[str, str], ...]] = {}
     tally: dict[tuple[int, str, str, int], list[int]] = defaultdict(lambda: [0, 0])
+    answers = data.answers
     for item in data.items:
-        if item.outcome not in ("pass", "fail"):
+        outcome = item.outcome
+        if outcome != "pass" and outcome != "fail":
             continue
-        answer = data.answers.get(item.answer_id)
+        answer = answers.get(item.answer_id)
         if answer is None:
             continue
-        bucket = am.bucket_of(data.checklist_size[item.checklist_id], data.buckets).key
-        keys = [("all", ""), ("category", answer.category), ("bucket", bucket)]
-        keys.append(("kind", item.kind))
-        keys += [("source", s) for s in data.sources.get(item.criterion_id, ())] or [
-            ("source", NO_VALUE)
-        ]
-        for group, value in keys:
-            t = tally[item.answer_id, group, value, item.checklist_id]
-            t[0] += item.outcome == "pass"
+        keys = by_criterion.get(item.criterion_id)
+        if keys is None:
+            bucket = am.bucket_of(data.checklist_size[item.checklist_id], data.buckets).key
+            keys = (("all", ""), ("bucket", bucket), ("kind", item.kind))
+            keys += tuple(("source", s) for s in data.sources.get(item.criterion_id, ())) or (
+                ("source", NO_VALUE),
+            )
+            by_criterion[item.criterion_id] = keys
+        passed = outcome == "pass"
+        a, c = item.answer_id, item.checklist_id
+        for group, value in (*keys, ("category", answer.category)):
+            t = tally[a, group, value, c]
+            t[0] += passed
             t[1] += 1
     per_checklist: dict[tuple[int, str, str], list[float]] = defaultdict(list)
     for (answer_id, group, value, _), (passed, decided) in tally.items():
         per_checklist[answer_id, group, value].append(passed / decided)
+    return {k: sum(v) / len(v) for k, v in per_checklist.items()}
+
+
+def _overall_shares(data: RunData) -> dict[tuple[int, str, str], float]:
+    """`_compute_shares` of the group "all" alone (the same sums in the same order)."""
+    tally: dict[tuple[int, int], list[int]] = defaultdict(lambda: [0, 0])
+    for item in data.items:
+        outcome = item.outcome
+        if (outcome == "pass" or outcome == "fail") and item.answer_id in data.answers:
+            t = tally[item.answer_id, item.checklist_id]
+            t[0] += outcome == "pass"
+            t[1] += 1
+    per_checklist: dict[tuple[int, str, str], list[float]] = defaultdict(list)
+    for (answer_id, _), (passed, decided) in tally.items():
+        per_checklist[answer_id, "all", ""].append(passed / decided)
     return {k: sum(v) / len(v) for k, v in per_checklist.items()}
 
 
@@ -285,11 +314,11 @@ def system_scores(data: RunData, *, resamples: int = PAGE_RESAMPLES) -> list[Cel
         by_cell[answer.system_id, group, value][answer.query_id].append(share)
     names = {a.system_id: a.system for a in data.answers.values()}
     order = {b.key: n for n, b in enumerate(data.buckets)}
+    keys = list(by_cell)
+    estimates = am.cluster_bootstraps([by_cell[k] for k in keys], resamples=resamples)
     cells = [
-        Cell(
-            system_id, names[system_id], group, value, am.cluster_bootstrap(v, resamples=resamples)
-        )
-        for (system_id, group, value), v in by_cell.items()
+        Cell(system_id, names[system_id], group, value, estimate)
+        for (system_id, group, value), estimate in zip(keys, estimates, strict=True)
     ]
     return sorted(
         cells,
@@ -341,21 +370,25 @@ def calibrated_scores(data: RunData, *, resamples: int = PAGE_RESAMPLES) -> list
             am.PPIItem(answer.query_id, float(item.panel == "pass"), label)
         )
     names = {a.system_id: a.system for a in data.answers.values()}
-    out = []
-    for system_id, ppi_items in by_system.items():
+    samples = []
+    for ppi_items in by_system.values():
         judge: dict[object, list[float]] = defaultdict(list)
         human: dict[object, list[float]] = defaultdict(list)
         for i in ppi_items:
             judge[i.cluster].append(i.prediction)
             if i.label is not None:
                 human[i.cluster].append(i.label)
+        samples += [judge, human]
+    estimates = am.cluster_bootstraps(samples, resamples=resamples)  # one pass for all
+    out = []
+    for n, (system_id, ppi_items) in enumerate(by_system.items()):
         ppi = am.ppi_mean(ppi_items, clustered=True, resamples=resamples)
         out.append(
             Calibrated(
                 system_id,
                 names[system_id],
-                am.cluster_bootstrap(judge, resamples=resamples),
-                am.cluster_bootstrap(human, resamples=resamples),
+                estimates[2 * n],
+                estimates[2 * n + 1],
                 ppi,
                 am.labels_needed(ppi, 0.05),
             )
@@ -457,31 +490,36 @@ class BucketRow:
 
 def bucket_rows(data: RunData, key: str, *, limit: int = 500) -> list[BucketRow]:
     """The (answer, checklist) pairs of one bucket, lowest share first."""
-    bucket = next((b for b in data.buckets if b.key == key), None)
-    if bucket is None:
-        return []
+    return every_bucket_rows(data, limit=limit).get(key, [])
+
+
+def every_bucket_rows(data: RunData, *, limit: int = 500) -> dict[str, list[BucketRow]]:
+    """`bucket_rows` of every bucket, in one pass over the items."""
+    bucket_of = {c: am.bucket_of(size, data.buckets).key for c, size in data.checklist_size.items()}
     tally: dict[tuple[int, int], list[int]] = defaultdict(lambda: [0, 0])
     for item in data.items:
-        size = data.checklist_size[item.checklist_id]
-        if not bucket.contains(size) or item.answer_id not in data.answers:
+        if item.answer_id not in data.answers:
             continue
         t = tally[item.answer_id, item.checklist_id]
         t[0] += item.outcome == "pass"
         t[1] += item.outcome in ("pass", "fail")
-    rows = [
-        BucketRow(
-            a,
-            data.answers[a].query_id,
-            data.answers[a].system,
-            c,
-            data.checklist_size[c],
-            passed,
-            decided,
+    found: dict[str, list[BucketRow]] = {b.key: [] for b in data.buckets}
+    for (a, c), (passed, decided) in tally.items():
+        found[bucket_of[c]].append(
+            BucketRow(
+                a,
+                data.answers[a].query_id,
+                data.answers[a].system,
+                c,
+                data.checklist_size[c],
+                passed,
+                decided,
+            )
         )
-        for (a, c), (passed, decided) in tally.items()
-    ]
-    rows.sort(key=lambda r: (r.share if r.share is not None else 2.0, r.system, r.answer_id))
-    return rows[:limit]
+    for rows in found.values():
+        rows.sort(key=lambda r: (r.share if r.share is not None else 2.0, r.system, r.answer_id))
+        del rows[limit:]
+    return found
 
 
 # -- run comparison ------------------------------------------------------------------------
@@ -521,7 +559,8 @@ def systems_of(data: RunData) -> list[tuple[int, str]]:
 def query_scores(data: RunData, system_id: int | None) -> dict[int, tuple[float, int]]:
     """query -> (mean score of the system's answers to it, one answer id to link to).
     Without a system, every answer of the query counts."""
-    shares = _answer_group_shares(data)
+    # Only the overall share is needed: without the page's shares at hand, those alone.
+    shares = data.shares if data.shares is not None else _overall_shares(data)
     per_query: dict[int, list[tuple[float, int]]] = defaultdict(list)
     for (answer_id, group, _), share in shares.items():
         if group != "all":
@@ -540,19 +579,31 @@ def compare_runs(
     system_b: int | None,
     resamples: int = am.BOOTSTRAP_RESAMPLES,
 ) -> Comparison:
-    qa, qb = query_scores(a, system_a), query_scores(b, system_b)
+    names_a, names_b = dict(systems_of(a)), dict(systems_of(b))
+    return compare_scores(
+        query_scores(a, system_a),
+        query_scores(b, system_b),
+        names_a.get(system_a, "every system") if system_a else "every system",
+        names_b.get(system_b, "every system") if system_b else "every system",
+        resamples=resamples,
+    )
+
+
+def compare_scores(
+    qa: dict[int, tuple[float, int]],
+    qb: dict[int, tuple[float, int]],
+    name_a: str,
+    name_b: str,
+    *,
+    resamples: int = am.BOOTSTRAP_RESAMPLES,
+) -> Comparison:
+    """Two runs' per-query scores (`query_scores`) compared."""
     test = am.paired_comparison(
         {q: s for q, (s, _) in qa.items()}, {q: s for q, (s, _) in qb.items()}, resamples=resamples
     )
     deltas = [QueryDelta(q, qa[q][0], qb[q][0], qa[q][1], qb[q][1]) for q in set(qa) & set(qb)]
     deltas.sort(key=lambda d: (d.difference, d.query_id))
-    names_a, names_b = dict(systems_of(a)), dict(systems_of(b))
-    return Comparison(
-        names_a.get(system_a, "every system") if system_a else "every system",
-        names_b.get(system_b, "every system") if system_b else "every system",
-        test,
-        deltas,
-    )
+    return Comparison(name_a, name_b, test, deltas)
 
 
 # -- criterion health ----------------------------------------------------------------------
@@ -587,16 +638,26 @@ def criterion_health(data: RunData) -> list[am.CriterionHealth]:
 # -- judge calibration: which panel agrees best with people ---------------------------------
 
 
-def panel_calibration(data: RunData) -> list[PanelOption]:
-    """Every subset of the run's judges × voting rule against the human reference on the
-    labelled items, best first, with each judge's cost in this run. Three queries."""
+def calibration_items(data: RunData) -> dict[tuple[int, int], CalibrationItem]:
+    """(answer, criterion) -> each judge's label (the majority of its valid samples) and
+    the human reference, on the labelled items the run's judges voted on. One query."""
     references = {(i.answer_id, i.criterion_id): i.human for i in data.items if i.human}
     if not references:
-        return []
-    labelled_answers = {a for a, _ in references}
+        return {}
     tallies: dict[tuple[int, int], dict[str, list[int]]] = defaultdict(dict)
+    # Only the labelled items' verdicts (a label or an adjudication on the same answer and
+    # criterion): a fifth of the run's rows at 40,000 labelled items of 200,000.
+    labelled = Exists(
+        HumanLabel.objects.filter(
+            answer_id=OuterRef("answer_id"), criterion_id=OuterRef("criterion_id")
+        )
+    ) | Exists(
+        Adjudication.objects.filter(
+            answer_id=OuterRef("answer_id"), criterion_id=OuterRef("criterion_id")
+        )
+    )
     for answer_id, criterion_id, judge, p, f in (
-        Verdict.objects.filter(run=data.run, answer_id__in=labelled_answers)
+        Verdict.objects.filter(labelled, run=data.run)
         .values("answer_id", "criterion_id", "judge__name")
         .annotate(
             p=Count("pk", filter=Q(outcome=Verdict.Outcome.PASS)),
@@ -607,8 +668,8 @@ def panel_calibration(data: RunData) -> list[PanelOption]:
     ):
         if (answer_id, criterion_id) in references:
             tallies[answer_id, criterion_id][judge] = [p, f]
-    items = [
-        CalibrationItem(
+    return {
+        key: CalibrationItem(
             references[key],
             {
                 judge: "pass" if p > f else "fail" if f > p else None
@@ -616,7 +677,79 @@ def panel_calibration(data: RunData) -> list[PanelOption]:
             },
         )
         for key, judges in tallies.items()
-    ]
+    }
+
+
+@dataclass(frozen=True)
+class JudgeAgreement:
+    """One judge (or the run's panel) against the human reference on the labelled items
+    of one group (every item, a criterion kind, a source type)."""
+
+    rater: str  # a judge's name, or PANEL
+    group: str  # "all", "kind", "source"
+    value: str
+    agreement: Agreement
+
+    def as_dict(self) -> dict:
+        k = self.agreement.kappa
+        return {
+            "rater": self.rater,
+            "group": self.group,
+            "value": self.value,
+            "n": self.agreement.n,
+            "percent": self.agreement.percent,
+            "kappa": k.kappa,
+            "kappa_low": k.low,
+            "kappa_high": k.high,
+        }
+
+
+PANEL = "(the run's panel)"
+
+
+def judge_agreement(
+    data: RunData, items: dict[tuple[int, int], CalibrationItem] | None = None
+) -> list[JudgeAgreement]:
+    """Per judge and for the run's panel (its verdict with the run's rule), agreement with
+    the human reference overall, by criterion kind and by source type (a criterion with
+    several source types counts in each). Items a rater left without a label are out."""
+    items = calibration_items(data) if items is None else items
+    if not items:
+        return []
+    info = {(i.answer_id, i.criterion_id): i for i in data.items}
+    cells: dict[tuple[str, str, str], Counter] = defaultdict(Counter)
+    for key, calibration in items.items():
+        item = info[key]
+        groups = [("all", ""), ("kind", item.kind)]
+        groups += [("source", s) for s in data.sources.get(item.criterion_id, ())] or [
+            ("source", NO_VALUE)
+        ]
+        labels = dict(calibration.judges)
+        if item.panel in ("pass", "fail"):
+            labels[PANEL] = item.panel
+        for rater, label in labels.items():
+            if label is None:
+                continue
+            for group, value in groups:
+                cells[rater, group, value][label, calibration.human] += 1
+    order = {"all": 0, "kind": 1, "source": 2}
+    return sorted(
+        (
+            JudgeAgreement(rater, group, value, agreement_from_matrix(matrix_from_counts(c)))
+            for (rater, group, value), c in cells.items()
+        ),
+        key=lambda a: (a.rater != PANEL, a.rater, order[a.group], a.value == NO_VALUE, a.value),
+    )
+
+
+def panel_calibration(
+    data: RunData, items: dict[tuple[int, int], CalibrationItem] | None = None
+) -> list[PanelOption]:
+    """Every subset of the run's judges × voting rule against the human reference on the
+    labelled items, best first, with each judge's cost in this run. Three queries."""
+    items = calibration_items(data) if items is None else items
+    if not items:
+        return []
     tokens = {
         name: (prompt or 0, completion or 0, kind, prompt_price, completion_price)
         for name, prompt, completion, kind, prompt_price, completion_price in (
@@ -638,7 +771,7 @@ def panel_calibration(data: RunData) -> list[PanelOption]:
         name: JudgeUsage(name, kind == Judge.Kind.LLM, pt, ct, pp, cp).cost()
         for name, (pt, ct, kind, pp, cp) in tokens.items()
     }
-    return panel_options(items, costs)
+    return panel_options(items.values(), costs)
 
 
 # -- saturation ------------------------------------------------------------------------------

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from evaluation.analytics import alerts, schedules
+from evaluation.analytics import alerts, figures, schedules
 from evaluation.models import Run
 
 CHECK_TASK = "evaluation.check_regressions"
+WARM_TASK = "evaluation.warm_analytics"
 
 
 @shared_task(name=CHECK_TASK, acks_late=True, reject_on_worker_lost=True)
@@ -27,3 +28,14 @@ def scheduled_run(dataset_id: int, panel_id: int, system_id: int, name: str = ""
         dataset_id=dataset_id, panel_id=panel_id, system_id=system_id, name=name
     )
     return None if run is None else run.pk
+
+
+@shared_task(name=WARM_TASK, acks_late=True, reject_on_worker_lost=True)
+def warm_analytics(run_id: int) -> bool:
+    """Compute and keep a run's analytics figures when it ends; safe to run twice (the
+    second finds nothing to replace). False when the run is gone."""
+    run = Run.objects.select_related("dataset").filter(pk=run_id).first()
+    if run is None or run.kind == Run.Kind.CROSS_EVALUATION:
+        return False
+    figures.warm(run)
+    return True

@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 from annotation import roles
 from annotation.models import Dataset
 from annotation.permissions import access_dataset, dataset_permissions
+from evaluation.analytics import figures
 from evaluation.analytics import selectors as sel
 from evaluation.metrics import analytics as am
 from evaluation.models import Run
@@ -75,29 +76,30 @@ class AnalyticsView(APIView):
     )
     def get(self, request: Request, pk: int) -> Response:
         """System scores with 95% intervals (overall and by category, complexity bucket,
-        criterion kind and source type), judge-only / human-only / PPI++ scores, and the
-        complexity curve with the human line."""
+        criterion kind and source type), judge-only / human-only / PPI++ scores, candidate
+        panels, each judge's and the panel's agreement with people by criterion kind and
+        source type, and the complexity curve with the human line."""
         dataset = _dataset(request, pk)
         params = AnalyticsQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         run = _run(dataset, params.validated_data.get("run"))
-        data = sel.load_run(run, edges=params.validated_data.get("edges", am.DEFAULT_EDGES))
-        cells = sel.system_scores(data)
+        page = figures.page(run, params.validated_data.get("edges", am.DEFAULT_EDGES))
         return Response(
             {
                 "dataset": dataset.pk,
                 "run": _run_data(run),
                 "labels": {
                     "decided_by": "adjudication where present, else the run's panel verdict",
-                    "adjudicated_items": data.adjudicated,
-                    "labelled_items": data.labelled,
-                    "items": len(data.items),
+                    "adjudicated_items": page.adjudicated,
+                    "labelled_items": page.labelled,
+                    "items": page.items,
                 },
-                "scores": [c.as_dict() for c in cells],
-                "calibrated": [c.as_dict() for c in sel.calibrated_scores(data)],
-                "panels": [o.as_dict() for o in sel.panel_calibration(data)],
-                "saturated_queries": sel.saturated(data),
-                "complexity": sel.complexity_curve(data, cells).as_dict(),
+                "scores": [c.as_dict() for c in page.cells],
+                "calibrated": [c.as_dict() for c in page.calibrated],
+                "panels": [o.as_dict() for o in page.panels],
+                "judge_agreement": [a.as_dict() for a in page.judges],
+                "saturated_queries": page.saturated,
+                "complexity": page.curve.as_dict(),
             }
         )
 
@@ -126,9 +128,9 @@ class CompareView(APIView):
         params.is_valid(raise_exception=True)
         v = params.validated_data
         run_a, run_b = _run(dataset, v["a"]), _run(dataset, v["b"])
-        comparison = sel.compare_runs(
-            sel.load_run(run_a),
-            sel.load_run(run_b),
+        comparison = figures.compare(
+            figures.queries(run_a),
+            figures.queries(run_b),
             system_a=v.get("system_a"),
             system_b=v.get("system_b"),
         )
@@ -161,25 +163,26 @@ class CriterionHealthView(APIView):
         params = AnalyticsQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         run = _run(dataset, params.validated_data.get("run"))
-        health = sel.criterion_health(sel.load_run(run))
+        rows = figures.health_rows(run)
         return Response(
             {
                 "run": _run_data(run),
                 "criteria": [
                     {
-                        "criterion": h.criterion,
-                        "flags": list(h.flags),
-                        "pass_rate": h.pass_rate,
-                        "split_rate": h.split_rate,
-                        "disagreement_rate": h.disagreement_rate,
-                        "passed": h.items.passed,
-                        "failed": h.items.failed,
-                        "systems_passing": h.items.systems_passing,
-                        "systems": h.items.systems,
-                        "compared": h.items.compared,
-                        "disagreed": h.items.disagreed,
+                        "criterion": criterion,
+                        "flags": flags,
+                        "pass_rate": passed / (passed + failed) if passed + failed else None,
+                        "split_rate": split / judged if judged else None,
+                        "disagreement_rate": disagreed / compared if compared else None,
+                        "passed": passed,
+                        "failed": failed,
+                        "systems_passing": systems_passing,
+                        "systems": systems,
+                        "compared": compared,
+                        "disagreed": disagreed,
                     }
-                    for h in health
+                    for (criterion, flags, passed, failed, split, judged, compared, disagreed,
+                         systems_passing, systems) in rows
                 ],
             }
-        )
+        )  # fmt: skip

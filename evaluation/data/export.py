@@ -546,6 +546,24 @@ class Exporter:
                     _round(a.graded),
                 )  # fmt: skip
 
+    def _saturated_queries(self) -> Iterator[Row]:
+        from evaluation.analytics import figures
+        from evaluation.metrics.analytics import saturated_queries
+
+        runs = Run.objects.filter(pk__in=list(self.keys.runs)).exclude(
+            kind=Run.Kind.CROSS_EVALUATION
+        )
+        for run in runs.order_by("created_at", "pk"):
+            kept = figures.queries(run)  # the analytics pages' per-query scores
+            by_query: dict[int, dict[int, float]] = {}
+            for system_id, _ in kept.systems:
+                for query_id, (score, _) in kept.of(system_id).items():
+                    by_query.setdefault(query_id, {})[system_id] = score
+            for query_id in saturated_queries(by_query):
+                if query_id in self.keys.queries:
+                    yield (self.keys.runs[run.pk], self.keys.queries[query_id],
+                           len(by_query[query_id]))  # fmt: skip
+
     def _overlaps(self) -> Iterator[Row]:
         from evaluation.exports.overlaps import overlap_rows
 

@@ -343,6 +343,17 @@ TABLES: tuple[Table, ...] = (
         doc="Computed from verdicts and adjudications; never imported",
     ),
     Table(
+        "saturated_queries",
+        (
+            _c("run"),
+            _c("query", doc="The query's external id"),
+            _c("systems", INT, "Systems of the run that answered it, each scoring 1"),
+        ),
+        include="scores",
+        doc="Queries every system of a run answers fully (too easy: they separate no system; "
+        "docs/metrics.md, Saturation). Computed; never imported",
+    ),
+    Table(
         "overlaps",
         (
             _c("query"),
@@ -362,7 +373,7 @@ TABLES: tuple[Table, ...] = (
     ),
 )
 TABLE = {t.name: t for t in TABLES}
-DERIVED = frozenset({"scores", "overlaps"})  # exported, never imported
+DERIVED = frozenset({"scores", "saturated_queries", "overlaps"})  # exported, never imported
 
 
 def expand_include(include: tuple[str, ...] | list[str]) -> tuple[str, ...]:

@@ -9,13 +9,14 @@ sampled five times counts once, as it would in a panel of several models.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from itertools import combinations
 
 from evaluation.metrics.aggregation import Method, Vote, aggregate
-from evaluation.metrics.agreement import Agreement, compare
+from evaluation.metrics.agreement import Agreement, agreement_from_matrix, matrix_from_counts
 
 METHODS = (Method.MAJORITY, Method.UNANIMITY)
 MAX_JUDGES = 7  # 127 subsets × methods: beyond that, only the judges with most labels
@@ -84,22 +85,28 @@ def panel_options(
             counts[judge] = counts.get(judge, 0) + (label is not None)
     judges = sorted(counts, key=lambda j: (-counts[j], j))[:max_judges]
     judges.sort()
+    # Items with the same human reference and the same judges' labels get the same outcome
+    # under every option: each pattern is aggregated once and counted as often as it occurs
+    # (a few dozen patterns for three judges, whatever the number of items).
+    patterns = Counter((item.human, tuple(item.judges.get(j) for j in judges)) for item in items)
+    position = {j: n for n, j in enumerate(judges)}
     options = []
     for size in range(1, len(judges) + 1):
         for subset in combinations(judges, size):
             for method in methods if size > 1 else (Method.MAJORITY,):
-                pairs, undecided = [], 0
-                for item in items:
+                cells: Counter = Counter()
+                undecided = 0
+                for (human, labels), times in patterns.items():
                     votes = [
                         Vote(j, 0, label)
                         for j in subset
-                        if (label := item.judges.get(j)) is not None
+                        if (label := labels[position[j]]) is not None
                     ]
                     outcome = aggregate(votes, method).outcome
                     if outcome == "undecided":
-                        undecided += 1
+                        undecided += times
                     else:
-                        pairs.append((outcome, item.human))
+                        cells[outcome, human] += times
                 cost: Decimal | None = Decimal(0)
                 for j in subset:
                     c = costs.get(j)
@@ -108,7 +115,7 @@ def panel_options(
                     PanelOption(
                         subset,
                         "single judge" if size == 1 else method.value,
-                        compare(pairs),
+                        agreement_from_matrix(matrix_from_counts(cells)),
                         undecided,
                         cost,
                     )

@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET
 from annotation import roles
 from annotation.models import Criterion, Dataset, Query
 from annotation.permissions import access_dataset, dataset_permissions
+from evaluation.analytics import figures
 from evaluation.analytics import selectors as sel
 from evaluation.charts.lines import PointInput, SeriesInput, line_chart
 from evaluation.data.formats import csv_safe
@@ -26,7 +27,6 @@ from evaluation.metrics import analytics as am
 from evaluation.models import Run
 from evaluation.permissions import can_see_runs
 
-HEALTH_LIMIT = 200
 PANEL_OPTIONS = 10  # the best candidate panels shown
 
 
@@ -151,6 +151,30 @@ def _score_tables(cells: list[sel.Cell]) -> list[dict]:
     return tables
 
 
+def _judge_tables(rows: list[sel.JudgeAgreement]) -> list[dict]:
+    """One table per group (every item, kind, source type): a row per value, a column per
+    rater (the run's panel first, then each judge)."""
+    raters: list[str] = []
+    for a in rows:
+        if a.rater not in raters:
+            raters.append(a.rater)
+    titles = {"all": "Every labelled item", "kind": "By criterion kind", "source": "By source type"}
+    tables = []
+    for group, title in titles.items():
+        by_value: dict[str, dict[str, object]] = {}
+        for a in rows:
+            if a.group == group:
+                by_value.setdefault(a.value, {})[a.rater] = a.agreement
+        if by_value:
+            tables.append({
+                "title": title,
+                "raters": raters,
+                "rows": [{"value": v or "all", "cells": [by.get(r) for r in raters]}
+                         for v, by in by_value.items()],
+            })  # fmt: skip
+    return tables
+
+
 @require_GET
 @login_required
 def dataset_analytics(request: HttpRequest, pk: int) -> HttpResponse:
@@ -163,27 +187,29 @@ def dataset_analytics(request: HttpRequest, pk: int) -> HttpResponse:
         "is_admin": roles.CHANGE in dataset_permissions(request.user, dataset),
     }
     if selection.run is not None:
-        data = sel.load_run(selection.run, edges=selection.edges)
-        cells = sel.system_scores(data)
-        curve = sel.complexity_curve(data, cells)
+        page = figures.page(selection.run, selection.edges)
         bucket = request.GET.get("bucket", "")
         context.update(
-            data=data,
-            overall=[c for c in cells if c.group == "all"],
-            tables=_score_tables(cells),
-            calibrated=sel.calibrated_scores(data),
-            panels=sel.panel_calibration(data)[:PANEL_OPTIONS],
+            data=page,
+            overall=[c for c in page.cells if c.group == "all"],
+            tables=_score_tables(page.cells),
+            calibrated=page.calibrated,
+            panels=page.panels[:PANEL_OPTIONS],
+            judge_tables=_judge_tables(page.judges),
             saturated=list(
-                Query.objects.filter(pk__in=sel.saturated(data), dataset=dataset).values_list(
+                Query.objects.filter(pk__in=page.saturated, dataset=dataset).values_list(
                     "pk", "text"
                 )
             ),
-            curve=curve,
-            chart=curve_chart(selection, curve),
+            curve=page.curve,
+            chart=curve_chart(selection, page.curve),
             csv_href=reverse("analytics-complexity-csv", args=[dataset.pk]) + _query(selection),
             svg_href=reverse("analytics-complexity-svg", args=[dataset.pk]) + _query(selection),
-            bucket=next((b for b in data.buckets if b.key == bucket), None),
-            bucket_rows=sel.bucket_rows(data, bucket) if bucket else [],
+            png_name=f"complexity-dataset-{dataset.pk}-run-{selection.run.pk}.png",
+            bucket=next((b for b in page.curve.buckets if b.key == bucket), None),
+            bucket_rows=figures.bucket_rows(selection.run, bucket, selection.edges)
+            if bucket
+            else [],
             edges=",".join(map(str, selection.edges)),
         )
     return render(request, "evaluation/analytics.html", context)
@@ -194,8 +220,7 @@ def _curve_for(request: HttpRequest, pk: int) -> tuple[Selection, sel.Complexity
     selection = select_run(request, dataset)
     if selection.run is None:
         raise Http404("No run to analyse yet.")
-    data = sel.load_run(selection.run, edges=selection.edges)
-    return selection, sel.complexity_curve(data, sel.system_scores(data))
+    return selection, figures.page(selection.run, selection.edges).curve
 
 
 @require_GET
@@ -248,24 +273,25 @@ def compare_runs(request: HttpRequest, pk: int) -> HttpResponse:
             run_b = sel.choose_run(dataset, b_id, runs)
         except Run.DoesNotExist:
             raise Http404("No such run in this dataset.") from None
-        data_a, data_b = sel.load_run(run_a), sel.load_run(run_b)
         system_a, system_b = _int(request, "system_a"), _int(request, "system_b")
-        comparison = sel.compare_runs(data_a, data_b, system_a=system_a, system_b=system_b)
+        queries_a, queries_b = figures.queries(run_a), figures.queries(run_b)
+        comparison = figures.compare(queries_a, queries_b, system_a=system_a, system_b=system_b)
+        regressions, gains = comparison.regressions(), comparison.gains()
         texts = dict(
             Query.objects.filter(
-                pk__in=[d.query_id for d in comparison.deltas], dataset=dataset
+                pk__in=[d.query_id for d in (*regressions, *gains)], dataset=dataset
             ).values_list("pk", "text")
         )
         context.update(
             run_a=run_a,
             run_b=run_b,
-            systems_a=sel.systems_of(data_a),
-            systems_b=sel.systems_of(data_b),
+            systems_a=queries_a.systems,
+            systems_b=queries_b.systems,
             system_a=system_a,
             system_b=system_b,
             comparison=comparison,
-            regressions=[(d, texts.get(d.query_id, "")) for d in comparison.regressions()],
-            gains=[(d, texts.get(d.query_id, "")) for d in comparison.gains()],
+            regressions=[(d, texts.get(d.query_id, "")) for d in regressions],
+            gains=[(d, texts.get(d.query_id, "")) for d in gains],
         )
     return render(request, "evaluation/analytics_compare.html", context)
 
@@ -277,19 +303,15 @@ def criterion_health(request: HttpRequest, pk: int) -> HttpResponse:
     selection = select_run(request, dataset)
     context: dict = {"dataset": dataset, "selection": selection, "run": selection.run}
     if selection.run is not None:
-        data = sel.load_run(selection.run)
-        health = sel.criterion_health(data)
         flag = request.GET.get("flag", "")
-        if flag:
-            health = [h for h in health if flag in h.flags]
-        shown = health[:HEALTH_LIMIT]
+        total, shown = figures.health_page(selection.run, flag)
         criteria = Criterion.objects.select_related(
             "checklist__query", "checklist__author"
         ).in_bulk([h.criterion for h in shown])
         context.update(
             rows=[(h, criteria.get(h.criterion)) for h in shown],
-            total=len(health),
+            total=total,
             flag=flag,
-            flags=("never passed", "always passed", "split", "disagrees"),
+            flags=figures.HEALTH_FLAGS,
         )
     return render(request, "evaluation/analytics_criteria.html", context)

@@ -4,6 +4,8 @@ drills into that bucket's checklists, each linked to its answer page."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from playwright.sync_api import expect
 
@@ -61,3 +63,24 @@ def test_complexity_chart_with_the_human_line_drilled_into_a_bucket(page, datase
     expect(rows.first.locator("td").nth(3)).to_have_text("12")
     rows.first.get_by_role("link").click()
     page.wait_for_url(f"**/runs/{known.run.pk}/answers/**")
+
+
+def test_the_complexity_chart_downloads_as_png(page, dataset, reviewer):
+    """The PNG is drawn in the browser from the inline SVG (static/js/chart-png.js): no
+    network, nothing inline under the Content-Security-Policy."""
+    dataset_set_role(dataset=dataset, user=reviewer, role=roles.DatasetRole.REVIEWER)
+    build_known(dataset)
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    log_in(page, reviewer.username)
+    page.goto(f"/datasets/{dataset.pk}/analytics/")
+    button = page.get_by_role("button", name="Download PNG")
+    with page.expect_download() as info:
+        button.click()
+    download = info.value
+    assert download.suggested_filename.endswith(".png")
+    data = Path(download.path()).read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width = int.from_bytes(data[16:20], "big")
+    assert width == 2 * int(page.locator("#complexity-chart svg").get_attribute("width"))
+    assert not [e for e in errors if "Content Security Policy" in e]

@@ -300,3 +300,40 @@ def test_saturated_queries():
         "easy for the only scored": {"a": 1.0, "b": None},
     }
     assert saturated_queries(scores) == ["easy", "easy for the only scored"]
+
+
+def _gathered_sums(columns, resamples, seed, cells=400_000):
+    """The bootstrap core before issue 12's speed work: gather the drawn clusters, sum."""
+    data = np.asarray(columns, dtype=float)
+    k = data.shape[1]
+    rng = np.random.default_rng(seed)
+    out = np.empty((data.shape[0], resamples))
+    step = max(1, cells // k)
+    for start in range(0, resamples, step):
+        stop = min(resamples, start + step)
+        drawn = rng.integers(0, k, size=(stop - start, k))
+        out[:, start:stop] = data[:, drawn].sum(axis=2)
+    return out
+
+
+@pytest.mark.parametrize("k", [2, 7, 300, 2500])
+def test_counted_resampled_sums_equal_the_gathered_ones(k):
+    from evaluation.metrics.analytics import resampled_sums
+
+    rng = np.random.default_rng(k)
+    columns = [rng.random(k), rng.integers(1, 20, k), rng.random(k) * 30]
+    fast = resampled_sums(columns, 1000, 7)
+    np.testing.assert_allclose(fast, _gathered_sums(columns, 1000, 7), rtol=1e-12, atol=1e-12)
+
+
+def test_batched_bootstraps_equal_one_at_a_time():
+    from evaluation.metrics.analytics import cluster_bootstrap, cluster_bootstraps
+
+    rng = random.Random(3)
+    many = [
+        {q: [rng.random() for _ in range(rng.randint(0, 4))] for q in range(rng.randint(0, 40))}
+        for _ in range(30)
+    ]
+    assert cluster_bootstraps(many, resamples=500) == [
+        cluster_bootstrap(m, resamples=500) for m in many
+    ]

@@ -188,3 +188,42 @@ def test_panel_calibration_equals_sklearn(known):
     pairs = [p for p in pairs if p[0] != "undecided"]
     assert trio.agreement.n == len(pairs)
     assert trio.kappa == pytest.approx(cohen_kappa_score(*zip(*pairs, strict=True)))
+
+
+def test_judge_agreement_by_kind_and_source_equals_sklearn(known):
+    """Item 4: each judge and the run's panel against the human reference, overall and by
+    criterion kind, against sklearn's kappa on pairs built from the fixture's raw data."""
+    from sklearn.metrics import cohen_kappa_score
+
+    from tests.evaluation.analytics_fixtures import JUDGES
+
+    data = sel.load_run(known.run)
+    rows = {(a.rater, a.group, a.value): a for a in sel.judge_agreement(data)}
+    judge_names = list(JUDGES)
+    for n, judge in enumerate(judge_names):
+        for kind in ("fact", "methodology", "format"):
+            pairs = []
+            for (answer, criterion), votes in known.votes.items():
+                if known.criteria[criterion][1] != kind:
+                    continue
+                reference = known.adjudications.get((answer, criterion))
+                labels = known.labels.get((answer, criterion), [])
+                if reference is None and labels:
+                    p, f = labels.count("pass"), labels.count("fail")
+                    reference = "pass" if p > f else "fail" if f > p else None
+                vote = votes[n]
+                if reference is None or vote not in ("pass", "fail"):
+                    continue
+                pairs.append((vote, reference))
+            if not pairs:
+                assert (judge, "kind", kind) not in rows
+                continue
+            got = rows[judge, "kind", kind].agreement
+            assert got.n == len(pairs)
+            assert got.percent == pytest.approx(sum(a == b for a, b in pairs) / len(pairs))
+            if len({p for pair in pairs for p in pair}) > 1:
+                expected = cohen_kappa_score(*zip(*pairs, strict=True), labels=["pass", "fail"])
+                assert got.kappa.kappa == pytest.approx(expected)
+    panel = [a for a in rows.values() if a.rater == sel.PANEL and a.group == "all"]
+    assert len(panel) == 1 and panel[0].agreement.n > 0
+    assert {a.group for a in rows.values()} == {"all", "kind", "source"}

@@ -84,6 +84,7 @@ def test_page_shows_the_figures(known, reviewed_dataset, client, reviewer):
     assert reverse("analytics-criteria", args=[reviewed_dataset.pk]) not in html  # admins only
     # Drilled into a bucket: its checklists, linked to the answer pages.
     html = client.get(url, {"bucket": "10-14"}).content.decode()
+    assert 'id="judge-agreement"' in html and "By criterion kind" in html
     assert 'id="bucket-rows"' in html
     assert f"/runs/{known.run.pk}/answers/" in html.split('id="bucket-rows"')[1]
     # The dataset page links here for reviewers.
@@ -152,6 +153,8 @@ def test_api_figures(known, reviewed_dataset, reviewer_api):
     assert {c["system"] for c in body["calibrated"]} == {"Alpha", "Beta"}
     assert body["complexity"]["buckets"][0]["key"] == "lt10"
     assert "human_line" in body["complexity"]
+    judges = {(a["rater"], a["group"]) for a in body["judge_agreement"]}
+    assert {("j1", "kind"), ("j1", "source"), (sel.PANEL, "all")} <= judges
     bad = reviewer_api.get(
         reverse("api-evaluation:analytics", args=[reviewed_dataset.pk]), {"edges": "x"}
     )
@@ -205,3 +208,25 @@ def test_saturated_queries_are_marked_too_easy(reviewed_dataset, client, reviewe
     client.force_login(collaborator)  # an expert does not see verdict-derived flags
     html = client.get(reverse("dataset-detail", args=[reviewed_dataset.pk])).content.decode()
     assert "too easy" not in html
+
+
+def test_saturated_queries_are_in_the_dataset_export(reviewed_dataset):
+    from annotation.models import Query
+    from evaluation.data.export import ExportOptions, export_chunks, query_key
+    from tests.data.helpers import jsonl, members
+
+    known = build_known(
+        reviewed_dataset, sizes=(3, 3, 3), skill={"Alpha": 1.0, "Beta": 1.0}, hard_first=False,
+        label_share=0.0,
+    )  # fmt: skip
+    expected = sel.saturated(sel.load_run(known.run))
+    assert expected  # every answer passes everything: every query is saturated
+    keys = {q.pk: query_key(q.pk, q.external_id) for q in Query.objects.filter(pk__in=expected)}
+    options = ExportOptions.parse(["scores"], ["jsonl", "csv"])
+    data = b"".join(export_chunks(reviewed_dataset, options))
+    rows = jsonl(data, "saturated_queries.jsonl")
+    assert [(r["query"], r["systems"]) for r in rows] == [(keys[q], 2) for q in expected]
+    assert len({r["run"] for r in rows}) == 1
+    # Without the scores part, no saturation table.
+    bare = b"".join(export_chunks(reviewed_dataset, ExportOptions.parse(["answers"], ["jsonl"])))
+    assert "saturated_queries.jsonl" not in members(bare)

@@ -1,0 +1,370 @@
+"""A run's analytics figures kept between requests (issue 12, item 10: each page in 500 ms
+at 200,000 labelled items).
+
+Computing the figures means reading one row per item and drawing a few hundred bootstrap
+intervals: seconds at 200,000 items. So they are computed once per state of what they
+depend on and kept in the figure cache (`evaluation.figure_cache`, one database row per
+part), in parts:
+
+- `page(run, edges)`: what the analytics page and API show (system scores by group,
+  judge-only / human-only / PPI++ scores, panel options, saturated queries, the
+  complexity curve with the human line); `bucket_rows(run, key)`: each bucket's 500
+  lowest (answer, checklist) rows, for the drill-down;
+- `queries(run)`: each system's per-query scores, for run comparison and the dataset
+  export's saturated queries (regression alerts still compute theirs, in the worker);
+- `health(run)`: criterion health, flagged first (and `health_page`: the first rows per
+  flag, for the page).
+
+The key's state (`state`) holds the run's state (status, attempt, finish time: what moves
+whenever its verdicts may have changed), the dataset's review revision (every label,
+adjudication, criterion, category or name change bumps it), the states of the dataset's
+cross-evaluation runs (the human line) and the bucket edges. A change to any of them makes
+a new key, so a stale figure is never served; the first request after it recomputes that
+part (a miss) and replaces the old row. `warm(run)` computes every part when a run ends (a Celery
+task queued by `run_ended`), so the first reader usually finds them.
+
+The figures are the selectors' own (`evaluation.analytics.selectors`), rebuilt from JSON
+into the same dataclasses: a cached page shows exactly what a computed one does
+(tests/evaluation/test_analytics_figures.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass
+from decimal import Decimal
+from typing import Any
+
+from evaluation import figure_cache
+from evaluation.agreement import revision
+from evaluation.analytics import selectors as sel
+from evaluation.metrics import analytics as am
+from evaluation.metrics.agreement import Agreement, Kappa
+from evaluation.metrics.calibration import PanelOption
+from evaluation.metrics.overlap import Interval
+from evaluation.models import AgreementCache, Run
+
+VERSION = 3  # bump when what is stored changes shape or meaning
+BUCKET_ROWS = 500  # rows kept per bucket for the drill-down
+
+
+# -- the parts, as JSON and back -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Page:
+    items: int
+    adjudicated: int
+    labelled: int
+    cells: list[sel.Cell]
+    calibrated: list[sel.Calibrated]
+    panels: list[PanelOption]
+    judges: list[sel.JudgeAgreement]  # each judge and the panel vs people, by kind, source
+    saturated: list[int]
+    curve: sel.ComplexityCurve
+
+
+@dataclass(frozen=True)
+class Queries:
+    systems: list[tuple[int, str]]
+    # system id (None: every system) -> query -> (score, an answer id to link to)
+    scores: dict[int | None, dict[int, tuple[float, int]]]
+
+    def of(self, system_id: int | None) -> dict[int, tuple[float, int]]:
+        return self.scores.get(system_id, {})
+
+
+def _estimate(d: dict) -> am.Estimate:
+    return am.Estimate(**d)
+
+
+def _bucket(d: dict) -> am.Bucket:
+    return am.Bucket(d["low"], d["high"])
+
+
+def _panel_json(o: PanelOption) -> dict:
+    return {
+        "judges": list(o.judges),
+        "method": o.method,
+        "n": o.agreement.n,
+        "agree": o.agreement.agree,
+        "percent": o.agreement.percent,
+        "kappa": asdict(o.agreement.kappa),
+        "undecided": o.undecided,
+        "cost": None if o.cost is None else str(o.cost),
+    }
+
+
+def _panel(d: dict) -> PanelOption:
+    # The confusion matrix is not kept: no page or API answer shows it.
+    agreement = Agreement(d["n"], d["agree"], d["percent"], Kappa(**d["kappa"]), None)
+    cost = None if d["cost"] is None else Decimal(d["cost"])
+    return PanelOption(tuple(d["judges"]), d["method"], agreement, d["undecided"], cost)
+
+
+def _calibrated(d: dict) -> sel.Calibrated:
+    return sel.Calibrated(
+        d["system_id"],
+        d["system"],
+        _estimate(d["judge_only"]),
+        _estimate(d["human_only"]),
+        am.PPIEstimate(**d["ppi"]),
+        d["labels_for_5_points"],
+    )
+
+
+def page_json(data: sel.RunData, human: Interval) -> dict:
+    cells = sel.system_scores(data)
+    curve = sel.complexity_curve(data, cells, human=human)
+    labelled = sel.calibration_items(data)  # one read for the panels and the judges
+    return {
+        "items": len(data.items),
+        "adjudicated": data.adjudicated,
+        "labelled": data.labelled,
+        "systems": [list(s) for s in sel.systems_of(data)],
+        "cells": [[c.system_id, c.system, c.group, c.value, c.estimate.as_dict()] for c in cells],
+        "calibrated": [c.as_dict() for c in sel.calibrated_scores(data)],
+        "panels": [_panel_json(o) for o in sel.panel_calibration(data, labelled)],
+        "judges": [
+            [a.rater, a.group, a.value, a.agreement.n, a.agreement.agree, a.agreement.percent,
+             asdict(a.agreement.kappa)]
+            for a in sel.judge_agreement(data, labelled)
+        ],
+        "saturated": sel.saturated(data),
+        "buckets": [{"low": b.low, "high": b.high} for b in data.buckets],
+        "checklists": curve.checklists,
+        "human": asdict(human),
+    }  # fmt: skip
+
+
+def page_from_json(d: dict) -> Page:
+    cells = [sel.Cell(s, name, g, v, _estimate(e)) for s, name, g, v, e in d["cells"]]
+    buckets = tuple(_bucket(b) for b in d["buckets"])
+    found = {(c.system_id, c.value): c for c in cells if c.group == "bucket"}
+    systems = sorted((name, system_id) for system_id, name in d["systems"])
+    empty = am.Estimate(None, None, None, 0, 0, "")
+    lines = tuple(
+        sel.CurveLine(
+            system_id,
+            name,
+            tuple(
+                sel.CurvePoint(b, found[system_id, b.key].estimate
+                               if (system_id, b.key) in found else empty)
+                for b in buckets
+            ),
+        )
+        for name, system_id in systems
+    )  # fmt: skip
+    curve = sel.ComplexityCurve(buckets, lines, Interval(**d["human"]), d["checklists"])
+    return Page(
+        d["items"],
+        d["adjudicated"],
+        d["labelled"],
+        cells,
+        [_calibrated(c) for c in d["calibrated"]],
+        [_panel(o) for o in d["panels"]],
+        [
+            sel.JudgeAgreement(rater, group, value, Agreement(n, agree, pct, Kappa(**k), None))
+            for rater, group, value, n, agree, pct, k in d["judges"]
+        ],
+        d["saturated"],
+        curve,
+    )
+
+
+def buckets_json(data: sel.RunData) -> dict[str, list[list]]:
+    """Each bucket's BUCKET_ROWS lowest (answer, checklist) rows, for the drill-down."""
+    return {
+        key: [
+            [r.answer_id, r.query_id, r.system, r.checklist_id, r.criteria, r.passed, r.decided]
+            for r in rows
+        ]
+        for key, rows in sel.every_bucket_rows(data, limit=BUCKET_ROWS).items()
+    }
+
+
+def queries_json(data: sel.RunData) -> dict:
+    systems = sel.systems_of(data)
+    scores = {"all": sel.query_scores(data, None)}
+    scores.update({str(s): sel.query_scores(data, s) for s, _ in systems})
+    return {
+        "systems": [list(s) for s in systems],
+        "scores": {k: [[q, s, a] for q, (s, a) in v.items()] for k, v in scores.items()},
+    }
+
+
+def queries_from_json(d: dict) -> Queries:
+    return Queries(
+        [(s, name) for s, name in d["systems"]],
+        {
+            (None if k == "all" else int(k)): {q: (s, a) for q, s, a in rows}
+            for k, rows in d["scores"].items()
+        },
+    )
+
+
+HEALTH_FIELDS = ("passed", "failed", "split", "judged", "compared", "disagreed",
+                 "systems_passing", "systems")  # fmt: skip
+
+
+def health_json(data: sel.RunData) -> list[list]:
+    """Flagged first (the selectors' order): [criterion, flags, counts...] per criterion."""
+    return [
+        [h.criterion, list(h.flags), *(getattr(h.items, f) for f in HEALTH_FIELDS)]
+        for h in sel.criterion_health(data)
+    ]
+
+
+def health_from_json(rows: list[list]) -> list[am.CriterionHealth]:
+    out = []
+    for criterion, flags, *counts in rows:
+        items = am.CriterionItems(criterion, *counts)
+        decided = items.passed + items.failed
+        out.append(
+            am.CriterionHealth(
+                criterion,
+                tuple(flags),
+                items.passed / decided if decided else None,
+                items.split / items.judged if items.judged else None,
+                items.disagreed / items.compared if items.compared else None,
+                items,
+            )
+        )
+    return out
+
+
+# -- the cache ----------------------------------------------------------------------------------
+
+
+def state(run: Run, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> str:
+    """Everything the figures depend on. Two queries."""
+    cross = (
+        Run.objects.filter(dataset_id=run.dataset_id, kind=Run.Kind.CROSS_EVALUATION)
+        .order_by("pk")
+        .values_list("pk", "status", "attempt", "finished_at")
+    )
+    crossed = ";".join(f"{pk}.{s}.{a}.{f.isoformat() if f else ''}" for pk, s, a, f in cross)
+    return "|".join(
+        [
+            f"v{VERSION}",
+            figure_cache.run_state(run),
+            f"rev{revision.current(run.dataset_id)}",
+            hashlib.sha256(crossed.encode()).hexdigest()[:16],
+            ",".join(map(str, edges)),
+        ]
+    )
+
+
+def _prefixes(run: Run, edges: tuple[int, ...]) -> dict[str, str]:
+    custom = "" if edges == am.DEFAULT_EDGES else "-edges"
+    return {
+        "page": f"analytics-{run.pk}{custom}",
+        "buckets": f"analytics-{run.pk}-buckets{custom}",
+        "queries": f"analytics-{run.pk}-queries",
+        "health": f"analytics-{run.pk}-health",
+        "health-top": f"analytics-{run.pk}-healthtop",
+    }
+
+
+def _key(prefix: str, state_: str) -> str:
+    return f"{prefix}:{hashlib.sha256(state_.encode()).hexdigest()}"
+
+
+HEALTH_FLAGS = ("never passed", "always passed", "split", "disagrees")
+HEALTH_SHOWN = 200  # rows of the criterion-health page, per flag
+
+
+def health_top(rows: list[list]) -> dict[str, dict]:
+    """The criterion-health page's rows: for no flag and for each flag, how many criteria
+    and the first HEALTH_SHOWN (reading 40,000 kept rows per request would cost seconds)."""
+    out = {}
+    for flag in ("", *HEALTH_FLAGS):
+        chosen = [r for r in rows if flag in r[1]] if flag else rows
+        out[flag] = {"total": len(chosen), "rows": chosen[:HEALTH_SHOWN]}
+    return out
+
+
+def _compute(part: str, data: sel.RunData) -> Any:
+    if part == "page":
+        return page_json(data, sel.dataset_mean_overlap(data.run.dataset))
+    if part == "queries":
+        return queries_json(data)
+    if part == "buckets":
+        return buckets_json(data)
+    if part == "health-top":
+        return health_top(health_json(data))
+    return health_json(data)
+
+
+def _part(run: Run, part: str, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> Any:
+    edges = tuple(edges)
+    prefix = _prefixes(run, edges)[part]
+    key = _key(prefix, state(run, edges))
+    for value in AgreementCache.objects.filter(dataset_id=run.dataset_id, key=key).values_list(
+        "cells", flat=True
+    ):
+        return value
+    value = _compute(part, sel.load_run(run, edges=edges))
+    figure_cache.store(run.dataset_id, prefix, key, value)
+    return value
+
+
+def page(run: Run, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> Page:
+    return page_from_json(_part(run, "page", edges))
+
+
+def bucket_rows(run: Run, key: str, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> list:
+    """One bucket's drill-down rows (`selectors.bucket_rows`), kept apart from the page so
+    that the page does not read them."""
+    return [sel.BucketRow(*r) for r in _part(run, "buckets", edges).get(key, [])]
+
+
+def queries(run: Run) -> Queries:
+    return queries_from_json(_part(run, "queries"))
+
+
+def health(run: Run) -> list[am.CriterionHealth]:
+    return health_from_json(_part(run, "health"))
+
+
+def health_page(run: Run, flag: str = "") -> tuple[int, list[am.CriterionHealth]]:
+    """(criteria with `flag`, the first HEALTH_SHOWN of them); every criterion without a
+    flag. An unknown flag: none."""
+    top = _part(run, "health-top").get(flag, {"total": 0, "rows": []})
+    return top["total"], health_from_json(top["rows"])
+
+
+def health_rows(run: Run) -> list[list]:
+    """Every criterion's kept row (`health_json`), for the API."""
+    return _part(run, "health")
+
+
+def warm(run: Run) -> None:
+    """Compute and keep every part for the default buckets from one load of the run (when
+    a run ends)."""
+    edges = am.DEFAULT_EDGES
+    state_ = state(run, edges)
+    data = sel.load_run(run, edges=edges)
+    health_rows_ = health_json(data)
+    computed = {
+        "page": _compute("page", data),
+        "buckets": _compute("buckets", data),
+        "queries": _compute("queries", data),
+        "health": health_rows_,
+        "health-top": health_top(health_rows_),
+    }
+    for part, prefix in _prefixes(run, edges).items():
+        figure_cache.store(run.dataset_id, prefix, _key(prefix, state_), computed[part])
+
+
+def compare(
+    a: Queries, b: Queries, *, system_a: int | None, system_b: int | None,
+    resamples: int = am.BOOTSTRAP_RESAMPLES,
+) -> sel.Comparison:  # fmt: skip
+    """`selectors.compare_runs` from the two runs' kept per-query scores (`queries`)."""
+    return sel.compare_scores(
+        a.of(system_a), b.of(system_b),
+        dict(a.systems).get(system_a, "every system") if system_a else "every system",
+        dict(b.systems).get(system_b, "every system") if system_b else "every system",
+        resamples=resamples,
+    )  # fmt: skip
