@@ -76,7 +76,7 @@ class VerdictAdmin(admin.ModelAdmin):
         return False  # verdicts are evidence: traced, never edited by hand
 
 
-# Regression alerts are site administration for now: a page for dataset admins is to come.
+# Dataset admins set alerts on the dataset's Alerts page; this is the site-wide view.
 @admin.register(RegressionAlert)
 class RegressionAlertAdmin(admin.ModelAdmin):
     list_display = ("dataset", "system", "threshold", "webhook_url", "secret_env", "active")

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from evaluation.views import agreement, analytics, cross_evaluation, review
+from evaluation.views import agreement, alerts, analytics, cross_evaluation, review
 from evaluation.views import judges as judge_views
 from evaluation.views import runs as views
 
@@ -68,6 +68,13 @@ urlpatterns = [
         name="analytics-complexity-svg",
     ),
     path("datasets/<int:pk>/analytics/compare/", analytics.compare_runs, name="analytics-compare"),
+    path("datasets/<int:pk>/alerts/", alerts.dataset_alerts, name="dataset-alerts"),
+    path("datasets/<int:pk>/alerts/<int:alert_pk>/", alerts.alert_edit, name="alert-edit"),
+    path(
+        "datasets/<int:pk>/alerts/<int:alert_pk>/delete/",
+        alerts.alert_delete,
+        name="alert-delete",
+    ),
     path(
         "datasets/<int:pk>/analytics/criteria/",
         analytics.criterion_health,

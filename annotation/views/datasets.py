@@ -13,7 +13,7 @@ from guardian.shortcuts import get_users_with_perms
 
 from annotation import permissions, roles, selectors, services
 from annotation.forms import DatasetForm, MemberForm, QueryFilterForm
-from evaluation.analytics.selectors import saturated_among
+from evaluation.analytics.figures import saturated_among
 
 
 @require_GET

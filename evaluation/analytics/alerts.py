@@ -27,6 +27,7 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 
 from evaluation.analytics import selectors as sel
+from evaluation.analytics.forms import SECRET_PREFIX, secret_variable_allowed
 from evaluation.analytics.models import AlertEvent, RegressionAlert
 from evaluation.models import Run
 
@@ -98,8 +99,11 @@ def deliver(event: AlertEvent) -> Delivery:
         emailed = True
     status, error = None, ""
     if alert.webhook_url:
-        secret = os.environ.get(alert.secret_env, "") if alert.secret_env else ""
-        if not secret:
+        allowed = alert.secret_env and secret_variable_allowed(alert.secret_env)
+        secret = os.environ.get(alert.secret_env, "") if allowed else ""
+        if alert.secret_env and not allowed:  # saved before the prefix rule (or in the admin)
+            error = f"${alert.secret_env} may not hold a webhook secret: use {SECRET_PREFIX}*"
+        elif not secret:
             error = f"no secret in ${alert.secret_env}" if alert.secret_env else "no secret set"
         else:
             status, error = _post(alert.webhook_url, body, secret)

@@ -309,6 +309,26 @@ def _part(run: Run, part: str, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> Any
     return value
 
 
+def kept(run: Run, part: str, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> Any | None:
+    """The part as kept for the run's current state, or None: never computed here."""
+    edges = tuple(edges)
+    key = _key(_prefixes(run, edges)[part], state(run, edges))
+    found = AgreementCache.objects.filter(dataset_id=run.dataset_id, key=key)
+    return next(iter(found.values_list("cells", flat=True)), None)
+
+
+def saturated_among(dataset, query_ids) -> set[int]:
+    """Of these queries (a page of the query list), those the latest analysable run's kept
+    analytics figures mark saturated. Nothing when they are not kept for the run's current
+    state (the analytics page or the task at the run's end keeps them): the query list must
+    never compute a run's figures, which at a million votes takes a minute."""
+    run = sel.choose_run(dataset, None, sel.analysable_runs(dataset))
+    if run is None or not query_ids:
+        return set()
+    figures = kept(run, "page")
+    return set(figures["saturated"]) & set(query_ids) if figures else set()
+
+
 def page(run: Run, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> Page:
     return page_from_json(_part(run, "page", edges))
 

@@ -784,12 +784,3 @@ def saturated(data: RunData) -> list[int]:
         for query_id, (score, _) in query_scores(data, system_id).items():
             scores[query_id][system_id] = score
     return am.saturated_queries(scores)
-
-
-def saturated_among(dataset: Dataset, query_ids: Sequence[int]) -> set[int]:
-    """Of these queries (a page of the query list), those the dataset's latest finished
-    run says are saturated; loads only their answers."""
-    run = choose_run(dataset, None, analysable_runs(dataset))
-    if run is None or not query_ids:
-        return set()
-    return set(saturated(load_run(run, queries=query_ids)))

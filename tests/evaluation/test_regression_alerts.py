@@ -20,7 +20,7 @@ from evaluation.analytics.models import AlertEvent, RegressionAlert
 from evaluation.models import Run, RunTask
 from tests.evaluation.analytics_fixtures import answer_shares, build_known
 
-SECRET_ENV = "WORKBENCH_TEST_WEBHOOK_SECRET"
+SECRET_ENV = "ALERT_SECRET_WORKBENCH_TEST"
 SECRET = "s3cret-for-tests"
 # Set at import, before the session's worker process starts, so that it inherits it.
 os.environ.setdefault(SECRET_ENV, SECRET)

@@ -62,6 +62,7 @@ class World:
     assignment: ReviewAssignment | None = None
     perfect_answer: Answer | None = None
     export: object = None  # a finished-or-not export job of the dataset, by its admin
+    alert: object = None  # a regression alert of the dataset
 
 
 def build_world() -> World:
@@ -130,4 +131,9 @@ def build_world() -> World:
     from evaluation.data.models import DatasetExport
 
     w.export = DatasetExport.objects.create(dataset=w.dataset, requested_by=admin)
+    from evaluation.analytics.models import RegressionAlert
+
+    w.alert = RegressionAlert.objects.create(
+        dataset=w.dataset, emails="team@example.com", created_by=admin
+    )
     return w
