@@ -16,6 +16,7 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from config.pagination import CountlessPagination
 from annotation import roles
 from annotation.permissions import access_dataset
 from annotation.selectors import datasets_for_user
@@ -175,6 +176,7 @@ def _item(request: Request, answer_id: int, criterion_id: int):
 class HumanLabelViewSet(viewsets.ModelViewSet):
     """Human labels of the datasets you review. POST creates or updates your own label on an
     item (one per rater); PUT/PATCH change it; DELETE removes it. Others' labels are read-only."""
+    pagination_class = CountlessPagination
 
     serializer_class = HumanLabelSerializer
     filterset_class = LabelFilter
@@ -258,6 +260,7 @@ class AdjudicationViewSet(
 
     serializer_class = AdjudicationSerializer
     filterset_class = AdjudicationFilter
+    pagination_class = CountlessPagination
 
     def get_queryset(self):
         reviewed = datasets_for_user(self.request.user, roles.REVIEW)

@@ -11,6 +11,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from config.pagination import CountlessPagination
 from annotation import permissions as access
 from annotation import roles
 from annotation.selectors import datasets_for_user
@@ -118,6 +119,7 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
 
 
 class VerdictViewSet(viewsets.ReadOnlyModelViewSet):
+    pagination_class = CountlessPagination
     serializer_class = s.VerdictSerializer
     filterset_fields = ["run", "answer", "criterion", "judge", "outcome", "cache_hit"]
 
@@ -142,6 +144,7 @@ class SystemViewSet(viewsets.ModelViewSet):
 
 class AnswerViewSet(viewsets.ReadOnlyModelViewSet):
     """Answers of the datasets the user is a member of. Written by the import endpoint."""
+    pagination_class = CountlessPagination
 
     serializer_class = s.AnswerSerializer
     filterset_fields = ["query", "system", "run_label", "query__dataset"]
