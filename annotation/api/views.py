@@ -17,12 +17,12 @@ from rest_framework.permissions import SAFE_METHODS, DjangoModelPermissions
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from config.pagination import CountlessPagination
 from annotation import guidelines, permissions, roles, selectors, services
 from annotation.api import serializers as s
 from annotation.models import Checklist, Criterion, Dataset, Guideline, Query, SourceType
 from annotation.services.checklists import CitationData
 from config.api_filters import IdFilterSet
+from config.pagination import CountlessPagination
 
 DATASET_ACTION_PERMS = {
     "retrieve": roles.VIEW,
@@ -216,6 +216,7 @@ class QueryViewSet(viewsets.ModelViewSet):
 
 class ChecklistViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Checklists, blind: a checklist the user may not read is a 404, in lists and by id."""
+
     pagination_class = CountlessPagination
 
     serializer_class = s.ChecklistSerializer
@@ -345,6 +346,7 @@ class CriterionFilter(IdFilterSet):
 class CriterionViewSet(viewsets.ModelViewSet):
     """Criteria of readable checklists; only the author changes them, while not submitted.
     Every write answers with the criterion's rule results under "validation"."""
+
     pagination_class = CountlessPagination
 
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]

@@ -16,13 +16,13 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from config.pagination import CountlessPagination
 from annotation import roles
 from annotation.permissions import access_dataset
 from annotation.selectors import datasets_for_user
 from config import limits
 from config.api_filters import IdFilter, IdFilterSet
 from config.ids import is_id, parse_id
+from config.pagination import CountlessPagination
 from evaluation.models import Adjudication, HumanLabel, Label, ReviewAssignment, Run
 from evaluation.review import selectors, services
 from evaluation.review.permissions import access_answer, reviewable_criterion
@@ -176,6 +176,7 @@ def _item(request: Request, answer_id: int, criterion_id: int):
 class HumanLabelViewSet(viewsets.ModelViewSet):
     """Human labels of the datasets you review. POST creates or updates your own label on an
     item (one per rater); PUT/PATCH change it; DELETE removes it. Others' labels are read-only."""
+
     pagination_class = CountlessPagination
 
     serializer_class = HumanLabelSerializer

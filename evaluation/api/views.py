@@ -11,10 +11,10 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from config.pagination import CountlessPagination
 from annotation import permissions as access
 from annotation import roles
 from annotation.selectors import datasets_for_user
+from config.pagination import CountlessPagination
 from evaluation.api import serializers as s
 from evaluation.api.scores import RunProgressSerializer, progress_data
 from evaluation.imports import ImportRejected, decode_upload, import_answers
@@ -144,6 +144,7 @@ class SystemViewSet(viewsets.ModelViewSet):
 
 class AnswerViewSet(viewsets.ReadOnlyModelViewSet):
     """Answers of the datasets the user is a member of. Written by the import endpoint."""
+
     pagination_class = CountlessPagination
 
     serializer_class = s.AnswerSerializer

@@ -388,7 +388,9 @@ def _with_criteria(*lists: list[list]) -> list[list[tuple[om.CriterionCoverage, 
     coverages = [counted.coverage_of(rows) for rows in lists]
     ids = {c.criterion for coverage in coverages for c in coverage}
     criteria = Criterion.objects.select_related("checklist").in_bulk(ids)
-    return [[(c, criteria[c.criterion]) for c in cov if c.criterion in criteria] for cov in coverages]
+    return [
+        [(c, criteria[c.criterion]) for c in cov if c.criterion in criteria] for cov in coverages
+    ]
 
 
 @require_GET

@@ -91,9 +91,7 @@ def mixed(db):
         for criterion in criteria[::5]:
             criterion.scoring_enabled = False
             criterion.save()
-        Criterion.objects.filter(pk__in=[c.pk for c in criteria[1::7]]).update(
-            archived_at=now
-        )
+        Criterion.objects.filter(pk__in=[c.pk for c in criteria[1::7]]).update(archived_at=now)
     verdicts = []
     labels = []
     adjudications = []
@@ -111,7 +109,9 @@ def mixed(db):
                                          label=rng.choice(["pass", "fail"])))  # fmt: skip
             if rng.random() < 0.15:
                 adjudications.append(
-                    Adjudication(answer=answer, criterion=criterion, label=rng.choice(["pass", "fail"]))
+                    Adjudication(
+                        answer=answer, criterion=criterion, label=rng.choice(["pass", "fail"])
+                    )
                 )
     Verdict.objects.bulk_create(verdicts)
     HumanLabel.objects.bulk_create(labels)
