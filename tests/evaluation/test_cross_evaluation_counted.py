@@ -13,6 +13,8 @@ import random
 import re
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -216,3 +218,23 @@ def test_dataset_page_pages_its_queries(mixed, client, monkeypatch):
     assert shown == ids[4:] and 'rel="next"' not in page
     mean = figures["interval"][0]
     assert f'data-dataset-mean="{mean:.4f}"' in page
+
+
+def test_dataset_page_queries_do_not_grow_with_its_rows(mixed, client, monkeypatch):
+    dataset, owner, _ = mixed
+    client.force_login(owner)
+    url = reverse("dataset-cross-evaluation", args=[dataset.pk])
+    found = []
+    for size in (1, 2, 6):
+        monkeypatch.setattr(counted, "PAGE", size)
+        monkeypatch.setattr(counted, "SHOWN", size)
+        AgreementCache.objects.all().delete()
+        client.get(url)  # computes and stores the figures
+        with CaptureQueriesContext(connection) as cached:
+            assert client.get(url).status_code == 200
+        AgreementCache.objects.all().delete()
+        with CaptureQueriesContext(connection) as computed:
+            assert client.get(url).status_code == 200
+        found.append((len(cached), len(computed)))
+    assert found[0] == found[1] == found[2], found
+    assert found[0][0] <= 20, found
