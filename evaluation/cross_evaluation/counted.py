@@ -58,7 +58,7 @@ graded AS (
   SELECT DISTINCT pa.aq AS query_id, v.run_id FROM evaluation_verdict v
   JOIN pa ON pa.answer_id = v.answer_id
   JOIN evaluation_run r ON r.id = v.run_id
-  WHERE r.dataset_id = %(dataset)s AND r.kind = 'cross_evaluation'
+  WHERE r.dataset_id = %(dataset)s AND r.kind = 'cross_evaluation' AND v.run_id IN ({runs})
 ),
 chosen AS (
   SELECT query_id, run_id FROM (
@@ -71,17 +71,27 @@ chosen AS (
 _CHOSEN_RUN = """
 chosen AS (SELECT DISTINCT pa.aq AS query_id, %(run)s AS run_id FROM pa)"""
 
-# Votes per item of the chosen run, the verdict, and items decided by an adjudication alone.
+# Votes per item of the chosen run (counted from the index on (run, answer, criterion)
+# INCLUDE (outcome, judge): {runs} lists the dataset's cross-evaluation runs), the verdict,
+# and items decided by an adjudication alone; the newest vote per perfect answer (u).
 _RUN_OUTCOMES = """
 iv AS (
   SELECT v.answer_id, v.criterion_id, v.run_id,
          sum(CASE WHEN v.outcome = 'pass' THEN 1 ELSE 0 END) AS p,
-         sum(CASE WHEN v.outcome = 'fail' THEN 1 ELSE 0 END) AS f,
-         max(v.updated_at) AS u
+         sum(CASE WHEN v.outcome = 'fail' THEN 1 ELSE 0 END) AS f
   FROM evaluation_verdict v
   JOIN pa ON pa.answer_id = v.answer_id
   JOIN chosen ch ON ch.query_id = pa.aq AND ch.run_id = v.run_id
+  WHERE v.run_id IN ({runs})
   GROUP BY v.answer_id, v.criterion_id, v.run_id
+),
+u AS (
+  SELECT v.answer_id, max(v.updated_at) AS u
+  FROM evaluation_verdict v
+  JOIN pa ON pa.answer_id = v.answer_id
+  JOIN chosen ch ON ch.query_id = pa.aq AND ch.run_id = v.run_id
+  WHERE v.run_id IN ({runs})
+  GROUP BY v.answer_id
 ),
 oc AS (
   SELECT iv.answer_id, iv.criterion_id, coalesce(d.label, {panel}) AS outcome
@@ -116,27 +126,37 @@ oc AS (
   )
 )"""
 
-# Rows: ('p', query, A, B, total, passed, failed) per cell of a matrix (A has a perfect
-# answer; B any submitted checklist of the query, with or without criteria);
+# Decided verdicts counted per (A's checklist, B) and per (criterion of B, B) over the other
+# experts' perfect answers of the query; criteria per checklist (nk); perfect answers of
+# the other experts of each checklist's query (nb). Then the rows:
+# ('p', query, A, B, total, passed, failed) per cell of a matrix (A has a perfect answer;
+# B any submitted checklist of the query, with or without criteria);
 # ('c', criterion, B, 0, others, passed, failed) per criterion decided at least once by the
 # other experts' perfect answers; ('q', query, checklists, perfect answers, 0, 0, 0).
-_COUNTS = """
-SELECT 'p', pa.cq, pa.checklist_id, b.id, count(k.id),
-       coalesce(sum(CASE WHEN oc.outcome = 'pass' THEN 1 ELSE 0 END), 0),
-       coalesce(sum(CASE WHEN oc.outcome = 'fail' THEN 1 ELSE 0 END), 0)
+_COUNTS = """,
+decided AS (
+  SELECT pa.checklist_id AS a, pa.cq, k.id AS criterion_id, k.checklist_id AS b,
+         CASE WHEN oc.outcome = 'pass' THEN 1 ELSE 0 END AS p,
+         CASE WHEN oc.outcome = 'fail' THEN 1 ELSE 0 END AS f
+  FROM oc JOIN pa ON pa.answer_id = oc.answer_id
+  JOIN crit k ON k.id = oc.criterion_id
+  WHERE oc.outcome IN ('pass', 'fail')
+),
+cells AS (SELECT a, b, sum(p) AS p, sum(f) AS f FROM decided GROUP BY a, b),
+nk AS (SELECT checklist_id, count(*) AS n FROM crit GROUP BY checklist_id),
+nb AS (
+  SELECT b.id, b.query_id, count(pa.answer_id) AS n FROM cl b
+  JOIN pa ON pa.cq = b.query_id AND pa.checklist_id <> b.id GROUP BY b.id, b.query_id
+)
+SELECT 'p', pa.cq, pa.checklist_id, b.id, coalesce(nk.n, 0), coalesce(c.p, 0), coalesce(c.f, 0)
 FROM pa JOIN cl b ON b.query_id = pa.cq
-LEFT JOIN crit k ON k.checklist_id = b.id
-LEFT JOIN oc ON oc.answer_id = pa.answer_id AND oc.criterion_id = k.id
-GROUP BY pa.cq, pa.checklist_id, b.id
+LEFT JOIN nk ON nk.checklist_id = b.id
+LEFT JOIN cells c ON c.a = pa.checklist_id AND c.b = b.id
 UNION ALL
-SELECT 'c', k.id, k.checklist_id, 0, count(pa.answer_id),
-       sum(CASE WHEN oc.outcome = 'pass' THEN 1 ELSE 0 END),
-       sum(CASE WHEN oc.outcome = 'fail' THEN 1 ELSE 0 END)
-FROM crit k JOIN cl b ON b.id = k.checklist_id
-JOIN pa ON pa.cq = b.query_id AND pa.checklist_id <> b.id
-LEFT JOIN oc ON oc.answer_id = pa.answer_id AND oc.criterion_id = k.id
-GROUP BY k.id, k.checklist_id
-HAVING sum(CASE WHEN oc.outcome IN ('pass', 'fail') THEN 1 ELSE 0 END) > 0
+SELECT 'c', d.criterion_id, d.b, 0, nb.n, sum(d.p), sum(d.f)
+FROM decided d JOIN nb ON nb.id = d.b AND nb.query_id = d.cq
+WHERE d.a <> d.b
+GROUP BY d.criterion_id, d.b, nb.n
 UNION ALL
 SELECT 'q', cl.query_id, count(cl.id), count(pa.answer_id), 0, 0, 0
 FROM cl LEFT JOIN pa ON pa.checklist_id = cl.id
@@ -149,8 +169,8 @@ _RUNS = """
 UNION ALL
 SELECT 'r', query_id, run_id, 0, 0, 0, 0 FROM chosen
 UNION ALL
-SELECT 's', pa.checklist_id, 1, 0, 0, 0, 0 FROM pa JOIN iv ON iv.answer_id = pa.answer_id
-GROUP BY pa.checklist_id, pa.updated_at HAVING pa.updated_at > max(iv.u)
+SELECT 's', pa.checklist_id, 1, 0, 0, 0, 0 FROM pa JOIN u ON u.answer_id = pa.answer_id
+WHERE pa.updated_at > u.u
 """
 
 
@@ -172,7 +192,9 @@ def _statement(source: Source, runs: list[Run]) -> str:
         majority = votes_sql.majority_label("hl.p", "hl.f")
         return f"WITH {_BASE}, {_HUMAN_OUTCOMES.format(majority=majority)} {_COUNTS}"
     chosen = _CHOSEN_LATEST if source.kind == "latest" else _CHOSEN_RUN
-    outcomes = _RUN_OUTCOMES.format(panel=_panel_case(runs))
+    ids = ", ".join(str(int(run.pk)) for run in runs) or "NULL"
+    outcomes = _RUN_OUTCOMES.format(panel=_panel_case(runs), runs=ids)
+    chosen = chosen.format(runs=ids)
     return f"WITH {_BASE}, {chosen}, {outcomes} {_COUNTS} {_RUNS}"
 
 
@@ -191,6 +213,9 @@ def _rows(dataset: Dataset, source: Source) -> list[tuple]:
         with transaction.atomic():
             cursor.execute("SET LOCAL enable_nestloop = off")
             cursor.execute("SET LOCAL work_mem = '64MB'")
+            # The misestimated sizes make the plan look costly enough for JIT compilation,
+            # which takes longer than the statement itself.
+            cursor.execute("SET LOCAL jit = off")
             cursor.execute(sql, params)
             return cursor.fetchall()
 
