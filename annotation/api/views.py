@@ -22,6 +22,7 @@ from annotation.api import serializers as s
 from annotation.models import Checklist, Criterion, Dataset, Guideline, Query, SourceType
 from annotation.services.checklists import CitationData
 from config.api_filters import IdFilterSet
+from config.pagination import CountlessPagination
 
 DATASET_ACTION_PERMS = {
     "retrieve": roles.VIEW,
@@ -171,6 +172,7 @@ class QueryFilter(IdFilterSet):
 
 
 class QueryViewSet(viewsets.ModelViewSet):
+    pagination_class = CountlessPagination
     filterset_class = QueryFilter
     search_fields = ["text"]
     ordering_fields = ["id", "query_date"]
@@ -214,6 +216,8 @@ class QueryViewSet(viewsets.ModelViewSet):
 
 class ChecklistViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Checklists, blind: a checklist the user may not read is a 404, in lists and by id."""
+
+    pagination_class = CountlessPagination
 
     serializer_class = s.ChecklistSerializer
     filterset_fields = {"query": ["exact"], "query__dataset": ["exact"], "status": ["exact"]}
@@ -342,6 +346,8 @@ class CriterionFilter(IdFilterSet):
 class CriterionViewSet(viewsets.ModelViewSet):
     """Criteria of readable checklists; only the author changes them, while not submitted.
     Every write answers with the criterion's rule results under "validation"."""
+
+    pagination_class = CountlessPagination
 
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
     filterset_class = CriterionFilter

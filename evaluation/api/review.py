@@ -22,6 +22,7 @@ from annotation.selectors import datasets_for_user
 from config import limits
 from config.api_filters import IdFilter, IdFilterSet
 from config.ids import is_id, parse_id
+from config.pagination import CountlessPagination
 from evaluation.models import Adjudication, HumanLabel, Label, ReviewAssignment, Run
 from evaluation.review import selectors, services
 from evaluation.review.permissions import access_answer, reviewable_criterion
@@ -176,6 +177,8 @@ class HumanLabelViewSet(viewsets.ModelViewSet):
     """Human labels of the datasets you review. POST creates or updates your own label on an
     item (one per rater); PUT/PATCH change it; DELETE removes it. Others' labels are read-only."""
 
+    pagination_class = CountlessPagination
+
     serializer_class = HumanLabelSerializer
     filterset_class = LabelFilter
     http_method_names = ["get", "post", "put", "patch", "delete", "head", "options"]
@@ -258,6 +261,7 @@ class AdjudicationViewSet(
 
     serializer_class = AdjudicationSerializer
     filterset_class = AdjudicationFilter
+    pagination_class = CountlessPagination
 
     def get_queryset(self):
         reviewed = datasets_for_user(self.request.user, roles.REVIEW)

@@ -4,12 +4,16 @@ its progress. Who may read them: as the run API (the dataset's admins and review
 from __future__ import annotations
 
 from django.conf import settings
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
+from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
+from config.ids import parse_id
 from evaluation.api.serializers import ProgressSerializer
 from evaluation.permissions import access_run
 from evaluation.runs import scores
@@ -133,23 +137,53 @@ class SystemScoreSerializer(serializers.Serializer):
 class RunScoresSerializer(serializers.Serializer):
     run = serializers.IntegerField()
     pass_threshold = serializers.FloatField(source="threshold", **_SHARE)
-    answers = AnswerScoreSerializer(many=True)
-    systems = SystemScoreSerializer(many=True)
+    systems = SystemScoreSerializer(many=True, help_text="Every system of the run (not paged).")
+    count = serializers.IntegerField(help_text="Answers of the run, on every page.")
+    next = serializers.URLField(allow_null=True, help_text="The next page of answers.")
+    previous = serializers.URLField(allow_null=True)
+    answers = AnswerScoreSerializer(
+        many=True, help_text="One page of the run's answers (API_PAGE_SIZE, by query)."
+    )
 
 
 class RunScoresView(APIView):
-    """Scores of a run's answers and systems (see docs/api.md#scores)."""
+    """Scores of a run's systems, and its answers one page at a time (?page=N; see
+    docs/api.md#scores)."""
 
-    @extend_schema(responses={200: RunScoresSerializer}, operation_id="runs_scores_retrieve")
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "page",
+                OpenApiTypes.INT,
+                description="A page of answers (1 first); past the last page: 404.",
+            )
+        ],
+        responses={200: RunScoresSerializer},
+        operation_id="runs_scores_retrieve",
+    )
     def get(self, request: Request, pk: int) -> Response:
         run = access_run(request.user, pk)
+        number = parse_id(request.query_params.get("page", "1"))
+        if number is None or not 1 <= number <= 10**12:
+            raise NotFound("Invalid page.")
         report = scores.run_report(run)
+        size = settings.REST_FRAMEWORK["PAGE_SIZE"]
+        start = (number - 1) * size
+        answers = report.answers[start : start + size]
+        if number > 1 and not answers:
+            raise NotFound("Invalid page.")
+        url = request.build_absolute_uri()
         data = RunScoresSerializer(
             {
                 "run": run.pk,
                 "threshold": report.threshold,
-                "answers": report.answers,
                 "systems": report.systems,
+                "count": len(report.answers),
+                "next": replace_query_param(url, "page", number + 1)
+                if start + size < len(report.answers)
+                else None,
+                "previous": replace_query_param(url, "page", number - 1) if number > 1 else None,
+                "answers": answers,
             }
         ).data
         return Response(data)

@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from annotation import permissions as access
 from annotation import roles
 from annotation.selectors import datasets_for_user
+from config.pagination import CountlessPagination
 from evaluation.api import serializers as s
 from evaluation.api.scores import RunProgressSerializer, progress_data
 from evaluation.imports import ImportRejected, decode_upload, import_answers
@@ -118,6 +119,7 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
 
 
 class VerdictViewSet(viewsets.ReadOnlyModelViewSet):
+    pagination_class = CountlessPagination
     serializer_class = s.VerdictSerializer
     filterset_fields = ["run", "answer", "criterion", "judge", "outcome", "cache_hit"]
 
@@ -142,6 +144,8 @@ class SystemViewSet(viewsets.ModelViewSet):
 
 class AnswerViewSet(viewsets.ReadOnlyModelViewSet):
     """Answers of the datasets the user is a member of. Written by the import endpoint."""
+
+    pagination_class = CountlessPagination
 
     serializer_class = s.AnswerSerializer
     filterset_fields = ["query", "system", "run_label", "query__dataset"]

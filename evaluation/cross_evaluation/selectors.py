@@ -263,9 +263,11 @@ def dataset_overlap(dataset: Dataset, source: Source) -> DatasetOverlap:
 def dataset_mean_overlap(dataset: Dataset) -> om.Interval:
     """The human reference line for analytics charts: the dataset's mean overlap over
     ordered pairs of experts (latest cross-evaluation of each query), with its 95% interval.
-    `mean` is None until some pair has been graded."""
-    queries = _load(dataset, Source("latest"))
-    return om.mean_overlap({q.query.pk: q.matrix.pairs() for q in queries})
+    `mean` is None until some pair has been graded. Counted in the database and cached
+    (evaluation.cross_evaluation.counted)."""
+    from evaluation.cross_evaluation import counted
+
+    return counted.interval_of(counted.figures(dataset, Source("latest")))
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,10 @@ from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation import roles
-from annotation.models import Dataset, Query
+from annotation.models import Criterion, Dataset, Query
 from annotation.permissions import access_dataset, access_query, dataset_permissions
 from config.ids import parse_id
-from evaluation.cross_evaluation import selectors, services
+from evaluation.cross_evaluation import counted, selectors, services
 from evaluation.cross_evaluation.access import (
     access_perfect_answer_checklist,
     can_write_perfect_answer,
@@ -346,19 +346,25 @@ def dataset_cross_evaluation(request: HttpRequest, pk: int) -> HttpResponse:
         status = 400
     source = _source(request)
     try:
-        overview = selectors.dataset_overlap(dataset, source)
+        data = counted.figures(dataset, source)
     except selectors.UnknownSource as exc:
         raise Http404(str(exc)) from None
-    peak = max((b.count for b in overview.histogram), default=0) or 1
-    per_query = [
-        (q, om.mean_overlap({q.query.pk: q.matrix.pairs()}), len(q.matrix.pairs()))
-        for q in overview.queries
-    ]
+    histogram = counted.histogram_of(data)
+    peak = max((b.count for b in histogram), default=0) or 1
+    after = parse_id(request.GET.get("after", ""))
+    rows, next_after = counted.query_page(data, after)
+    core, tail = _with_criteria(data["core"], data["tail"])
     context = {
         "dataset": dataset,
-        "overview": overview,
-        "per_query": per_query,
-        "bars": _bars(overview.histogram, peak),
+        "interval": counted.interval_of(data),
+        "per_query": _query_rows(rows),
+        "next_after": next_after,
+        "after": after,
+        "core": core,
+        "core_count": data["core_count"],
+        "tail": tail,
+        "tail_count": data["tail_count"],
+        "bars": _bars(histogram, peak),
         "source": source,
         "runs": selectors.cross_evaluation_runs(dataset)[:50],
         "can_manage": can_manage,
@@ -366,9 +372,25 @@ def dataset_cross_evaluation(request: HttpRequest, pk: int) -> HttpResponse:
         "start_form": CrossEvaluationStartForm(initial={"panel": current.panel})
         if can_manage
         else None,
-        "tail_shown": overview.tail[:50],
     }
     return render(request, "evaluation/cross_evaluation_dataset.html", context, status=status)
+
+
+def _query_rows(rows: list[counted.QueryRow]) -> list[tuple[counted.QueryRow, Query, Run | None]]:
+    """The page's queries and runs, two queries whatever the page."""
+    queries = Query.objects.in_bulk([r.query_id for r in rows])
+    runs = Run.objects.in_bulk({r.run_id for r in rows if r.run_id is not None})
+    return [(r, queries[r.query_id], runs.get(r.run_id)) for r in rows if r.query_id in queries]
+
+
+def _with_criteria(*lists: list[list]) -> list[list[tuple[om.CriterionCoverage, Criterion]]]:
+    """The shown criteria of the shared core and the long tail with their text (one query)."""
+    coverages = [counted.coverage_of(rows) for rows in lists]
+    ids = {c.criterion for coverage in coverages for c in coverage}
+    criteria = Criterion.objects.select_related("checklist").in_bulk(ids)
+    return [
+        [(c, criteria[c.criterion]) for c in cov if c.criterion in criteria] for cov in coverages
+    ]
 
 
 @require_GET

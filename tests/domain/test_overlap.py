@@ -143,3 +143,52 @@ def test_decided_outcome_adjudication_wins_then_panel_then_label_majority():
     assert decided_outcome(adjudication="pass", labels=["fail"]) == "pass"
     with pytest.raises(ValueError):
         decided_outcome(labels=["maybe"])
+
+
+def _bootstrap_as_before(pairs_by_query, resamples=2000, seed=20240601):
+    """The sorted resampled means, drawn as mean_overlap drew them before it called
+    _randbelow directly."""
+    import random
+
+    values = {
+        q: [p.overlap for p in pairs if not p.is_self and p.overlap is not None]
+        for q, pairs in pairs_by_query.items()
+    }
+    values = {q: v for q, v in values.items() if v}
+    clusters = [
+        (math.fsum(v), len(v)) for _, v in sorted(values.items(), key=lambda kv: str(kv[0]))
+    ]
+    rng = random.Random(seed)
+    means = []
+    for _ in range(resamples):
+        drawn = [clusters[rng.randrange(len(clusters))] for _ in clusters]
+        means.append(math.fsum(s for s, _ in drawn) / sum(n for _, n in drawn))
+    means.sort()
+    return means
+
+
+@pytest.mark.parametrize("queries", [2, 3, 7, 64, 65, 300])
+def test_the_bootstrap_draws_exactly_what_it_drew_before(queries):
+    import random
+
+    rng = random.Random(queries)
+    data = {
+        q: [
+            PairOverlap(a, b, rng.randint(0, 5), rng.randint(0, 5), rng.randint(0, 2))
+            for a in "ABC"
+            for b in "ABC"
+        ]
+        for q in range(queries)
+    }
+    means = _bootstrap_as_before(data, resamples=200)
+    interval = mean_overlap(data, resamples=200)
+    position = 0.025 * 199
+    low = means[math.floor(position)] + (
+        means[math.floor(position) + 1] - means[math.floor(position)]
+    ) * (position - math.floor(position))
+    assert interval.low == low  # bit for bit
+    position = 0.975 * 199
+    high = means[math.floor(position)] + (
+        means[math.floor(position) + 1] - means[math.floor(position)]
+    ) * (position - math.floor(position))
+    assert interval.high == high

@@ -169,6 +169,28 @@ def test_scores_api_by_role_and_values(
     assert owner_api.get(url).json() == data
 
 
+def test_scores_api_pages_the_answers_not_the_systems(scored_run, reviewer_api, settings):
+    run, *_ = scored_run
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "PAGE_SIZE": 1}
+    url = f"/api/runs/{run.pk}/scores/"
+    everyone = [a.answer_id for a in scores.run_report(run).answers]
+    assert len(everyone) > 1
+    seen, page, pages = [], reviewer_api.get(url).json(), 0
+    assert page["previous"] is None
+    while True:
+        pages += 1
+        assert page["count"] == len(everyone) and len(page["answers"]) == 1
+        assert {s["system_name"] for s in page["systems"]} == {"S1", "S2"}  # on every page
+        seen += [a["answer"] for a in page["answers"]]
+        if page["next"] is None:
+            break
+        page = reviewer_api.get(page["next"]).json()
+        assert page["previous"] is not None
+    assert seen == everyone and pages == len(everyone)
+    for bad in (len(everyone) + 1, 0, "x", 10**13):
+        assert reviewer_api.get(url, {"page": bad}).status_code == 404, bad
+
+
 def test_run_page_shows_pass_fail_pass_rate_graded_kind_and_cost(scored_run, client, owner):
     run, answers, *_ = scored_run
     client.force_login(owner)
