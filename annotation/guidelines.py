@@ -50,6 +50,7 @@ def _criterion_input(key: str, criterion, source_types, citations) -> CriterionI
         kind=criterion.kind,
         source_types=tuple(st.slug for st in source_types),
         citations=tuple(_citation_input(c) for c in citations),
+        notes=criterion.notes,
     )
 
 

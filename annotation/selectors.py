@@ -135,11 +135,20 @@ def checklist_for_editor(checklist_pk: int) -> Checklist:
 
 
 def dataset_experts(dataset: Dataset) -> list:
-    """Users holding annotate permission on the dataset, by username."""
-    users = get_users_with_perms(
-        dataset, only_with_perms_in=[roles.ANNOTATE], with_superusers=False
+    """The dataset's experts (members whose role is expert), by username.
+
+    Admins hold the annotate permission too, but they are not the people whose progress is
+    tracked or to whom queries are assigned, so the role decides, not the permission.
+    """
+    perms_by_user = get_users_with_perms(
+        dataset, attach_perms=True, only_with_perms_in=[roles.ANNOTATE], with_superusers=False
     )
-    return sorted(users, key=lambda u: u.get_username())
+    experts = [
+        user
+        for user, perms in perms_by_user.items()
+        if roles.role_for_permissions(set(perms)) == roles.DatasetRole.EXPERT
+    ]
+    return sorted(experts, key=lambda u: u.get_username())
 
 
 @dataclass(frozen=True)
