@@ -140,14 +140,16 @@ def dataset_experts(dataset: Dataset) -> list:
     Admins hold the annotate permission too, but they are not the people whose progress is
     tracked or to whom queries are assigned, so the role decides, not the permission.
     """
-    perms_by_user = get_users_with_perms(
-        dataset, attach_perms=True, only_with_perms_in=[roles.ANNOTATE], with_superusers=False
+    # Two queries (guardian's attach_perms would run one per user): annotators minus admins.
+    annotators = get_users_with_perms(
+        dataset, only_with_perms_in=[roles.ANNOTATE], with_superusers=False
     )
-    experts = [
-        user
-        for user, perms in perms_by_user.items()
-        if roles.role_for_permissions(set(perms)) == roles.DatasetRole.EXPERT
-    ]
+    admins = set(
+        get_users_with_perms(
+            dataset, only_with_perms_in=[roles.CHANGE], with_superusers=False
+        ).values_list("pk", flat=True)
+    )
+    experts = [user for user in annotators if user.pk not in admins]
     return sorted(experts, key=lambda u: u.get_username())
 
 

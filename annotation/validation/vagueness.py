@@ -28,6 +28,7 @@ from functools import lru_cache
 from annotation.validation import text as tx
 
 MIN_JUSTIFICATION_WORDS = 3
+OVERRIDABLE = ("vague-wording", "fact-anchor")  # the only rules a note may override
 
 # Evaluatives: they grade without saying against what. Adverbs count too ("adequately
 # explains"). Deliberately absent: "clear(ly)", "accurate(ly)", "correct(ly)", "key",
