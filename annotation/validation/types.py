@@ -322,7 +322,7 @@ class Finding:
         """“Criterion 3 (“States Q3 revenue …”)”, or "" for checklist-level findings."""
         if self.criterion_number is None:
             return ""
-        return f"Criterion {self.criterion_number} ({quote(self.criterion_text)})"
+        return f"Criterion {self.criterion_number} ({quote(self.criterion_text, 60)})"
 
     def to_dict(self) -> dict[str, Any]:
         return {
