@@ -324,7 +324,9 @@ SPECTACULAR_SETTINGS = {
 # --- Celery ---------------------------------------------------------------------------------
 # Redis in production and CI; by default kombu's filesystem transport, which needs no server
 # but still runs a real worker process beside the development server.
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
+# The filesystem transport ignores the host, but kombu logs "No hostname was supplied" at
+# every connection when the URL has none: name it.
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://localhost//")
 CELERY_FILESYSTEM_DIR = VAR_DIR / "celery"
 if CELERY_BROKER_URL.startswith("filesystem://"):
     CELERY_BROKER_TRANSPORT_OPTIONS = {
