@@ -134,7 +134,7 @@ def test_checklists_that_break_the_guideline_are_imported_with_warnings_or_refus
     checklist = Checklist.objects.get()
     assert checklist.status == "submitted" and result.dataset.guideline == finance
     event = ChecklistEvent.objects.get(checklist=checklist)
-    assert "breaks Finance v1: action-verb (criterion c1)" in event.detail
+    assert "breaks Finance v1: action-verb (criterion 1, c1)" in event.detail
 
 
 @pytest.mark.django_db
