@@ -49,7 +49,7 @@ def access_dataset(user: AnyUser, pk: int, perm: str = roles.VIEW) -> Dataset:
 
 def access_query(user: AnyUser, pk: int, perm: str = roles.VIEW) -> Query:
     try:
-        query = Query.objects.select_related("dataset", "category").get(pk=pk)
+        query = Query.objects.select_related("dataset", "category", "created_by").get(pk=pk)
     except (Query.DoesNotExist, ValueError, TypeError):
         raise Http404("No such query.") from None
     check_dataset(user, query.dataset, perm)
