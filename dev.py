@@ -84,6 +84,14 @@ def run() -> int:
     say("Loading demo data")
     manage("demo", env=env)
     say(f"Starting a Celery worker and the web server on http://{HOST}:{PORT}/")
+    # Development containers often run as root. Celery then warns at every start that the
+    # worker has superuser privileges; here that is known and harmless (the broker is a local
+    # folder, pickle is off), so this one message is filtered, for this worker only. A
+    # worker started any other way still warns.
+    worker_env = {
+        **env,
+        "PYTHONWARNINGS": "ignore:You're running the worker with superuser privileges",
+    }
     worker = subprocess.Popen(
         [
             str(BIN / "celery"),
@@ -98,7 +106,7 @@ def run() -> int:
             "INFO",
         ],
         cwd=ROOT,
-        env=env,
+        env=worker_env,
     )
     server = None
     try:
@@ -111,7 +119,9 @@ def run() -> int:
         server = subprocess.Popen(
             [str(PYTHON), "manage.py", "runserver", f"{HOST}:{PORT}"],
             cwd=ROOT,
-            env=env,
+            # Django's documented switch for its "This is a development server" banner:
+            # `dev.py run` is that by name.
+            env={**env, "DJANGO_RUNSERVER_HIDE_WARNING": "true"},
             start_new_session=True,
         )
         return server.wait()

@@ -17,6 +17,7 @@ class DatasetForm(forms.ModelForm):
             "guideline",
             "experts_per_query",
             "show_submitted_checklists",
+            "experts_create_queries",
             "formality_check",
             "pass_threshold",
             "label_policy",
@@ -43,7 +44,7 @@ class QueryForm(forms.ModelForm):
 
     class Meta:
         model = Query
-        fields = ["text", "query_date", "category", "reference_answer"]
+        fields = ["text", "query_date", "category", "complexity", "reference_answer"]
         widgets = {
             "text": forms.Textarea(attrs={"rows": 3}),
             "reference_answer": forms.Textarea(attrs={"rows": 6}),

@@ -17,6 +17,7 @@ from annotation.validation import (
     CriterionInput,
     GuidelineConfig,
     Report,
+    vagueness,
     validate_checklist,
 )
 
@@ -50,6 +51,7 @@ def _criterion_input(key: str, criterion, source_types, citations) -> CriterionI
         kind=criterion.kind,
         source_types=tuple(st.slug for st in source_types),
         citations=tuple(_citation_input(c) for c in citations),
+        notes=criterion.notes,
     )
 
 
@@ -88,3 +90,9 @@ def input_from_data(criteria, query_date) -> ChecklistInput:
         ),
         query_date=query_date,
     )
+
+
+def override_summary(notes: str) -> str:
+    """The vagueness overrides written in a criterion's notes, for the editor to show."""
+    found = [vagueness.find_override(notes, rule_id) for rule_id in vagueness.OVERRIDABLE]
+    return "; ".join(f"{o.rule_id}: {o.justification}" for o in found if o is not None)

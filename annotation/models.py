@@ -130,6 +130,14 @@ class Dataset(models.Model):
         help_text="After submitting their own checklist for a query, experts may read the "
         "other submitted checklists of that query.",
     )
+    experts_create_queries = models.BooleanField(
+        # On by default: the tool is for domain experts who write their own queries with a
+        # fixed query date; an admin who curates the queries alone switches it off.
+        default=True,
+        verbose_name="Experts create queries",
+        help_text="Experts of the dataset may add queries and edit the queries they added; "
+        "when off, only dataset admins may.",
+    )
     formality_check = models.BooleanField(
         default=False,
         help_text="Ask an LLM whether each criterion is specific and answerable yes or no "
@@ -185,6 +193,11 @@ class Query(models.Model):
         IN_PROGRESS = "in_progress", "In progress"
         DONE = "done", "Done"
 
+    class Complexity(models.TextChoices):
+        SIMPLE = "simple", "Simple: one fact or figure"
+        MODERATE = "moderate", "Moderate: a few facts put together"
+        COMPLEX = "complex", "Complex: analysis across sources or periods"
+
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="queries")
     # Your own id for the query, unique in its dataset: imports match queries by it, so that
     # files of checklists, answers, labels and verdicts never need the app's ids.
@@ -196,6 +209,12 @@ class Query(models.Model):
     category = models.ForeignKey(
         QueryCategory, null=True, blank=True, on_delete=models.PROTECT, related_name="queries"
     )
+    complexity = models.CharField(
+        max_length=10,
+        choices=Complexity.choices,
+        blank=True,
+        help_text="How much work a full answer takes, as the query's author judges it.",
+    )
     tags = models.ManyToManyField(DomainTag, blank=True, related_name="queries")
     reference_answer = models.TextField(
         blank=True,
@@ -206,6 +225,15 @@ class Query(models.Model):
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.OPEN)
     assigned_experts = models.ManyToManyField(
         settings.AUTH_USER_MODEL, blank=True, related_name="assigned_queries"
+    )
+    # Who added the query: an expert may edit the queries they added (when the dataset lets
+    # experts create queries), never another's.
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="created_queries",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

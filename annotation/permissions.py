@@ -49,10 +49,45 @@ def access_dataset(user: AnyUser, pk: int, perm: str = roles.VIEW) -> Dataset:
 
 def access_query(user: AnyUser, pk: int, perm: str = roles.VIEW) -> Query:
     try:
-        query = Query.objects.select_related("dataset", "category").get(pk=pk)
+        query = Query.objects.select_related("dataset", "category", "created_by").get(pk=pk)
     except (Query.DoesNotExist, ValueError, TypeError):
         raise Http404("No such query.") from None
     check_dataset(user, query.dataset, perm)
+    return query
+
+
+def can_create_queries(dataset: Dataset, perms: set[str]) -> bool:
+    """Dataset admins always; experts when the dataset's setting lets them."""
+    if roles.CHANGE in perms:
+        return True
+    return roles.ANNOTATE in perms and dataset.experts_create_queries
+
+
+def can_edit_query(user: AnyUser, query: Query, perms: set[str]) -> bool:
+    """Dataset admins edit every query; an expert edits the queries they added, while the
+    dataset lets experts create queries (other experts' checklists rest on the others)."""
+    if roles.CHANGE in perms:
+        return True
+    return (
+        can_create_queries(query.dataset, perms)
+        and query.created_by_id is not None
+        and query.created_by_id == user.pk
+    )
+
+
+def access_dataset_for_new_query(user: AnyUser, pk: int) -> Dataset:
+    """The dataset, if the user may add queries to it: 404 for non-members, 403 otherwise."""
+    dataset = access_dataset(user, pk)
+    if not can_create_queries(dataset, dataset_permissions(user, dataset)):
+        raise PermissionDenied("Only dataset admins may add queries to this dataset.")
+    return dataset
+
+
+def access_query_for_edit(user: AnyUser, pk: int) -> Query:
+    """The query, if the user may edit it: 404 for non-members, 403 for other members."""
+    query = access_query(user, pk)
+    if not can_edit_query(user, query, dataset_permissions(user, query.dataset)):
+        raise PermissionDenied("Only dataset admins and the expert who added it may edit it.")
     return query
 
 

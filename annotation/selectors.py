@@ -135,11 +135,22 @@ def checklist_for_editor(checklist_pk: int) -> Checklist:
 
 
 def dataset_experts(dataset: Dataset) -> list:
-    """Users holding annotate permission on the dataset, by username."""
-    users = get_users_with_perms(
+    """The dataset's experts (members whose role is expert), by username.
+
+    Admins hold the annotate permission too, but they are not the people whose progress is
+    tracked or to whom queries are assigned, so the role decides, not the permission.
+    """
+    # Two queries (guardian's attach_perms would run one per user): annotators minus admins.
+    annotators = get_users_with_perms(
         dataset, only_with_perms_in=[roles.ANNOTATE], with_superusers=False
     )
-    return sorted(users, key=lambda u: u.get_username())
+    admins = set(
+        get_users_with_perms(
+            dataset, only_with_perms_in=[roles.CHANGE], with_superusers=False
+        ).values_list("pk", flat=True)
+    )
+    experts = [user for user in annotators if user.pk not in admins]
+    return sorted(experts, key=lambda u: u.get_username())
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ urlpatterns = [
     ),
     path("datasets/<int:pk>/queries/new/", queries.query_create, name="query-create"),
     path("queries/<int:pk>/", queries.query_detail, name="query-detail"),
+    path("queries/<int:pk>/edit/", queries.query_edit, name="query-edit"),
     path("queries/<int:pk>/assign/", queries.query_assign, name="query-assign"),
     path("queries/<int:pk>/my-checklist/", queries.checklist_start, name="checklist-start"),
     path("checklists/<int:pk>/", editor.checklist_detail, name="checklist-detail"),

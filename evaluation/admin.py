@@ -36,6 +36,9 @@ class AnswerAdmin(admin.ModelAdmin):
 class JudgeAdmin(SimpleHistoryAdmin):
     list_display = ["name", "model", "base_url", "api_key_env", "is_formality_judge"]
     list_filter = ["is_formality_judge"]
+    # A judge's endpoint is https unless typed otherwise; the explicit scheme also silences
+    # Django 5's RemovedInDjango60Warning about URLField's changing default.
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
 
 
 @admin.register(FormalityAdvice)

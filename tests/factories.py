@@ -103,7 +103,7 @@ def valid_criteria():
             source_types=transcript,
         ),
         CriterionData(
-            text="Explains that data-centre demand drove the revenue beat.",
+            text="Explains that data-centre demand drove the Q3 revenue beat.",
             source_types=transcript,
         ),
         CriterionData(text="Presents guidance versus actuals in a table.", kind="format"),

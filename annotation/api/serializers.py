@@ -76,6 +76,7 @@ class DatasetSerializer(serializers.ModelSerializer):
             "guideline",
             "experts_per_query",
             "show_submitted_checklists",
+            "experts_create_queries",
             "formality_check",
             "pass_threshold",
             "label_policy",
@@ -96,6 +97,7 @@ class QuerySerializer(serializers.ModelSerializer):
     assigned_experts = serializers.SlugRelatedField(
         slug_field="username", many=True, read_only=True
     )
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
 
     class Meta:
         model = Query
@@ -106,13 +108,15 @@ class QuerySerializer(serializers.ModelSerializer):
             "text",
             "query_date",
             "category",
+            "complexity",
             "tags",
             "reference_answer",
             "status",
             "assigned_experts",
+            "created_by",
             "created_at",
         ]
-        read_only_fields = ["id", "external_id", "status", "created_at"]
+        read_only_fields = ["id", "external_id", "status", "created_by", "created_at"]
 
 
 class QueryWriteSerializer(QuerySerializer):
@@ -145,6 +149,10 @@ class FindingSerializer(serializers.Serializer):
     severity = serializers.CharField()
     field = serializers.CharField()
     criterion = serializers.CharField(source="criterion_key", allow_null=True)
+    criterion_number = serializers.IntegerField(
+        allow_null=True, help_text="The criterion's row number in the checklist (1 = first)."
+    )
+    criterion_text = serializers.CharField(allow_blank=True)
     message = serializers.CharField()
 
 
@@ -297,6 +305,8 @@ def report_payload(report: Report, *, keys: dict[str, str] | None = None) -> dic
             "severity": f.severity,
             "field": field,
             "criterion": f.criterion_key,
+            "criterion_number": f.criterion_number,
+            "criterion_text": f.criterion_text,
             "message": f.message,
         }
 

@@ -183,6 +183,7 @@ class QueryViewSet(viewsets.ModelViewSet):
     def get_queryset(self):
         return (
             selectors.queries_for_user(self.request.user)
+            .select_related("created_by")
             .prefetch_related("tags", "assigned_experts")
             .annotate(
                 submitted_count=Count(
@@ -194,17 +195,24 @@ class QueryViewSet(viewsets.ModelViewSet):
         )
 
     def get_object(self) -> Query:
+        user, pk = self.request.user, self.kwargs["pk"]
+        if self.action in ("update", "partial_update"):
+            return permissions.access_query_for_edit(user, pk)
         perm = roles.VIEW if self.action == "retrieve" else roles.CHANGE
-        return permissions.access_query(self.request.user, self.kwargs["pk"], perm)
+        return permissions.access_query(user, pk, perm)
 
     def perform_create(self, serializer: s.QueryWriteSerializer) -> None:
         dataset = serializer.validated_data["dataset"]
-        permissions.access_dataset(self.request.user, dataset.pk, roles.CHANGE)
-        serializer.instance = services.query_create(**serializer.validated_data)
+        permissions.access_dataset_for_new_query(self.request.user, dataset.pk)
+        serializer.instance = services.query_create(
+            **serializer.validated_data, by=self.request.user
+        )
 
     def perform_update(self, serializer: s.QueryWriteSerializer) -> None:
         fields = dict(serializer.validated_data)
-        if "dataset" in fields:  # moving a query needs admin rights on both datasets
+        moving = "dataset" in fields and fields["dataset"].pk != serializer.instance.dataset_id
+        if moving:  # moving a query needs admin rights on both datasets
+            permissions.access_query(self.request.user, serializer.instance.pk, roles.CHANGE)
             permissions.access_dataset(self.request.user, fields["dataset"].pk, roles.CHANGE)
         serializer.instance = services.query_update(
             query=serializer.instance, tags=fields.pop("tags", None), **fields

@@ -25,6 +25,7 @@ DATASET_SETTINGS = frozenset(
         "guideline",
         "experts_per_query",
         "show_submitted_checklists",
+        "experts_create_queries",
         "formality_check",
         "pass_threshold",
         "label_policy",
@@ -101,15 +102,19 @@ def query_create(
     text: str,
     query_date,
     category=None,
+    complexity: str = "",
     tags: list[str] = (),
     reference_answer: str = "",
+    by: AbstractBaseUser | None = None,
 ) -> Query:
     query = Query.objects.create(
         dataset=dataset,
         text=text.strip(),
         query_date=query_date,
         category=category,
+        complexity=complexity,
         reference_answer=reference_answer,
+        created_by=by,
     )
     _set_tags(query, tags)
     return query
@@ -117,7 +122,8 @@ def query_create(
 
 @transaction.atomic
 def query_update(*, query: Query, tags: list[str] | None = None, **fields: object) -> Query:
-    """Change the given fields (text, query_date, category, status, dataset); tags if given."""
+    """Change the given fields (text, query_date, category, complexity, status, dataset);
+    tags if given."""
     for name, value in fields.items():
         setattr(query, name, value)
     if fields:

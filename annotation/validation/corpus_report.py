@@ -1,6 +1,7 @@
 """How often each rule fires on a corpus of human-written checklists.
 
     python -m annotation.validation.corpus_report PATH.jsonl [--preset generic|finance]
+        [--format biggen|kqa]
 
 Each JSONL row with a non-empty `atomic_checklist` list (the BiGGen format) is one checklist;
 every item is a criterion of kind "fact". Prints a markdown table: criterion-level findings
@@ -66,6 +67,32 @@ def load_corpus(path: Path) -> Corpus:
     return Corpus(tuple(checklists), skipped)
 
 
+def load_kqa(path: Path) -> Corpus:
+    """The K-QA questions file: each question's `Must_have` and `Nice_to_have` statements
+    as one checklist of fact criteria (how evaluation/kqa.py imports them)."""
+    checklists: list[ChecklistInput] = []
+    skipped = 0
+    with path.open(encoding="utf-8") as lines:
+        for row_number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            items = [*(row.get("Must_have") or []), *(row.get("Nice_to_have") or [])]
+            items = [str(item) for item in items if str(item).strip()]
+            if not items:
+                skipped += 1
+                continue
+            criteria = tuple(
+                CriterionInput(key=f"{row_number}:{index}", text=item, kind="fact")
+                for index, item in enumerate(items)
+            )
+            checklists.append(ChecklistInput(criteria=criteria))
+    return Corpus(tuple(checklists), skipped)
+
+
+LOADERS = {"biggen": load_corpus, "kqa": load_kqa}
+
+
 def rule_stats(
     checklists: Sequence[ChecklistInput], config: GuidelineConfig, *, examples: int = 2
 ) -> list[RuleStat]:
@@ -129,11 +156,17 @@ def markdown_table(stats: Iterable[RuleStat]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", type=Path, help="JSONL file with an atomic_checklist per row")
+    parser.add_argument(
+        "--format",
+        choices=sorted(LOADERS),
+        default="biggen",
+        help="biggen: `atomic_checklist` lists; kqa: `Must_have` and `Nice_to_have` lists",
+    )
     parser.add_argument("--preset", choices=sorted(PRESETS), default="generic")
     parser.add_argument("--examples", type=int, default=2, help="example texts per rule")
     args = parser.parse_args(argv)
 
-    corpus = load_corpus(args.path)
+    corpus = LOADERS[args.format](args.path)
     started = time.perf_counter()
     stats = rule_stats(corpus.checklists, preset(args.preset), examples=args.examples)
     elapsed = time.perf_counter() - started

@@ -18,6 +18,7 @@ from functools import lru_cache
 from typing import Any
 
 from annotation.validation import text as tx
+from annotation.validation import vagueness as vz
 from annotation.validation.types import (
     ChecklistInput,
     CriterionInput,
@@ -28,6 +29,7 @@ from annotation.validation.types import (
     RuleInfo,
     Scope,
     Severity,
+    quote,
 )
 
 
@@ -58,9 +60,7 @@ def rule(
     return register
 
 
-def _quote(value: str, limit: int = 40) -> str:
-    value = " ".join(value.split())
-    return f"“{value if len(value) <= limit else value[: limit - 1] + '…'}”"
+_quote = quote
 
 
 def _examples(config: GuidelineConfig) -> str:
@@ -472,12 +472,88 @@ def vague_reference(
         )
 
 
+# --- criterion scope: vague wording and missing anchors (annotation/validation/vagueness.py) --
+
+
+def _override_state(criterion: CriterionInput, rule_id: str) -> Issue | bool:
+    """True when a justified override in the notes silences the rule, an Issue when the
+    override line has no real justification, False when there is no override."""
+    override = vz.find_override(criterion.notes, rule_id)
+    if override is None:
+        return False
+    if override.justified:
+        return True
+    return Issue(
+        f"Justify the override in the notes: “override {rule_id}:” needs a reason of at "
+        f"least {vz.MIN_JUSTIFICATION_WORDS} words (why the wording is precise here).",
+        field="notes",
+    )
+
+
+@rule(
+    "vague-wording",
+    severity="error",
+    scope="criterion",
+    title="No vague evaluative or quantifier (good, relevant, some, various, etc.)",
+)
+def vague_wording(
+    criterion: CriterionInput, config: GuidelineConfig, query_date: date | None
+) -> Iterator[Issue]:
+    terms = vz.vague_terms(criterion.text, config.action_verbs)
+    if not terms:
+        return
+    state = _override_state(criterion, "vague-wording")
+    if state is True:
+        return
+    if isinstance(state, Issue):
+        yield state
+        return
+    listed = ", ".join(_quote(t) for t in terms[:4])
+    yield Issue(
+        f"Replace the vague {'word' if len(terms) == 1 else 'words'} {listed} with what "
+        f"exactly the answer must contain (the figure, the named item, how many): a grader "
+        f"cannot answer yes or no to a judgement left open. If the wording is precise in "
+        f"context, add the line “{vz.override_line('vague-wording')}” to the notes."
+    )
+
+
+@rule(
+    "fact-anchor",
+    severity="error",
+    scope="criterion",
+    title="A fact criterion names a figure, a date, a named entity or a quoted term",
+)
+def fact_anchor(
+    criterion: CriterionInput, config: GuidelineConfig, query_date: date | None
+) -> Iterator[Issue]:
+    if criterion.kind != "fact" or not criterion.text.strip():
+        return
+    if vz.has_anchor(criterion.text, config.action_verbs):
+        return
+    state = _override_state(criterion, "fact-anchor")
+    if state is True:
+        return
+    if isinstance(state, Issue):
+        yield state
+        return
+    yield Issue(
+        "Name the fact to check: a figure (“$4.12 billion”), a date or period (“Q3 2025”), "
+        "a named entity (“Apple”, “the FDA”) or a quoted term. If the fact really has none, "
+        f"add the line “{vz.override_line('fact-anchor')}” to the notes."
+    )
+
+
 # --- checklist scope -----------------------------------------------------------------------
 
 
 def _filled(checklist: ChecklistInput) -> list[CriterionInput]:
     # A blank row in the editor is text-empty's business; it does not count as a criterion.
     return [c for c in checklist.criteria if c.text.strip()]
+
+
+def _numbered(checklist: ChecklistInput) -> list[tuple[int, CriterionInput]]:
+    """The filled criteria with their row numbers (1 = first row, blank rows counted)."""
+    return [(n, c) for n, c in enumerate(checklist.criteria, start=1) if c.text.strip()]
 
 
 @rule(
@@ -533,17 +609,18 @@ def max_criteria(checklist: ChecklistInput, config: GuidelineConfig) -> Iterator
     title="No two criteria have the same text",
 )
 def duplicate(checklist: ChecklistInput, config: GuidelineConfig) -> Iterator[Issue]:
-    first_by_text: dict[str, str] = {}
-    for criterion in _filled(checklist):
+    first_by_text: dict[str, tuple[int, str]] = {}
+    for number, criterion in _numbered(checklist):
         normalised = tx.normalise(criterion.text)
         if normalised in first_by_text:
+            first_number, first_text = first_by_text[normalised]
             yield Issue(
                 f"Remove this criterion or make it different: it repeats criterion "
-                f"{_quote(first_by_text[normalised])}.",
+                f"{first_number} ({_quote(first_text)}).",
                 criterion_key=criterion.key,
             )
         else:
-            first_by_text[normalised] = criterion.key
+            first_by_text[normalised] = (number, criterion.text)
 
 
 # Function words carry no content; without them "States the X of the Y" criteria about
@@ -568,13 +645,13 @@ def _content_words(text: str) -> frozenset[str]:
     title="No two criteria say nearly the same thing",
 )
 def near_duplicate(checklist: ChecklistInput, config: GuidelineConfig) -> Iterator[Issue]:
-    earlier: list[tuple[CriterionInput, frozenset[str], frozenset[str], str]] = []
-    for criterion in _filled(checklist):
+    earlier: list[tuple[int, frozenset[str], frozenset[str], str]] = []
+    for number, criterion in _numbered(checklist):
         content = _content_words(criterion.text)
         markers = tx.content_markers(criterion.text)
         normalised = tx.normalise(criterion.text)
-        best: tuple[float, str] | None = None
-        for other, other_content, other_markers, other_normalised in earlier:
+        best: tuple[float, int] | None = None
+        for other_number, other_content, other_markers, other_normalised in earlier:
             # Exact repeats are duplicate's business; different figures or names mean
             # different facts ("Q3 revenue of $4.12 billion" vs "Q4 revenue of $4.30 billion").
             if normalised == other_normalised or markers != other_markers:
@@ -583,14 +660,15 @@ def near_duplicate(checklist: ChecklistInput, config: GuidelineConfig) -> Iterat
             if similarity >= config.near_duplicate_threshold and (
                 best is None or similarity > best[0]
             ):
-                best = (similarity, other.key)
+                best = (similarity, other_number)
         if best:
+            other = checklist.criteria[best[1] - 1]
             yield Issue(
-                f"Merge this criterion with criterion {_quote(best[1])} or make the "
-                f"difference explicit: they share {best[0]:.0%} of their words.",
+                f"Merge this criterion with criterion {best[1]} ({_quote(other.text)}) or make "
+                f"the difference explicit: they share {best[0]:.0%} of their words.",
                 criterion_key=criterion.key,
             )
-        earlier.append((criterion, content, markers, normalised))
+        earlier.append((number, content, markers, normalised))
 
 
 # --- the engine ----------------------------------------------------------------------------
@@ -615,34 +693,59 @@ def _criterion_findings(
     config: GuidelineConfig,
     query_date: date | None,
     active: list[tuple[_Registered, Severity]],
+    number: int | None,
 ) -> list[Finding]:
     return [
-        Finding(registered.info.id, severity, issue.message, criterion.key, issue.field)
+        Finding(
+            registered.info.id,
+            severity,
+            issue.message,
+            criterion.key,
+            issue.field,
+            criterion_number=number,
+            criterion_text=criterion.text,
+        )
         for registered, severity in active
         for issue in registered.check(criterion, config, query_date)
     ]
 
 
 def validate_criterion(
-    criterion: CriterionInput, config: GuidelineConfig, *, query_date: date | None = None
+    criterion: CriterionInput,
+    config: GuidelineConfig,
+    *,
+    query_date: date | None = None,
+    number: int | None = None,
 ) -> Report:
-    """Criterion-scope rules only: live feedback on one criterion while it is being typed."""
+    """Criterion-scope rules only: live feedback on one criterion while it is being typed.
+    `number` is its row number in the checklist, for the findings' labels."""
     active = _active(config, "criterion")
-    return Report(tuple(_criterion_findings(criterion, config, query_date, active)))
+    return Report(tuple(_criterion_findings(criterion, config, query_date, active, number)))
 
 
 def validate_checklist(checklist: ChecklistInput, config: GuidelineConfig) -> Report:
-    """Every enabled rule. Findings come criterion by criterion, then about the whole list."""
+    """Every enabled rule. Findings come criterion by criterion, then about the whole list;
+    each names its criterion by row number (1 = the first) and text."""
     findings: list[Finding] = []
     active = _active(config, "criterion")
-    for criterion in checklist.criteria:
-        findings += _criterion_findings(criterion, config, checklist.query_date, active)
-    for registered, severity in _active(config, "checklist"):
-        findings += [
-            Finding(registered.info.id, severity, issue.message, issue.criterion_key, issue.field)
-            for issue in registered.check(checklist, config)
-        ]
+    for number, criterion in enumerate(checklist.criteria, start=1):
+        findings += _criterion_findings(criterion, config, checklist.query_date, active, number)
     position = {c.key: index for index, c in enumerate(checklist.criteria)}
+    for registered, severity in _active(config, "checklist"):
+        for issue in registered.check(checklist, config):
+            key = issue.criterion_key
+            target = None if key is None else checklist.criteria[position[key]]
+            findings.append(
+                Finding(
+                    registered.info.id,
+                    severity,
+                    issue.message,
+                    key,
+                    issue.field,
+                    criterion_number=None if key is None else position[key] + 1,
+                    criterion_text=target.text if target else "",
+                )
+            )
 
     def order(finding: Finding) -> tuple[int, int]:
         # Stable sort: a criterion's findings stay in rule order; checklist-level ones go last.

@@ -37,6 +37,7 @@ class CriterionInput:
     kind: str  # one of KINDS
     source_types: tuple[str, ...] = ()
     citations: tuple[CitationInput, ...] = ()
+    notes: str = ""  # the author's notes; an override of a rule is justified here
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -311,6 +312,17 @@ class Finding:
     message: str  # says how to fix it
     criterion_key: str | None  # None: about the checklist as a whole
     field: str  # "text", "source_types[0]", "citations[0].published_on", "criteria", ...
+    # The criterion's row number in the checklist (1 = first, as the editor shows it) and its
+    # text, so that a message read away from its row still says which criterion it is about.
+    criterion_number: int | None = None
+    criterion_text: str = ""
+
+    @property
+    def criterion_label(self) -> str:
+        """“Criterion 3 (“States Q3 revenue …”)”, or "" for checklist-level findings."""
+        if self.criterion_number is None:
+            return ""
+        return f"Criterion {self.criterion_number} ({quote(self.criterion_text, 60)})"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -318,8 +330,16 @@ class Finding:
             "severity": self.severity,
             "message": self.message,
             "criterion_key": self.criterion_key,
+            "criterion_number": self.criterion_number,
+            "criterion_text": self.criterion_text,
             "field": self.field,
         }
+
+
+def quote(value: str, limit: int = 40) -> str:
+    """A text in curly quotes on one line, cut to `limit` characters with an ellipsis."""
+    value = " ".join(value.split())
+    return f"“{value if len(value) <= limit else value[: limit - 1] + '…'}”"
 
 
 @dataclass(frozen=True)

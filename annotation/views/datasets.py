@@ -71,6 +71,7 @@ def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "form": form,
         "page": page,
         "can_manage": roles.CHANGE in perms,
+        "can_create_queries": permissions.can_create_queries(dataset, perms),
         "can_see_runs": can_see_runs,
         # Saturated queries come from run verdicts, which experts (annotating blind) and
         # outsiders do not see.

@@ -40,6 +40,7 @@ class EditorRow:
     source_type_ids: frozenset[int]
     advice: FormalityAdvice | None = None
     work: CriterionWork = NO_WORK  # reviewers' work on this wording: warn before edits
+    override: str = ""  # the justified vagueness override in the notes, shown on the row
 
 
 def _editor_context(request: HttpRequest, checklist_pk: int, **extra: object) -> dict:
@@ -57,6 +58,7 @@ def _editor_context(request: HttpRequest, checklist_pk: int, **extra: object) ->
             source_type_ids=frozenset(st.pk for st in c.source_types.all()),
             advice=current_advice(c),
             work=work[c.pk],
+            override=guidelines.override_summary(c.notes),
         )
         for c in criteria
     ]
@@ -187,11 +189,16 @@ def criterion_update(request: HttpRequest, pk: int) -> HttpResponse:
         response["HX-Reswap"] = "outerHTML"
         return response
     if request.htmx:
-        return _row_response(request, criterion, "criterion-findings", form_errors=form.errors)
+        return _row_response(
+            request, criterion, "criterion-findings", form_errors=form.errors,
+            saved=form.is_valid(),
+        )  # fmt: skip
     if edited.pk != criterion.pk:
         messages.info(request, "Reworded as a new version: reviewers' work stays on the old one.")
         return _back(criterion.checklist, f"#criterion-{edited.pk}")
-    if not form.is_valid():
+    if form.is_valid():
+        messages.success(request, f"Criterion {criterion.position} saved.")
+    else:
         messages.error(request, f"Criterion not saved: {form.errors.as_text()}")
     return _back(criterion.checklist, f"#criterion-{criterion.pk}")
 

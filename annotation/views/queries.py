@@ -35,6 +35,7 @@ def query_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "mine": mine,
         "can_start": mine is None and permissions.can_start_checklist(request.user, query, perms),
         "can_manage": can_manage,
+        "can_edit": permissions.can_edit_query(request.user, query, perms),
         "assign_form": assign_form,
         "hidden_count": (
             query.checklists.exclude(pk__in=[c.pk for c in checklists]).count()
@@ -73,10 +74,26 @@ def checklist_start(request: HttpRequest, pk: int) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @login_required
 def query_create(request: HttpRequest, pk: int) -> HttpResponse:
-    dataset = permissions.access_dataset(request.user, pk, roles.CHANGE)
+    dataset = permissions.access_dataset_for_new_query(request.user, pk)
     form = QueryForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        query = services.query_create(dataset=dataset, **form.cleaned_data)
+        query = services.query_create(dataset=dataset, by=request.user, **form.cleaned_data)
         messages.success(request, "Query added.")
         return redirect("query-detail", pk=query.pk)
-    return render(request, "annotation/query_form.html", {"dataset": dataset, "form": form})
+    context = {"dataset": dataset, "form": form, "query": None}
+    return render(request, "annotation/query_form.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def query_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    query = permissions.access_query_for_edit(request.user, pk)
+    initial = {"tags": ", ".join(t.name for t in query.tags.all())}
+    form = QueryForm(request.POST or None, instance=query, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        fields = {name: form.cleaned_data[name] for name in form.Meta.fields}
+        services.query_update(query=query, tags=form.cleaned_data["tags"], **fields)
+        messages.success(request, "Query saved.")
+        return redirect("query-detail", pk=query.pk)
+    context = {"dataset": query.dataset, "form": form, "query": query}
+    return render(request, "annotation/query_form.html", context)

@@ -624,7 +624,8 @@ def _check_guideline(plan: _Plan, errors: _Errors, options: ImportOptions) -> No
         if not report.errors:
             continue
         findings = "; ".join(
-            f"{f.rule_id}" + (f" (criterion {f.criterion_key})" if f.criterion_key else "")
+            f"{f.rule_id}"
+            + (f" (criterion {f.criterion_number}, {f.criterion_key})" if f.criterion_key else "")
             for f in report.errors
         )
         message = (

@@ -53,6 +53,14 @@ SOURCES = [
     ),
 ]
 
+# Notes on demo criteria. The first shows the vagueness override (docs/guidelines.md): the
+# criterion names no figure or company because its query fixes both.
+NOTES = {
+    "Explains that data-centre demand drove the revenue beat.": (
+        "override fact-anchor: the query fixes the company and the quarter (Northwind, Q3 FY2026)"
+    ),
+}
+
 # Which demo checklists are submitted (the rest stay drafts), by (query index, expert).
 SUBMITTED = {(0, "alice"), (0, "bob"), (1, "alice"), (2, "bob")}
 

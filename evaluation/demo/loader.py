@@ -47,6 +47,7 @@ def _criteria(items, *, sources, source_types, citation) -> list[CriterionData]:
         CriterionData(
             text=text,
             kind=kind,
+            notes=data.NOTES.get(text, ""),
             source_types=[source_types[slug] for slug in sources] if kind == "fact" else [],
             citations=(
                 CitationData(

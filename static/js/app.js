@@ -67,3 +67,12 @@ document.addEventListener("htmx:afterRequest", (event) => {
     form.querySelector("textarea")?.focus();
   }
 });
+
+// Source-type chips belong to fact criteria only: follow the Kind select of the same form.
+document.addEventListener("change", (event) => {
+  const select = event.target.closest(".criterion-form select[name=kind]");
+  if (!select) return;
+  select.form.querySelectorAll("[data-fact-only]").forEach((box) => {
+    box.hidden = select.value !== "fact";
+  });
+});

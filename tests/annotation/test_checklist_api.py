@@ -39,7 +39,7 @@ def payload(query, **extra) -> dict:
                 "source_types": ["earnings-call-transcript"],
             },
             {
-                "text": "Explains what drove the revenue beat.",
+                "text": "Explains what drove the Q3 revenue beat.",
                 "source_types": ["earnings-call-transcript"],
             },
             {"text": "Presents guidance versus actuals in a table.", "kind": "format"},
@@ -123,7 +123,7 @@ def test_criterion_endpoint_saves_and_returns_its_validation(collaborator_api, c
     assert {"action-verb", "fact-source-type"} <= rules
     fixed = collaborator_api.patch(
         f"/api/criteria/{created.json()['id']}/",
-        {"text": "States that the margin went up.", "source_types": ["earnings-release"]},
+        {"text": "States that the Q3 margin went up.", "source_types": ["earnings-release"]},
     )
     assert fixed.status_code == 200
     assert fixed.json()["validation"]["errors"] == []
@@ -186,6 +186,9 @@ def test_assigned_experts_only(collaborator_api, owner, query, dataset):
 
 
 def test_queries_are_created_by_dataset_admins(owner_api, collaborator_api, dataset):
+    # With experts_create_queries off; tests/annotation/test_expert_queries.py has it on.
+    dataset.experts_create_queries = False
+    dataset.save()
     data = {
         "dataset": dataset.pk,
         "text": "What was Harbor's FY2025 margin?",

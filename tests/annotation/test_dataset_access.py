@@ -167,6 +167,8 @@ def test_query_list_page_query_count_is_flat(client, owner, dataset, django_asse
 def test_dataset_admin_adds_a_query_with_tags(client, owner, collaborator, dataset):
     from annotation.models import Query
 
+    dataset.experts_create_queries = False  # on, experts may too (test_expert_queries.py)
+    dataset.save()
     url = reverse("query-create", args=[dataset.pk])
     client.force_login(collaborator)
     assert client.get(url).status_code == 403

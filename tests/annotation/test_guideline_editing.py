@@ -349,3 +349,18 @@ def test_the_newest_finance_version_reaches_datasets_without_a_guideline(
     assert guideline_for(dataset).version == 2
     checklist.refresh_from_db()
     assert checklist.status == Checklist.Status.SUBMITTED and checklist.guideline == finance_v1
+
+
+def test_the_vagueness_rules_are_on_the_page_and_switch_off(client, owner):
+    client.force_login(owner)
+    page = client.get(reverse("guideline-create")).content.decode()
+    assert "vague-wording" in page and "fact-anchor" in page
+    changes = {"rules.vague-wording.enabled": None, "rules.fact-anchor.severity": "warning"}
+    response = client.post(
+        reverse("guideline-create"),
+        {"preset": "finance", **form_data(FINANCE, name="Lenient", **changes)},
+    )
+    assert response.status_code == 302, response.context and response.context["form"].errors
+    config = Guideline.objects.get(name="Lenient").config["rules"]
+    assert config["vague-wording"] == {"enabled": False, "severity": None}
+    assert config["fact-anchor"] == {"enabled": True, "severity": "warning"}

@@ -51,7 +51,7 @@ def test_expert_writes_fixes_and_submits_a_checklist(page, collaborator, query):
     add_criterion(page, "Revenue of $4.12 billion in Q3.")  # no action verb
     add_criterion(page, "Reports a Q3 gross margin of 61.5%.")
     add_criterion(page, "Mentions the Q4 revenue guidance of $4.3 billion.")
-    add_criterion(page, "Explains that data-centre demand drove the beat.")
+    add_criterion(page, "Explains that data-centre demand drove the Q3 beat.")
     add_criterion(page, "Presents guidance versus actuals in a table.", "format")
 
     # Fact criteria need a source type: tick one in each (autosaves).

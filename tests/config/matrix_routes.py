@@ -52,7 +52,7 @@ for _name in (
     PAGE_ARGS[_name] = lambda w: {"pk": w.dataset.pk}
 for _name in (
     "query-detail", "query-assign", "checklist-start", "query-overlaps",
-    "query-cross-evaluation-start",
+    "query-cross-evaluation-start", "query-edit",
 ):  # fmt: skip
     PAGE_ARGS[_name] = lambda w: {"pk": w.query.pk}
 for _name in ("checklist-detail", "criterion-create", "checklist-submit", "checklist-reopen"):

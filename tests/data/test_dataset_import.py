@@ -126,15 +126,15 @@ def test_checklists_that_break_the_guideline_are_imported_with_warnings_or_refus
         "checklists.jsonl:1: checklist of 'ann' for query 'q1' breaks Finance v1: "
         in (rejected.value.errors[0])
     )
-    assert "action-verb (criterion c1)" in rejected.value.errors[0]
+    assert "action-verb (criterion 1, c1)" in rejected.value.errors[0]  # row number, key
     assert not Checklist.objects.exists()
 
     result = import_dataset(folder, ImportOptions(guideline=finance))
-    assert len(result.warnings) == 1 and "action-verb (criterion c1)" in result.warnings[0]
+    assert len(result.warnings) == 1 and "action-verb (criterion 1, c1)" in result.warnings[0]
     checklist = Checklist.objects.get()
     assert checklist.status == "submitted" and result.dataset.guideline == finance
     event = ChecklistEvent.objects.get(checklist=checklist)
-    assert "breaks Finance v1: action-verb (criterion c1)" in event.detail
+    assert "breaks Finance v1: action-verb (criterion 1, c1)" in event.detail
 
 
 @pytest.mark.django_db

@@ -152,7 +152,7 @@ def test_overriding_a_severity() -> None:
     assert [(f.rule_id, f.severity) for f in report.findings] == [("compound", "error")]
     assert report.blocking
     lenient = FINANCE.with_rule("action-verb", severity="warning")
-    bad_verb = CriterionInput("c1", "The revenue.", "fact", ("filings",))
+    bad_verb = CriterionInput("c1", "The Q3 revenue.", "fact", ("filings",))
     assert not validate_criterion(bad_verb, lenient).blocking
 
 
@@ -179,6 +179,7 @@ def test_presets() -> None:
     off = {info["id"] for info in describe_rules() if not GENERIC.setting(info["id"]).enabled}
     assert off == {
         "action-verb",
+        "fact-anchor",
         "fact-source-type",
         "banned-source-type",
         "methodology-required",

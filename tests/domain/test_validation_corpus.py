@@ -37,6 +37,9 @@ GENERIC_BOUNDS = {
     "single-sentence": 0.005,
     "compound": 0.02,
     "vague-reference": 0.005,
+    # Fires on 237 criteria (7.2%), nearly all of them real judgements left to the grader
+    # ("a comprehensive understanding"); test_vagueness_corpus.py pins the exact counts.
+    "vague-wording": 0.08,
     "min-criteria": 0.005,
     "max-criteria": 0.005,
     "duplicate": 0.005,
@@ -75,6 +78,7 @@ def test_generic_switches_off_the_finance_only_rules(generic_stats: dict[str, Ru
     off = {rule_id for rule_id, stat in generic_stats.items() if stat.severity == "off"}
     assert off == {
         "action-verb",
+        "fact-anchor",
         "fact-source-type",
         "banned-source-type",
         "methodology-required",
