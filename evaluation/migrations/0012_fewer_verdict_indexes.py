@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0006_criterion_version_restrict'),
+        ('annotation', '0007_criterion_version_restrict'),
         ('evaluation', '0011_verdict_votes_index'),
     ]
 

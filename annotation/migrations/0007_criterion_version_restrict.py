@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0005_criterion_archive_versions_and_text_limits'),
+        ('annotation', '0006_experts_query_authors_and_setting'),
     ]
 
     operations = [
