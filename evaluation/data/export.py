@@ -337,7 +337,8 @@ class Exporter:
                 self.keys.queries[q.pk], q.text, _iso(q.query_date),
                 q.category.name if q.category else "", sorted(t.name for t in q.tags.all()),
                 q.reference_answer, q.status,
-                sorted(u.get_username() for u in q.assigned_experts.all()), q.pk,
+                sorted(u.get_username() for u in q.assigned_experts.all()), q.complexity,
+                self.keys.user(q.created_by_id), q.pk,
             )  # fmt: skip
 
     def _checklists(self) -> Iterator[Row]:
@@ -594,6 +595,7 @@ class Exporter:
             if guideline
             else None,
             "experts_per_query": d.experts_per_query,
+            "experts_create_queries": d.experts_create_queries,
             "show_submitted_checklists": d.show_submitted_checklists,
             "formality_check": d.formality_check,
             "pass_threshold": d.pass_threshold,

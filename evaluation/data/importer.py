@@ -149,6 +149,7 @@ REQUIRED = {
 CHOICES = {
     ("members", "role"): tuple(r.value for r in roles.DatasetRole),
     ("queries", "status"): tuple(Query.Status.values),
+    ("queries", "complexity"): tuple(Query.Complexity.values),
     ("checklists", "status"): tuple(Checklist.Status.values),
     ("criteria", "kind"): tuple(Criterion.Kind.values),
     ("judges", "kind"): tuple(Judge.Kind.values),
@@ -369,7 +370,7 @@ def _target(meta: dict | None, options: ImportOptions, errors: _Errors) -> Datas
 
 SETTINGS = (
     "description", "licence", "experts_per_query", "show_submitted_checklists",
-    "formality_check", "pass_threshold", "label_policy", "label_share",
+    "formality_check", "pass_threshold", "label_policy", "label_share", "experts_create_queries",
 )  # fmt: skip
 
 
@@ -482,6 +483,8 @@ def _check_structure(
         if once(("q", row["external_id"]), where, "query external_id"):
             known.queries.add(row["external_id"])
         plan.usernames.update(row["assigned_experts"] or [])
+        if row["created_by"]:
+            plan.usernames.add(row["created_by"])
     for where, row in t["checklists"]:
         key = (row["query"], row["author"])
         if row["query"] not in known.queries:
@@ -887,6 +890,8 @@ class _Writer:
                 "text": row["text"], "query_date": row["query_date"], "category": category,
                 "reference_answer": row["reference_answer"],
                 "status": row["status"] or Query.Status.OPEN,
+                "complexity": row["complexity"],
+                "created_by_id": self.users.get(row["created_by"]) if row["created_by"] else None,
             }  # fmt: skip
             pk = self.stored.queries.get(row["external_id"])
             query = queries.get(pk) if pk else None

@@ -115,6 +115,10 @@ TABLES: tuple[Table, ...] = (
             _c("reference_answer"),
             _c("status", doc="open, in_progress or done"),
             _c("assigned_experts", LIST, "Usernames"),
+            _c(
+                "complexity", doc="simple, moderate or complex, as its author judged (may be empty)"
+            ),
+            _c("created_by", doc="Username of who added the query (may be empty)"),
             _c("id", INT, "The app's id (ignored by the import)"),
         ),
     ),

@@ -233,3 +233,20 @@ def test_a_grade_out_of_range_is_refused_with_its_file_line_and_field(tmp_path):
         "grades.jsonl:1: field 'score' must be from 1 to 5" in e for e in rejected.value.errors
     ), rejected.value.errors
     assert not Dataset.objects.exists()
+
+
+def test_round_trip_keeps_query_authors_complexity_and_the_experts_setting(tmp_path):
+    from annotation.models import Query
+
+    dataset = generate("Authored trip", queries=2, systems=1, criteria=2, judges=1, samples=1)
+    dataset.experts_create_queries = False
+    dataset.save(update_fields=["experts_create_queries"])
+    author = get_user_model().objects.get(username="expert-0")
+    first_query = Query.objects.filter(dataset=dataset).order_by("pk").first()
+    Query.objects.filter(pk=first_query.pk).update(complexity="complex", created_by=author)
+    first, second = _round_trip(dataset, tmp_path)
+    assert _comparable(first) == _comparable(second)
+    imported = Dataset.objects.get(name="Authored trip")
+    assert imported.experts_create_queries is False
+    copy = Query.objects.get(dataset=imported, external_id=first_query.external_id)
+    assert (copy.complexity, copy.created_by.username) == ("complex", "expert-0")
