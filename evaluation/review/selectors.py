@@ -656,23 +656,26 @@ def filter_disagreements(
     )
 
 
-def filter_choices(dataset: Dataset) -> dict[str, list]:
-    """The systems with answers in the dataset and the authors of its submitted checklists,
-    for the filter menus. Two queries."""
+def filter_choices(dataset: Dataset, *, authors: bool = True) -> dict[str, list]:
+    """The systems with answers in the dataset and (when `authors`: the disagreement queue
+    filters by them) the authors of its submitted checklists, for the filter menus. One
+    query per list."""
     from django.contrib.auth import get_user_model
 
     from evaluation.models import System
 
     systems = list(System.objects.filter(answers__query__dataset=dataset).distinct())
-    authors = list(
-        get_user_model()
-        .objects.filter(
-            checklists__query__dataset=dataset, checklists__status=Checklist.Status.SUBMITTED
+    found = []
+    if authors:
+        found = list(
+            get_user_model()
+            .objects.filter(
+                checklists__query__dataset=dataset, checklists__status=Checklist.Status.SUBMITTED
+            )
+            .distinct()
+            .order_by("username")
         )
-        .distinct()
-        .order_by("username")
-    )
-    return {"systems": systems, "authors": authors, "kinds": list(Criterion.Kind.choices)}
+    return {"systems": systems, "authors": found, "kinds": list(Criterion.Kind.choices)}
 
 
 def filtered_queue(
@@ -686,7 +689,9 @@ def filtered_queue(
 ) -> tuple[Sequence[LabellingItem] | Sequence[DisagreementItem], int]:
     """A queue's items after the filters, and the count of adjudicated items left out."""
     if queue == LABELLING:
-        return filter_labelling(labelling_queue(dataset, user, run=run, mine=mine), dataset, filters), 0
+        return filter_labelling(
+            labelling_queue(dataset, user, run=run, mine=mine), dataset, filters
+        ), 0
     result = filter_disagreements(
         disagreement_queue(dataset, user, run=run, mine=mine), dataset, filters
     )

@@ -169,14 +169,23 @@ def page_context(report: AgreementReport) -> dict:
         "judges": table(judge_figures),
         # Each table with its charts, drawn beside it (None: a table without charts).
         "groups": [
-            ("criterion kind", table(report.kinds),
-             _charts(dataset, run, "per criterion kind", report.kinds)),
-            ("source type", table(report.sources),
-             _charts(dataset, run, "per source type", report.sources)),
-            ("query category", table(report.categories),
-             _charts(dataset, run, "per query category", report.categories)),
+            (
+                "criterion kind",
+                table(report.kinds),
+                _charts(dataset, run, "per criterion kind", report.kinds),
+            ),
+            (
+                "source type",
+                table(report.sources),
+                _charts(dataset, run, "per source type", report.sources),
+            ),
+            (
+                "query category",
+                table(report.categories),
+                _charts(dataset, run, "per query category", report.categories),
+            ),
             ("system", table(report.systems), None),
-        ],  # fmt: skip
+        ],
         "charts": [_charts(dataset, run, "per judge (panel first)", judge_figures)],
         "pairs": table(report.pairs),
         "pairs_chart": _charts(dataset, run, "per pair of raters", report.pairs),

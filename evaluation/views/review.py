@@ -30,6 +30,8 @@ from evaluation.review import selectors, services
 from evaluation.review.permissions import access_answer, reviewable_criterion
 
 QUEUES = {q.value: q.label for q in ReviewAssignment.Queue}
+DISAGREEMENT = ReviewAssignment.Queue.DISAGREEMENT
+NO_FILTERS = selectors.QueueFilters()
 UNDO_KEY = "review_undo"
 UNDO_DEPTH = 50  # per answer; enough for a session of labelling, small in the session
 SKIP_KEY = "review_skipped"
@@ -82,7 +84,7 @@ def _queue_params(
 
 def _review_url(
     item, *, queue: str, mine: bool, run: Run | None,
-    filters: selectors.QueueFilters = selectors.QueueFilters(),
+    filters: selectors.QueueFilters = NO_FILTERS,
 ) -> str:  # fmt: skip
     params = _queue_params(queue, mine=mine, run=run, filters=filters)
     if getattr(item, "criterion_id", None) is not None:
@@ -123,7 +125,8 @@ def review_queue(request: HttpRequest, pk: int) -> HttpResponse:
         "runs": dataset.runs.order_by("-created_at", "-id")[:50], "page": page,
         "total": len(items), "adjudicated": adjudicated, "can_assign": can_assign,
         "reviewers": selectors.dataset_reviewers(dataset) if can_assign else [],
-        "filters": filters, "choices": selectors.filter_choices(dataset),
+        "filters": filters,
+        "choices": selectors.filter_choices(dataset, authors=queue == DISAGREEMENT),
         "page_query": urlencode(params),
         "next_url": f"{reverse('review-next', args=[dataset.pk])}?{urlencode(params)}",
     }  # fmt: skip
