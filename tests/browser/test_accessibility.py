@@ -149,7 +149,10 @@ def test_review_page_works_from_tab_and_enter_alone(page, demo):
         if pass_button.evaluate("b => b === document.activeElement"):
             break
     expect(pass_button).to_be_focused()
+    swapped = "() => !document.querySelector('.review-row').dataset.old"
+    page.evaluate("() => { document.querySelector('.review-row').dataset.old = '1'; }")
     page.keyboard.press("Enter")
+    page.wait_for_function(swapped)  # the row came back from the server
     expect(
         page.locator(".review-row").first.locator(".label-form button[value=pass]")
     ).to_have_attribute("aria-pressed", "true")
@@ -161,7 +164,9 @@ def test_review_page_works_from_tab_and_enter_alone(page, demo):
     expect(
         page.locator(".review-row").first.locator(".label-form button[value=fail]")
     ).to_be_focused()
+    page.evaluate("() => { document.querySelector('.review-row').dataset.old = '1'; }")
     page.keyboard.press("Space")
+    page.wait_for_function(swapped)
     row = page.locator(".review-row").first
     expect(row.locator(".label-form button[value=fail]")).to_have_attribute("aria-pressed", "true")
     expect(row.locator(".label-form button[value=pass]")).to_have_attribute("aria-pressed", "false")
