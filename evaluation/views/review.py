@@ -278,6 +278,7 @@ def answer_review(request: HttpRequest, pk: int) -> HttpResponse:
         "dataset": dataset, "answer": answer, "answer_html": render_answer(answer.text),
         "run": run, "runs": runs, "rows": rows, "queue": queue, "queue_name": QUEUES[queue],
         "current": str(current_criterion or ""), "position": position, "total": total,
+        "show_position": total is not None,
         "filtered": filters.active or mine,
         "labelled": sum(1 for r in rows if r.own is not None),
         "next_url": next_url, "skip_url": f"{next_url}&skip=1",
@@ -415,6 +416,7 @@ def _conflict_page(request: HttpRequest, answer: Answer, run: Run | None, criter
         "queue": "disagreement", "current": str(criterion.pk),
         "labelled": sum(1 for r in rows if r.own is not None),
         "next_url": reverse("review-next", args=[dataset.pk]),
+        "skip_url": reverse("review-next", args=[dataset.pk]),
         "queue_url": reverse("review-queue", args=[dataset.pk]),
     }  # fmt: skip
     return render(request, "evaluation/review_answer.html", context, status=409)
