@@ -459,24 +459,27 @@ def next_item(
     mine: bool = False,
     filters: QueueFilters | None = None,
     skipped: frozenset[tuple[int, ...]] = frozenset(),
-) -> LabellingItem | DisagreementItem | None:
-    """The item to review after `current` in the filtered queue. Labelling: the next answer
-    in queue order that the user has not labelled completely. Disagreement: the next item in
-    queue order (adjudicated ones have left it). Both wrap around. Items the reviewer
-    skipped come only when nothing else is left."""
+) -> tuple[LabellingItem | DisagreementItem, tuple[int, int]] | None:
+    """The item to review after `current` in the filtered queue, with its position there
+    (X of N, 1-based). Labelling: the next answer in queue order that the user has not
+    labelled completely. Disagreement: the next item in queue order (adjudicated ones have
+    left it). Both wrap around. Items the reviewer skipped come only when nothing else is
+    left. The position counts the whole filtered queue, the items done included."""
     items, _ = filtered_queue(
         dataset, user, queue=queue, run=run, mine=mine, filters=filters or QueueFilters()
     )
-    if queue == LABELLING:
-        items = [i for i in items if not i.done_by_me or i.key == current]
     keys = _keys(items)
-    fresh = [k for k in keys if k not in skipped or k == current]
+    open_keys = keys
+    if queue == LABELLING:
+        open_keys = [i.key for i in items if not i.done_by_me or i.key == current]
+    fresh = [k for k in open_keys if k not in skipped or k == current]
     following = queues.next_after(fresh, current)
     if following is None:
-        following = queues.next_after(keys, current)
+        following = queues.next_after(open_keys, current)
     if following is None:
         return None
-    return items[keys.index(following)]
+    index = keys.index(following)
+    return items[index], (index + 1, len(keys))
 
 
 # --- review page ----------------------------------------------------------------------------
@@ -703,22 +706,3 @@ def _keys(items: Sequence) -> list[tuple[int, ...]]:
     if isinstance(items, _Items):
         return [(row[0], row[1]) for row in items.rows]
     return [i.key for i in items]
-
-
-def queue_position(
-    dataset: Dataset,
-    user: AnyUser,
-    *,
-    queue: str,
-    current: tuple[int, ...],
-    run: Run | None = None,
-    mine: bool = False,
-    filters: QueueFilters = QueueFilters(),
-) -> tuple[int | None, int]:
-    """(X, N): where the item stands in the filtered queue (1-based; None when it is not in
-    it, adjudicated say) and how many items the queue holds. The disagreement queue's rows
-    come from the figure cache, so this counts a list already in memory, never the join."""
-    items, _ = filtered_queue(dataset, user, queue=queue, run=run, mine=mine, filters=filters)
-    keys = _keys(items)
-    position = keys.index(current) + 1 if current in keys else None
-    return position, len(keys)

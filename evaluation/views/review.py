@@ -84,12 +84,23 @@ def _queue_params(
 
 def _review_url(
     item, *, queue: str, mine: bool, run: Run | None,
-    filters: selectors.QueueFilters = NO_FILTERS,
+    filters: selectors.QueueFilters = NO_FILTERS, position: tuple[int, int] | None = None,
 ) -> str:  # fmt: skip
+    """The review page of a queue item. `position` is (X, N), where the item stood in the
+    filtered queue when the queue page or Next computed it: the review page shows it as it
+    is, so that opening an item never recomputes a queue of 100,000 items."""
     params = _queue_params(queue, mine=mine, run=run, filters=filters)
     if getattr(item, "criterion_id", None) is not None:
         params["criterion"] = item.criterion_id
+    if position is not None:
+        params["pos"], params["of"] = position
     return f"{reverse('answer-review', args=[item.key[0]])}?{urlencode(params)}"
+
+
+def _position(data: QueryDict) -> tuple[int, int] | None:
+    """(X, N) from ?pos=&of=, when they make sense (1 <= X <= N); else None."""
+    x, n = parse_id(data.get("pos", "")), parse_id(data.get("of", ""))
+    return (x, n) if x and n and x <= n else None
 
 
 def _skipped_key(dataset: Dataset, queue: str) -> str:
@@ -116,8 +127,10 @@ def review_queue(request: HttpRequest, pk: int) -> HttpResponse:
     )
     page = Paginator(items, 50).get_page(request.GET.get("page"))
     selectors.load_answers(page.object_list)
-    for item in page:
-        item.url = _review_url(item, queue=queue, mine=mine, run=run, filters=filters)
+    for n, item in enumerate(page, start=page.start_index()):
+        item.url = _review_url(
+            item, queue=queue, mine=mine, run=run, filters=filters, position=(n, len(items))
+        )
     can_assign = roles.CHANGE in dataset_permissions(request.user, dataset)
     params = _queue_params(queue, mine=mine, run=run, filters=filters)
     context = {
@@ -212,15 +225,18 @@ def review_next(request: HttpRequest, pk: int) -> HttpResponse:
         key = _skipped_key(dataset, queue)
         skipped = [k for k in request.session.get(key, []) if tuple(k) != current]
         request.session[key] = [*skipped, list(current)][-SKIP_DEPTH:]
-    item = selectors.next_item(
+    found = selectors.next_item(
         dataset, request.user, queue=queue, current=current, run=run, mine=mine,
         filters=filters, skipped=_skipped(request, dataset, queue),
     )  # fmt: skip
-    if item is None:
+    if found is None:
         messages.info(request, f"The {QUEUES[queue].lower()} queue has nothing else for you.")
         params = _queue_params(queue, mine=mine, run=run, filters=filters)
         return redirect(f"{reverse('review-queue', args=[dataset.pk])}?{urlencode(params)}")
-    return redirect(_review_url(item, queue=queue, mine=mine, run=run, filters=filters))
+    item, position = found
+    return redirect(
+        _review_url(item, queue=queue, mine=mine, run=run, filters=filters, position=position)
+    )
 
 
 # --- the review page ------------------------------------------------------------------------
@@ -258,18 +274,12 @@ def answer_review(request: HttpRequest, pk: int) -> HttpResponse:
     mine = request.GET.get("mine") == "1"
     filters = _filters(request.GET)
     dataset = answer.query.dataset
-    queue_run = _run_for(dataset, request.GET.get("run"))
+    queue_run = run if request.GET.get("run") else None
     params = _queue_params(queue, mine=mine, run=queue_run, filters=filters)
     current_criterion = parse_id(request.GET.get("criterion", "")) if request.GET.get(
         "criterion"
     ) else None  # fmt: skip
-    current = (answer.pk,) if queue == "labelling" else (answer.pk, current_criterion or 0)
-    position, total = None, None
-    if "queue" in request.GET:  # opened from a queue: say where in it
-        position, total = selectors.queue_position(
-            dataset, request.user, queue=queue, current=current, run=queue_run, mine=mine,
-            filters=filters,
-        )  # fmt: skip
+    position = _position(request.GET) if "queue" in request.GET else None
     next_params = {**params, "answer": answer.pk}
     if current_criterion:
         next_params["criterion"] = current_criterion
@@ -277,8 +287,7 @@ def answer_review(request: HttpRequest, pk: int) -> HttpResponse:
     context = {
         "dataset": dataset, "answer": answer, "answer_html": render_answer(answer.text),
         "run": run, "runs": runs, "rows": rows, "queue": queue, "queue_name": QUEUES[queue],
-        "current": str(current_criterion or ""), "position": position, "total": total,
-        "show_position": total is not None,
+        "current": str(current_criterion or ""), "position": position,
         "filtered": filters.active or mine,
         "labelled": sum(1 for r in rows if r.own is not None),
         "next_url": next_url, "skip_url": f"{next_url}&skip=1",

@@ -106,20 +106,36 @@ def test_a_nul_in_the_search_is_refused_with_a_message(client, two, reviewed_dat
 
 def test_item_x_of_n_within_the_filtered_queue(client, two, reviewed_dataset, reviewer):
     client.force_login(reviewer)
+    d = reviewed_dataset
     beta, b_twin = two.answers["beta"].pk, two.twins[1].pk
+    queue = reverse("review-queue", args=[d.pk])
+    # The queue page links each item with its place: beta's second twin is 5th of 7...
+    page = client.get(queue + "?queue=disagreement").content.decode()
+    link = re.search(rf'href="(/answers/{beta}/review/\?[^"]*criterion={b_twin}[^"]*)"', page)
+    opened = client.get(html.unescape(link.group(1))).content.decode()
+    assert re.search(r"Item <strong>5</strong> of <strong>7</strong>", opened)
+    # ...and 3rd of 4 among bob's criteria; Next carries the filters and says the place.
+    page = client.get(queue + f"?queue=disagreement&author={two.bob.pk}").content.decode()
+    link = re.search(rf'href="(/answers/{beta}/review/\?[^"]*criterion={b_twin}[^"]*)"', page)
+    opened = client.get(html.unescape(link.group(1))).content.decode()
+    assert re.search(r"Item <strong>3</strong> of <strong>4</strong>", opened)
+    assert "filtered" in opened
+    nxt = html.unescape(re.search(r'id="next-item" href="([^"]+)"', opened).group(1))
+    assert f"author={two.bob.pk}" in nxt
+    following = client.get(nxt)
+    assert "pos=4" in following["Location"] and "of=4" in following["Location"]
+    assert re.search(
+        r"Item <strong>4</strong> of <strong>4</strong>",
+        client.get(following["Location"]).content.decode(),
+    )
+    # A position that makes no sense is not shown; opened without a queue, none is.
     review = reverse("answer-review", args=[beta])
-    page = client.get(f"{review}?queue=disagreement&criterion={b_twin}").content.decode()
-    assert re.search(r"Item <strong>5</strong> of <strong>7</strong>", page)
-    filtered = client.get(
-        f"{review}?queue=disagreement&criterion={b_twin}&author={two.bob.pk}"
-    ).content.decode()
-    assert re.search(r"Item <strong>3</strong> of <strong>4</strong>", filtered)
-    # Next stays within the filters; its link carries them.
-    assert f"author={two.bob.pk}" in re.search(r'id="next-item" href="([^"]+)"', filtered).group(1)
-    # Adjudicated, the item leaves the queue: the page says so instead of a position.
-    Adjudication.objects.create(answer=two.answers["beta"], criterion=two.twins[1], label="pass")
-    gone = client.get(f"{review}?queue=disagreement&criterion={b_twin}").content.decode()
-    assert "Not in the queue now (6 items left)" in gone
+    for params in (
+        "?queue=disagreement&pos=9&of=4",
+        "?queue=disagreement&pos=x&of=4",
+        "?pos=1&of=4",
+    ):
+        assert "data-queue-position" not in client.get(review + params).content.decode()
 
 
 def test_skip_moves_on_and_brings_skipped_items_back_last(client, two, reviewed_dataset, reviewer):
