@@ -17,6 +17,9 @@ class DraftForm(forms.Form):
     judge = forms.ModelChoiceField(
         Judge.objects.filter(kind=Judge.Kind.LLM).order_by("name"),
         label="Drafting LLM",
+        # No empty choice: the form is shown only when an LLM judge exists (the page says
+        # how to add one otherwise), so a required field never opens on "---------".
+        empty_label=None,
         help_text="Defaults to the first LLM judge of the dataset's cross-evaluation panel.",
     )
 

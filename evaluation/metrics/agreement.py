@@ -274,3 +274,34 @@ def majority(labels: Iterable[Hashable]) -> Hashable | None:
     if not counts or (len(counts) > 1 and counts[0][1] == counts[1][1]):
         return None
     return counts[0][0]
+
+
+def kappa_undefined_reason(matrix: ConfusionMatrix, first: str, second: str) -> str | None:
+    """Why kappa says nothing on this matrix, in words for the page; None when it does.
+
+    Kappa compares agreement with what chance gives from each rater's own label rates. When
+    a rater gave one label throughout, chance agreement equals observed agreement, so kappa
+    is 0 with a zero-width interval (or 0/0 when both did) whatever the other rater did:
+    a number that looks like "no better than chance" but only says the rater never varied.
+    `first` and `second` name the raters ("the judge", "the humans"). The figures
+    themselves are not changed (kappa_from_matrix); this only says how to show them.
+    """
+    if matrix.n == 0:
+        return "no items to compare"
+    cats = matrix.categories
+    rows = [sum(row) for row in matrix.counts]
+    cols = [sum(matrix.counts[i][j] for i in range(len(cats))) for j in range(len(cats))]
+    first_only = [c for c, n in zip(cats, rows, strict=True) if n == matrix.n]
+    second_only = [c for c, n in zip(cats, cols, strict=True) if n == matrix.n]
+    if first_only and second_only:
+        if first_only == second_only:
+            return f"both always said {first_only[0]}: nothing to tell from chance"
+        return (
+            f"{first} always said {first_only[0]} and {second} always said "
+            f"{second_only[0]}: nothing to tell from chance"
+        )
+    if first_only:
+        return f"{first} always said {first_only[0]}, so κ cannot tell agreement from chance"
+    if second_only:
+        return f"{second} always said {second_only[0]}, so κ cannot tell agreement from chance"
+    return None

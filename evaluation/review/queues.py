@@ -130,7 +130,8 @@ class ItemFacts:
         if self.split:
             parts.append(f"judges split {self.verdict.vote_split}")
         if self.human_disagreements:
-            parts.append(f"{self.human_disagreements} human label(s) differ")
+            n = self.human_disagreements
+            parts.append(f"{n} human label differs" if n == 1 else f"{n} human labels differ")
         return "; ".join(parts)
 
 

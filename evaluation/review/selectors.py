@@ -457,22 +457,29 @@ def next_item(
     current: tuple[int, ...],
     run: Run | None = None,
     mine: bool = False,
-) -> LabellingItem | DisagreementItem | None:
-    """The item to review after `current`. Labelling: the next answer in queue order that
-    the user has not labelled completely. Disagreement: the next item in queue order
-    (adjudicated ones have left it). Both wrap around."""
-    items: list[LabellingItem] | list[DisagreementItem]
+    filters: QueueFilters | None = None,
+    skipped: frozenset[tuple[int, ...]] = frozenset(),
+) -> tuple[LabellingItem | DisagreementItem, tuple[int, int]] | None:
+    """The item to review after `current` in the filtered queue, with its position there
+    (X of N, 1-based). Labelling: the next answer in queue order that the user has not
+    labelled completely. Disagreement: the next item in queue order (adjudicated ones have
+    left it). Both wrap around. Items the reviewer skipped come only when nothing else is
+    left. The position counts the whole filtered queue, the items done included."""
+    items, _ = filtered_queue(
+        dataset, user, queue=queue, run=run, mine=mine, filters=filters or QueueFilters()
+    )
+    keys = _keys(items)
+    open_keys = keys
     if queue == LABELLING:
-        items = [
-            i
-            for i in labelling_queue(dataset, user, run=run, mine=mine)
-            if not i.done_by_me or i.key == current
-        ]
-    else:
-        items = disagreement_queue(dataset, user, run=run, mine=mine).items
-    by_key = {i.key: i for i in items}
-    following = queues.next_after(list(by_key), current)
-    return by_key[following] if following is not None else None
+        open_keys = [i.key for i in items if not i.done_by_me or i.key == current]
+    fresh = [k for k in open_keys if k not in skipped or k == current]
+    following = queues.next_after(fresh, current)
+    if following is None:
+        following = queues.next_after(open_keys, current)
+    if following is None:
+        return None
+    index = keys.index(following)
+    return items[index], (index + 1, len(keys))
 
 
 # --- review page ----------------------------------------------------------------------------
@@ -496,6 +503,14 @@ class ReviewRow:
     @property
     def author(self) -> str:
         return self.criterion.checklist.author.get_username()
+
+    @property
+    def final(self) -> str:
+        """The label that stands: the adjudication once there is one (its pass replaces the
+        panel's fail bar), else the panel's verdict; "none" without either."""
+        if self.adjudication is not None:
+            return self.adjudication.label
+        return self.verdict.outcome if self.verdict is not None else "none"
 
     @property
     def others(self) -> list[HumanLabel]:
@@ -548,3 +563,146 @@ def review_rows(
     for adjudication in adjudications.select_related("decided_by"):
         rows[adjudication.criterion_id].adjudication = adjudication
     return list(rows.values())
+
+
+# --- filters, position and skip -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QueueFilters:
+    """What a reviewer narrowed a queue to. `q` searches the query's text (and, in the
+    disagreement queue, the criterion's); `system` keeps one system's answers; `kind` and
+    `author` keep criteria of one kind or from one expert's checklist, so they narrow the
+    disagreement queue only (a labelling item is a whole answer)."""
+
+    q: str = ""
+    kind: str = ""
+    system: int | None = None
+    author: int | None = None
+
+    @property
+    def active(self) -> bool:
+        return bool(self.q or self.kind or self.system or self.author)
+
+    def params(self) -> dict[str, object]:
+        """The non-empty filters as URL parameters."""
+        values = {"q": self.q, "kind": self.kind, "system": self.system, "author": self.author}
+        return {k: v for k, v in values.items() if v}
+
+
+def _answer_ids(dataset: Dataset, filters: QueueFilters, *, search: bool) -> set[int] | None:
+    """Answers of the dataset kept by the system filter (and the query search when `search`);
+    None when neither narrows anything. One query."""
+    if not filters.system and not (search and filters.q):
+        return None
+    answers = Answer.objects.filter(query__dataset=dataset)
+    if filters.system:
+        answers = answers.filter(system_id=filters.system)
+    if search and filters.q:
+        answers = answers.filter(query__text__icontains=filters.q)
+    return set(answers.values_list("pk", flat=True))
+
+
+def filter_labelling(
+    items: list[LabellingItem], dataset: Dataset, filters: QueueFilters
+) -> list[LabellingItem]:
+    """The labelling items whose answer matches the system and the query search."""
+    kept = _answer_ids(dataset, filters, search=True)
+    return items if kept is None else [i for i in items if i.answer_id in kept]
+
+
+def filter_disagreements(
+    queue: DisagreementQueue, dataset: Dataset, filters: QueueFilters
+) -> DisagreementQueue:
+    """The disagreement items matching every filter: at most three queries over the
+    dataset's answers and criteria (indexed, a few thousand ids), then a pass over the cached
+    rows; nothing is joined to the verdicts again."""
+    if not filters.active or not isinstance(queue.items, _Items):
+        return queue
+    by_system = _answer_ids(dataset, filters, search=False)
+    criteria: set[int] | None = None
+    if filters.kind or filters.author:
+        found = Criterion.objects.filter(checklist__query__dataset=dataset)
+        if filters.kind:
+            found = found.filter(kind=filters.kind)
+        if filters.author:
+            found = found.filter(checklist__author_id=filters.author)
+        criteria = set(found.values_list("pk", flat=True))
+    searched_answers: set[int] = set()
+    searched_criteria: set[int] = set()
+    if filters.q:
+        searched_answers = set(
+            Answer.objects.filter(
+                query__dataset=dataset, query__text__icontains=filters.q
+            ).values_list("pk", flat=True)
+        )
+        searched_criteria = set(
+            Criterion.objects.filter(
+                checklist__query__dataset=dataset, text__icontains=filters.q
+            ).values_list("pk", flat=True)
+        )
+
+    def keep(row: list) -> bool:
+        answer_id, criterion_id = row[0], row[1]
+        if by_system is not None and answer_id not in by_system:
+            return False
+        if criteria is not None and criterion_id not in criteria:
+            return False
+        if filters.q and answer_id not in searched_answers:
+            return criterion_id in searched_criteria
+        return True
+
+    items = queue.items
+    rows = [row for row in items.rows if keep(row)]
+    return DisagreementQueue(
+        items=_Items(rows, items.runs, items.assigned), adjudicated=queue.adjudicated
+    )
+
+
+def filter_choices(dataset: Dataset, *, authors: bool = True) -> dict[str, list]:
+    """The systems with answers in the dataset and (when `authors`: the disagreement queue
+    filters by them) the authors of its submitted checklists, for the filter menus. One
+    query per list."""
+    from django.contrib.auth import get_user_model
+
+    from evaluation.models import System
+
+    systems = list(System.objects.filter(answers__query__dataset=dataset).distinct())
+    found = []
+    if authors:
+        found = list(
+            get_user_model()
+            .objects.filter(
+                checklists__query__dataset=dataset, checklists__status=Checklist.Status.SUBMITTED
+            )
+            .distinct()
+            .order_by("username")
+        )
+    return {"systems": systems, "authors": found, "kinds": list(Criterion.Kind.choices)}
+
+
+def filtered_queue(
+    dataset: Dataset,
+    user: AnyUser,
+    *,
+    queue: str,
+    run: Run | None = None,
+    mine: bool = False,
+    filters: QueueFilters = QueueFilters(),
+) -> tuple[Sequence[LabellingItem] | Sequence[DisagreementItem], int]:
+    """A queue's items after the filters, and the count of adjudicated items left out."""
+    if queue == LABELLING:
+        return filter_labelling(
+            labelling_queue(dataset, user, run=run, mine=mine), dataset, filters
+        ), 0
+    result = filter_disagreements(
+        disagreement_queue(dataset, user, run=run, mine=mine), dataset, filters
+    )
+    return result.items, result.adjudicated
+
+
+def _keys(items: Sequence) -> list[tuple[int, ...]]:
+    """The items' keys in order, without building the disagreement items."""
+    if isinstance(items, _Items):
+        return [(row[0], row[1]) for row in items.rows]
+    return [i.key for i in items]

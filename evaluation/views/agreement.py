@@ -3,6 +3,8 @@ drill-down list of the items behind any figure. For the dataset's reviewers and 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
@@ -21,7 +23,7 @@ from evaluation.agreement.selectors import (
     drill_down,
 )
 from evaluation.charts.bars import BarInput, bar_chart, shade
-from evaluation.metrics.agreement import PASS_FAIL
+from evaluation.metrics.agreement import PASS_FAIL, kappa_undefined_reason
 from evaluation.models import Run
 from evaluation.permissions import can_see_runs
 
@@ -68,19 +70,36 @@ def items_href(dataset: Dataset, run: Run | None, key: FigureKey, cell: str = ""
     return f"{reverse('agreement-items', args=[dataset.pk])}?{key.params(**extra)}"
 
 
+def _raters(key: FigureKey) -> tuple[str, str]:
+    """The two raters a figure compares, as the page names them."""
+    if key.figure == "pair":
+        return key.value, key.other
+    if key.figure == "rater-judges":
+        return key.value, "the judges"
+    if key.figure == "rater-others":
+        return key.value, "the other raters"
+    if key.figure == "judge":
+        return "the judge", "the humans"
+    return "the panel", "the humans"
+
+
 def _row(dataset: Dataset, run: Run | None, figure: Figure) -> dict:
     agreement, kappa = figure.agreement, figure.agreement.kappa
     matrix = agreement.confusion
     largest = max((c for row in matrix.counts for c in row), default=0)
+    # Shown as "n/a" with the reason when one side never varied: kappa is then 0 (0–0) or
+    # 0/0 and says nothing. The figure itself (API, export, oracle tests) is unchanged.
+    undefined = kappa_undefined_reason(matrix, *_raters(figure.key))
     return {
         "label": figure.label,
         "key": figure.key,
         "n": agreement.n,
         "agree": agreement.agree,
         "percent": agreement.percent,
-        "kappa": kappa.kappa,
-        "low": kappa.low,
-        "high": kappa.high,
+        "kappa": None if undefined else kappa.kappa,
+        "kappa_reason": undefined or "",
+        "low": None if undefined else kappa.low,
+        "high": None if undefined else kappa.high,
         "href": items_href(dataset, run, figure.key),
         "matrix": [
             {
@@ -101,14 +120,19 @@ def _row(dataset: Dataset, run: Run | None, figure: Figure) -> dict:
 
 
 def _charts(dataset: Dataset, run: Run | None, title: str, figures: list[Figure]) -> dict:
+    def shown(f: Figure) -> bool:  # kappa is drawn only where the table shows a number
+        return kappa_undefined_reason(f.agreement.confusion, *_raters(f.key)) is None
+
     def rows(kappa: bool) -> list[BarInput]:
         return [
             BarInput(
                 label=f.label,
-                value=f.agreement.kappa.kappa if kappa else f.agreement.percent,
+                value=(f.agreement.kappa.kappa if shown(f) else None)
+                if kappa
+                else f.agreement.percent,
                 href=items_href(dataset, run, f.key),
-                low=f.agreement.kappa.low if kappa else None,
-                high=f.agreement.kappa.high if kappa else None,
+                low=f.agreement.kappa.low if kappa and shown(f) else None,
+                high=f.agreement.kappa.high if kappa and shown(f) else None,
                 note=f"n={f.agreement.n}",
             )
             for f in figures
@@ -121,9 +145,18 @@ def _charts(dataset: Dataset, run: Run | None, title: str, figures: list[Figure]
     }
 
 
+def _named(report: AgreementReport) -> list[Figure]:
+    """The panel's figure and each judge's, named so that a panel and a judge of the same
+    name ("Offline checks" with its only judge "Offline checks") read apart."""
+    return [
+        replace(report.overall, label=f"{report.overall.label} (panel)"),
+        *(replace(f, label=f"{f.label} (judge)") for f in report.judges),
+    ]
+
+
 def page_context(report: AgreementReport) -> dict:
     dataset, run = report.dataset, report.run
-    judge_figures = [report.overall, *report.judges]
+    judge_figures = _named(report)
 
     def table(figures: list[Figure]) -> list[dict]:
         return [_row(dataset, run, f) for f in figures]
@@ -134,18 +167,26 @@ def page_context(report: AgreementReport) -> dict:
         "run": run,
         "categories": PASS_FAIL,
         "judges": table(judge_figures),
+        # Each table with its charts, drawn beside it (None: a table without charts).
         "groups": [
-            ("criterion kind", table(report.kinds)),
-            ("source type", table(report.sources)),
-            ("query category", table(report.categories)),
-            ("system", table(report.systems)),
+            (
+                "criterion kind",
+                table(report.kinds),
+                _charts(dataset, run, "per criterion kind", report.kinds),
+            ),
+            (
+                "source type",
+                table(report.sources),
+                _charts(dataset, run, "per source type", report.sources),
+            ),
+            (
+                "query category",
+                table(report.categories),
+                _charts(dataset, run, "per query category", report.categories),
+            ),
+            ("system", table(report.systems), None),
         ],
-        "charts": [
-            _charts(dataset, run, "per judge (panel first)", judge_figures),
-            _charts(dataset, run, "per criterion kind", report.kinds),
-            _charts(dataset, run, "per source type", report.sources),
-            _charts(dataset, run, "per query category", report.categories),
-        ],
+        "charts": [_charts(dataset, run, "per judge (panel first)", judge_figures)],
         "pairs": table(report.pairs),
         "pairs_chart": _charts(dataset, run, "per pair of raters", report.pairs),
         "reviewers": [

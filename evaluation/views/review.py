@@ -20,7 +20,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation import roles
-from annotation.models import Dataset
+from annotation.models import Criterion, Dataset
 from annotation.permissions import access_dataset, dataset_permissions
 from config import limits
 from config.ids import is_id, parse_id
@@ -30,8 +30,13 @@ from evaluation.review import selectors, services
 from evaluation.review.permissions import access_answer, reviewable_criterion
 
 QUEUES = {q.value: q.label for q in ReviewAssignment.Queue}
+DISAGREEMENT = ReviewAssignment.Queue.DISAGREEMENT
+NO_FILTERS = selectors.QueueFilters()
 UNDO_KEY = "review_undo"
 UNDO_DEPTH = 50  # per answer; enough for a session of labelling, small in the session
+SKIP_KEY = "review_skipped"
+SKIP_DEPTH = 500  # per dataset and queue; the oldest skips are forgotten first
+SEARCH_MAX = 200
 
 
 def _run_for(dataset: Dataset, value: str | None) -> Run | None:
@@ -50,15 +55,60 @@ def _queue_name(value: str | None) -> str:
     return value if value in QUEUES else ReviewAssignment.Queue.LABELLING
 
 
-def _review_url(item, *, queue: str, mine: bool, run: Run | None) -> str:
+def _filters(data: QueryDict) -> selectors.QueueFilters:
+    """The queue filters from the query string. A search is cut to SEARCH_MAX characters and
+    only ever reaches the database as a parameter; a kind, system or author that is not one
+    (a typo, a hostile value) filters nothing rather than failing the page."""
+    kind = data.get("kind", "")
+    return selectors.QueueFilters(
+        q=data.get("q", "").strip()[:SEARCH_MAX],
+        kind=kind if kind in Criterion.Kind.values else "",
+        system=parse_id(data.get("system", "")) if data.get("system") else None,
+        author=parse_id(data.get("author", "")) if data.get("author") else None,
+    )
+
+
+def _queue_params(
+    queue: str, *, mine: bool, run: Run | None, filters: selectors.QueueFilters
+) -> dict[str, object]:
+    """What identifies a filtered queue in a URL, carried from the queue to the review page
+    and on to the next item, so that "X of N" and Next stay within what was chosen."""
     params: dict[str, object] = {"queue": queue}
-    if getattr(item, "criterion", None) is not None:
-        params["criterion"] = item.criterion.pk
     if run is not None:
         params["run"] = run.pk
     if mine:
         params["mine"] = 1
+    params.update(filters.params())
+    return params
+
+
+def _review_url(
+    item, *, queue: str, mine: bool, run: Run | None,
+    filters: selectors.QueueFilters = NO_FILTERS, position: tuple[int, int] | None = None,
+) -> str:  # fmt: skip
+    """The review page of a queue item. `position` is (X, N), where the item stood in the
+    filtered queue when the queue page or Next computed it: the review page shows it as it
+    is, so that opening an item never recomputes a queue of 100,000 items."""
+    params = _queue_params(queue, mine=mine, run=run, filters=filters)
+    if getattr(item, "criterion_id", None) is not None:
+        params["criterion"] = item.criterion_id
+    if position is not None:
+        params["pos"], params["of"] = position
     return f"{reverse('answer-review', args=[item.key[0]])}?{urlencode(params)}"
+
+
+def _position(data: QueryDict) -> tuple[int, int] | None:
+    """(X, N) from ?pos=&of=, when they make sense (1 <= X <= N); else None."""
+    x, n = parse_id(data.get("pos", "")), parse_id(data.get("of", ""))
+    return (x, n) if x and n and x <= n else None
+
+
+def _skipped_key(dataset: Dataset, queue: str) -> str:
+    return f"{SKIP_KEY}:{dataset.pk}:{queue}"
+
+
+def _skipped(request: HttpRequest, dataset: Dataset, queue: str) -> frozenset[tuple[int, ...]]:
+    return frozenset(tuple(k) for k in request.session.get(_skipped_key(dataset, queue), []))
 
 
 # --- queues ---------------------------------------------------------------------------------
@@ -71,22 +121,27 @@ def review_queue(request: HttpRequest, pk: int) -> HttpResponse:
     queue = _queue_name(request.GET.get("queue"))
     mine = request.GET.get("mine") == "1"
     run = _run_for(dataset, request.GET.get("run"))
-    adjudicated = 0
-    if queue == ReviewAssignment.Queue.LABELLING:
-        items: list = selectors.labelling_queue(dataset, request.user, run=run, mine=mine)
-    else:
-        result = selectors.disagreement_queue(dataset, request.user, run=run, mine=mine)
-        items, adjudicated = result.items, result.adjudicated
+    filters = _filters(request.GET)
+    items, adjudicated = selectors.filtered_queue(
+        dataset, request.user, queue=queue, run=run, mine=mine, filters=filters
+    )
     page = Paginator(items, 50).get_page(request.GET.get("page"))
     selectors.load_answers(page.object_list)
-    for item in page:
-        item.url = _review_url(item, queue=queue, mine=mine, run=run)
+    for n, item in enumerate(page, start=page.start_index()):
+        item.url = _review_url(
+            item, queue=queue, mine=mine, run=run, filters=filters, position=(n, len(items))
+        )
     can_assign = roles.CHANGE in dataset_permissions(request.user, dataset)
+    params = _queue_params(queue, mine=mine, run=run, filters=filters)
     context = {
         "dataset": dataset, "queue": queue, "queues": QUEUES, "mine": mine, "run": run,
         "runs": dataset.runs.order_by("-created_at", "-id")[:50], "page": page,
         "total": len(items), "adjudicated": adjudicated, "can_assign": can_assign,
         "reviewers": selectors.dataset_reviewers(dataset) if can_assign else [],
+        "filters": filters,
+        "choices": selectors.filter_choices(dataset, authors=queue == DISAGREEMENT),
+        "page_query": urlencode(params),
+        "next_url": f"{reverse('review-next', args=[dataset.pk])}?{urlencode(params)}",
     }  # fmt: skip
     if request.htmx and request.htmx.target == "queue-table":
         return render(request, "evaluation/review_queue.html#queue-table", context)
@@ -151,24 +206,37 @@ def _member(dataset: Dataset, user_id: str):
 @require_GET
 @login_required
 def review_next(request: HttpRequest, pk: int) -> HttpResponse:
-    """The `n` key: go to the item after ?answer= (and ?criterion=) in the queue."""
+    """The `n` key: go to the item after ?answer= (and ?criterion=) in the filtered queue.
+    With ?skip=1 (the `s` key) the current item is also remembered as skipped, in the
+    session only (no label, no assignment changes), so that Next passes over it until
+    nothing else is left."""
     dataset = access_dataset(request.user, pk, roles.REVIEW)
     queue = _queue_name(request.GET.get("queue"))
     mine = request.GET.get("mine") == "1"
     run = _run_for(dataset, request.GET.get("run"))
+    filters = _filters(request.GET)
     ids = tuple(
         parse_id(request.GET[k])
         for k in ("answer", "criterion")
         if request.GET.get(k) and (k == "answer" or queue != "labelling")
     )
     current = ids if None not in ids else ()
-    item = selectors.next_item(
-        dataset, request.user, queue=queue, current=current, run=run, mine=mine
-    )
-    if item is None:
+    if request.GET.get("skip") == "1" and current:
+        key = _skipped_key(dataset, queue)
+        skipped = [k for k in request.session.get(key, []) if tuple(k) != current]
+        request.session[key] = [*skipped, list(current)][-SKIP_DEPTH:]
+    found = selectors.next_item(
+        dataset, request.user, queue=queue, current=current, run=run, mine=mine,
+        filters=filters, skipped=_skipped(request, dataset, queue),
+    )  # fmt: skip
+    if found is None:
         messages.info(request, f"The {QUEUES[queue].lower()} queue has nothing else for you.")
-        return redirect(f"{reverse('review-queue', args=[dataset.pk])}?queue={queue}")
-    return redirect(_review_url(item, queue=queue, mine=mine, run=run))
+        params = _queue_params(queue, mine=mine, run=run, filters=filters)
+        return redirect(f"{reverse('review-queue', args=[dataset.pk])}?{urlencode(params)}")
+    item, position = found
+    return redirect(
+        _review_url(item, queue=queue, mine=mine, run=run, filters=filters, position=position)
+    )
 
 
 # --- the review page ------------------------------------------------------------------------
@@ -203,21 +271,27 @@ def answer_review(request: HttpRequest, pk: int) -> HttpResponse:
     run, runs = _page_run(answer, request.GET.get("run"))
     rows = selectors.review_rows(answer, request.user, run)
     queue = _queue_name(request.GET.get("queue"))
-    next_params = {"queue": queue, "answer": answer.pk}
-    if request.GET.get("criterion"):
-        next_params["criterion"] = request.GET["criterion"]
-    if request.GET.get("run"):
-        next_params["run"] = request.GET["run"]
-    if request.GET.get("mine") == "1":
-        next_params["mine"] = 1
+    mine = request.GET.get("mine") == "1"
+    filters = _filters(request.GET)
     dataset = answer.query.dataset
+    queue_run = run if request.GET.get("run") else None
+    params = _queue_params(queue, mine=mine, run=queue_run, filters=filters)
+    current_criterion = parse_id(request.GET.get("criterion", "")) if request.GET.get(
+        "criterion"
+    ) else None  # fmt: skip
+    position = _position(request.GET) if "queue" in request.GET else None
+    next_params = {**params, "answer": answer.pk}
+    if current_criterion:
+        next_params["criterion"] = current_criterion
+    next_url = f"{reverse('review-next', args=[dataset.pk])}?{urlencode(next_params)}"
     context = {
         "dataset": dataset, "answer": answer, "answer_html": render_answer(answer.text),
-        "run": run, "runs": runs, "rows": rows, "queue": queue,
-        "current": request.GET.get("criterion", ""),
+        "run": run, "runs": runs, "rows": rows, "queue": queue, "queue_name": QUEUES[queue],
+        "current": str(current_criterion or ""), "position": position,
+        "filtered": filters.active or mine,
         "labelled": sum(1 for r in rows if r.own is not None),
-        "next_url": f"{reverse('review-next', args=[dataset.pk])}?{urlencode(next_params)}",
-        "queue_url": f"{reverse('review-queue', args=[dataset.pk])}?queue={queue}",
+        "next_url": next_url, "skip_url": f"{next_url}&skip=1",
+        "queue_url": f"{reverse('review-queue', args=[dataset.pk])}?{urlencode(params)}",
     }  # fmt: skip
     return render(request, "evaluation/review_answer.html", context)
 
@@ -351,6 +425,7 @@ def _conflict_page(request: HttpRequest, answer: Answer, run: Run | None, criter
         "queue": "disagreement", "current": str(criterion.pk),
         "labelled": sum(1 for r in rows if r.own is not None),
         "next_url": reverse("review-next", args=[dataset.pk]),
+        "skip_url": reverse("review-next", args=[dataset.pk]),
         "queue_url": reverse("review-queue", args=[dataset.pk]),
     }  # fmt: skip
     return render(request, "evaluation/review_answer.html", context, status=409)

@@ -19,6 +19,8 @@ from evaluation.metrics.agreement import (
     cohen_kappa,
     compare,
     confusion_matrix,
+    kappa_from_matrix,
+    kappa_undefined_reason,
     krippendorff_alpha,
     majority,
     pairwise,
@@ -223,3 +225,29 @@ def test_majority_leaves_ties_undecided():
     assert majority(["pass", "fail"]) is None
     assert majority([]) is None
     assert majority(["fail"]) == "fail"
+
+
+def test_kappa_undefined_reason_names_the_rater_that_never_varied():
+    def matrix(pairs):
+        return confusion_matrix(pairs, ("pass", "fail"))
+
+    always_pass = matrix([("pass", "pass"), ("pass", "fail"), ("pass", "pass")])
+    # kappa is 0 with a 0–0 interval here: a number that says nothing, so the page says why.
+    k = kappa_from_matrix(always_pass)
+    assert k.kappa == 0.0 and k.low == k.high == 0.0
+    assert kappa_undefined_reason(always_pass, "the judge", "the humans") == (
+        "the judge always said pass, so κ cannot tell agreement from chance"
+    )
+    humans_fail = matrix([("pass", "fail"), ("fail", "fail")])
+    assert kappa_undefined_reason(humans_fail, "the judge", "the humans").startswith(
+        "the humans always said fail"
+    )
+    both = matrix([("pass", "pass"), ("pass", "pass")])
+    assert kappa_undefined_reason(both, "a", "b") == (
+        "both always said pass: nothing to tell from chance"
+    )
+    opposite = matrix([("pass", "fail")])
+    assert "a always said pass and b always said fail" in kappa_undefined_reason(opposite, "a", "b")
+    assert kappa_undefined_reason(matrix([]), "a", "b") == "no items to compare"
+    varied = matrix([("pass", "pass"), ("fail", "fail"), ("pass", "fail")])
+    assert kappa_undefined_reason(varied, "a", "b") is None

@@ -107,7 +107,8 @@ def test_disagreement_queue_lists_exactly_the_disagreeing_items_split_first():
         (1, 3), (2, 1), (1, 2), (2, 2), (1, 4),
     ]  # fmt: skip
     assert ordered[0].reason == "judges split 1–1"
-    assert ordered[1].reason == "judges split 1–2; 1 human label(s) differ"
+    assert ordered[1].reason == "judges split 1–2; 1 human label differs"
+    assert ordered[3].reason == "2 human labels differ"
 
 
 def test_next_after_wraps_and_restarts_when_the_current_item_left():

@@ -16,11 +16,18 @@ from tests.evaluation.agreement_fixtures import build_labelled
 
 def pages(dataset, run) -> dict[str, str]:
     d = dataset.pk
+    answer, criterion = run.verdicts.order_by("pk").values_list("answer_id", "criterion_id")[0]
     return {
         "dataset list": reverse("home"),
         "query list": reverse("dataset-detail", args=[d]),
         "labelling queue": reverse("review-queue", args=[d]) + "?queue=labelling",
         "disagreement queue": reverse("review-queue", args=[d]) + "?queue=disagreement",
+        "filtered disagreement queue": reverse("review-queue", args=[d])
+        + "?queue=disagreement&q=a&kind=fact&system=1&author=1",
+        "review page from the queue (item X of N)": reverse("answer-review", args=[answer])
+        + f"?queue=disagreement&criterion={criterion}&kind=fact",
+        "review page from the labelling queue": reverse("answer-review", args=[answer])
+        + "?queue=labelling&q=a",
         "run page": reverse("run-detail", args=[run.pk]),
         "runs list": reverse("dataset-runs", args=[d]),
         "agreement": reverse("dataset-agreement", args=[d]),

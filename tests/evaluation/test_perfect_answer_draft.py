@@ -130,3 +130,24 @@ def test_a_late_or_repeated_draft_never_overwrites_an_edit(query, collaborator):
         assert again["ok"] is False
         assert Answer.objects.get(checklist=checklist).text == "Fixed draft."
         assert server.call_count == 1
+
+
+@pytest.mark.django_db
+def test_without_an_llm_judge_the_page_explains_instead_of_an_empty_dropdown(
+    client, query, collaborator, owner
+):
+    """Issue 15: "Draft with an LLM" showed a required dropdown with nothing to choose."""
+    checklist = submitted_checklist(query, collaborator, codes(1, 2))
+    page = reverse("perfect-answer", args=[checklist.pk])
+    Judge.objects.create(name="Offline", kind=Judge.Kind.NO_LLM)
+    client.force_login(collaborator)
+    html = client.get(page).content.decode()
+    assert "No LLM judge is set up" in html and 'name="judge"' not in html
+    assert "ask a site admin" in html  # an expert cannot open the judges page
+    client.force_login(owner)
+    assert reverse("judge-list") in client.get(page).content.decode()  # an admin gets a link
+    Judge.objects.create(name="Drafter", base_url="http://127.0.0.1:9/v1", model="m")
+    client.force_login(collaborator)
+    html = client.get(page).content.decode()
+    assert 'name="judge"' in html and "No LLM judge is set up" not in html
+    assert "---------" not in html  # no empty choice: the first LLM judge is chosen

@@ -172,6 +172,10 @@ def _counts(client, dataset, criteria: int) -> dict[str, int]:
     queue = reverse("review-queue", args=[dataset.pk])
     requests = {
         "page": lambda: client.get(reverse("answer-review", args=[answers[0].pk])),
+        "page from the queue": lambda: client.get(
+            reverse("answer-review", args=[answers[0].pk])
+            + f"?queue=disagreement&criterion={crits[1].pk}&author={crits[1].checklist.author_id}"
+        ),
         "label": lambda: client.post(
             reverse("answer-review-label", args=[answers[0].pk]),
             {"criterion": crits[1].pk, "label": "fail", "run": run.pk}, **HTMX,
@@ -201,3 +205,4 @@ def test_query_counts_stay_flat_as_criteria_grow(client, reviewed_dataset, revie
     # The audit history (django-simple-history) adds one row per label write.
     assert big["page"] <= 14 and big["label"] <= 24 and big["undo"] <= 24
     assert big["labelling queue"] <= 20 and big["disagreement queue"] <= 20
+    assert big["page from the queue"] <= 22  # the page, plus the cached queue and filters

@@ -113,10 +113,15 @@ def test_assigned_to_me_and_next_item(workload, reviewed_dataset, reviewer, owne
     mine = selectors.disagreement_queue(reviewed_dataset, reviewer, mine=True).items
     assert keys(mine) == [(a1.pk, c[1].pk)]
     assert list(selectors.disagreement_queue(reviewed_dataset, owner, mine=True).items) == []
-    following = selectors.next_item(
+    following, _position = selectors.next_item(
         reviewed_dataset, reviewer, queue="disagreement", current=(a2.pk, c[0].pk)
     )
     assert following.key == (a1.pk, c[1].pk)
     reviewed_dataset.label_policy = "all"
-    following = selectors.next_item(reviewed_dataset, reviewer, queue="labelling", current=(a1.pk,))
+    following, position = selectors.next_item(
+        reviewed_dataset, reviewer, queue="labelling", current=(a1.pk,)
+    )
     assert following.key == (a2.pk,)
+    assert position[0] == [i.key for i in selectors.labelling_queue(
+        reviewed_dataset, reviewer
+    )].index((a2.pk,)) + 1  # fmt: skip
