@@ -241,11 +241,11 @@ def seed(preset_name: str, *, seed_value: int = 14, out=sys.stdout) -> dict:
                 pk, dataset.pk, f"Summarise the Q{q % 4 + 1} earnings call of "
                 f"{COMPANIES[q % len(COMPANIES)]} ({q}) and compare it with guidance.",
                 dt.date(2025, 1 + q % 12, 1 + q % 28), rng.choice(categories), "", "done", now,
-                "",
+                "", "",
             ))  # fmt: skip
         # COPY applies no Django default: every NOT NULL column is named.
         columns = ("id", "dataset_id", "text", "query_date", "category_id", "reference_answer",
-                   "status", "created_at", "external_id")  # fmt: skip
+                   "status", "created_at", "external_id", "complexity")  # fmt: skip
         _copy(cursor, "annotation_query", columns, iter(query_rows))
         say(f"{len(query_rows):,} queries")
 
