@@ -51,12 +51,19 @@ def store(dataset_id: int, prefix: str, key: str, cells: Any) -> None:
     )
 
 
+def key_for(prefix: str, state: str) -> str:
+    return f"{prefix}:{hashlib.sha256(state.encode()).hexdigest()}"
+
+
+def kept(dataset_id: int, prefix: str, state: str) -> Any | None:
+    """What is stored for `state`, or None; never computes."""
+    found = AgreementCache.objects.filter(dataset_id=dataset_id, key=key_for(prefix, state))
+    return next(iter(found.values_list("cells", flat=True)), None)
+
+
 def remembered(dataset_id: int, prefix: str, state: str, compute: Callable[[], Any]) -> Any:
-    key = f"{prefix}:{hashlib.sha256(state.encode()).hexdigest()}"
-    for value in AgreementCache.objects.filter(dataset_id=dataset_id, key=key).values_list(
-        "cells", flat=True
-    ):
-        return value
-    value = compute()
-    store(dataset_id, prefix, key, value)
+    value = kept(dataset_id, prefix, state)
+    if value is None:
+        value = compute()
+        store(dataset_id, prefix, key_for(prefix, state), value)
     return value

@@ -42,7 +42,7 @@ from evaluation.metrics import analytics as am
 from evaluation.metrics.agreement import Agreement, Kappa
 from evaluation.metrics.calibration import PanelOption
 from evaluation.metrics.overlap import Interval
-from evaluation.models import AgreementCache, Run
+from evaluation.models import Run
 
 VERSION = 3  # bump when what is stored changes shape or meaning
 BUCKET_ROWS = 500  # rows kept per bucket for the drill-down
@@ -266,10 +266,6 @@ def _prefixes(run: Run, edges: tuple[int, ...]) -> dict[str, str]:
     }
 
 
-def _key(prefix: str, state_: str) -> str:
-    return f"{prefix}:{hashlib.sha256(state_.encode()).hexdigest()}"
-
-
 HEALTH_FLAGS = ("never passed", "always passed", "split", "disagrees")
 HEALTH_SHOWN = 200  # rows of the criterion-health page, per flag
 
@@ -298,23 +294,18 @@ def _compute(part: str, data: sel.RunData) -> Any:
 
 def _part(run: Run, part: str, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> Any:
     edges = tuple(edges)
-    prefix = _prefixes(run, edges)[part]
-    key = _key(prefix, state(run, edges))
-    for value in AgreementCache.objects.filter(dataset_id=run.dataset_id, key=key).values_list(
-        "cells", flat=True
-    ):
-        return value
-    value = _compute(part, sel.load_run(run, edges=edges))
-    figure_cache.store(run.dataset_id, prefix, key, value)
-    return value
+    return figure_cache.remembered(
+        run.dataset_id,
+        _prefixes(run, edges)[part],
+        state(run, edges),
+        lambda: _compute(part, sel.load_run(run, edges=edges)),
+    )
 
 
 def kept(run: Run, part: str, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> Any | None:
     """The part as kept for the run's current state, or None: never computed here."""
     edges = tuple(edges)
-    key = _key(_prefixes(run, edges)[part], state(run, edges))
-    found = AgreementCache.objects.filter(dataset_id=run.dataset_id, key=key)
-    return next(iter(found.values_list("cells", flat=True)), None)
+    return figure_cache.kept(run.dataset_id, _prefixes(run, edges)[part], state(run, edges))
 
 
 def saturated_among(dataset, query_ids) -> set[int]:
@@ -374,7 +365,9 @@ def warm(run: Run) -> None:
         "health-top": health_top(health_rows_),
     }
     for part, prefix in _prefixes(run, edges).items():
-        figure_cache.store(run.dataset_id, prefix, _key(prefix, state_), computed[part])
+        figure_cache.store(
+            run.dataset_id, prefix, figure_cache.key_for(prefix, state_), computed[part]
+        )
 
 
 def compare(

@@ -68,6 +68,7 @@ from evaluation.models import (
     GradedScore,
     HumanLabel,
     Judge,
+    JudgeCall,
     Label,
     Panel,
     PanelMember,
@@ -1279,10 +1280,7 @@ class _Writer:
                 yield (
                     line, self.stored.runs[r["run"]], answer_id, criterion_id, judges[r["judge"]],
                     r["sample"] or 0, r["outcome"], r["failure_kind"], r["rationale"],
-                    r["raw_output"], r["error_kind"], r["error"], r["prompt_tokens"] or 0,
-                    r["completion_tokens"] or 0, r["latency_ms"] or 0, r["attempts"] or 1,
-                    bool(r["cache_hit"]), r["cache_key"], r["judge_params"] or {},
-                    r["created_at"] or self.now, self.now,
+                    *self._call_record(r),
                 )  # fmt: skip
 
         self._upsert(
@@ -1290,15 +1288,22 @@ class _Writer:
             keys=("run_id", "answer_id", "criterion_id", "judge_id", "sample"),
             columns=(
                 "run_id", "answer_id", "criterion_id", "judge_id", "sample", "outcome",
-                "failure_kind", "rationale", "raw_output", "error_kind", "error",
-                "prompt_tokens", "completion_tokens", "latency_ms", "attempts", "cache_hit",
-                "cache_key", "judge_params", "created_at", "updated_at",
+                "failure_kind", "rationale", *CALL_COLUMNS,
             ),
             json_columns=("judge_params",), rows=rows(),
         )  # fmt: skip
         if errors:
             raise ImportRejected(list(errors))  # the transaction rolls back every write
         self.plan.big["verdicts"] = written
+
+    def _call_record(self, r: dict) -> tuple:
+        """A verdict's or a grade's judge-call values, in CALL_COLUMNS order."""
+        return (
+            r["raw_output"], r["error_kind"], r["error"], r["prompt_tokens"] or 0,
+            r["completion_tokens"] or 0, r["latency_ms"] or 0, r["attempts"] or 1,
+            bool(r["cache_hit"]), r["cache_key"], r["judge_params"] or {},
+            r["created_at"] or self.now, self.now,
+        )  # fmt: skip
 
     def _grades(self) -> None:
         if not self.plan.big.get("grades"):
@@ -1311,19 +1316,14 @@ class _Writer:
                 yield (
                     line, self.stored.runs[r["run"]], self.stored.answers[answer],
                     judges[r["judge"]], r["sample"] or 0, r["outcome"], r["score"],
-                    r["reasoning"], r["raw_output"], r["error_kind"], r["error"],
-                    r["prompt_tokens"] or 0, r["completion_tokens"] or 0, r["latency_ms"] or 0,
-                    r["attempts"] or 1, bool(r["cache_hit"]), r["cache_key"],
-                    r["judge_params"] or {}, r["created_at"] or self.now, self.now,
+                    r["reasoning"], *self._call_record(r),
                 )  # fmt: skip
 
         self._upsert(
             "grades", GradedScore, keys=("run_id", "answer_id", "judge_id", "sample"),
             columns=(
                 "run_id", "answer_id", "judge_id", "sample", "outcome", "score", "reasoning",
-                "raw_output", "error_kind", "error", "prompt_tokens", "completion_tokens",
-                "latency_ms", "attempts", "cache_hit", "cache_key", "judge_params",
-                "created_at", "updated_at",
+                *CALL_COLUMNS,
             ),
             json_columns=("judge_params",), rows=rows(),
         )  # fmt: skip
@@ -1369,6 +1369,9 @@ class _Writer:
             keep_on_update=(), rows=rows(),
         )  # fmt: skip
 
+
+# The judge-call columns verdicts and grades share (JudgeCall), as _call_record fills them.
+CALL_COLUMNS = (*JudgeCall.RECORD_FIELDS, "judge_params", "created_at", "updated_at")
 
 KEY_WORDS = {
     "answers": "system, version, query and run label",

@@ -83,6 +83,21 @@ CRITERION_KEY = (
     _c("criterion", doc="The criterion's external id in that checklist"),
 )
 
+# What every judge call keeps (evaluation.models.JudgeCall), in verdicts and grades alike.
+CALL_RECORD = (
+    _c("raw_output"),
+    _c("error_kind"),
+    _c("error"),
+    _c("prompt_tokens", INT),
+    _c("completion_tokens", INT),
+    _c("latency_ms", INT),
+    _c("attempts", INT),
+    _c("cache_hit", BOOL),
+    _c("cache_key"),
+    _c("judge_params", JSON, "The call's parameters, as recorded with it"),
+    _c("created_at", DATETIME),
+)
+
 TABLES: tuple[Table, ...] = (
     Table(
         "guidelines",
@@ -261,17 +276,7 @@ TABLES: tuple[Table, ...] = (
             _c("outcome", doc="pass, fail, unparseable or error"),
             _c("failure_kind"),
             _c("rationale"),
-            _c("raw_output"),
-            _c("error_kind"),
-            _c("error"),
-            _c("prompt_tokens", INT),
-            _c("completion_tokens", INT),
-            _c("latency_ms", INT),
-            _c("attempts", INT),
-            _c("cache_hit", BOOL),
-            _c("cache_key"),
-            _c("judge_params", JSON, "The call's parameters, as recorded with the verdict"),
-            _c("created_at", DATETIME),
+            *CALL_RECORD,
         ),
         include="verdicts",
     ),
@@ -285,17 +290,7 @@ TABLES: tuple[Table, ...] = (
             _c("outcome", doc="scored, unparseable, error or no_reference"),
             _c("score", INT, "The 1–5 rating (empty unless scored)"),
             _c("reasoning"),
-            _c("raw_output"),
-            _c("error_kind"),
-            _c("error"),
-            _c("prompt_tokens", INT),
-            _c("completion_tokens", INT),
-            _c("latency_ms", INT),
-            _c("attempts", INT),
-            _c("cache_hit", BOOL),
-            _c("cache_key"),
-            _c("judge_params", JSON, "The call's parameters, as recorded with the grade"),
-            _c("created_at", DATETIME),
+            *CALL_RECORD,
         ),
         include="verdicts",
         doc="The 1–5 ratings of runs whose panel is graded (G-Eval style), one per judge "
