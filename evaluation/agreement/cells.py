@@ -45,16 +45,21 @@ class Cell:
     n: int
 
 
-def items_sql(*, with_run: bool, method: str, threshold: float, window: bool = False) -> str:
+def items_sql(
+    *, with_run: bool, method: str, threshold: float, window: bool = False, one: bool = False
+) -> str:
     """The CTEs `hl` (labels), `jv` (votes per item and judge) and `item` (one row per
     labelled or adjudicated item). Parameters: %(dataset)s, and %(run)s with a run. With
-    `window`, only the items after (%(lo_a)s, %(lo_c)s) up to answer %(hi_a)s."""
+    `window`, only the items after (%(lo_a)s, %(lo_c)s) up to answer %(hi_a)s; with `one`,
+    only the item (%(one_a)s, %(one_c)s)."""
     only = ""
     if window:
         only = (
             "AND (a.id > %(lo_a)s OR (a.id = %(lo_a)s AND {t}.criterion_id > %(lo_c)s)) "
             "AND a.id <= %(hi_a)s"
         )
+    elif one:
+        only = "AND a.id = %(one_a)s AND {t}.criterion_id = %(one_c)s"
     panel = votes_sql.panel_outcome(method, threshold, "iv.p", "iv.f")
     human = votes_sql.majority_label("coalesce(lab.lp, 0)", "coalesce(lab.lf, 0)")
     votes = (
@@ -187,7 +192,32 @@ def cells(dataset_id: int, run_id: int | None, *, method: str, threshold: float)
     params = {"dataset": dataset_id, "run": run_id}
     with _planned() as cursor:
         cursor.execute(f"{sql}\n{body}", params)
-        return [Cell(f, v or "", o or "", a, b, int(n)) for f, v, o, a, b, n in cursor.fetchall()]
+        return _cells(cursor.fetchall())
+
+
+def item_cells(
+    dataset_id: int,
+    run_id: int | None,
+    *,
+    method: str,
+    threshold: float,
+    answer_id: int,
+    criterion_id: int,
+) -> list[Cell]:
+    """What one item adds to `cells()`: every part is a count over items (or over the
+    labels and votes of an item), so the dataset's cells are the sum of its items' cells,
+    and a change to one item moves them by its cells after minus its cells before
+    (evaluation.agreement.delta). Index look-ups for one item: no planner settings."""
+    sql = items_sql(with_run=run_id is not None, method=method, threshold=threshold, one=True)
+    body = "\nUNION ALL\n".join(_PARTS)
+    params = {"dataset": dataset_id, "run": run_id, "one_a": answer_id, "one_c": criterion_id}
+    with connection.cursor() as cursor:
+        cursor.execute(f"{sql}\n{body}", params)
+        return _cells(cursor.fetchall())
+
+
+def _cells(rows: list[tuple]) -> list[Cell]:
+    return [Cell(f, v or "", o or "", a, b, int(n)) for f, v, o, a, b, n in rows]
 
 
 @contextmanager

@@ -14,6 +14,10 @@ attempt and finish time, which all of those change.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from django.db import connection
 from django.db.models import F
 from django.db.models.signals import m2m_changed, post_delete, post_save, pre_delete
@@ -21,7 +25,8 @@ from django.db.models.signals import m2m_changed, post_delete, post_save, pre_de
 from annotation.models import Criterion, Dataset, Query, QueryCategory, SourceType
 
 
-def changed(dataset_id: int) -> None:
+def changed(dataset_id: int) -> int | None:
+    """Bump the dataset's revision; the new number (None for a dataset that is gone)."""
     # One upsert (PostgreSQL and SQLite 3.24+ both speak it): a write costs one statement
     # more, and two writers of one dataset queue on its row only until they commit. Only
     # for a dataset that still exists: deleting a dataset deletes its labels, criteria and
@@ -31,9 +36,12 @@ def changed(dataset_id: int) -> None:
         cursor.execute(
             "INSERT INTO evaluation_reviewrevision (dataset_id, number) "
             "SELECT id, 1 FROM annotation_dataset WHERE id = %s "
-            "ON CONFLICT (dataset_id) DO UPDATE SET number = evaluation_reviewrevision.number + 1",
+            "ON CONFLICT (dataset_id) DO UPDATE SET number = evaluation_reviewrevision.number + 1 "
+            "RETURNING number",
             [dataset_id],
         )
+        found = cursor.fetchone()
+    return found[0] if found else None
 
 
 def all_changed() -> None:
@@ -70,8 +78,25 @@ def _names_changed(sender, instance, **kwargs) -> None:
     all_changed()
 
 
+_moving = threading.local()
+
+
+@contextmanager
+def moved_for(answer_id: int) -> Iterator[None]:
+    """Inside, the writes of this answer's labels and adjudications do not bump the
+    revision by signal: the caller (evaluation.agreement.delta) bumped it for them."""
+    answers = _moving.__dict__.setdefault("answers", set())
+    answers.add(answer_id)
+    try:
+        yield
+    finally:
+        answers.discard(answer_id)
+
+
 def _item_changed(sender, instance, **kwargs) -> None:
     """A human label or an adjudication was saved or deleted."""
+    if instance.answer_id in getattr(_moving, "answers", ()):
+        return
     _answer_deleted(sender, instance)
 
 

@@ -30,7 +30,7 @@ from dataclasses import astuple, dataclass, field
 from datetime import date
 from urllib.parse import urlencode
 
-from django.db.models import Count
+from django.db.models import Count, QuerySet
 from django.db.models.functions import TruncDate
 
 from annotation.models import Criterion, Dataset
@@ -280,10 +280,14 @@ def agreement_report(dataset: Dataset, run_id: int | None = None) -> AgreementRe
 
 def _label_days(dataset: Dataset) -> list[Cell]:
     """Labels per rater and day, as cells ("day", rater, ISO date): kept with the figures."""
+    return label_days(HumanLabel.objects.filter(answer__query__dataset=dataset))
+
+
+def label_days(labels: QuerySet[HumanLabel]) -> list[Cell]:
+    """The labels' "day" cells: how many each rater made on each day."""
     # Days in the server's time zone (TruncDate uses the current one, as localdate does).
     per_day = (
-        HumanLabel.objects.filter(answer__query__dataset=dataset)
-        .annotate(day=TruncDate("created_at"))
+        labels.annotate(day=TruncDate("created_at"))
         .values_list("rater", "day")
         .annotate(n=Count("pk"))
         .order_by()

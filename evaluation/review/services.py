@@ -20,6 +20,7 @@ from django.db import IntegrityError, transaction
 from annotation import roles
 from annotation.models import Criterion
 from annotation.permissions import dataset_permissions
+from evaluation.agreement import delta
 from evaluation.models import Adjudication, Answer, HumanLabel, Label, ReviewAssignment
 
 if TYPE_CHECKING:
@@ -91,6 +92,24 @@ def label_set(
         .filter(answer=answer, criterion=criterion, rater=rater)
         .first()
     )
+    with _kept_counts_follow(answer.pk, criterion.pk):
+        return _write_label(answer, criterion, reviewer, rater, existing, label, note)
+
+
+def _kept_counts_follow(answer_id: int, criterion_id: int):
+    """The dataset's kept agreement counts move with the item's write (agreement.delta)."""
+    return delta.item_change(answer_id=answer_id, criterion_id=criterion_id)
+
+
+def _write_label(
+    answer: Answer,
+    criterion: Criterion,
+    reviewer: AbstractBaseUser,
+    rater: str,
+    existing: HumanLabel | None,
+    label: str,
+    note: str | None,
+) -> LabelChange:
     if existing is None:
         try:
             with transaction.atomic():
@@ -124,9 +143,10 @@ def label_restore(
 ) -> HumanLabel | None:
     """Undo: put the reviewer's label on the item back to `previous` (delete it when None)."""
     if previous is None:
-        HumanLabel.objects.filter(
-            answer=answer, criterion=criterion, rater=reviewer.get_username()
-        ).delete()
+        with _kept_counts_follow(answer.pk, criterion.pk):
+            HumanLabel.objects.filter(
+                answer=answer, criterion=criterion, rater=reviewer.get_username()
+            ).delete()
         return None
     return label_set(
         answer=answer, criterion=criterion, reviewer=reviewer, label=previous.label,
@@ -139,7 +159,8 @@ def label_delete(*, label: HumanLabel, by: AbstractBaseUser) -> None:
     """Reviewers delete their own labels only; imported and others' labels stay."""
     if label.rater != by.get_username():
         raise PermissionDenied("You may delete only your own labels.")
-    label.delete()
+    with _kept_counts_follow(label.answer_id, label.criterion_id):
+        label.delete()
 
 
 @transaction.atomic
@@ -172,7 +193,7 @@ def adjudicate(
         if expected_version is not None:
             raise AdjudicationConflict(None)
         try:
-            with transaction.atomic():
+            with transaction.atomic(), _kept_counts_follow(answer.pk, criterion.pk):
                 return Adjudication.objects.create(
                     answer=answer, criterion=criterion, label=label, reason=reason,
                     decided_by=by, version=1,
@@ -190,7 +211,8 @@ def adjudicate(
     current.reason = reason
     current.decided_by = by
     current.version = current.version + 1
-    current.save(update_fields=["label", "reason", "decided_by", "decided_at", "version"])
+    with _kept_counts_follow(answer.pk, criterion.pk):
+        current.save(update_fields=["label", "reason", "decided_by", "decided_at", "version"])
     return current
 
 
