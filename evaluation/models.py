@@ -655,6 +655,10 @@ class ReviewRevision(models.Model):
         Dataset, on_delete=models.CASCADE, primary_key=True, related_name="review_revision"
     )
     number = models.BigIntegerField(default=0)
+    # The same, less the labels and adjudications of system answers: what the
+    # cross-evaluation figures (which read perfect answers only) are keyed by, so that
+    # reviewers labelling system answers do not make the next reader recount them.
+    cross_evaluation = models.BigIntegerField(default=0)
 
     def __str__(self) -> str:
         return f"Review revision {self.number} of dataset {self.dataset_id}"

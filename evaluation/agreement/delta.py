@@ -41,9 +41,10 @@ def item_change(*, answer_id: int, criterion_id: int) -> Iterator[None]:
     if not connection.in_atomic_block:
         yield
         return
-    found = Answer.objects.filter(pk=answer_id).values_list("query__dataset_id", flat=True)
-    dataset_id = found.get()
-    number = revision.changed(dataset_id)  # locks the dataset's revision row until commit
+    found = Answer.objects.filter(pk=answer_id).values_list("query__dataset_id", "checklist_id")
+    dataset_id, checklist_id = found.get()
+    # Locks the dataset's revision row until commit.
+    number = revision.changed(dataset_id, perfect_answers=checklist_id is not None)
     kept = _kept(dataset_id, number - 1)
     item = (answer_id, criterion_id)
     before = {key: _item(dataset_id, run, *item) for key, (run, _) in kept.items()}

@@ -25,20 +25,24 @@ from django.db.models.signals import m2m_changed, post_delete, post_save, pre_de
 from annotation.models import Criterion, Dataset, Query, QueryCategory, SourceType
 
 
-def changed(dataset_id: int) -> int | None:
-    """Bump the dataset's revision; the new number (None for a dataset that is gone)."""
+def changed(dataset_id: int, *, perfect_answers: bool = True) -> int | None:
+    """Bump the dataset's revision; the new number (None for a dataset that is gone).
+    `perfect_answers=False` for a label or adjudication of a system answer, which no
+    cross-evaluation figure reads: their own number (`cross_evaluation`) stays."""
     # One upsert (PostgreSQL and SQLite 3.24+ both speak it): a write costs one statement
     # more, and two writers of one dataset queue on its row only until they commit. Only
     # for a dataset that still exists: deleting a dataset deletes its labels, criteria and
     # queries, whose signals land here, and when the collector cannot order the deletion
     # (criteria name their previous versions) some come after the dataset's own row.
+    step = 1 if perfect_answers else 0
     with connection.cursor() as cursor:
         cursor.execute(
-            "INSERT INTO evaluation_reviewrevision (dataset_id, number) "
-            "SELECT id, 1 FROM annotation_dataset WHERE id = %s "
-            "ON CONFLICT (dataset_id) DO UPDATE SET number = evaluation_reviewrevision.number + 1 "
+            "INSERT INTO evaluation_reviewrevision (dataset_id, number, cross_evaluation) "
+            "SELECT id, 1, %s FROM annotation_dataset WHERE id = %s "
+            "ON CONFLICT (dataset_id) DO UPDATE SET number = evaluation_reviewrevision.number + 1, "
+            "cross_evaluation = evaluation_reviewrevision.cross_evaluation + %s "
             "RETURNING number",
-            [dataset_id],
+            [step, dataset_id, step],
         )
         found = cursor.fetchone()
     return found[0] if found else None
@@ -47,13 +51,25 @@ def changed(dataset_id: int) -> int | None:
 def all_changed() -> None:
     from evaluation.models import ReviewRevision
 
-    ReviewRevision.objects.update(number=F("number") + 1)
+    ReviewRevision.objects.update(
+        number=F("number") + 1, cross_evaluation=F("cross_evaluation") + 1
+    )
 
 
 def current(dataset_id: int) -> int:
     from evaluation.models import ReviewRevision
 
     found = ReviewRevision.objects.filter(dataset_id=dataset_id).values_list("number", flat=True)
+    return next(iter(found), 0)
+
+
+def cross_evaluation(dataset_id: int) -> int:
+    """The revision less system answers' labels and adjudications (see `changed`)."""
+    from evaluation.models import ReviewRevision
+
+    found = ReviewRevision.objects.filter(dataset_id=dataset_id).values_list(
+        "cross_evaluation", flat=True
+    )
     return next(iter(found), 0)
 
 
@@ -97,19 +113,20 @@ def _item_changed(sender, instance, **kwargs) -> None:
     """A human label or an adjudication was saved or deleted."""
     if instance.answer_id in getattr(_moving, "answers", ()):
         return
-    _answer_deleted(sender, instance)
+    from evaluation.models import Answer
+
+    found = Answer.objects.filter(pk=instance.answer_id).values_list(
+        "query__dataset_id", "checklist_id"
+    )
+    for dataset_id, checklist_id in found:
+        changed(dataset_id, perfect_answers=checklist_id is not None)
 
 
 def _answer_deleted(sender, instance, **kwargs) -> None:
     # Its labels and adjudications go with it.
-    query_id = getattr(instance, "query_id", None)
-    if query_id is None:  # a label or an adjudication: through its answer
-        found = Query.objects.filter(answers=instance.answer_id)
-    else:
-        found = Query.objects.filter(pk=query_id)
-    dataset_id = found.values_list("dataset_id", flat=True)
-    for found in dataset_id:
-        changed(found)
+    found = Query.objects.filter(pk=instance.query_id).values_list("dataset_id", flat=True)
+    for dataset_id in found:
+        changed(dataset_id)
 
 
 def _dataset_deleted(sender, instance, **kwargs) -> None:

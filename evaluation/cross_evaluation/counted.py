@@ -13,9 +13,10 @@ computed by the same functions as before (`metrics.overlap`), so they are identi
 (tests/evaluation/test_cross_evaluation_counted.py compares both paths).
 
 Cached under everything they depend on: the source, every cross-evaluation run's state
-(a running run is never cached), the dataset's review revision (labels, adjudications,
-criteria, queries) and a fingerprint of the submitted checklists and perfect answers
-(count, ids, last change).
+(a running run is never cached), the dataset's review revision less the labels and
+adjudications of system answers, which no figure here reads (criteria, queries, perfect
+answers' labels and adjudications: `revision.cross_evaluation`) and a fingerprint of the
+submitted checklists and perfect answers (count, ids, last change).
 """
 
 from __future__ import annotations
@@ -279,7 +280,7 @@ def _stale_queries(checklists: set[int]) -> set[int]:
 
 def _state(dataset: Dataset, source: Source) -> str | None:
     """Everything the figures depend on, or None while a cross-evaluation runs."""
-    from evaluation.agreement.revision import current
+    from evaluation.agreement.revision import cross_evaluation
 
     runs = list(cross_evaluation_runs(dataset))
     if any(not run.ended for run in runs):
@@ -292,7 +293,7 @@ def _state(dataset: Dataset, source: Source) -> str | None:
     ).aggregate(n=Count("id"), ids=Sum("id"), last=Max("updated_at"))
     parts = [
         str(source),
-        str(current(dataset.pk)),
+        str(cross_evaluation(dataset.pk)),
         *(f"{figure_cache.run_state(r)}.{r.created_at.isoformat()}" for r in runs),
         *(f"{v}" for v in checklists.values()),
         *(f"{v}" for v in answers.values()),

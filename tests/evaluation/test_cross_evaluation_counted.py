@@ -36,7 +36,7 @@ from evaluation.models import (
     Verdict,
 )
 from tests.evaluation.cross_evaluation_fixtures import expert, submitted_checklist
-from tests.factories import DatasetFactory, QueryFactory, UserFactory
+from tests.factories import AnswerFactory, DatasetFactory, QueryFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -238,3 +238,26 @@ def test_dataset_page_queries_do_not_grow_with_its_rows(mixed, client, monkeypat
         found.append((len(cached), len(computed)))
     assert found[0] == found[1] == found[2], found
     assert found[0][0] <= 20, found
+
+
+def test_labelling_system_answers_keeps_the_figures_labelling_perfect_answers_moves_them(mixed):
+    """The figures read perfect answers only: reviewers labelling system answers all day
+    must not make the next reader of the cross-evaluation page recount them."""
+    from evaluation.review import services as review
+
+    dataset, owner, _ = mixed
+    human = selectors.Source("human")
+    perfect = Answer.objects.filter(query__dataset=dataset, checklist__isnull=False).first()
+    system_answer = AnswerFactory(query=perfect.query)
+    counted.figures(dataset, human)
+    state = counted._state(dataset, human)
+    criterion = Criterion.objects.filter(checklist__query=system_answer.query_id).first()
+    review.label_set(answer=system_answer, criterion=criterion, reviewer=owner, label="fail")
+    review.adjudicate(answer=system_answer, criterion=criterion, by=owner, label="pass",
+                      expected_version=None)  # fmt: skip
+    assert counted._state(dataset, human) == state  # still served from the cache
+
+    criterion = Criterion.objects.filter(checklist__query=perfect.query_id).last()
+    review.label_set(answer=perfect, criterion=criterion, reviewer=owner, label="fail")
+    assert counted._state(dataset, human) != state
+    assert counted.figures(dataset, human) == counted.compute(dataset, human)
