@@ -1,7 +1,9 @@
 """Bulk upserts for big imports: rows go into a temporary staging table (COPY on PostgreSQL,
 batched INSERTs on SQLite), duplicates are found there with SQL, and one INSERT … ON
-CONFLICT DO UPDATE moves them into the real table, changing only rows that differ. Memory
-stays flat whatever the number of rows, and importing the same rows twice changes nothing.
+CONFLICT DO UPDATE moves them into the real table, changing only rows that differ (a plain
+INSERT when none of them is stored yet). Rows that cannot exist yet (`fresh`: a new run's
+verdicts) are copied straight into the table on PostgreSQL. Memory stays flat whatever the
+number of rows, and importing the same rows twice changes nothing.
 
 Must run inside the import's transaction: a duplicate raises and the whole import rolls back.
 """
