@@ -84,6 +84,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 MAX_ERRORS = 200
+EVENT_BATCH = 100  # checklists whose history entries are made at a time
 ON_GUIDELINE_ERRORS = ("warn", "refuse")
 schema_kinds = frozenset(Criterion.Kind.values)
 AnswerKey = tuple[str, str, str, str]  # system, version, query, run label
@@ -1105,27 +1106,35 @@ class _Writer:
         by_key = {v: k for k, v in self.stored.checklists.items()}
         wheres = {(r["query"], r["author"]): w for w, r in self.plan.tables["checklists"]}
         source = self.source.path.name
-        states = snapshots(self.touched)
-        events = []
-        for checklist in Checklist.objects.filter(pk__in=list(self.touched)):
-            state = self.touched[checklist.pk]
-            where = wheres.get(by_key.get(checklist.pk))
-            detail = f"{'Imported' if state == 'created' else 'Updated by an import'} from {source}"
-            if where in findings:
+        touched = sorted(self.touched)
+        # A batch of checklists at a time: the snapshots of every checklist of a big import
+        # at once (10,000 criteria with their prefetched citations) took the import's peak
+        # memory from about 150 MB to 220 MB, over the 200 MB bound of issue 11.
+        for start in range(0, len(touched), EVENT_BATCH):
+            batch = touched[start : start + EVENT_BATCH]
+            states = snapshots(batch)
+            events = []
+            for checklist in Checklist.objects.filter(pk__in=batch):
+                state = self.touched[checklist.pk]
+                where = wheres.get(by_key.get(checklist.pk))
                 detail = (
-                    f"Imported from {source}; breaks {findings[where].split(' breaks ', 1)[-1]}"
+                    f"{'Imported' if state == 'created' else 'Updated by an import'} from {source}"
                 )
-                detail = f"{detail[:290]}…" if len(detail) > 300 else detail
-            events.append(
-                ChecklistEvent(
-                    checklist=checklist, actor=self.options.by, detail=detail[:300],
-                    action=ChecklistEvent.Action.CREATED
-                    if state == "created"
-                    else ChecklistEvent.Action.EDITED,
-                    snapshot=states[checklist.pk],
-                )
-            )  # fmt: skip
-        ChecklistEvent.objects.bulk_create(events, batch_size=500)
+                if where in findings:
+                    detail = (
+                        f"Imported from {source}; breaks {findings[where].split(' breaks ', 1)[-1]}"
+                    )
+                    detail = f"{detail[:290]}…" if len(detail) > 300 else detail
+                events.append(
+                    ChecklistEvent(
+                        checklist=checklist, actor=self.options.by, detail=detail[:300],
+                        action=ChecklistEvent.Action.CREATED
+                        if state == "created"
+                        else ChecklistEvent.Action.EDITED,
+                        snapshot=states[checklist.pk],
+                    )
+                )  # fmt: skip
+            ChecklistEvent.objects.bulk_create(events, batch_size=500)
 
     def _perfect_answers(self) -> None:
         judges = dict(Judge.objects.values_list("name", "pk"))
@@ -1225,6 +1234,7 @@ class _Writer:
                 )  # fmt: skip
             panels[row["name"]] = panel
             self.result.count("panels", created=1)
+        self.runs_before = set(self.stored.runs)
         for _, row in self.plan.tables["runs"]:
             if row["run"] in self.stored.runs:
                 self.result.count("runs", unchanged=1)
@@ -1272,6 +1282,8 @@ class _Writer:
 
         def rows() -> Iterator[tuple]:
             nonlocal written
+            written = 0  # the file may be read twice (bulk.upsert's fresh path)
+            errors.clear()
             for where, line, r in _rows(self.source, "verdicts", errors):
                 if not _check_big_row(where, "verdicts", r, self.plan, known, errors):
                     continue
@@ -1290,7 +1302,9 @@ class _Writer:
                 "run_id", "answer_id", "criterion_id", "judge_id", "sample", "outcome",
                 "failure_kind", "rationale", *CALL_COLUMNS,
             ),
-            json_columns=("judge_params",), rows=rows(),
+            json_columns=("judge_params",), rows=rows,
+            # No run of the dataset existed before this import: no stored verdict can match.
+            fresh=not self.runs_before,
         )  # fmt: skip
         if errors:
             raise ImportRejected(list(errors))  # the transaction rolls back every write

@@ -213,3 +213,29 @@ def test_who_may_import_through_the_page_and_the_api(
     assert api.status_code == 200 and api.json()["unchanged"]["queries"] == 1
     bad = client.post("/api/datasets/import/", {"file": SimpleUploadedFile("x.zip", b"nope")})
     assert bad.status_code == 400 and "not a zip file" in bad.json()["file"][0]
+
+
+@pytest.mark.django_db
+def test_every_imported_checklist_gets_one_history_entry_when_made_in_batches(
+    tmp_path, monkeypatch
+):
+    """History entries are made a batch of checklists at a time (memory stays flat): each
+    checklist still gets exactly one, with its own criteria."""
+    from evaluation.data import importer
+
+    monkeypatch.setattr(importer, "EVENT_BATCH", 2)
+    files = checklist_files()
+    files["checklists.jsonl"] = [
+        {"query": "q1", "author": author, "status": "submitted"} for author in "abcde"
+    ]
+    files["criteria.jsonl"] = [
+        {"query": "q1", "author": author, "external_id": "c1", "position": 1,
+         "text": f"States revenue for {author}.", "kind": "fact"}
+        for author in "abcde"
+    ]  # fmt: skip
+    import_dataset(write(tmp_path / "in", files))
+    for checklist in Checklist.objects.select_related("author"):
+        (event,) = ChecklistEvent.objects.filter(checklist=checklist)
+        assert [c["text"] for c in event.snapshot] == [
+            f"States revenue for {checklist.author.username}."
+        ]

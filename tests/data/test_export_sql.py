@@ -11,6 +11,7 @@ import json
 import pytest
 from django.db import connection
 
+from annotation.models import Criterion, Query
 from bench.data_io.generate import generate
 from evaluation.data import export_sql, schema
 from evaluation.data.export import Exporter, ExportOptions, build_keys
@@ -42,8 +43,10 @@ def _python_lines(exporter: Exporter) -> bytes:
 
 
 def _sql_lines(exporter: Exporter) -> bytes:
-    lines = [line for chunk in export_sql.verdict_lines(exporter.keys) for line in chunk]
-    return ("\n".join(lines) + "\n").encode()
+    blocks = list(export_sql.verdict_bytes(exporter.keys))
+    data = b"".join(block for block, _ in blocks)
+    assert sum(lines for _, lines in blocks) == data.count(b"\n")
+    return data
 
 
 def test_sql_lines_equal_the_python_writer_on_hostile_text():
@@ -66,6 +69,11 @@ def test_sql_lines_equal_the_python_writer_on_hostile_text():
             {"nested": {"a": [1, 2.5, 'x"y', None, True]}, "unicode": "é\n"},
         ][i % 3]
         verdict.created_at = moments[i % len(moments)]
+    # The external keys PostgreSQL puts in front of each line (from jsonb) are hostile too.
+    for i, query in enumerate(Query.objects.filter(dataset=dataset).order_by("pk")):
+        Query.objects.filter(pk=query.pk).update(external_id=f'q"{i}\\ é\x01\u2028')
+    for i, criterion in enumerate(Criterion.objects.filter(checklist__query__dataset=dataset)):
+        Criterion.objects.filter(pk=criterion.pk).update(external_id=f"c\t{i} 🦜 \\n")
     Verdict.objects.bulk_update(
         verdicts,
         ["rationale", "raw_output", "error", "cache_hit", "prompt_tokens", "judge_params",
@@ -101,3 +109,17 @@ def test_the_export_writes_verdicts_jsonl_from_sql_with_the_same_rows():
         assert (a["system"], a["criterion"], a["judge"], a["sample"], a["outcome"]) == (
             b["system"], b["criterion"], b["judge"], int(b["sample"]), b["outcome"]
         )  # fmt: skip
+
+
+def test_sql_lines_leave_out_items_the_user_may_not_read():
+    """Verdicts on an answer or a criterion missing from the exporter's keys (a checklist
+    the user may not read) are left out by PostgreSQL as by the Python writer."""
+    dataset = generate("SQL hidden", queries=2, systems=2, criteria=3, judges=2, samples=1)
+    exporter = Exporter(dataset, ExportOptions())
+    exporter.keys = build_keys(dataset, None, exporter.options.include)
+    everything = _sql_lines(exporter).count(b"\n")
+    del exporter.keys.answers[min(exporter.keys.answers)]
+    del exporter.keys.criteria[max(exporter.keys.criteria)]
+    python, sql = _python_lines(exporter), _sql_lines(exporter)
+    assert python == sql
+    assert 0 < sql.count(b"\n") < everything

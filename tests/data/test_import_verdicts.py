@@ -77,3 +77,26 @@ def test_good_verdicts_are_all_written_once(tmp_path):
     result = import_dataset(path)
     assert result.created["verdicts"] == count[0] == Verdict.objects.count()
     assert not import_dataset(path).changed
+
+
+def test_new_rows_are_inserted_plainly_and_a_row_stored_meanwhile_falls_back_to_the_upsert(
+    tmp_path, monkeypatch
+):
+    """A new run's verdicts go in with a plain INSERT (no row of the file is stored yet).
+    Should a row be stored after all by the time of the INSERT (another transaction's,
+    committed after the check), the plain INSERT is undone and the upsert writes instead:
+    no error, no duplicate, nothing rewritten."""
+    from evaluation.data import bulk
+
+    path = _export_with(tmp_path, lambda rows: None)
+    import_dataset(path)
+    before = sorted(Verdict.objects.values_list("pk", "updated_at"))
+    plain = []
+    monkeypatch.setattr(bulk, "_existing", lambda *args: 0)  # as if none were stored
+    real = bulk._plain_insert
+    monkeypatch.setattr(
+        bulk, "_plain_insert", lambda *args: plain.append(done := real(*args)) or done
+    )
+    import_dataset(path)
+    assert False in plain  # the plain INSERT met the stored rows and was undone
+    assert sorted(Verdict.objects.values_list("pk", "updated_at")) == before

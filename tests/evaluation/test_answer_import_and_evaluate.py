@@ -129,3 +129,37 @@ def test_evaluate_refuses_bad_input_with_status_2(dataset, offline_panel, tmp_pa
         call_command("evaluate", dataset=dataset.pk, panel="No such panel")
     assert error.value.returncode == 2
     assert not Answer.objects.exists()
+
+
+@pytest.mark.django_db
+def test_an_excel_csv_with_a_bom_imports_and_a_legacy_encoding_is_refused_by_name(
+    dataset, query, tmp_path
+):
+    """Issue 11's "CSV done right" for the answers, labels and verdicts imports, which
+    read files through the same decoding: Excel's "CSV UTF-8" (byte-order mark, CRLF, a
+    quoted newline) imports; a Windows-1252 file is refused with the encoding named."""
+    from evaluation.imports import import_answers_file
+    from evaluation.review_imports import import_labels_file, import_verdicts_file
+
+    excel = tmp_path / "answers.csv"
+    excel.write_bytes(
+        "\ufeffquery,system,text\r\n".encode()
+        + f'{query.pk},Atlas,"Revenue was €4.1bn,\r\nup 3%."\r\n'.encode()
+    )
+    assert import_answers_file(dataset=dataset, path=excel).created == 1
+    assert Answer.objects.get().text == "Revenue was €4.1bn,\r\nup 3%."
+    legacy = tmp_path / "legacy.csv"
+    legacy.write_bytes(
+        f'query,system,text\r\n{query.pk},Atlas,"Revenue was €4.1bn."\r\n'.encode("cp1252")
+    )
+    for read in (
+        import_answers_file,
+        import_labels_file,
+        lambda **kwargs: import_verdicts_file(panel="any", **kwargs),
+    ):
+        with pytest.raises(ImportRejected) as rejected:
+            read(dataset=dataset, path=legacy)
+        assert "not UTF-8" in str(rejected.value.errors) and "Windows-1252" in str(
+            rejected.value.errors
+        ), rejected.value.errors
+    assert Answer.objects.count() == 1
