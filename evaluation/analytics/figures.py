@@ -118,7 +118,7 @@ def page_json(data: sel.RunData, human: Interval) -> dict:
     curve = sel.complexity_curve(data, cells, human=human)
     labelled = sel.calibration_items(data)  # one read for the panels and the judges
     return {
-        "items": len(data.items),
+        "items": data.item_count,
         "adjudicated": data.adjudicated,
         "labelled": data.labelled,
         "systems": [list(s) for s in sel.systems_of(data)],
@@ -298,8 +298,12 @@ def _part(run: Run, part: str, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> Any
         run.dataset_id,
         _prefixes(run, edges)[part],
         state(run, edges),
-        lambda: _compute(part, sel.load_run(run, edges=edges)),
+        lambda: _compute(part, sel.load_run(run, edges=edges, parts=_NEEDS.get(part, ()))),
     )
+
+
+# What each part needs loaded besides the scores (a miss of one part loads no more).
+_NEEDS = {"page": (sel.LABELLED,), "health": (sel.HEALTH,), "health-top": (sel.HEALTH,)}
 
 
 def kept(run: Run, part: str, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> Any | None:

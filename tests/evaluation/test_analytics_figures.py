@@ -49,7 +49,7 @@ def test_kept_page_equals_the_computed_one(known, edges):
         assert page.saturated == sel.saturated(data)
         assert page.curve == sel.complexity_curve(data, cells, human=human)
         assert (page.items, page.adjudicated, page.labelled) == (
-            len(data.items),
+            data.item_count,
             data.adjudicated,
             data.labelled,
         )
