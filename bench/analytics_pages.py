@@ -161,9 +161,17 @@ def main(argv: list[str] | None = None) -> int:
         "API analytics": reverse("api-evaluation:analytics", args=[dataset.pk]),
         "API compare": reverse("api-evaluation:analytics-compare", args=[dataset.pk])
         + f"?a={run.pk}&b={run.pk}",
-        "API criterion health (every criterion)": reverse(
+        "API criterion health, first page": reverse(
             "api-evaluation:analytics-criteria", args=[dataset.pk]
         ),
+        "API criterion health, page 400": reverse(
+            "api-evaluation:analytics-criteria", args=[dataset.pk]
+        )
+        + "?page=400",
+        "API criterion health, split, page 2": reverse(
+            "api-evaluation:analytics-criteria", args=[dataset.pk]
+        )
+        + "?flag=split&page=2",
     }
     print(f"\n4. warm pages, {args.repeat} requests each: median / worst seconds, median/bound")
     for name, url in pages.items():

@@ -237,3 +237,39 @@ def test_saturated_queries_are_in_the_dataset_export(reviewed_dataset):
     # Without the scores part, no saturation table.
     bare = b"".join(export_chunks(reviewed_dataset, ExportOptions.parse(["answers"], ["jsonl"])))
     assert "saturated_queries.jsonl" not in members(bare)
+
+
+def test_api_criterion_health_is_paged_and_filtered_by_flag(
+    known, reviewed_dataset, owner_api, monkeypatch, settings, django_assert_max_num_queries
+):
+    from evaluation.analytics import figures
+
+    # Small pages and chunks, so that pages cross the kept chunks' edges.
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "PAGE_SIZE": 10}
+    monkeypatch.setattr(figures, "HEALTH_CHUNK", 7)
+    url = reverse("api-evaluation:analytics-criteria", args=[reviewed_dataset.pk])
+    every = figures.health_rows(known.run)  # flagged first
+    assert len(every) > 20
+
+    def pages(flag: str) -> tuple[list, int]:
+        got, link, count = [], url + (f"?flag={flag}" if flag else ""), None
+        while link:
+            body = owner_api.get(link).json()
+            count = body["count"]
+            assert len(body["criteria"]) <= 10
+            got += [c["criterion"] for c in body["criteria"]]
+            link = body["next"]
+        return got, count
+
+    assert pages("") == ([r[0] for r in every], len(every))
+    for flag in figures.HEALTH_FLAGS:
+        flagged = [r[0] for r in every if flag in r[1]]
+        assert pages(flag) == (flagged, len(flagged))
+    second = owner_api.get(url, {"page": 2}).json()
+    assert second["previous"] and second["criteria"][0]["criterion"] == every[10][0]
+    with django_assert_max_num_queries(20):  # kept: one chunk read, whatever the size
+        assert owner_api.get(url, {"page": 3}).status_code == 200
+    assert owner_api.get(url, {"page": 99}).status_code == 404
+    bad = owner_api.get(url, {"flag": "broken"})
+    assert bad.status_code == 400 and "flag" in bad.json()
+    assert owner_api.get(url, {"page": "x"}).status_code == 400
