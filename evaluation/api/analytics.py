@@ -130,11 +130,8 @@ class CompareView(APIView):
         params.is_valid(raise_exception=True)
         v = params.validated_data
         run_a, run_b = _run(dataset, v["a"]), _run(dataset, v["b"])
-        comparison = figures.compare(
-            figures.queries(run_a),
-            figures.queries(run_b),
-            system_a=v.get("system_a"),
-            system_b=v.get("system_b"),
+        comparison, _, _ = figures.comparison(
+            run_a, run_b, system_a=v.get("system_a"), system_b=v.get("system_b")
         )
         return Response(
             {
