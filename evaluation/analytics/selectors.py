@@ -73,28 +73,6 @@ class Item(NamedTuple):
     human: str | None  # adjudication, else the majority of human labels; None: none or tie
 
 
-class Group(NamedTuple):
-    """The items of one (answer, checklist, criterion kind), counted."""
-
-    answer_id: int
-    checklist_id: int
-    kind: str
-    passed: int  # decided outcome pass
-    decided: int  # decided outcome pass or fail
-    items: int
-
-
-class SourceGroup(NamedTuple):
-    """The items of one (answer, checklist, source type): an item whose criterion has
-    several source types counts in each, one with none under `None`."""
-
-    answer_id: int
-    checklist_id: int
-    source: str | None
-    passed: int
-    decided: int
-
-
 class PanelCounts(NamedTuple):
     """One answer's items with a panel verdict (pass or fail), for PPI++: how many the panel
     passed, and the labelled ones by (human, panel): hp = human pass, panel pass, etc."""
@@ -116,8 +94,13 @@ HEALTH, LABELLED = "health", "labelled"
 class RunData:
     run: Run
     answers: dict[int, AnswerInfo]
-    groups: list[Group]
-    source_groups: list[SourceGroup]
+    # (answer, checklist, kind, passed, decided, items): the items of one (answer,
+    # checklist, criterion kind) counted (passed / decided: decided outcome pass / pass or
+    # fail). Plain tuples: tens of thousands per run.
+    groups: list[tuple[int, int, str, int, int, int]]
+    # (answer, checklist, source type, passed, decided) over decided items: an item whose
+    # criterion has several source types counts in each, one with none under None.
+    source_groups: list[tuple[int, int, str | None, int, int]]
     panel_counts: list[PanelCounts]
     sources: dict[int, tuple[str, ...]]  # labelled items' criteria -> source type names
     checklist_size: dict[int, int]  # scored criteria graded in the run
@@ -131,6 +114,7 @@ class RunData:
     health: list[am.CriterionItems] | None = None
     # (answer, group, value) -> score: computed once, used by every figure of a page.
     shares: dict[tuple[int, str, str], float] | None = None
+    overall: list[tuple[int, float]] | None = None  # (answer, its overall score), in order
 
 
 def analysable_runs(dataset: Dataset) -> list[Run]:
@@ -301,7 +285,7 @@ def load_run(
                     FROM {{items}} items GROUP BY answer_id, checklist_id, kind
                     ORDER BY answer_id, checklist_id, kind"""  # noqa: S608
             )
-            groups = [Group(*r[:6]) for r in rows]
+            groups = [r[:6] for r in rows]  # plain tuples: tens of thousands
             found = items.execute(
                 f"""SELECT i.answer_id, i.checklist_id, s.name, SUM({passed}), SUM({decided})
                     FROM {{items}} i
@@ -311,7 +295,7 @@ def load_run(
                     GROUP BY i.answer_id, i.checklist_id, s.name
                     ORDER BY i.answer_id, i.checklist_id, s.name"""  # noqa: S608
             )
-            source_groups = [SourceGroup(*r) for r in found]
+            source_groups = found
             checklist_size = dict(
                 items.execute(
                     """SELECT checklist_id, COUNT(DISTINCT criterion_id) FROM {items} items
@@ -468,53 +452,55 @@ def _answer_group_shares(data: RunData) -> dict[tuple[int, str, str], float]:
 
 def _compute_shares(data: RunData) -> dict[tuple[int, str, str], float]:
     # From the items counted per (answer, checklist, kind) and per (answer, checklist,
-    # source type): the same tallies the items gave one by one, in (answer, checklist)
-    # order. A group's tally exists only where it has a decided item.
+    # source type), answer by answer, checklists in order: the share of each checklist's
+    # decided items passed, then their mean per group. "all" and the answer's category
+    # hold the same checklists; a group counts a checklist only where it has a decided item.
     bucket_of = {c: am.bucket_of(n, data.buckets).key for c, n in data.checklist_size.items()}
-    tally: dict[tuple[int, str, str, int], list[int]] = {}
     answers = data.answers
-
-    def add(key: tuple[int, str, str, int], passed: int, decided: int) -> None:
-        t = tally.get(key)
-        if t is None:
-            tally[key] = [passed, decided]
-        else:
+    checklists: dict[int, dict[int, list[int]]] = {}
+    by_kind: dict[int, dict[tuple[str, int], list[int]]] = {}
+    for a, c, kind, passed, decided, _ in data.groups:
+        if not decided or a not in answers:
+            continue
+        t = checklists.setdefault(a, {}).setdefault(c, [0, 0])
+        t[0] += passed
+        t[1] += decided
+        by_kind.setdefault(a, {})[kind, c] = [passed, decided]
+    by_source: dict[int, dict[tuple[str, int], list[int]]] = {}
+    for a, c, source, passed, decided in data.source_groups:
+        if decided and a in answers:
+            t = by_source.setdefault(a, {}).setdefault((source or NO_VALUE, c), [0, 0])
             t[0] += passed
             t[1] += decided
-
-    for g in data.groups:
-        answer = answers.get(g.answer_id)
-        if not g.decided or answer is None:
-            continue
-        a, c = g.answer_id, g.checklist_id
-        add((a, "all", "", c), g.passed, g.decided)
-        add((a, "bucket", bucket_of[c], c), g.passed, g.decided)
-        add((a, "kind", g.kind, c), g.passed, g.decided)
-        add((a, "category", answer.category, c), g.passed, g.decided)
-    for g in data.source_groups:
-        if g.decided and g.answer_id in answers:
-            add((g.answer_id, "source", g.source or NO_VALUE, g.checklist_id), g.passed, g.decided)
-    return _mean_per_answer(tally)
-
-
-def _mean_per_answer(
-    tally: dict[tuple[int, str, str, int], list[int]],
-) -> dict[tuple[int, str, str], float]:
-    per_checklist: dict[tuple[int, str, str], list[float]] = defaultdict(list)
-    for (answer_id, group, value, _), (passed, decided) in tally.items():
-        per_checklist[answer_id, group, value].append(passed / decided)
-    return {k: sum(v) / len(v) for k, v in per_checklist.items()}
+    out: dict[tuple[int, str, str], float] = {}
+    for a, tallies in checklists.items():
+        ratios: dict[tuple[str, str], list[float]] = defaultdict(list)
+        for c, (passed, decided) in tallies.items():
+            ratios["all", ""].append(passed / decided)
+            ratios["bucket", bucket_of[c]].append(passed / decided)
+        for (kind, _), (passed, decided) in by_kind[a].items():
+            ratios["kind", kind].append(passed / decided)
+        for (source, _), (passed, decided) in by_source.get(a, {}).items():
+            ratios["source", source].append(passed / decided)
+        for (group, value), v in ratios.items():
+            out[a, group, value] = sum(v) / len(v)
+        out[a, "category", answers[a].category] = out[a, "all", ""]
+    return out
 
 
 def _overall_shares(data: RunData) -> dict[tuple[int, str, str], float]:
     """`_compute_shares` of the group "all" alone (the same sums in the same order)."""
-    tally: dict[tuple[int, str, str, int], list[int]] = {}
-    for g in data.groups:
-        if g.decided and g.answer_id in data.answers:
-            t = tally.setdefault((g.answer_id, "all", "", g.checklist_id), [0, 0])
-            t[0] += g.passed
-            t[1] += g.decided
-    return _mean_per_answer(tally)
+    checklists: dict[int, dict[int, list[int]]] = {}
+    for a, c, _, passed, decided, _ in data.groups:
+        if decided and a in data.answers:
+            t = checklists.setdefault(a, {}).setdefault(c, [0, 0])
+            t[0] += passed
+            t[1] += decided
+    out = {}
+    for a, tallies in checklists.items():
+        v = [passed / decided for passed, decided in tallies.values()]
+        out[a, "all", ""] = sum(v) / len(v)
+    return out
 
 
 def system_scores(data: RunData, *, resamples: int = PAGE_RESAMPLES) -> list[Cell]:
@@ -717,12 +703,12 @@ def every_bucket_rows(data: RunData, *, limit: int = 500) -> dict[str, list[Buck
     """`bucket_rows` of every bucket, in one pass over the items."""
     bucket_of = {c: am.bucket_of(size, data.buckets).key for c, size in data.checklist_size.items()}
     tally: dict[tuple[int, int], list[int]] = defaultdict(lambda: [0, 0])
-    for g in data.groups:
-        if g.answer_id not in data.answers:
+    for a, c, _, passed, decided, _ in data.groups:
+        if a not in data.answers:
             continue
-        t = tally[g.answer_id, g.checklist_id]
-        t[0] += g.passed
-        t[1] += g.decided
+        t = tally[a, c]
+        t[0] += passed
+        t[1] += decided
     found: dict[str, list[BucketRow]] = {b.key: [] for b in data.buckets}
     for (a, c), (passed, decided) in tally.items():
         found[bucket_of[c]].append(
@@ -780,11 +766,11 @@ def query_scores(data: RunData, system_id: int | None) -> dict[int, tuple[float,
     """query -> (mean score of the system's answers to it, one answer id to link to).
     Without a system, every answer of the query counts."""
     # Only the overall share is needed: without the page's shares at hand, those alone.
-    shares = data.shares if data.shares is not None else _overall_shares(data)
+    if data.overall is None:
+        shares = data.shares if data.shares is not None else _overall_shares(data)
+        data.overall = [(a, share) for (a, group, _), share in shares.items() if group == "all"]
     per_query: dict[int, list[tuple[float, int]]] = defaultdict(list)
-    for (answer_id, group, _), share in shares.items():
-        if group != "all":
-            continue
+    for answer_id, share in data.overall:
         answer = data.answers[answer_id]
         if system_id is None or answer.system_id == system_id:
             per_query[answer.query_id].append((share, answer_id))
@@ -885,21 +871,25 @@ def judge_agreement(
     if not items:
         return []
     info = {(i.answer_id, i.criterion_id): i for i in data.labelled_items or ()}
-    cells: dict[tuple[str, str, str], Counter] = defaultdict(Counter)
+    # Items alike in kind, source types, raters' labels and reference count together: a
+    # few thousand patterns for 40,000 labelled items, each added to its cells once.
+    patterns: Counter = Counter()
     for key, calibration in items.items():
         item = info[key]
-        groups = [("all", ""), ("kind", item.kind)]
-        groups += [("source", s) for s in data.sources.get(item.criterion_id, ())] or [
-            ("source", NO_VALUE)
-        ]
         labels = dict(calibration.judges)
         if item.panel in ("pass", "fail"):
             labels[PANEL] = item.panel
-        for rater, label in labels.items():
+        sources = data.sources.get(item.criterion_id, ())
+        patterns[item.kind, sources, tuple(labels.items()), calibration.human] += 1
+    cells: dict[tuple[str, str, str], Counter] = defaultdict(Counter)
+    for (kind, sources, labels, human), n in patterns.items():
+        groups = [("all", ""), ("kind", kind)]
+        groups += [("source", s) for s in sources] or [("source", NO_VALUE)]
+        for rater, label in labels:
             if label is None:
                 continue
             for group, value in groups:
-                cells[rater, group, value][label, calibration.human] += 1
+                cells[rater, group, value][label, human] += n
     order = {"all": 0, "kind": 1, "source": 2}
     return sorted(
         (
