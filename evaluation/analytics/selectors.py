@@ -3,12 +3,16 @@ figures (system scores with intervals by group, PPI++, the complexity curve, run
 comparison, criterion health) from the plain-Python statistics in
 `evaluation/metrics/analytics.py`.
 
-What is loaded, whatever the size of the run (seven queries):
-- one row per (answer, criterion) with its pass and fail vote counts (GROUP BY in SQL:
-  never one row per vote);
-- the dataset's scored criteria (checklist, kind), their source types;
-- the run's answers (query, category, system);
-- adjudications, and human labels counted per (answer, criterion, label) (GROUP BY).
+What is loaded, whatever the size of the run (`load_run`, eight to eleven queries): the
+run's scored items in a temporary table (one row per (answer, criterion): its vote
+counts, panel verdict, decided outcome and human reference, all worked out in SQL), and
+from it only counts, never one Python row per item:
+- per (answer, checklist, kind) and per (answer, checklist, source type): items passed
+  and decided (the scores, the curve, the drill-down, per-query scores);
+- per answer: panel verdicts and labelled (human, panel) pairs (PPI++);
+- per criterion: criterion health (when asked for);
+- the labelled items one by one, with each judge's label (judge calibration; few);
+- the run's answers (query, category, system).
 
 Definitions (docs/metrics.md, "Analytics"):
 - An item's decided outcome: its adjudication where there is one, else the panel's
