@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Sum
 
 from annotation.models import Checklist, Criterion, Dataset, Query
@@ -279,7 +279,9 @@ def load_run(
     source_table = through._meta.get_field("sourcetype").related_model._meta.db_table
     decided = "CASE WHEN outcome = 'pass' OR outcome = 'fail' THEN 1 ELSE 0 END"
     passed = "CASE WHEN outcome = 'pass' THEN 1 ELSE 0 END"
-    with connection.cursor() as cursor:
+    # One transaction: the temporary table lives and dies inside it, even behind a
+    # transaction-pooling proxy that may hand each statement outside one to another session.
+    with transaction.atomic(), connection.cursor() as cursor:
         items = _Items(cursor, run, queries)
         try:
             rows = items.execute(
