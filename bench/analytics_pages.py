@@ -7,7 +7,7 @@ On the dataset's latest finished run (``bench.seed_scale --preset analytics``), 
 
 1. **computed**: seconds per step of computing the figures from the items with the
    selectors, as every request did before the figures were kept and as a miss does now
-   (`load_run`, scores, PPI++, curve, panels, health);
+   (`load_run`: the items counted in SQL; scores, PPI++, curve, panels, health);
 2. **miss**: the kept figures deleted, then each part computed and kept (`figures.page`,
    `figures.queries`, `figures.health`: what the first request after a label change
    pays), and `figures.warm` (what the task run when a run ends does);
@@ -24,6 +24,7 @@ import argparse
 import os
 import statistics
 import time
+from pathlib import Path
 
 BOUND = 0.5
 
@@ -34,11 +35,34 @@ def _timed(fn):
     return value, time.perf_counter() - start
 
 
+def _server_cpu() -> float:
+    """CPU seconds of the PostgreSQL backend serving this process so far (on this machine:
+    /proc), 0.0 when unknown. With the machine shared, CPU time does not depend on what
+    else runs; wall time does. (As in bench.data_io.)"""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return 0.0
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _timed_cpu(fn):
-    """Wall and this process's CPU seconds (the CPU time varies less with the load)."""
-    start, cpu = time.perf_counter(), time.process_time()
+    """Wall, this process's CPU and the PostgreSQL backend's CPU seconds."""
+    start, cpu, server = time.perf_counter(), time.process_time(), _server_cpu()
     value = fn()
-    return value, time.perf_counter() - start, time.process_time() - cpu
+    return (
+        value,
+        time.perf_counter() - start,
+        time.process_time() - cpu,
+        _server_cpu() - server,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_old:
         print("\n1. computed from the items (the selectors: every request before, a miss now), s")
         data, t = _timed(lambda: sel.load_run(run))
-        print(f"  load_run: {len(data.items):,} items, {data.labelled:,} labelled   {t:6.2f}")
+        print(f"  load_run: {data.item_count:,} items, {data.labelled:,} labelled   {t:6.2f}")
         cells, t1 = _timed(lambda: sel.system_scores(data))
         print(f"  system scores: {len(cells)} intervals                      {t1:6.2f}")
         calibrated, t2 = _timed(lambda: sel.calibrated_scores(data))
@@ -90,14 +114,21 @@ def main(argv: list[str] | None = None) -> int:
 
     kept = AgreementCache.objects.filter(dataset=dataset, key__startswith=f"analytics-{run.pk}")
     if not args.skip_miss:
-        print("\n2. miss (kept figures deleted, then computed and kept): wall / CPU seconds")
+        print(
+            "\n2. miss (kept figures deleted, then computed and kept): wall / Python CPU /"
+            " PostgreSQL CPU seconds"
+        )
+        figures.warm(run)  # the run's token sums kept, as after the run ended
         for part in ("page", "queries", "health"):
             kept.delete()
-            _, t, cpu = _timed_cpu(lambda part=part: getattr(figures, part)(run))
-            print(f"  figures.{part}(run)   {t:6.2f} / {cpu:6.2f}")
+            _, t, cpu, db = _timed_cpu(lambda part=part: getattr(figures, part)(run))
+            print(f"  figures.{part}(run)   {t:6.2f} / {cpu:6.2f} / {db:6.2f}")
         kept.delete()
-        _, t, cpu = _timed_cpu(lambda: figures.warm(run))
-        print(f"  figures.warm(run) (every part, one load: the run_ended task) {t:.2f} / {cpu:.2f}")
+        _, t, cpu, db = _timed_cpu(lambda: figures.warm(run))
+        print(
+            f"  figures.warm(run) (every part, one load: the run_ended task)"
+            f" {t:.2f} / {cpu:.2f} / {db:.2f}"
+        )
     else:
         figures.warm(run)
 
@@ -130,9 +161,17 @@ def main(argv: list[str] | None = None) -> int:
         "API analytics": reverse("api-evaluation:analytics", args=[dataset.pk]),
         "API compare": reverse("api-evaluation:analytics-compare", args=[dataset.pk])
         + f"?a={run.pk}&b={run.pk}",
-        "API criterion health (every criterion)": reverse(
+        "API criterion health, first page": reverse(
             "api-evaluation:analytics-criteria", args=[dataset.pk]
         ),
+        "API criterion health, page 400": reverse(
+            "api-evaluation:analytics-criteria", args=[dataset.pk]
+        )
+        + "?page=400",
+        "API criterion health, split, page 2": reverse(
+            "api-evaluation:analytics-criteria", args=[dataset.pk]
+        )
+        + "?flag=split&page=2",
     }
     print(f"\n4. warm pages, {args.repeat} requests each: median / worst seconds, median/bound")
     for name, url in pages.items():

@@ -39,6 +39,11 @@ def read_only() -> Iterator[None]:
         _reading.only = before
 
 
+def writes_refused() -> bool:
+    """Inside `read_only()`: the database refuses any write, a temporary table included."""
+    return getattr(_reading, "only", False)
+
+
 def store(dataset_id: int, prefix: str, key: str, cells: Any) -> None:
     """Keep `cells` under `key`, replacing the rows stored under the same prefix; the one
     place figures are written, so that read-only readers skip it."""

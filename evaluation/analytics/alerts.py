@@ -118,7 +118,7 @@ def check_run(run: Run, *, base_url: str = "") -> list[AlertEvent]:
     alerts = list(RegressionAlert.objects.filter(dataset=run.dataset_id, active=True))
     if not alerts:
         return []
-    data = sel.load_run(run)
+    data = sel.load_run(run, parts=())  # the per-query scores only
     systems = dict(sel.systems_of(data))
     base_url = base_url or getattr(settings, "SITE_URL", "")
     events = []
@@ -131,7 +131,7 @@ def check_run(run: Run, *, base_url: str = "") -> list[AlertEvent]:
             if previous is None:
                 continue
             if previous.pk not in loaded:
-                loaded[previous.pk] = sel.load_run(previous)
+                loaded[previous.pk] = sel.load_run(previous, parts=())
             comparison = sel.compare_runs(
                 loaded[previous.pk], data, system_a=system_id, system_b=system_id
             )

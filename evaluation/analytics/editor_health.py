@@ -46,7 +46,7 @@ def checklist_health(user, checklist: Checklist) -> ChecklistHealth | None:
         return None
     criteria = {c.pk: c for c in Criterion.objects.filter(checklist=checklist)}
     # Only the query's answers: a criterion's health depends on no other query's items.
-    data = sel.load_run(run, queries=[checklist.query_id])
+    data = sel.load_run(run, queries=[checklist.query_id], parts=[sel.HEALTH])
     health = [h for h in sel.criterion_health(data) if h.criterion in criteria]
     return ChecklistHealth(
         run, [(criteria[h.criterion], h) for h in health if h.flags], graded=len(health)

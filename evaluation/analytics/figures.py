@@ -118,7 +118,7 @@ def page_json(data: sel.RunData, human: Interval) -> dict:
     curve = sel.complexity_curve(data, cells, human=human)
     labelled = sel.calibration_items(data)  # one read for the panels and the judges
     return {
-        "items": len(data.items),
+        "items": data.item_count,
         "adjudicated": data.adjudicated,
         "labelled": data.labelled,
         "systems": [list(s) for s in sel.systems_of(data)],
@@ -298,8 +298,12 @@ def _part(run: Run, part: str, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> Any
         run.dataset_id,
         _prefixes(run, edges)[part],
         state(run, edges),
-        lambda: _compute(part, sel.load_run(run, edges=edges)),
+        lambda: _compute(part, sel.load_run(run, edges=edges, parts=_NEEDS.get(part, ()))),
     )
+
+
+# What each part needs loaded besides the scores (a miss of one part loads no more).
+_NEEDS = {"page": (sel.LABELLED,), "health": (sel.HEALTH,), "health-top": (sel.HEALTH,)}
 
 
 def kept(run: Run, part: str, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> Any | None:
@@ -346,8 +350,48 @@ def health_page(run: Run, flag: str = "") -> tuple[int, list[am.CriterionHealth]
 
 
 def health_rows(run: Run) -> list[list]:
-    """Every criterion's kept row (`health_json`), for the API."""
+    """Every criterion's kept row (`health_json`)."""
     return _part(run, "health")
+
+
+HEALTH_CHUNK = 1000  # kept rows per chunk of the API's criterion-health list
+
+
+def health_slice(run: Run, flag: str, start: int, stop: int) -> tuple[int, list[list]]:
+    """(criteria with `flag`, every criterion for "", and their kept rows start:stop), in
+    the selectors' order, for the API's pages. The rows are kept in chunks of HEALTH_CHUNK
+    per flag, so a page reads one chunk (a few dozen kB), not the 40,000 rows of a large
+    run (seconds). The first request after a change cuts every chunk of its flag from the
+    whole part. `flag` must be "" or one of HEALTH_FLAGS."""
+    if flag and flag not in HEALTH_FLAGS:
+        raise ValueError(f"unknown flag {flag!r}")
+    state_ = state(run)
+    total, rows = None, []
+    for index in range(start // HEALTH_CHUNK, max(start, stop - 1) // HEALTH_CHUNK + 1):
+        chunk = _health_chunk(run, flag, index, state_)
+        total = chunk["total"]
+        first = index * HEALTH_CHUNK
+        rows += chunk["rows"][max(0, start - first) : max(0, stop - first)]
+        if first + HEALTH_CHUNK >= total:
+            break
+    return total or 0, rows
+
+
+def _health_chunk(run: Run, flag: str, index: int, state_: str) -> dict:
+    prefix = f"analytics-{run.pk}-healthchunk-{flag or 'all'}-{index}"
+    found = figure_cache.kept(run.dataset_id, prefix, state_)
+    if found is not None:
+        return found
+    every = health_rows(run)
+    chosen = [r for r in every if flag in r[1]] if flag else every
+    out = {"total": len(chosen), "rows": []}
+    for n in range(0, max(len(chosen), 1), HEALTH_CHUNK):
+        chunk = {"total": len(chosen), "rows": chosen[n : n + HEALTH_CHUNK]}
+        p = f"analytics-{run.pk}-healthchunk-{flag or 'all'}-{n // HEALTH_CHUNK}"
+        figure_cache.store(run.dataset_id, p, figure_cache.key_for(p, state_), chunk)
+        if n // HEALTH_CHUNK == index:
+            out = chunk
+    return out
 
 
 def warm(run: Run) -> None:
@@ -381,3 +425,39 @@ def compare(
         dict(b.systems).get(system_b, "every system") if system_b else "every system",
         resamples=resamples,
     )  # fmt: skip
+
+
+def comparison(
+    run_a: Run, run_b: Run, *, system_a: int | None, system_b: int | None
+) -> tuple[sel.Comparison, list[tuple[int, str]], list[tuple[int, str]]]:
+    """`compare` of two runs' kept per-query scores, with each run's systems, itself kept
+    per pair of runs (their states) and systems: the paired bootstrap over every query is
+    drawn once, not on every view of the comparison page (hundreds of milliseconds at 2,000
+    queries), and a view reads one row, not both runs' per-query scores."""
+    prefix = f"analytics-compare-{run_a.pk}-{run_b.pk}-{system_a or 'all'}-{system_b or 'all'}"
+
+    def compute() -> dict:
+        a, b = queries(run_a), queries(run_b)
+        c = compare(a, b, system_a=system_a, system_b=system_b)
+        return {
+            "systems_a": [list(x) for x in a.systems],
+            "systems_b": [list(x) for x in b.systems],
+            "systems": [c.system_a, c.system_b],
+            "test": c.test.as_dict(),
+            "deltas": [[d.query_id, d.a, d.b, d.answer_a, d.answer_b] for d in c.deltas],
+        }
+
+    kept_ = figure_cache.remembered(
+        run_a.dataset_id, prefix, f"{state(run_a)}||{state(run_b)}", compute
+    )
+    found = sel.Comparison(
+        kept_["systems"][0],
+        kept_["systems"][1],
+        am.PairedComparison(**kept_["test"]),
+        [sel.QueryDelta(*d) for d in kept_["deltas"]],
+    )
+    return (
+        found,
+        [(s, name) for s, name in kept_["systems_a"]],
+        [(s, name) for s, name in kept_["systems_b"]],
+    )

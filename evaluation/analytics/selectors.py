@@ -3,12 +3,16 @@ figures (system scores with intervals by group, PPI++, the complexity curve, run
 comparison, criterion health) from the plain-Python statistics in
 `evaluation/metrics/analytics.py`.
 
-What is loaded, whatever the size of the run (seven queries):
-- one row per (answer, criterion) with its pass and fail vote counts (GROUP BY in SQL:
-  never one row per vote);
-- the dataset's scored criteria (checklist, kind), their source types;
-- the run's answers (query, category, system);
-- adjudications, and human labels counted per (answer, criterion, label) (GROUP BY).
+What is loaded, whatever the size of the run (`load_run`, eight to eleven queries): the
+run's scored items in a temporary table (one row per (answer, criterion): its vote
+counts, panel verdict, decided outcome and human reference, all worked out in SQL), and
+from it only counts, never one Python row per item:
+- per (answer, checklist, kind) and per (answer, checklist, source type): items passed
+  and decided (the scores, the curve, the drill-down, per-query scores);
+- per answer: panel verdicts and labelled (human, panel) pairs (PPI++);
+- per criterion: criterion health (when asked for);
+- the labelled items one by one, with each judge's label (judge calibration; few);
+- the run's answers (query, category, system).
 
 Definitions (docs/metrics.md, "Analytics"):
 - An item's decided outcome: its adjudication where there is one, else the panel's
@@ -27,17 +31,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from django.db.models import Count, Exists, OuterRef, Q, Sum
+from django.db import connection, transaction
+from django.db.models import Sum
 
-from annotation.models import Criterion, Dataset
+from annotation.models import Checklist, Criterion, Dataset, Query
+from evaluation import figure_cache
 from evaluation.cross_evaluation.selectors import dataset_mean_overlap
 from evaluation.metrics import analytics as am
-from evaluation.metrics.aggregation import Vote, aggregate
+from evaluation.metrics.aggregation import Method, _exact_threshold, aggregate
 from evaluation.metrics.agreement import Agreement, agreement_from_matrix, matrix_from_counts
 from evaluation.metrics.calibration import CalibrationItem, PanelOption, panel_options
 from evaluation.metrics.cost import JudgeUsage
 from evaluation.metrics.overlap import Interval
-from evaluation.metrics.summary import decided_outcome
 from evaluation.models import Adjudication, Answer, HumanLabel, Judge, Run, Verdict
 
 NO_VALUE = "(none)"
@@ -57,7 +62,9 @@ class AnswerInfo:
 
 
 class Item(NamedTuple):
-    """One (answer, criterion) of the run (a named tuple: 200,000 are built per load)."""
+    """One labelled (answer, criterion) of the run: only the items with a human reference
+    are read one by one (judge calibration needs item-level pairs); every other figure
+    comes from counts aggregated in SQL."""
 
     answer_id: int
     criterion_id: int
@@ -70,24 +77,48 @@ class Item(NamedTuple):
     human: str | None  # adjudication, else the majority of human labels; None: none or tie
 
 
+class PanelCounts(NamedTuple):
+    """One answer's items with a panel verdict (pass or fail), for PPI++: how many the panel
+    passed, and the labelled ones by (human, panel): hp = human pass, panel pass, etc."""
+
+    answer_id: int
+    judged: int
+    panel_passed: int
+    pp: int
+    pf: int
+    fp: int
+    ff: int
+
+
+# What a caller may ask `load_run` for besides the scores (always loaded).
+HEALTH, LABELLED = "health", "labelled"
+
+
 @dataclass
 class RunData:
     run: Run
     answers: dict[int, AnswerInfo]
-    items: list[Item]
-    sources: dict[int, tuple[str, ...]]  # criterion -> source type names
+    # (answer, checklist, kind, passed, decided, items): the items of one (answer,
+    # checklist, criterion kind) counted (passed / decided: decided outcome pass / pass or
+    # fail). Plain tuples: tens of thousands per run.
+    groups: list[tuple[int, int, str, int, int, int]]
+    # (answer, checklist, source type, passed, decided) over decided items: an item whose
+    # criterion has several source types counts in each, one with none under None.
+    source_groups: list[tuple[int, int, str | None, int, int]]
+    panel_counts: list[PanelCounts]
+    sources: dict[int, tuple[str, ...]]  # labelled items' criteria -> source type names
     checklist_size: dict[int, int]  # scored criteria graded in the run
     buckets: tuple[am.Bucket, ...]
+    item_count: int
+    adjudicated: int
+    labelled: int
+    # Loaded when asked for (`parts`): None otherwise.
+    labelled_items: list[Item] | None = None
+    calibration: dict[tuple[int, int], CalibrationItem] | None = None
+    health: list[am.CriterionItems] | None = None
     # (answer, group, value) -> score: computed once, used by every figure of a page.
     shares: dict[tuple[int, str, str], float] | None = None
-
-    @property
-    def adjudicated(self) -> int:
-        return sum(i.adjudicated for i in self.items)
-
-    @property
-    def labelled(self) -> int:
-        return sum(i.human is not None for i in self.items)
+    overall: list[tuple[int, float]] | None = None  # (answer, its overall score), in order
 
 
 def analysable_runs(dataset: Dataset) -> list[Run]:
@@ -117,91 +148,185 @@ def choose_run(dataset: Dataset, run_id: int | None, runs: Sequence[Run]) -> Run
     return runs[0] if runs else None
 
 
-def _outcome(passes: int, fails: int, run: Run) -> str:
-    votes = [Vote("p", i, "pass") for i in range(passes)]
-    votes += [Vote("f", i, "fail") for i in range(fails)]
-    return aggregate(votes, run.panel_method, threshold=run.panel_threshold).outcome
+def panel_sql(method: str, threshold: float) -> str:
+    """The run's panel rule (`metrics.aggregation.aggregate`) as an SQL CASE over the
+    columns p and f (an item's pass and fail votes): 'pass', 'fail' or 'undecided'.
+    The threshold is compared as the exact fraction `aggregate` uses, in integers."""
+    aggregate([], method, threshold=threshold)  # the same ValueError on a bad rule
+    if method == Method.MAJORITY:
+        return "CASE WHEN p > f THEN 'pass' WHEN f > p THEN 'fail' ELSE 'undecided' END"
+    if method == Method.UNANIMITY:
+        return "CASE WHEN f > 0 THEN 'fail' WHEN p > 0 THEN 'pass' ELSE 'undecided' END"
+    # p / (p + f) >= a / b  <=>  p·b >= a·(p + f), in 64-bit integers: b is at most 10^17
+    # (the threshold's decimal digits), so exact up to 92 votes per item at worst.
+    exact = _exact_threshold(threshold)
+    a, b = int(exact.numerator), int(exact.denominator)
+    return (
+        "CASE WHEN p + f = 0 THEN 'undecided' "
+        f"WHEN p * {b} >= {a} * (p + f) THEN 'pass' ELSE 'fail' END"
+    )
+
+
+ITEMS_TABLE = "analytics_run_items"
+
+
+def _items_select(run: Run, queries: Sequence[int] | None) -> tuple[str, list]:
+    """One row per scored (answer, criterion) of the run, with its panel verdict, decided
+    outcome and human reference: the SELECT and its parameters."""
+    t = {
+        m: m._meta.db_table
+        for m in (Verdict, Answer, Criterion, Checklist, Query, HumanLabel, Adjudication)
+    }
+    only = ""
+    params: list = [run.pk]
+    if queries is not None:
+        ids = [int(q) for q in queries] or [0]
+        only = (
+            f" AND v.answer_id IN (SELECT id FROM {t[Answer]}"  # noqa: S608
+            f" WHERE query_id IN ({', '.join(['%s'] * len(ids))}))"
+        )
+        params += ids
+    params += [run.dataset_id, run.dataset_id]
+    panel = panel_sql(run.panel_method, run.panel_threshold)
+    # Votes grouped by item alone (the verdicts' index gives them in item order), then
+    # joined to the item's answer, criterion, adjudication and human labels (the labels
+    # grouped per item over the dataset: a few per labelled item).
+    return (
+        f"""
+        SELECT answer_id, criterion_id, system_id, query_id, checklist_id, kind, p, f, panel,
+               COALESCE(adjudication, panel) AS outcome,
+               CASE WHEN adjudication IS NULL THEN 0 ELSE 1 END AS adjudicated,
+               COALESCE(adjudication, CASE WHEN hp > hf THEN 'pass'
+                                           WHEN hf > hp THEN 'fail' END) AS human
+        FROM (
+            SELECT votes.*, a.system_id, a.query_id, c.checklist_id, c.kind, {panel} AS panel,
+                   j.label AS adjudication, l.hp, l.hf
+            FROM (
+                SELECT v.answer_id, v.criterion_id,
+                       SUM(CASE WHEN v.outcome = 'pass' THEN 1 ELSE 0 END) AS p,
+                       SUM(CASE WHEN v.outcome = 'fail' THEN 1 ELSE 0 END) AS f
+                FROM {t[Verdict]} v
+                WHERE v.run_id = %s{only}
+                GROUP BY v.answer_id, v.criterion_id
+            ) votes
+            JOIN {t[Answer]} a ON a.id = votes.answer_id
+            JOIN {t[Criterion]} c ON c.id = votes.criterion_id
+            JOIN {t[Checklist]} cl ON cl.id = c.checklist_id
+            JOIN {t[Query]} q ON q.id = cl.query_id
+            LEFT JOIN {t[Adjudication]} j
+                ON j.answer_id = votes.answer_id AND j.criterion_id = votes.criterion_id
+            LEFT JOIN (
+                SELECT h.answer_id, h.criterion_id,
+                       SUM(CASE WHEN h.label = 'pass' THEN 1 ELSE 0 END) AS hp,
+                       SUM(CASE WHEN h.label = 'fail' THEN 1 ELSE 0 END) AS hf
+                FROM {t[HumanLabel]} h
+                JOIN {t[Answer]} ha ON ha.id = h.answer_id
+                JOIN {t[Query]} hq ON hq.id = ha.query_id
+                WHERE hq.dataset_id = %s
+                GROUP BY h.answer_id, h.criterion_id
+            ) l ON l.answer_id = votes.answer_id AND l.criterion_id = votes.criterion_id
+            WHERE c.scoring_enabled AND q.dataset_id = %s
+        ) judged
+        """,  # noqa: S608 (table names from the models; values are parameters)
+        params,
+    )
+
+
+class _Items:
+    """The run's items for the aggregates: a temporary table (this connection only)
+    filled once, so that each aggregate reads it instead of grouping the verdicts again;
+    inside a read-only transaction (the dataset export's snapshot), where PostgreSQL
+    refuses CREATE, the same SELECT as a subquery of each aggregate instead."""
+
+    def __init__(self, cursor, run: Run, queries: Sequence[int] | None) -> None:
+        self.cursor = cursor
+        select, params = _items_select(run, queries)
+        self.temporary = not figure_cache.writes_refused()
+        if self.temporary:
+            cursor.execute(f"CREATE TEMPORARY TABLE {ITEMS_TABLE} AS {select}", params)
+            self.source, self.params = ITEMS_TABLE, []
+        else:
+            self.source, self.params = f"({select})", params
+
+    def execute(self, sql: str, params: Sequence = ()) -> list[tuple]:
+        """`sql` names the items `{items}` with an alias (a subquery needs one); they come
+        before any other parameter."""
+        self.cursor.execute(sql.replace("{items}", self.source), [*self.params, *params])
+        return self.cursor.fetchall()
+
+    def drop(self) -> None:
+        if self.temporary:
+            self.cursor.execute(f"DROP TABLE IF EXISTS {ITEMS_TABLE}")
 
 
 def load_run(
-    run: Run, *, edges: Sequence[int] = am.DEFAULT_EDGES, queries: Sequence[int] | None = None
+    run: Run,
+    *,
+    edges: Sequence[int] = am.DEFAULT_EDGES,
+    queries: Sequence[int] | None = None,
+    parts: Iterable[str] = (HEALTH, LABELLED),
 ) -> RunData:
-    """`queries`: only the answers to these queries (a page of the query list)."""
-    dataset_id = run.dataset_id
+    """A run's items counted in SQL: per (answer, checklist, kind) and per (answer,
+    checklist, source type) for the scores, per answer for PPI++, per criterion for
+    criterion health (`parts` HEALTH) and item by item only where a person labelled it
+    (`parts` LABELLED: judge calibration). `queries`: only the answers to these queries."""
+    parts = set(parts)
     buckets = am.complexity_buckets(edges)
     verdicts = Verdict.objects.filter(run=run)
     if queries is not None:
         verdicts = verdicts.filter(answer__query_id__in=list(queries))
-    counts = (
-        verdicts.values("answer_id", "criterion_id")
-        .annotate(
-            p=Count("pk", filter=Q(outcome=Verdict.Outcome.PASS)),
-            f=Count("pk", filter=Q(outcome=Verdict.Outcome.FAIL)),
-        )
-        .order_by()
-        .values_list("answer_id", "criterion_id", "p", "f")
-    )
-    criteria_of = Criterion.objects.filter(checklist__query__dataset_id=dataset_id)
-    labels_of = HumanLabel.objects.filter(answer__query__dataset_id=dataset_id)
-    adjudications_of = Adjudication.objects.filter(answer__query__dataset_id=dataset_id)
-    if queries is not None:  # only what the chosen queries' items name
-        criteria_of = criteria_of.filter(pk__in=verdicts.values("criterion_id"))
-        labels_of = labels_of.filter(answer__query_id__in=list(queries))
-        adjudications_of = adjudications_of.filter(answer__query_id__in=list(queries))
-    criteria = {
-        pk: (checklist_id, kind)
-        for pk, checklist_id, kind in criteria_of.filter(scoring_enabled=True).values_list(
-            "pk", "checklist_id", "kind"
-        )
-    }
-    sources: dict[int, list[str]] = defaultdict(list)
-    for criterion_id, name in Criterion.source_types.through.objects.filter(
-        criterion__in=criteria_of
-    ).values_list("criterion_id", "sourcetype__name"):
-        sources[criterion_id].append(name)
-    adjudications = {
-        (a, c): label
-        for a, c, label in adjudications_of.values_list("answer_id", "criterion_id", "label")
-    }
-    tallies: dict[tuple[int, int], dict[str, int]] = defaultdict(dict)
-    for a, c, label, n in (
-        labels_of.values("answer_id", "criterion_id", "label")
-        .annotate(n=Count("pk"))
-        .order_by()
-        .values_list("answer_id", "criterion_id", "label", "n")
-    ):
-        tallies[a, c][label] = n
-
-    items: list[Item] = []
-    checklist_criteria: dict[int, set[int]] = defaultdict(set)
-    # The verdict depends only on the counts: a handful of (p, f) pairs for any run size.
-    outcomes: dict[tuple[int, int], str] = {}
-    for answer_id, criterion_id, p, f in counts:
-        info = criteria.get(criterion_id)
-        if info is None:  # scoring disabled: in no figure, as in run scores
-            continue
-        panel = outcomes.get((p, f))
-        if panel is None:
-            panel = outcomes[p, f] = _outcome(p, f, run)
-        label = adjudications.get((answer_id, criterion_id))
-        human = label
-        if human is None and (t := tallies.get((answer_id, criterion_id))):
-            passes, fails = t.get("pass", 0), t.get("fail", 0)
-            human = "pass" if passes > fails else "fail" if fails > passes else None
-        items.append(
-            Item(
-                answer_id=answer_id,
-                criterion_id=criterion_id,
-                checklist_id=info[0],
-                kind=info[1],
-                panel=panel,
-                outcome=decided_outcome(panel, label),
-                adjudicated=label is not None,
-                split=p > 0 and f > 0,
-                human=human,
+    through = Criterion.source_types.through
+    source_table = through._meta.get_field("sourcetype").related_model._meta.db_table
+    decided = "CASE WHEN outcome = 'pass' OR outcome = 'fail' THEN 1 ELSE 0 END"
+    passed = "CASE WHEN outcome = 'pass' THEN 1 ELSE 0 END"
+    # One transaction: the temporary table lives and dies inside it, even behind a
+    # transaction-pooling proxy that may hand each statement outside one to another session.
+    with transaction.atomic(), connection.cursor() as cursor:
+        items = _Items(cursor, run, queries)
+        try:
+            rows = items.execute(
+                f"""SELECT answer_id, checklist_id, kind, SUM({passed}), SUM({decided}),
+                           COUNT(*), SUM(adjudicated),
+                           SUM(CASE WHEN human IS NULL THEN 0 ELSE 1 END)
+                    FROM {{items}} items GROUP BY answer_id, checklist_id, kind
+                    ORDER BY answer_id, checklist_id, kind"""  # noqa: S608
             )
-        )
-        checklist_criteria[info[0]].add(criterion_id)
+            groups = [r[:6] for r in rows]  # plain tuples: tens of thousands
+            found = items.execute(
+                f"""SELECT i.answer_id, i.checklist_id, s.name, SUM({passed}), SUM({decided})
+                    FROM {{items}} i
+                    LEFT JOIN {through._meta.db_table} cs ON cs.criterion_id = i.criterion_id
+                    LEFT JOIN {source_table} s ON s.id = cs.sourcetype_id
+                    WHERE i.outcome = 'pass' OR i.outcome = 'fail'
+                    GROUP BY i.answer_id, i.checklist_id, s.name
+                    ORDER BY i.answer_id, i.checklist_id, s.name"""  # noqa: S608
+            )
+            source_groups = found
+            checklist_size = dict(
+                items.execute(
+                    """SELECT checklist_id, COUNT(DISTINCT criterion_id) FROM {items} items
+                       GROUP BY checklist_id"""
+                )
+            )
+
+            def both(h: str, p: str) -> str:
+                return f"SUM(CASE WHEN human = '{h}' AND panel = '{p}' THEN 1 ELSE 0 END)"
+
+            found = items.execute(
+                f"""SELECT answer_id, COUNT(*), SUM(CASE WHEN panel = 'pass' THEN 1 ELSE 0 END),
+                           {both("pass", "pass")}, {both("pass", "fail")},
+                           {both("fail", "pass")}, {both("fail", "fail")}
+                    FROM {{items}} items WHERE panel = 'pass' OR panel = 'fail'
+                    GROUP BY answer_id ORDER BY answer_id"""  # noqa: S608
+            )
+            panel_counts = [PanelCounts(*r) for r in found]
+            health = _health_counts(items) if HEALTH in parts else None
+            labelled_items = calibration = None
+            sources: dict[int, tuple[str, ...]] = {}
+            if LABELLED in parts:
+                labelled_items, calibration, sources = _labelled(items, run)
+        finally:
+            items.drop()
     answers = {
         pk: AnswerInfo(pk, query_id, system_id, f"{name} {version}".strip(), category or NO_VALUE)
         for pk, query_id, system_id, name, version, category in Answer.objects.filter(
@@ -218,11 +343,86 @@ def load_run(
     return RunData(
         run=run,
         answers=answers,
-        items=items,
-        sources={c: tuple(sorted(names)) for c, names in sources.items()},
-        checklist_size={c: len(ids) for c, ids in checklist_criteria.items()},
+        groups=groups,
+        source_groups=source_groups,
+        panel_counts=panel_counts,
+        sources=sources,
+        checklist_size=checklist_size,
         buckets=buckets,
+        item_count=sum(r[5] for r in rows),
+        adjudicated=sum(r[6] for r in rows),
+        labelled=sum(r[7] for r in rows),
+        labelled_items=labelled_items,
+        calibration=calibration,
+        health=health,
     )
+
+
+def _health_counts(items: _Items) -> list[am.CriterionItems]:
+    def count(condition: str) -> str:
+        return f"SUM(CASE WHEN {condition} THEN 1 ELSE 0 END)"
+
+    split = "p > 0 AND f > 0"
+    judged = f"panel = 'pass' OR panel = 'fail' OR ({split})"
+    compared = "human IS NOT NULL AND (panel = 'pass' OR panel = 'fail')"
+    found = items.execute(
+        f"""SELECT criterion_id, {count("outcome = 'pass'")}, {count("outcome = 'fail'")},
+                   {count(split)}, {count(judged)}, {count(compared)},
+                   {count(f"{compared} AND panel <> human")},
+                   COUNT(DISTINCT CASE WHEN outcome = 'pass' THEN system_id END),
+                   COUNT(DISTINCT CASE WHEN outcome = 'pass' OR outcome = 'fail'
+                                       THEN system_id END)
+            FROM {{items}} items GROUP BY criterion_id"""  # noqa: S608
+    )
+    return [am.CriterionItems(*r) for r in found]
+
+
+def _labelled(
+    items_: _Items, run: Run
+) -> tuple[list[Item], dict[tuple[int, int], CalibrationItem], dict[int, tuple[str, ...]]]:
+    """The labelled items, each judge's label on them (the majority of its valid samples)
+    beside the human reference (the judge calibration's item-level pairs), and their
+    criteria's source types. Two queries."""
+    through = Criterion.source_types.through
+    source_table = through._meta.get_field("sourcetype").related_model._meta.db_table
+    rows = items_.execute(
+        f"""SELECT i.answer_id, i.criterion_id, i.checklist_id, i.kind, i.panel, i.outcome,
+                   i.adjudicated, i.p, i.f, i.human, s.name
+            FROM {{items}} i
+            LEFT JOIN {through._meta.db_table} cs ON cs.criterion_id = i.criterion_id
+            LEFT JOIN {source_table} s ON s.id = cs.sourcetype_id
+            WHERE i.human IS NOT NULL
+            ORDER BY i.answer_id, i.criterion_id"""  # noqa: S608
+    )
+    found: dict[tuple[int, int], Item] = {}
+    names: dict[int, set[str]] = defaultdict(set)
+    for a, c, cl, kind, panel, outcome, adj, p, f, human, source in rows:
+        if (a, c) not in found:  # one row per source type of the criterion
+            found[a, c] = Item(a, c, cl, kind, panel, outcome, bool(adj), p > 0 and f > 0, human)
+        if source is not None:
+            names[c].add(source)
+    items = list(found.values())
+    sources = {c: tuple(sorted(n)) for c, n in names.items()}
+    if not items:
+        return items, {}, sources
+    references = {(i.answer_id, i.criterion_id): i.human for i in items}
+    votes = items_.execute(
+        f"""SELECT v.answer_id, v.criterion_id, j.name,
+                   SUM(CASE WHEN v.outcome = 'pass' THEN 1 ELSE 0 END),
+                   SUM(CASE WHEN v.outcome = 'fail' THEN 1 ELSE 0 END)
+            FROM {Verdict._meta.db_table} v
+            JOIN {{items}} i ON i.answer_id = v.answer_id AND i.criterion_id = v.criterion_id
+            JOIN {Judge._meta.db_table} j ON j.id = v.judge_id
+            WHERE v.run_id = %s AND i.human IS NOT NULL
+            GROUP BY v.answer_id, v.criterion_id, j.name
+            ORDER BY v.answer_id, v.criterion_id, j.name""",  # noqa: S608
+        [run.pk],
+    )
+    tallies: dict[tuple[int, int], dict[str, str | None]] = defaultdict(dict)
+    for answer_id, criterion_id, judge, p, f in votes:
+        tallies[answer_id, criterion_id][judge] = "pass" if p > f else "fail" if f > p else None
+    calibration = {key: CalibrationItem(references[key], judges) for key, judges in tallies.items()}
+    return items, calibration, sources
 
 
 # -- system scores by group ------------------------------------------------------------
@@ -257,51 +457,56 @@ def _answer_group_shares(data: RunData) -> dict[tuple[int, str, str], float]:
 
 
 def _compute_shares(data: RunData) -> dict[tuple[int, str, str], float]:
-    # The (group, value) keys of an item depend on its criterion (bucket, kind, sources)
-    # and its answer (category): worked out once per criterion, not once per item.
-    by_criterion: dict[int, tuple[tuple[str, str], ...]] = {}
-    tally: dict[tuple[int, str, str, int], list[int]] = defaultdict(lambda: [0, 0])
+    # From the items counted per (answer, checklist, kind) and per (answer, checklist,
+    # source type), answer by answer, checklists in order: the share of each checklist's
+    # decided items passed, then their mean per group. "all" and the answer's category
+    # hold the same checklists; a group counts a checklist only where it has a decided item.
+    bucket_of = {c: am.bucket_of(n, data.buckets).key for c, n in data.checklist_size.items()}
     answers = data.answers
-    for item in data.items:
-        outcome = item.outcome
-        if outcome != "pass" and outcome != "fail":
+    checklists: dict[int, dict[int, list[int]]] = {}
+    by_kind: dict[int, dict[tuple[str, int], list[int]]] = {}
+    for a, c, kind, passed, decided, _ in data.groups:
+        if not decided or a not in answers:
             continue
-        answer = answers.get(item.answer_id)
-        if answer is None:
-            continue
-        keys = by_criterion.get(item.criterion_id)
-        if keys is None:
-            bucket = am.bucket_of(data.checklist_size[item.checklist_id], data.buckets).key
-            keys = (("all", ""), ("bucket", bucket), ("kind", item.kind))
-            keys += tuple(("source", s) for s in data.sources.get(item.criterion_id, ())) or (
-                ("source", NO_VALUE),
-            )
-            by_criterion[item.criterion_id] = keys
-        passed = outcome == "pass"
-        a, c = item.answer_id, item.checklist_id
-        for group, value in (*keys, ("category", answer.category)):
-            t = tally[a, group, value, c]
+        t = checklists.setdefault(a, {}).setdefault(c, [0, 0])
+        t[0] += passed
+        t[1] += decided
+        by_kind.setdefault(a, {})[kind, c] = [passed, decided]
+    by_source: dict[int, dict[tuple[str, int], list[int]]] = {}
+    for a, c, source, passed, decided in data.source_groups:
+        if decided and a in answers:
+            t = by_source.setdefault(a, {}).setdefault((source or NO_VALUE, c), [0, 0])
             t[0] += passed
-            t[1] += 1
-    per_checklist: dict[tuple[int, str, str], list[float]] = defaultdict(list)
-    for (answer_id, group, value, _), (passed, decided) in tally.items():
-        per_checklist[answer_id, group, value].append(passed / decided)
-    return {k: sum(v) / len(v) for k, v in per_checklist.items()}
+            t[1] += decided
+    out: dict[tuple[int, str, str], float] = {}
+    for a, tallies in checklists.items():
+        ratios: dict[tuple[str, str], list[float]] = defaultdict(list)
+        for c, (passed, decided) in tallies.items():
+            ratios["all", ""].append(passed / decided)
+            ratios["bucket", bucket_of[c]].append(passed / decided)
+        for (kind, _), (passed, decided) in by_kind[a].items():
+            ratios["kind", kind].append(passed / decided)
+        for (source, _), (passed, decided) in by_source.get(a, {}).items():
+            ratios["source", source].append(passed / decided)
+        for (group, value), v in ratios.items():
+            out[a, group, value] = sum(v) / len(v)
+        out[a, "category", answers[a].category] = out[a, "all", ""]
+    return out
 
 
 def _overall_shares(data: RunData) -> dict[tuple[int, str, str], float]:
     """`_compute_shares` of the group "all" alone (the same sums in the same order)."""
-    tally: dict[tuple[int, int], list[int]] = defaultdict(lambda: [0, 0])
-    for item in data.items:
-        outcome = item.outcome
-        if (outcome == "pass" or outcome == "fail") and item.answer_id in data.answers:
-            t = tally[item.answer_id, item.checklist_id]
-            t[0] += outcome == "pass"
-            t[1] += 1
-    per_checklist: dict[tuple[int, str, str], list[float]] = defaultdict(list)
-    for (answer_id, _), (passed, decided) in tally.items():
-        per_checklist[answer_id, "all", ""].append(passed / decided)
-    return {k: sum(v) / len(v) for k, v in per_checklist.items()}
+    checklists: dict[int, dict[int, list[int]]] = {}
+    for a, c, _, passed, decided, _ in data.groups:
+        if decided and a in data.answers:
+            t = checklists.setdefault(a, {}).setdefault(c, [0, 0])
+            t[0] += passed
+            t[1] += decided
+    out = {}
+    for a, tallies in checklists.items():
+        v = [passed / decided for passed, decided in tallies.values()]
+        out[a, "all", ""] = sum(v) / len(v)
+    return out
 
 
 def system_scores(data: RunData, *, resamples: int = PAGE_RESAMPLES) -> list[Cell]:
@@ -358,17 +563,24 @@ class Calibrated:
 def calibrated_scores(data: RunData, *, resamples: int = PAGE_RESAMPLES) -> list[Calibrated]:
     """Per system, on the item scale (the share of (answer, criterion) items passed):
     judge-only, human-only and PPI++, each clustered by query."""
+    # Rebuilt from each answer's counts: items with the same query, prediction and label
+    # are interchangeable in every sum (one shared tuple per kind, repeated).
     by_system: dict[int, list[am.PPIItem]] = defaultdict(list)
-    for item in data.items:
-        if item.panel not in ("pass", "fail"):
-            continue  # no judge prediction: neither imputed nor rectified
-        answer = data.answers.get(item.answer_id)
+    for c in data.panel_counts:
+        answer = data.answers.get(c.answer_id)
         if answer is None:
             continue
-        label = None if item.human is None else float(item.human == "pass")
-        by_system[answer.system_id].append(
-            am.PPIItem(answer.query_id, float(item.panel == "pass"), label)
-        )
+        q = answer.query_id
+        labelled_passed = c.pp + c.fp  # labelled items the panel passed
+        unlabelled = c.judged - (c.pp + c.pf + c.fp + c.ff)
+        unlabelled_passed = c.panel_passed - labelled_passed
+        items = by_system[answer.system_id]
+        items += [am.PPIItem(q, 1.0, None)] * unlabelled_passed
+        items += [am.PPIItem(q, 0.0, None)] * (unlabelled - unlabelled_passed)
+        items += [am.PPIItem(q, 1.0, 1.0)] * c.pp
+        items += [am.PPIItem(q, 0.0, 1.0)] * c.pf
+        items += [am.PPIItem(q, 1.0, 0.0)] * c.fp
+        items += [am.PPIItem(q, 0.0, 0.0)] * c.ff
     names = {a.system_id: a.system for a in data.answers.values()}
     samples = []
     for ppi_items in by_system.values():
@@ -497,12 +709,12 @@ def every_bucket_rows(data: RunData, *, limit: int = 500) -> dict[str, list[Buck
     """`bucket_rows` of every bucket, in one pass over the items."""
     bucket_of = {c: am.bucket_of(size, data.buckets).key for c, size in data.checklist_size.items()}
     tally: dict[tuple[int, int], list[int]] = defaultdict(lambda: [0, 0])
-    for item in data.items:
-        if item.answer_id not in data.answers:
+    for a, c, _, passed, decided, _ in data.groups:
+        if a not in data.answers:
             continue
-        t = tally[item.answer_id, item.checklist_id]
-        t[0] += item.outcome == "pass"
-        t[1] += item.outcome in ("pass", "fail")
+        t = tally[a, c]
+        t[0] += passed
+        t[1] += decided
     found: dict[str, list[BucketRow]] = {b.key: [] for b in data.buckets}
     for (a, c), (passed, decided) in tally.items():
         found[bucket_of[c]].append(
@@ -560,11 +772,11 @@ def query_scores(data: RunData, system_id: int | None) -> dict[int, tuple[float,
     """query -> (mean score of the system's answers to it, one answer id to link to).
     Without a system, every answer of the query counts."""
     # Only the overall share is needed: without the page's shares at hand, those alone.
-    shares = data.shares if data.shares is not None else _overall_shares(data)
+    if data.overall is None:
+        shares = data.shares if data.shares is not None else _overall_shares(data)
+        data.overall = [(a, share) for (a, group, _), share in shares.items() if group == "all"]
     per_query: dict[int, list[tuple[float, int]]] = defaultdict(list)
-    for (answer_id, group, _), share in shares.items():
-        if group != "all":
-            continue
+    for answer_id, share in data.overall:
         answer = data.answers[answer_id]
         if system_id is None or answer.system_id == system_id:
             per_query[answer.query_id].append((share, answer_id))
@@ -610,29 +822,10 @@ def compare_scores(
 
 
 def criterion_health(data: RunData) -> list[am.CriterionHealth]:
-    tallies: dict[int, list[int]] = defaultdict(lambda: [0] * 6)
-    passing: dict[int, set[int]] = defaultdict(set)
-    deciding: dict[int, set[int]] = defaultdict(set)
-    for item in data.items:
-        answer = data.answers.get(item.answer_id)
-        if answer is None:
-            continue
-        t = tallies[item.criterion_id]
-        t[0] += item.outcome == "pass"
-        t[1] += item.outcome == "fail"
-        t[2] += item.split
-        t[3] += item.panel in ("pass", "fail") or item.split
-        compared = item.human is not None and item.panel in ("pass", "fail")
-        t[4] += compared
-        t[5] += compared and item.panel != item.human
-        if item.outcome in ("pass", "fail"):
-            deciding[item.criterion_id].add(answer.system_id)
-        if item.outcome == "pass":
-            passing[item.criterion_id].add(answer.system_id)
-    return am.criterion_health(
-        am.CriterionItems(c, t[0], t[1], t[2], t[3], t[4], t[5], len(passing[c]), len(deciding[c]))
-        for c, t in tallies.items()
-    )
+    """Counted per criterion in SQL (`load_run` with HEALTH)."""
+    if data.health is None:
+        raise ValueError("criterion health needs load_run(..., parts=[HEALTH])")
+    return am.criterion_health(data.health)
 
 
 # -- judge calibration: which panel agrees best with people ---------------------------------
@@ -640,44 +833,11 @@ def criterion_health(data: RunData) -> list[am.CriterionHealth]:
 
 def calibration_items(data: RunData) -> dict[tuple[int, int], CalibrationItem]:
     """(answer, criterion) -> each judge's label (the majority of its valid samples) and
-    the human reference, on the labelled items the run's judges voted on. One query."""
-    references = {(i.answer_id, i.criterion_id): i.human for i in data.items if i.human}
-    if not references:
-        return {}
-    tallies: dict[tuple[int, int], dict[str, list[int]]] = defaultdict(dict)
-    # Only the labelled items' verdicts (a label or an adjudication on the same answer and
-    # criterion): a fifth of the run's rows at 40,000 labelled items of 200,000.
-    labelled = Exists(
-        HumanLabel.objects.filter(
-            answer_id=OuterRef("answer_id"), criterion_id=OuterRef("criterion_id")
-        )
-    ) | Exists(
-        Adjudication.objects.filter(
-            answer_id=OuterRef("answer_id"), criterion_id=OuterRef("criterion_id")
-        )
-    )
-    for answer_id, criterion_id, judge, p, f in (
-        Verdict.objects.filter(labelled, run=data.run)
-        .values("answer_id", "criterion_id", "judge__name")
-        .annotate(
-            p=Count("pk", filter=Q(outcome=Verdict.Outcome.PASS)),
-            f=Count("pk", filter=Q(outcome=Verdict.Outcome.FAIL)),
-        )
-        .order_by()
-        .values_list("answer_id", "criterion_id", "judge__name", "p", "f")
-    ):
-        if (answer_id, criterion_id) in references:
-            tallies[answer_id, criterion_id][judge] = [p, f]
-    return {
-        key: CalibrationItem(
-            references[key],
-            {
-                judge: "pass" if p > f else "fail" if f > p else None
-                for judge, (p, f) in judges.items()
-            },
-        )
-        for key, judges in tallies.items()
-    }
+    the human reference, on the labelled items the run's judges voted on (read by
+    `load_run` with LABELLED)."""
+    if data.calibration is None:
+        raise ValueError("judge calibration needs load_run(..., parts=[LABELLED])")
+    return data.calibration
 
 
 @dataclass(frozen=True)
@@ -716,22 +876,26 @@ def judge_agreement(
     items = calibration_items(data) if items is None else items
     if not items:
         return []
-    info = {(i.answer_id, i.criterion_id): i for i in data.items}
-    cells: dict[tuple[str, str, str], Counter] = defaultdict(Counter)
+    info = {(i.answer_id, i.criterion_id): i for i in data.labelled_items or ()}
+    # Items alike in kind, source types, raters' labels and reference count together: a
+    # few thousand patterns for 40,000 labelled items, each added to its cells once.
+    patterns: Counter = Counter()
     for key, calibration in items.items():
         item = info[key]
-        groups = [("all", ""), ("kind", item.kind)]
-        groups += [("source", s) for s in data.sources.get(item.criterion_id, ())] or [
-            ("source", NO_VALUE)
-        ]
         labels = dict(calibration.judges)
         if item.panel in ("pass", "fail"):
             labels[PANEL] = item.panel
-        for rater, label in labels.items():
+        sources = data.sources.get(item.criterion_id, ())
+        patterns[item.kind, sources, tuple(labels.items()), calibration.human] += 1
+    cells: dict[tuple[str, str, str], Counter] = defaultdict(Counter)
+    for (kind, sources, labels, human), n in patterns.items():
+        groups = [("all", ""), ("kind", kind)]
+        groups += [("source", s) for s in sources] or [("source", NO_VALUE)]
+        for rater, label in labels:
             if label is None:
                 continue
             for group, value in groups:
-                cells[rater, group, value][label, calibration.human] += 1
+                cells[rater, group, value][label, human] += n
     order = {"all": 0, "kind": 1, "source": 2}
     return sorted(
         (
@@ -746,32 +910,49 @@ def panel_calibration(
     data: RunData, items: dict[tuple[int, int], CalibrationItem] | None = None
 ) -> list[PanelOption]:
     """Every subset of the run's judges × voting rule against the human reference on the
-    labelled items, best first, with each judge's cost in this run. Three queries."""
+    labelled items, best first, with each judge's cost in this run. Two queries when the
+    run's token sums are kept."""
     items = calibration_items(data) if items is None else items
     if not items:
         return []
+    run = data.run
+    # The token sums scan every verdict of the run (a second at 600,000) and move only
+    # with the run's state: kept per state, so a miss after a label does not pay them.
+    if run.ended:
+        sums = figure_cache.remembered(
+            run.dataset_id, f"verdict-tokens-{run.pk}", figure_cache.run_state(run),
+            lambda: _verdict_tokens(run),
+        )  # fmt: skip
+    else:
+        sums = _verdict_tokens(run)
+    judges = {j.pk: j for j in Judge.objects.filter(pk__in=[judge_id for judge_id, _, _ in sums])}
     tokens = {
-        name: (prompt or 0, completion or 0, kind, prompt_price, completion_price)
-        for name, prompt, completion, kind, prompt_price, completion_price in (
-            Verdict.objects.filter(run=data.run)
-            .values("judge__name")
-            .annotate(pt=Sum("prompt_tokens"), ct=Sum("completion_tokens"))
-            .order_by()
-            .values_list(
-                "judge__name",
-                "pt",
-                "ct",
-                "judge__kind",
-                "judge__prompt_price",
-                "judge__completion_price",
-            )
+        judges[judge_id].name: (
+            prompt,
+            completion,
+            judges[judge_id].kind,
+            judges[judge_id].prompt_price,
+            judges[judge_id].completion_price,
         )
+        for judge_id, prompt, completion in sums
     }
     costs = {
         name: JudgeUsage(name, kind == Judge.Kind.LLM, pt, ct, pp, cp).cost()
         for name, (pt, ct, kind, pp, cp) in tokens.items()
     }
     return panel_options(items.values(), costs)
+
+
+def _verdict_tokens(run: Run) -> list[list[int]]:
+    """[judge id, prompt tokens, completion tokens] over the run's verdicts."""
+    return [
+        [judge_id, prompt or 0, completion or 0]
+        for judge_id, prompt, completion in Verdict.objects.filter(run=run)
+        .values("judge_id")
+        .annotate(pt=Sum("prompt_tokens"), ct=Sum("completion_tokens"))
+        .order_by()
+        .values_list("judge_id", "pt", "ct")
+    ]
 
 
 # -- saturation ------------------------------------------------------------------------------

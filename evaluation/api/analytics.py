@@ -3,13 +3,15 @@ admins (criterion health: admins). Same access rule and selectors as the pages."
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.utils.urls import remove_query_param, replace_query_param
 from rest_framework.views import APIView
 
 from annotation import roles
@@ -128,11 +130,8 @@ class CompareView(APIView):
         params.is_valid(raise_exception=True)
         v = params.validated_data
         run_a, run_b = _run(dataset, v["a"]), _run(dataset, v["b"])
-        comparison = figures.compare(
-            figures.queries(run_a),
-            figures.queries(run_b),
-            system_a=v.get("system_a"),
-            system_b=v.get("system_b"),
+        comparison, _, _ = figures.comparison(
+            run_a, run_b, system_a=v.get("system_a"), system_b=v.get("system_b")
         )
         return Response(
             {
@@ -154,19 +153,54 @@ class CompareView(APIView):
         )
 
 
+class CriterionHealthQuerySerializer(AnalyticsQuerySerializer):
+    flag = serializers.ChoiceField(
+        choices=[("", "every criterion"), *((f, f) for f in figures.HEALTH_FLAGS)],
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Only the criteria with this flag",
+    )
+    page = serializers.IntegerField(min_value=1, max_value=10**9, required=False, default=1)
+
+
+def _page_link(request: Request, number: int | None) -> str | None:
+    if number is None:
+        return None
+    url = request.build_absolute_uri()
+    if number == 1:
+        return remove_query_param(url, "page")
+    return replace_query_param(url, "page", number)
+
+
 class CriterionHealthView(APIView):
-    @extend_schema(parameters=[RUN], responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(
+        parameters=[
+            RUN,
+            OpenApiParameter("flag", str, enum=["", *figures.HEALTH_FLAGS]),
+            OpenApiParameter("page", int, description="A page (1 first); past the end: 404."),
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+    )
     def get(self, request: Request, pk: int) -> Response:
-        """Per criterion of the run: flags, pass rate, split rate, disagreement with
-        humans (the dataset's admins)."""
+        """Per criterion of the run, a page at a time, flagged first: flags, pass rate,
+        split rate, disagreement with humans (the dataset's admins)."""
         dataset = _dataset(request, pk, admin=True)
-        params = AnalyticsQuerySerializer(data=request.query_params)
+        params = CriterionHealthQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         run = _run(dataset, params.validated_data.get("run"))
-        rows = figures.health_rows(run)
+        flag, number = params.validated_data["flag"], params.validated_data["page"]
+        size = settings.REST_FRAMEWORK["PAGE_SIZE"]
+        count, rows = figures.health_slice(run, flag, (number - 1) * size, number * size)
+        if number > 1 and not rows:
+            raise NotFound("Invalid page.")
         return Response(
             {
                 "run": _run_data(run),
+                "flag": flag,
+                "count": count,
+                "next": _page_link(request, number + 1 if number * size < count else None),
+                "previous": _page_link(request, number - 1 if number > 1 else None),
                 "criteria": [
                     {
                         "criterion": criterion,

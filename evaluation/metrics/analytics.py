@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20240601
@@ -118,6 +118,18 @@ def cluster_bootstraps(
     return out  # type: ignore[return-value]
 
 
+_threadpools: ThreadpoolController | None = None
+
+
+def _one_blas_thread():
+    # Finding the loaded BLAS libraries reads /proc/self/maps (5 ms): once per process, not
+    # once per bootstrap (a page draws sixty of them).
+    global _threadpools
+    if _threadpools is None:
+        _threadpools = ThreadpoolController()
+    return _threadpools.limit(limits=1, user_api="blas")
+
+
 def resampled_sums(
     columns: Sequence[Sequence[float]], resamples: int, seed: int, *, cells: int = 400_000
 ) -> np.ndarray:
@@ -135,7 +147,7 @@ def resampled_sums(
     step = max(1, cells // k)
     # One BLAS thread: a threaded BLAS on a busy machine (web workers, other requests)
     # spends more time waiting for its threads than multiplying.
-    with threadpool_limits(limits=1, user_api="blas"):
+    with _one_blas_thread():
         for start in range(0, resamples, step):
             stop = min(resamples, start + step)
             drawn = rng.integers(0, k, size=(stop - start, k))

@@ -274,8 +274,9 @@ def compare_runs(request: HttpRequest, pk: int) -> HttpResponse:
         except Run.DoesNotExist:
             raise Http404("No such run in this dataset.") from None
         system_a, system_b = _int(request, "system_a"), _int(request, "system_b")
-        queries_a, queries_b = figures.queries(run_a), figures.queries(run_b)
-        comparison = figures.compare(queries_a, queries_b, system_a=system_a, system_b=system_b)
+        comparison, systems_a, systems_b = figures.comparison(
+            run_a, run_b, system_a=system_a, system_b=system_b
+        )
         regressions, gains = comparison.regressions(), comparison.gains()
         texts = dict(
             Query.objects.filter(
@@ -285,8 +286,8 @@ def compare_runs(request: HttpRequest, pk: int) -> HttpResponse:
         context.update(
             run_a=run_a,
             run_b=run_b,
-            systems_a=queries_a.systems,
-            systems_b=queries_b.systems,
+            systems_a=systems_a,
+            systems_b=systems_b,
             system_a=system_a,
             system_b=system_b,
             comparison=comparison,

@@ -49,7 +49,7 @@ def test_kept_page_equals_the_computed_one(known, edges):
         assert page.saturated == sel.saturated(data)
         assert page.curve == sel.complexity_curve(data, cells, human=human)
         assert (page.items, page.adjudicated, page.labelled) == (
-            len(data.items),
+            data.item_count,
             data.adjudicated,
             data.labelled,
         )
@@ -82,6 +82,15 @@ def test_kept_queries_and_health_equal_the_computed_ones(known, reviewed_dataset
         figures.queries(known.run), figures.queries(other.run), system_a=s, system_b=s
     )
     assert kept == expected
+    # The comparison page's: kept per pair of runs and systems, read back the same.
+    for _ in range(2):
+        comparison, systems_a, systems_b = figures.comparison(
+            known.run, other.run, system_a=s, system_b=s
+        )
+        assert comparison == expected
+        assert (systems_a, systems_b) == (sel.systems_of(a), sel.systems_of(b))
+    every = figures.comparison(known.run, other.run, system_a=None, system_b=None)[0]
+    assert every == sel.compare_runs(a, b, system_a=None, system_b=None)
 
 
 def test_a_label_change_is_never_served_stale(known, reviewed_dataset, client, reviewer):
