@@ -35,10 +35,9 @@ from django.db import connection, transaction
 from django.db.models import Sum
 
 from annotation.models import Checklist, Criterion, Dataset, Query
-from evaluation import figure_cache
+from evaluation import figure_cache, votes_sql
 from evaluation.cross_evaluation.selectors import dataset_mean_overlap
 from evaluation.metrics import analytics as am
-from evaluation.metrics.aggregation import Method, _exact_threshold, aggregate
 from evaluation.metrics.agreement import Agreement, agreement_from_matrix, matrix_from_counts
 from evaluation.metrics.calibration import CalibrationItem, PanelOption, panel_options
 from evaluation.metrics.cost import JudgeUsage
@@ -148,25 +147,6 @@ def choose_run(dataset: Dataset, run_id: int | None, runs: Sequence[Run]) -> Run
     return runs[0] if runs else None
 
 
-def panel_sql(method: str, threshold: float) -> str:
-    """The run's panel rule (`metrics.aggregation.aggregate`) as an SQL CASE over the
-    columns p and f (an item's pass and fail votes): 'pass', 'fail' or 'undecided'.
-    The threshold is compared as the exact fraction `aggregate` uses, in integers."""
-    aggregate([], method, threshold=threshold)  # the same ValueError on a bad rule
-    if method == Method.MAJORITY:
-        return "CASE WHEN p > f THEN 'pass' WHEN f > p THEN 'fail' ELSE 'undecided' END"
-    if method == Method.UNANIMITY:
-        return "CASE WHEN f > 0 THEN 'fail' WHEN p > 0 THEN 'pass' ELSE 'undecided' END"
-    # p / (p + f) >= a / b  <=>  p·b >= a·(p + f), in 64-bit integers: b is at most 10^17
-    # (the threshold's decimal digits), so exact up to 92 votes per item at worst.
-    exact = _exact_threshold(threshold)
-    a, b = int(exact.numerator), int(exact.denominator)
-    return (
-        "CASE WHEN p + f = 0 THEN 'undecided' "
-        f"WHEN p * {b} >= {a} * (p + f) THEN 'pass' ELSE 'fail' END"
-    )
-
-
 ITEMS_TABLE = "analytics_run_items"
 
 
@@ -187,7 +167,7 @@ def _items_select(run: Run, queries: Sequence[int] | None) -> tuple[str, list]:
         )
         params += ids
     params += [run.dataset_id, run.dataset_id]
-    panel = panel_sql(run.panel_method, run.panel_threshold)
+    panel = votes_sql.panel_outcome(run.panel_method, run.panel_threshold, "p", "f")
     # Votes grouped by item alone (the verdicts' index gives them in item order), then
     # joined to the item's answer, criterion, adjudication and human labels (the labels
     # grouped per item over the dataset: a few per labelled item).

@@ -255,25 +255,3 @@ def test_items_read_without_a_temporary_table_in_a_read_only_snapshot(known):
                 cursor.execute("SET TRANSACTION READ ONLY")
         with figure_cache.read_only():
             assert _figures(sel.load_run(known.run)) == expected
-
-
-def test_panel_rule_in_sql_is_the_python_rule(db):
-    """`panel_sql` decides every pair of pass and fail counts as `aggregate` does."""
-    from django.db import connection
-
-    from evaluation.metrics.aggregation import Vote, aggregate
-
-    pairs = [(p, f) for p in range(8) for f in range(8)]
-    values = " UNION ALL ".join(f"SELECT {p} AS p, {f} AS f" for p, f in pairs)
-    for method, threshold in [("majority", 0.5), ("unanimity", 0.5), ("mean_threshold", 0.7),
-                              ("mean_threshold", 0.5), ("mean_threshold", 1 / 3)]:  # fmt: skip
-        with connection.cursor() as cursor:
-            cursor.execute(f"SELECT p, f, {sel.panel_sql(method, threshold)} FROM ({values}) t")
-            got = {(p, f): outcome for p, f, outcome in cursor.fetchall()}
-        for p, f in pairs:
-            votes = [Vote("p", i, "pass") for i in range(p)] + [
-                Vote("f", i, "fail") for i in range(f)
-            ]
-            assert got[p, f] == aggregate(votes, method, threshold=threshold).outcome, (
-                method, threshold, p, f,
-            )  # fmt: skip
