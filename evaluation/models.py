@@ -687,6 +687,6 @@ class AgreementCache(models.Model):
 from evaluation.data.models import DatasetExport  # noqa: E402
 
 __all__ = ["DatasetExport"]
-from evaluation.analytics.models import AlertEvent, RegressionAlert  # noqa: E402
+from evaluation.analytics.models import AlertEvent, RegressionAlert, RunSchedule  # noqa: E402
 
-__all__ += ["AlertEvent", "RegressionAlert"]
+__all__ += ["AlertEvent", "RegressionAlert", "RunSchedule"]

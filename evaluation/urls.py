@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from evaluation.views import agreement, alerts, analytics, cross_evaluation, review
+from evaluation.views import agreement, alerts, analytics, cross_evaluation, review, schedules
 from evaluation.views import judges as judge_views
 from evaluation.views import runs as views
 
@@ -68,6 +68,17 @@ urlpatterns = [
         name="analytics-complexity-svg",
     ),
     path("datasets/<int:pk>/analytics/compare/", analytics.compare_runs, name="analytics-compare"),
+    path("datasets/<int:pk>/schedules/", schedules.dataset_schedules, name="dataset-schedules"),
+    path(
+        "datasets/<int:pk>/schedules/<int:schedule_pk>/",
+        schedules.schedule_edit,
+        name="schedule-edit",
+    ),
+    path(
+        "datasets/<int:pk>/schedules/<int:schedule_pk>/delete/",
+        schedules.schedule_delete,
+        name="schedule-delete",
+    ),
     path("datasets/<int:pk>/alerts/", alerts.dataset_alerts, name="dataset-alerts"),
     path("datasets/<int:pk>/alerts/<int:alert_pk>/", alerts.alert_edit, name="alert-edit"),
     path(

@@ -47,7 +47,7 @@ for _name in (
     "dataset-overlaps-csv", "dataset-agreement", "agreement-items", "dataset-runs",
     "dataset-answers", "dataset-export", "dataset-analytics", "analytics-compare",
     "analytics-complexity-csv", "analytics-complexity-svg", "analytics-criteria",
-    "dataset-alerts",
+    "dataset-alerts", "dataset-schedules",
 ):  # fmt: skip
     PAGE_ARGS[_name] = lambda w: {"pk": w.dataset.pk}
 for _name in (
@@ -74,6 +74,8 @@ for _name in (
 PAGE_ARGS["citation-delete"] = lambda w: {"pk": w.citation.pk}
 PAGE_ARGS["alert-edit"] = lambda w: {"pk": w.dataset.pk, "alert_pk": w.alert.pk}
 PAGE_ARGS["alert-delete"] = lambda w: {"pk": w.dataset.pk, "alert_pk": w.alert.pk}
+PAGE_ARGS["schedule-edit"] = lambda w: {"pk": w.dataset.pk, "schedule_pk": w.schedule.pk}
+PAGE_ARGS["schedule-delete"] = lambda w: {"pk": w.dataset.pk, "schedule_pk": w.schedule.pk}
 PAGE_ARGS["export-status"] = lambda w: {"token": w.export.token}
 PAGE_ARGS["export-download"] = lambda w: {"token": w.export.token}
 PAGE_ARGS["judge-edit"] = lambda w: {"pk": w.judge.pk}

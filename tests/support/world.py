@@ -63,6 +63,7 @@ class World:
     perfect_answer: Answer | None = None
     export: object = None  # a finished-or-not export job of the dataset, by its admin
     alert: object = None  # a regression alert of the dataset
+    schedule: object = None  # a scheduled run of the dataset
 
 
 def build_world() -> World:
@@ -136,4 +137,12 @@ def build_world() -> World:
     w.alert = RegressionAlert.objects.create(
         dataset=w.dataset, emails="team@example.com", created_by=admin
     )
+    import datetime as dt
+
+    from evaluation.analytics.schedules import schedule_save
+
+    w.schedule = schedule_save(
+        dataset=w.dataset, name="Nightly", system=w.system, panel=w.panel, at=dt.time(2, 30),
+        days="*", enabled=True, by=admin,
+    )  # fmt: skip
     return w
