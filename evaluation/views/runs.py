@@ -17,7 +17,7 @@ from annotation.permissions import access_dataset, dataset_permissions
 from evaluation.forms import AnswersUploadForm, RunForm
 from evaluation.imports import ImportRejected, decode_upload, import_answers
 from evaluation.models import Answer
-from evaluation.permissions import access_run, can_see_runs
+from evaluation.permissions import access_run, access_run_with_perms, can_see_runs
 from evaluation.rendering import render_answer
 from evaluation.runs import grading, scores, selectors, snapshot
 from evaluation.runs import services as runs
@@ -64,7 +64,7 @@ def dataset_runs(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 @login_required
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    run = access_run(request.user, pk)
+    run, perms = access_run_with_perms(request.user, pk)
     overview = run_overview(run)
     context = {
         "run": run,
@@ -72,7 +72,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "progress": overview.progress,
         "overview": overview,
         "panel": snapshot.of(run),
-        "can_manage": roles.CHANGE in dataset_permissions(request.user, run.dataset),
+        "can_manage": roles.CHANGE in perms,
     }
     if request.htmx and request.htmx.target == "run-progress":
         response = render(request, "evaluation/run_detail.html#progress", context)
@@ -80,11 +80,12 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             # The run ended while the page polled: reload it whole, for status and scores.
             response["HX-Refresh"] = "true"
         return response
-    report = scores.run_report(run)
+    report = scores.run_scores(run)
     context["report"] = report
     # The per-system table covers every answer; the per-answer table shows a page of them
-    # (a run of 5,000 answers is not one page of HTML), each with its query's text.
-    page = Paginator(report.answers, ANSWERS_PER_PAGE).get_page(request.GET.get("page"))
+    # (a run of 5,000 answers is not one page of HTML), each with its query's text. Only
+    # that page's answers are read (run_scores keeps an ended run's rows in pieces).
+    page = Paginator(report, ANSWERS_PER_PAGE).get_page(request.GET.get("page"))
     texts = dict(Query.objects.filter(pk__in={r.query_id for r in page}).values_list("pk", "text"))
     context["page"] = page
     context["answers"] = [(r, texts.get(r.query_id, "")) for r in page]
