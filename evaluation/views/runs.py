@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from annotation import roles
 from annotation.models import Query
 from annotation.permissions import access_dataset, dataset_permissions
-from evaluation.forms import AnswersUploadForm, RunForm
+from evaluation.forms import QUERY_OPTIONS, AnswersUploadForm, RunForm
 from evaluation.imports import ImportRejected, decode_upload, import_answers
 from evaluation.models import Answer
 from evaluation.permissions import access_run, access_run_with_perms, can_see_runs
@@ -32,7 +32,15 @@ def dataset_runs(request: HttpRequest, pk: int) -> HttpResponse:
     if not can_see_runs(perms):
         raise PermissionDenied("Runs are for the dataset's reviewers and admins.")
     can_manage = roles.CHANGE in perms
-    form = RunForm(request.POST or None, dataset=dataset) if can_manage else None
+    form = None
+    if can_manage:
+        # ?query_search= narrows the query options; ?queries= (sent by the htmx search)
+        # keeps the queries already chosen among them.
+        form = RunForm(
+            request.POST or None, dataset=dataset,
+            query_search=request.GET.get("query_search", "")[:200],
+            initial={"queries": request.GET.getlist("queries")},
+        )  # fmt: skip
     if request.method == "POST":
         if not can_manage:
             raise PermissionDenied("Only the dataset's admins start runs.")
@@ -57,6 +65,7 @@ def dataset_runs(request: HttpRequest, pk: int) -> HttpResponse:
         "dataset": dataset,
         "runs": dataset.runs.select_related("panel").order_by("-created_at", "-id")[:100],
         "form": form,
+        "query_options": QUERY_OPTIONS,
     }
     return render(request, "evaluation/dataset_runs.html", context)
 
