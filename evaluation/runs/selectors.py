@@ -103,15 +103,17 @@ class ErrorGroup:
 def run_errors(run: Run, *, limit: int = 5) -> list[ErrorGroup]:
     """The most frequent error messages of the run's failed calls and tasks."""
     groups: dict[tuple[str, str], int] = defaultdict(int)
-    for model, outcome in ((Verdict, Verdict.Outcome.ERROR), (GradedScore, "error")):
-        rows = (
-            model.objects.filter(run=run, outcome=outcome)
-            .values_list("error_kind", "error")
-            .annotate(n=Count("pk"))
-            .order_by("-n")[:limit]
-        )
-        for kind, message, n in rows:
-            groups[kind, message] += n
+    # The failed calls are grouped over every verdict of the run (5,000 errors among
+    # 1,000,000 verdicts: tens of ms on each run page): an ended run's are kept, as its
+    # progress counts, until its state moves. The tasks' errors are read live, as their
+    # counts in run_progress.
+    if run.ended:
+        calls = remembered(run.dataset_id, f"errors-{run.pk}", f"{run_state(run)}:{limit}",
+                           lambda: _call_errors(run, limit))  # fmt: skip
+    else:
+        calls = _call_errors(run, limit)
+    for kind, message, n in calls:
+        groups[kind, message] += n
     tasks = (
         RunTask.objects.filter(run=run)
         .exclude(error="")
@@ -123,6 +125,20 @@ def run_errors(run: Run, *, limit: int = 5) -> list[ErrorGroup]:
         groups["task", message] += n
     ranked = sorted(groups.items(), key=lambda item: -item[1])[:limit]
     return [ErrorGroup(kind, message, n) for (kind, message), n in ranked]
+
+
+def _call_errors(run: Run, limit: int) -> list[list]:
+    """[error kind, message, calls] of the most frequent failed verdicts and grades."""
+    found: list[list] = []
+    for model, outcome in ((Verdict, Verdict.Outcome.ERROR), (GradedScore, "error")):
+        rows = (
+            model.objects.filter(run=run, outcome=outcome)
+            .values_list("error_kind", "error")
+            .annotate(n=Count("pk"))
+            .order_by("-n")[:limit]
+        )
+        found += [[kind, message, n] for kind, message, n in rows]
+    return found
 
 
 def run_actions(run: Run, *, has_errors: bool) -> list[str]:
