@@ -56,14 +56,39 @@ def store(dataset_id: int, prefix: str, key: str, cells: Any) -> None:
     )
 
 
+def store_many(dataset_id: int, prefix: str, cells_by_key: dict[str, Any]) -> None:
+    """Keep several rows of one figure (each key starting with `prefix:`), replacing every
+    other row stored under the prefix. They are inserted together (bulk_create runs its
+    batches in one transaction): a reader sees all of them or none."""
+    if getattr(_reading, "only", False):
+        return
+    stale = AgreementCache.objects.filter(dataset_id=dataset_id, key__startswith=f"{prefix}:")
+    stale.exclude(key__in=list(cells_by_key)).delete()
+    AgreementCache.objects.bulk_create(
+        [AgreementCache(dataset_id=dataset_id, key=k, cells=v) for k, v in cells_by_key.items()],
+        ignore_conflicts=True,
+    )
+
+
 def key_for(prefix: str, state: str) -> str:
     return f"{prefix}:{hashlib.sha256(state.encode()).hexdigest()}"
 
 
 def kept(dataset_id: int, prefix: str, state: str) -> Any | None:
     """What is stored for `state`, or None; never computes."""
-    found = AgreementCache.objects.filter(dataset_id=dataset_id, key=key_for(prefix, state))
+    return kept_key(dataset_id, key_for(prefix, state))
+
+
+def kept_key(dataset_id: int, key: str) -> Any | None:
+    """What is stored under `key` (from key_for), or None."""
+    found = AgreementCache.objects.filter(dataset_id=dataset_id, key=key)
     return next(iter(found.values_list("cells", flat=True)), None)
+
+
+def kept_keys(dataset_id: int, keys: list[str]) -> dict[str, Any]:
+    """The rows stored under `keys`, by key, in one query; missing keys are left out."""
+    found = AgreementCache.objects.filter(dataset_id=dataset_id, key__in=keys)
+    return dict(found.values_list("key", "cells"))
 
 
 def remembered(dataset_id: int, prefix: str, state: str, compute: Callable[[], Any]) -> Any:

@@ -34,6 +34,12 @@ def runs_for_user(user: AnyUser) -> QuerySet[Run]:
 
 def access_run(user: AnyUser, pk: int, *, manage: bool = False) -> Run:
     """404 for non-members; 403 for members who may not see runs or, to manage, change."""
+    return access_run_with_perms(user, pk, manage=manage)[0]
+
+
+def access_run_with_perms(user: AnyUser, pk: int, *, manage: bool = False) -> tuple[Run, set[str]]:
+    """access_run(), and the user's permissions on the run's dataset it checked (so that a
+    page showing what the user may do does not ask for them again)."""
     try:
         run = Run.objects.select_related("dataset", "panel").get(pk=pk)
     except (Run.DoesNotExist, ValueError, TypeError):
@@ -43,4 +49,4 @@ def access_run(user: AnyUser, pk: int, *, manage: bool = False) -> Run:
         raise PermissionDenied("Runs are for the dataset's reviewers and admins.")
     if manage and roles.CHANGE not in perms:
         raise PermissionDenied("Only the dataset's admins manage runs.")
-    return run
+    return run, perms

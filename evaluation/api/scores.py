@@ -166,21 +166,22 @@ class RunScoresView(APIView):
         number = parse_id(request.query_params.get("page", "1"))
         if number is None or not 1 <= number <= 10**12:
             raise NotFound("Invalid page.")
-        report = scores.run_report(run)
+        # The summary and this page's answers only (an ended run's are kept: run_scores).
+        report = scores.run_scores(run)
         size = settings.REST_FRAMEWORK["PAGE_SIZE"]
         start = (number - 1) * size
-        answers = report.answers[start : start + size]
-        if number > 1 and not answers:
+        if number > 1 and start >= report.count:
             raise NotFound("Invalid page.")
+        answers = report[start : start + size]
         url = request.build_absolute_uri()
         data = RunScoresSerializer(
             {
                 "run": run.pk,
                 "threshold": report.threshold,
                 "systems": report.systems,
-                "count": len(report.answers),
+                "count": report.count,
                 "next": replace_query_param(url, "page", number + 1)
-                if start + size < len(report.answers)
+                if start + size < report.count
                 else None,
                 "previous": replace_query_param(url, "page", number - 1) if number > 1 else None,
                 "answers": answers,

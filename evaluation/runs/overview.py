@@ -36,6 +36,13 @@ def run_overview(run: Run) -> RunOverview:
         run, done=progress.done + graded.done, expected=progress.expected + graded.expected
     )
     has_errors = bool(progress.errors or graded.errors or progress.tasks_failed)
-    errors = selectors.run_errors(run) if has_errors else []
+    errors = (
+        selectors.run_errors(
+            run, calls=bool(progress.errors), grades=bool(graded.errors),
+            tasks=bool(progress.tasks_failed),
+        )
+        if has_errors
+        else []
+    )  # fmt: skip
     actions = selectors.run_actions(run, has_errors=has_errors)
     return RunOverview(progress, graded, cost, errors, actions)

@@ -11,7 +11,8 @@ from those counts (metrics.scoring.score_counted, equal to score_answer).
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from decimal import Decimal
 
 from django.db import connection, transaction
@@ -154,10 +155,15 @@ def run_report(run: Run) -> ScoreReport:
     """Every answer's and system's scores. Four queries whatever the size of the run: the
     votes are counted in the database (no vote reaches Python), and the counts of an ended
     run are kept in the figure cache until something they depend on changes."""
+    return _report(run, _cached_counts(run))
+
+
+def _report(run: Run, counted: list) -> ScoreReport:
+    """The report from the run's counts per (answer, checklist) (_counted)."""
     per_checklist: dict[int, dict[int, AnswerScore]] = defaultdict(dict)
     splits: dict[int, int] = defaultdict(int)
     decided_by_adjudication: dict[int, int] = defaultdict(int)
-    for answer_id, checklist_id, *counts, split, adjudicated in _cached_counts(run):
+    for answer_id, checklist_id, *counts, split, adjudicated in counted:
         per_checklist[answer_id][checklist_id] = score_counted(
             ScoreCounts(*(int(c) for c in counts[:3]), Decimal(str(counts[3])),
                         Decimal(str(counts[4])), int(counts[5]), int(counts[6]))
@@ -230,3 +236,125 @@ def _by_system(answers: list[AnswerReport]) -> list[SystemReport]:
         for system_id, rows in grouped.items()
     ]
     return sorted(systems, key=lambda s: s.system)
+
+
+# The per-answer rows of an ended run are kept in pieces of this many answers, each in its
+# own figure-cache row, so that a page of the run page (100) or of the API (API_PAGE_SIZE)
+# reads one or two small rows instead of every answer's report.
+CHUNK = 50
+
+
+@dataclass
+class RunScores:
+    """A run's scores as the run page and the API show them: the threshold and every
+    system's summary, the number of answers, and the answers read a slice at a time
+    (`len()` and slicing, so that a Paginator pages it without reading every answer)."""
+
+    threshold: float | None
+    systems: list[SystemReport]
+    count: int
+    _read: Callable[[int, int], list[AnswerReport]]
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, part: slice) -> list[AnswerReport]:
+        if not isinstance(part, slice) or part.step not in (None, 1):
+            raise TypeError("RunScores is read by slices of consecutive answers.")
+        start, stop, _ = part.indices(self.count)
+        return self._read(start, stop) if start < stop else []
+
+
+def _scores_state(run: Run) -> str:
+    """Everything the kept report is computed from: the run's state and method (its
+    verdicts and grades), the review revision (adjudications, criteria, systems' names,
+    answers deleted) and the dataset's pass threshold (the pass/fail column and the pass
+    rates), which moves no revision."""
+    from evaluation.agreement.revision import current
+
+    return (
+        f"{figure_cache.run_state(run)}:{run.panel_method}:{run.panel_threshold!r}:"
+        f"{current(run.dataset_id)}:{run.dataset.pass_threshold!r}"
+    )
+
+
+def _answer_row(report: AnswerReport) -> dict:
+    # The checklists' authors are left out: they are read for the shown page only, since a
+    # renamed user moves no revision.
+    row = asdict(report)
+    for checklist in row["checklists"]:
+        del checklist["author"]
+    return row
+
+
+def _answer_from(row: dict, authors: dict[int, str]) -> AnswerReport:
+    checklists = [
+        ChecklistResult(c["checklist_id"], authors.get(c["checklist_id"]) or "",
+                        AnswerScore(**c["score"]))
+        for c in row["checklists"]
+    ]  # fmt: skip
+    return AnswerReport(**{**row, "checklists": checklists})
+
+
+def _with_authors(rows: list[dict]) -> list[AnswerReport]:
+    ids = {c["checklist_id"] for row in rows for c in row["checklists"]}
+    authors = dict(
+        Checklist.objects.filter(pk__in=ids).values_list("pk", "author__username")
+    ) if ids else {}  # fmt: skip
+    return [_answer_from(row, authors) for row in rows]
+
+
+def run_scores(run: Run) -> RunScores:
+    """run_report(run) for a page: the same figures, but for an ended run the per-system
+    summary and the ordered per-answer rows are kept in the figure cache under the state
+    they were computed from (_scores_state), and a request reads the summary and the
+    pieces of the shown slice only; the report is built once per change. A running run
+    is never kept: its report is built on every request, as run_report."""
+    if not run.ended:
+        report = run_report(run)
+        return RunScores(
+            report.threshold, report.systems, len(report.answers),
+            lambda start, stop: report.answers[start:stop],
+        )  # fmt: skip
+    prefix = f"runscores-{run.pk}"
+    key = figure_cache.key_for(prefix, _scores_state(run))
+    summary = figure_cache.kept_key(run.dataset_id, key)
+    built: list[AnswerReport] | None = None
+    if summary is None:
+        # Counted afresh, not through the counts' own cache (run_report): the kept report
+        # takes its place for these pages, and keeping both would store the run twice.
+        # A change of the pass threshold alone thus counts again (0.7 s of SQL at
+        # 1,000,000 votes), once.
+        report = _report(run, _counted(run))
+        built = report.answers
+        rows = [_answer_row(a) for a in report.answers]
+        summary = {
+            "threshold": report.threshold,
+            "systems": [asdict(s) for s in report.systems],
+            "count": len(rows),
+        }
+        pieces = {f"{key}:{n // CHUNK}": rows[n : n + CHUNK] for n in range(0, len(rows), CHUNK)}
+        # Inserted in one transaction (bulk_create): whoever finds the summary finds every
+        # piece.
+        figure_cache.store_many(run.dataset_id, prefix, {**pieces, key: summary})
+
+    def read(start: int, stop: int) -> list[AnswerReport]:
+        if built is not None:
+            return built[start:stop]
+        first, last = start // CHUNK, (stop - 1) // CHUNK
+        pieces = figure_cache.kept_keys(
+            run.dataset_id, [f"{key}:{n}" for n in range(first, last + 1)]
+        )
+        if len(pieces) != last - first + 1:
+            # Replaced by a newer state between the two reads: build this slice afresh.
+            return run_report(run).answers[start:stop]
+        rows = [row for n in range(first, last + 1) for row in pieces[f"{key}:{n}"]]
+        offset = first * CHUNK
+        return _with_authors(rows[start - offset : stop - offset])
+
+    return RunScores(
+        summary["threshold"],
+        [SystemReport(**s) for s in summary["systems"]],
+        summary["count"],
+        read,
+    )

@@ -14,10 +14,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from annotation import roles
 from annotation.models import Query
 from annotation.permissions import access_dataset, dataset_permissions
-from evaluation.forms import AnswersUploadForm, RunForm
+from evaluation.forms import QUERY_OPTIONS, AnswersUploadForm, RunForm
 from evaluation.imports import ImportRejected, decode_upload, import_answers
 from evaluation.models import Answer
-from evaluation.permissions import access_run, can_see_runs
+from evaluation.permissions import access_run, access_run_with_perms, can_see_runs
 from evaluation.rendering import render_answer
 from evaluation.runs import grading, scores, selectors, snapshot
 from evaluation.runs import services as runs
@@ -32,7 +32,15 @@ def dataset_runs(request: HttpRequest, pk: int) -> HttpResponse:
     if not can_see_runs(perms):
         raise PermissionDenied("Runs are for the dataset's reviewers and admins.")
     can_manage = roles.CHANGE in perms
-    form = RunForm(request.POST or None, dataset=dataset) if can_manage else None
+    form = None
+    if can_manage:
+        # ?query_search= narrows the query options; ?queries= (sent by the htmx search)
+        # keeps the queries already chosen among them.
+        form = RunForm(
+            request.POST or None, dataset=dataset,
+            query_search=request.GET.get("query_search", "")[:200],
+            initial={"queries": request.GET.getlist("queries")},
+        )  # fmt: skip
     if request.method == "POST":
         if not can_manage:
             raise PermissionDenied("Only the dataset's admins start runs.")
@@ -57,6 +65,7 @@ def dataset_runs(request: HttpRequest, pk: int) -> HttpResponse:
         "dataset": dataset,
         "runs": dataset.runs.select_related("panel").order_by("-created_at", "-id")[:100],
         "form": form,
+        "query_options": QUERY_OPTIONS,
     }
     return render(request, "evaluation/dataset_runs.html", context)
 
@@ -64,7 +73,7 @@ def dataset_runs(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 @login_required
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    run = access_run(request.user, pk)
+    run, perms = access_run_with_perms(request.user, pk)
     overview = run_overview(run)
     context = {
         "run": run,
@@ -72,7 +81,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "progress": overview.progress,
         "overview": overview,
         "panel": snapshot.of(run),
-        "can_manage": roles.CHANGE in dataset_permissions(request.user, run.dataset),
+        "can_manage": roles.CHANGE in perms,
     }
     if request.htmx and request.htmx.target == "run-progress":
         response = render(request, "evaluation/run_detail.html#progress", context)
@@ -80,11 +89,12 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             # The run ended while the page polled: reload it whole, for status and scores.
             response["HX-Refresh"] = "true"
         return response
-    report = scores.run_report(run)
+    report = scores.run_scores(run)
     context["report"] = report
     # The per-system table covers every answer; the per-answer table shows a page of them
-    # (a run of 5,000 answers is not one page of HTML), each with its query's text.
-    page = Paginator(report.answers, ANSWERS_PER_PAGE).get_page(request.GET.get("page"))
+    # (a run of 5,000 answers is not one page of HTML), each with its query's text. Only
+    # that page's answers are read (run_scores keeps an ended run's rows in pieces).
+    page = Paginator(report, ANSWERS_PER_PAGE).get_page(request.GET.get("page"))
     texts = dict(Query.objects.filter(pk__in={r.query_id for r in page}).values_list("pk", "text"))
     context["page"] = page
     context["answers"] = [(r, texts.get(r.query_id, "")) for r in page]
