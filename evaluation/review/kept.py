@@ -17,7 +17,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from evaluation import figure_cache
 from evaluation.models import AgreementCache
@@ -41,12 +41,13 @@ def kept(
     with transaction.atomic():
         stale = AgreementCache.objects.filter(dataset_id=dataset_id, key__startswith=f"{prefix}:")
         stale.exclude(key=key).delete()
-        # A concurrent reader computing the same state waits here on the unique key until
-        # the first one commits, then reads its rows instead of writing them again.
-        header, created = AgreementCache.objects.get_or_create(
-            dataset_id=dataset_id, key=key, defaults={"cells": {}}
-        )
-        if created:
-            header.cells = fill(header.pk)
-            header.save(update_fields=["cells"])
+        try:
+            with transaction.atomic():
+                header = AgreementCache.objects.create(dataset_id=dataset_id, key=key, cells={})
+        except IntegrityError:
+            # A concurrent reader computing the same state: this one waited on the unique
+            # key until the other committed, and reads its rows instead of writing them.
+            return AgreementCache.objects.get(dataset_id=dataset_id, key=key)
+        header.cells = fill(header.pk)
+        header.save(update_fields=["cells"])
     return header

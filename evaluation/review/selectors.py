@@ -275,10 +275,9 @@ def _labelling_items(rows: list[KeptQueueRow], user: AnyUser, by_pk: dict[int, R
     if not rows:
         return []
     answers = {r.answer_id for r in rows}
-    query_of = dict(Answer.objects.filter(pk__in=answers).values_list("pk", "query_id"))
     criteria = dict(
-        _reviewable_criteria(checklist__query__in=set(query_of.values()))
-        .values_list("checklist__query_id")
+        _reviewable_criteria(checklist__query__answers__in=answers)
+        .values_list("checklist__query__answers")
         .annotate(n=Count("pk"))
         .order_by()
     )
@@ -293,7 +292,7 @@ def _labelling_items(rows: list[KeptQueueRow], user: AnyUser, by_pk: dict[int, R
         LabellingItem(
             answer_id=r.answer_id,
             facts=queues.AnswerFacts(
-                answer_id=r.answer_id, criteria=criteria.get(query_of.get(r.answer_id), 0),
+                answer_id=r.answer_id, criteria=criteria.get(r.answer_id, 0),
                 labels=r.labels, uncertainty=r.uncertainty,
             ),
             mine=own.get(r.answer_id, 0), assignment=assigned.get((r.answer_id, None)),
