@@ -584,7 +584,7 @@ def next_item(
             batch = list(part.filter(position__gt=after)[:NEXT_BATCH])
             if not batch:
                 break
-            after = batch[-1].position
+            after = batch[-1].position if len(batch) == NEXT_BATCH else None
             for row, item in zip(batch, items.make(batch), strict=True):
                 if queue == LABELLING and item.done_by_me:
                     continue
@@ -592,6 +592,8 @@ def next_item(
                     return item, _position(items, row.position)
                 if fallback is None:
                     fallback = item, row.position
+            if after is None:  # a short batch was the last of this part
+                break
     if fallback is None:
         return None
     return fallback[0], _position(items, fallback[1])
