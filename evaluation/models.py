@@ -683,11 +683,18 @@ class KeptQueueRow(models.Model):
     """One item of a review queue in the order computed at one state: `kept` is the
     AgreementCache row whose key holds everything the order depends on (the runs' states and
     methods, the label policy, the dataset's review revision), so a page reads
-    `ORDER BY position LIMIT 50` instead of ordering the whole queue on every request. A new
-    state makes a new key; replacing the old AgreementCache row deletes its rows (CASCADE),
-    so a stale order is never read (evaluation.review.kept)."""
+    one index range of positions instead of ordering the whole queue on every request. A new
+    state makes a new key; keeping it deletes the old header and its rows, so a stale order
+    is never read (evaluation.review.kept)."""
 
-    kept = models.ForeignKey(AgreementCache, on_delete=models.CASCADE, related_name="+")
+    # No cascade by Django: it would make every figure cache deletion collect first (two
+    # queries more per stored figure). evaluation.review.kept deletes the rows of the
+    # headers it replaces, and rows whose header went another way (a dataset deleted, the
+    # cache emptied) on its next write; ids are never reused (PostgreSQL sequences, SQLite
+    # AUTOINCREMENT), so such rows are never read.
+    kept = models.ForeignKey(
+        AgreementCache, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+    )
     # 1-based and gapless among the open items (adjudicated ones are numbered apart), so
     # that an unfiltered queue's "item X of N" is the position itself.
     position = models.PositiveIntegerField()

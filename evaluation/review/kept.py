@@ -8,8 +8,9 @@ state changes (a label, an adjudication, a run), by the first reader.
 
 Never stale: the key is the SHA-256 of everything the order depends on, so a changed state
 is a different key and is never answered by the old rows; keeping a new state deletes the
-rows of every other state under the same prefix in the same transaction (CASCADE from the
-header). The header and its rows commit together: a reader sees both or neither.
+headers and rows of every other state under the same prefix in the same transaction, and
+rows left by headers deleted another way (a dataset deleted, the cache emptied). The header
+and its rows commit together: a reader sees both or neither.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ import uuid
 from collections.abc import Callable
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 
 from evaluation import figure_cache
-from evaluation.models import AgreementCache
+from evaluation.models import AgreementCache, KeptQueueRow
 
 
 def kept(
@@ -39,8 +41,13 @@ def kept(
     if found is not None:
         return found
     with transaction.atomic():
-        stale = AgreementCache.objects.filter(dataset_id=dataset_id, key__startswith=f"{prefix}:")
-        stale.exclude(key=key).delete()
+        stale = AgreementCache.objects.filter(
+            dataset_id=dataset_id, key__startswith=f"{prefix}:"
+        ).exclude(key=key)
+        KeptQueueRow.objects.filter(
+            Q(kept_id__in=stale.values("pk")) | ~Q(kept_id__in=AgreementCache.objects.values("pk"))
+        ).delete()
+        stale.delete()
         try:
             with transaction.atomic():
                 header = AgreementCache.objects.create(dataset_id=dataset_id, key=key, cells={})

@@ -222,18 +222,18 @@ class KeptQueue(Sequence):
 
     def __init__(
         self, rows: QuerySet[KeptQueueRow], make: Callable[[list[KeptQueueRow]], list],
-        total: int | None,
+        total: int | None, systems: list[int] | None = None,
     ) -> None:  # fmt: skip
         self.rows, self.make, self.total = rows.order_by("position"), make, total
+        # Whether the positions number these items 1..N without gaps: nothing filtered out,
+        # the total kept with them (a filtered queue's total is counted, and is not this).
+        self.whole = total is not None
+        # The systems that answered in the dataset, kept with the order (filter_choices).
+        self.systems = systems
 
     def narrowed(self, rows: QuerySet[KeptQueueRow]) -> KeptQueue:
         """The same queue with fewer rows (filters): counted when asked."""
-        return KeptQueue(rows, self.make, None)
-
-    @property
-    def whole(self) -> bool:
-        """Whether the positions number these items 1..N without gaps (nothing filtered)."""
-        return self.total is not None
+        return KeptQueue(rows, self.make, None, self.systems)
 
     def __len__(self) -> int:
         if self.total is None:
@@ -245,12 +245,17 @@ class KeptQueue(Sequence):
             start, stop, step = index.indices(len(self))
             if step != 1:
                 raise ValueError("A queue is read in order: no step.")
-            return self.make(list(self.rows[start:stop])) if start < stop else []
+            return self.make(self._read(start, stop)) if start < stop else []
         if index < 0:
             index += len(self)
         if not 0 <= index < len(self):
             raise IndexError(index)
-        return self.make(list(self.rows[index : index + 1]))[0]
+        return self.make(self._read(index, index + 1))[0]
+
+    def _read(self, start: int, stop: int) -> list[KeptQueueRow]:
+        if self.whole:  # gapless positions: any page is an index range, however deep
+            return list(self.rows.filter(position__gt=start, position__lte=stop))
+        return list(self.rows[start:stop])
 
     def __iter__(self):
         yield from self[0 : len(self)]
@@ -310,13 +315,15 @@ def _fill_labelling(dataset: Dataset, run: Run | None, header_id: int) -> dict:
     labels = HumanLabel.objects.filter(answer__query__dataset=dataset)
     all_labels = dict(labels.values_list("answer_id").annotate(n=Count("pk")).order_by())
     answers = Answer.objects.filter(query__dataset=dataset).order_by("query_id", "system_id", "pk")
-    facts = [
+    systems: set[int] = set()
+    facts = []
+    for pk, system_id in answers.values_list("pk", "system_id"):
+        systems.add(system_id)
         # The criteria do not order the queue; the page counts them for the answers shown.
-        queues.AnswerFacts(
+        fact = queues.AnswerFacts(
             answer_id=pk, criteria=0, labels=all_labels.get(pk, 0), uncertainty=uncertainty.get(pk)
         )
-        for pk in answers.values_list("pk", flat=True)
-    ]
+        facts.append(fact)
     ordered = queues.labelling_queue(
         facts, policy=dataset.label_policy, share=dataset.label_share, dataset_id=dataset.pk
     )
@@ -331,7 +338,7 @@ def _fill_labelling(dataset: Dataset, run: Run | None, header_id: int) -> dict:
         ),
         batch_size=2000,
     )  # fmt: skip
-    return {"total": len(ordered), "adjudicated": 0}
+    return {"total": len(ordered), "adjudicated": 0, "systems": sorted(systems)}
 
 
 def _runs_state(runs: list[Run]) -> str:
@@ -363,6 +370,7 @@ def labelling_queue(
         KeptQueueRow.objects.filter(kept=header, adjudicated=False),
         lambda rows: _labelling_items(rows, user, by_pk),
         header.cells["total"],
+        header.cells["systems"],
     )
     return _mine(queue, user, LABELLING) if mine else queue
 
@@ -486,7 +494,12 @@ def _fill_disagreements(dataset: Dataset, ranked: list[Run], header_id: int) -> 
         .annotate(n=Count("pk"))
         .order_by()
     )
-    return {"total": counted.get(False, 0), "adjudicated": counted.get(True, 0)}
+    systems = Answer.objects.filter(query__dataset=dataset).values_list("system_id", flat=True)
+    return {
+        "total": counted.get(False, 0),
+        "adjudicated": counted.get(True, 0),
+        "systems": sorted(systems.distinct().order_by()),
+    }
 
 
 def _disagreement_items(rows: list[KeptQueueRow], by_pk: dict[int, Run]) -> list:
@@ -536,13 +549,14 @@ def disagreement_queue(
         KeptQueueRow.objects.filter(kept=header, adjudicated=False),
         lambda rows: _disagreement_items(rows, by_pk),
         header.cells["total"],
+        header.cells["systems"],
     )
     if mine:
         queue = _mine(queue, user, DISAGREEMENT)
     return DisagreementQueue(items=queue, adjudicated=header.cells["adjudicated"])
 
 
-NEXT_BATCH = 200  # rows read at a time while looking for the next open item
+NEXT_BATCH = 50  # rows read at a time while looking for the next open item
 
 
 def next_item(
@@ -749,26 +763,30 @@ def _narrowed(
     return items.narrowed(rows)
 
 
-def filter_choices(dataset: Dataset, *, authors: bool = True) -> dict[str, list]:
+def filter_choices(
+    dataset: Dataset, *, authors: bool = True, systems: list[int] | None = None
+) -> dict[str, list]:
     """The systems with answers in the dataset and (when `authors`: the disagreement queue
     filters by them) the authors of its submitted checklists, for the filter menus. One
-    query per list."""
+    query per list, none over every answer when the caller passes `systems` (the ids kept
+    with the queue's order, KeptQueue.systems: a new or deleted answer changes that order's
+    state); an author is a user with a submitted checklist in the dataset (EXISTS, not a
+    DISTINCT over every checklist)."""
     from django.contrib.auth import get_user_model
 
     from evaluation.models import System
 
-    systems = list(System.objects.filter(answers__query__dataset=dataset).distinct())
+    if systems is None:
+        found_systems = System.objects.filter(answers__query__dataset=dataset).distinct()
+    else:
+        found_systems = System.objects.filter(pk__in=systems)
     found = []
     if authors:
-        found = list(
-            get_user_model()
-            .objects.filter(
-                checklists__query__dataset=dataset, checklists__status=Checklist.Status.SUBMITTED
-            )
-            .distinct()
-            .order_by("username")
+        submitted = Checklist.objects.filter(
+            author=OuterRef("pk"), query__dataset=dataset, status=Checklist.Status.SUBMITTED
         )
-    return {"systems": systems, "authors": found, "kinds": list(Criterion.Kind.choices)}
+        found = list(get_user_model().objects.filter(Exists(submitted)).order_by("username"))
+    return {"systems": list(found_systems), "authors": found, "kinds": list(Criterion.Kind.choices)}
 
 
 def filtered_queue(
