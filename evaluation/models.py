@@ -691,10 +691,11 @@ class KeptQueueRow(models.Model):
     # queries more per stored figure). evaluation.review.kept deletes the rows of the
     # headers it replaces, and rows whose header went another way (a dataset deleted, the
     # cache emptied) on its next write; ids are never reused (PostgreSQL sequences, SQLite
-    # AUTOINCREMENT), so such rows are never read.
+    # AUTOINCREMENT), so such rows are never read. Not indexed alone: it leads both indexes.
     kept = models.ForeignKey(
-        AgreementCache, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
-    )
+        AgreementCache, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False,
+        related_name="+",
+    )  # fmt: skip
     # 1-based and gapless among the open items (adjudicated ones are numbered apart), so
     # that an unfiltered queue's "item X of N" is the position itself.
     position = models.PositiveIntegerField()

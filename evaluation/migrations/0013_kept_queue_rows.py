@@ -36,7 +36,7 @@ class Migration(migrations.Migration):
                 ('human_fail', models.PositiveIntegerField(default=0)),
                 ('labels', models.PositiveIntegerField(default=0)),
                 ('uncertainty', models.FloatField(null=True)),
-                ('kept', models.ForeignKey(db_constraint=False, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='evaluation.agreementcache')),
+                ('kept', models.ForeignKey(db_constraint=False, db_index=False, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='evaluation.agreementcache')),
             ],
             options={
                 'indexes': [models.Index(fields=['kept', 'adjudicated', 'position'], name='kept_queue_order'), models.Index(fields=['kept', 'answer_id'], name='kept_queue_answer')],
