@@ -4,11 +4,16 @@ import django.db.models.deletion
 from django.db import migrations, models
 
 
-def forget_disagreement_blobs(apps, schema_editor):
+def forget_queue_values(apps, schema_editor):
     # The disagreement queue was kept as one JSON value per state; it is now kept as rows
     # (KeptQueueRow) under another prefix, so the old values would never be read again.
+    # Headers of kept queues go too: their rows are in the table this migration creates.
+    from django.db.models import Q
+
     apps.get_model("evaluation", "AgreementCache").objects.filter(
-        key__startswith="disagreements:"
+        Q(key__startswith="disagreements:")
+        | Q(key__startswith="disagreement-queue")
+        | Q(key__startswith="labelling-queue")
     ).delete()
 
 
@@ -42,5 +47,5 @@ class Migration(migrations.Migration):
                 'indexes': [models.Index(fields=['kept', 'adjudicated', 'position'], name='kept_queue_order'), models.Index(fields=['kept', 'answer_id'], name='kept_queue_answer')],
             },
         ),
-        migrations.RunPython(forget_disagreement_blobs, migrations.RunPython.noop),
+        migrations.RunPython(forget_queue_values, migrations.RunPython.noop),
     ]

@@ -10,7 +10,9 @@ Never stale: the key is the SHA-256 of everything the order depends on, so a cha
 is a different key and is never answered by the old rows; keeping a new state deletes the
 headers and rows of every other state under the same prefix in the same transaction, and
 rows left by headers deleted another way (a dataset deleted, the cache emptied). The header
-and its rows commit together: a reader sees both or neither.
+and its rows commit together: a reader sees both or neither. A reader that found a header
+just before a writer replaced it reads no rows for it (an empty page, once): the old order
+is gone, never shown as if current.
 """
 
 from __future__ import annotations

@@ -370,7 +370,7 @@ def labelling_queue(
         KeptQueueRow.objects.filter(kept=header, adjudicated=False),
         lambda rows: _labelling_items(rows, user, by_pk),
         header.cells["total"],
-        header.cells["systems"],
+        header.cells.get("systems"),
     )
     return _mine(queue, user, LABELLING) if mine else queue
 
@@ -549,7 +549,7 @@ def disagreement_queue(
         KeptQueueRow.objects.filter(kept=header, adjudicated=False),
         lambda rows: _disagreement_items(rows, by_pk),
         header.cells["total"],
-        header.cells["systems"],
+        header.cells.get("systems"),
     )
     if mine:
         queue = _mine(queue, user, DISAGREEMENT)
