@@ -683,6 +683,53 @@ class AgreementCache(models.Model):
         return f"Agreement cells of dataset {self.dataset_id} ({self.key})"
 
 
+class KeptQueueRow(models.Model):
+    """One item of a review queue in the order computed at one state: `kept` is the
+    AgreementCache row whose key holds everything the order depends on (the runs' states and
+    methods, the label policy, the dataset's review revision), so a page reads
+    one index range of positions instead of ordering the whole queue on every request. A new
+    state makes a new key; keeping it deletes the old header and its rows, so a stale order
+    is never read (evaluation.review.kept)."""
+
+    # No cascade by Django: it would make every figure cache deletion collect first (two
+    # queries more per stored figure). evaluation.review.kept deletes the rows of the
+    # headers it replaces, and rows whose header went another way (a dataset deleted, the
+    # cache emptied) on its next write; ids are never reused (PostgreSQL sequences, SQLite
+    # AUTOINCREMENT), so such rows are never read. Not indexed alone: it leads both indexes.
+    kept = models.ForeignKey(
+        AgreementCache, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False,
+        related_name="+",
+    )  # fmt: skip
+    # 1-based and gapless among the open items (adjudicated ones are numbered apart), so
+    # that an unfiltered queue's "item X of N" is the position itself.
+    position = models.PositiveIntegerField()
+    adjudicated = models.BooleanField(default=False)
+    # Plain ids, not foreign keys: the rows are a derived copy, replaced whenever what they
+    # were computed from changes, and must not slow the deletion of answers or criteria.
+    answer_id = models.BigIntegerField()
+    criterion_id = models.BigIntegerField(null=True)
+    run_id = models.BigIntegerField(null=True)
+    # Disagreement items: the counted votes and human labels of the item.
+    outcome = models.CharField(max_length=16, blank=True)
+    passes = models.PositiveIntegerField(default=0)
+    fails = models.PositiveIntegerField(default=0)
+    invalid = models.PositiveIntegerField(default=0)
+    human_pass = models.PositiveIntegerField(default=0)
+    human_fail = models.PositiveIntegerField(default=0)
+    # Labelling items: the answer's human labels (all raters) and the judges' uncertainty.
+    labels = models.PositiveIntegerField(default=0)
+    uncertainty = models.FloatField(null=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["kept", "adjudicated", "position"], name="kept_queue_order"),
+            models.Index(fields=["kept", "answer_id"], name="kept_queue_answer"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Queue item {self.position} of {self.kept_id}"
+
+
 # Kept beside the code that writes it (evaluation/data/); imported here so Django sees it.
 from evaluation.data.models import DatasetExport  # noqa: E402
 

@@ -6,7 +6,8 @@ writer's transaction, so the new number commits with the label: a reader sees bo
 neither. Bulk writes send no signal: they call `changed(dataset_id)` themselves
 (evaluation.review_imports, the test fixtures). Changes to what groups the items
 (a criterion's kind or source types, a query's category, a system's, source type's,
-category's or judge's name) arrive by signal (`connect()`); renames of site-wide names
+category's or judge's name) and new answers (the labelling queue lists them) arrive by
+signal (`connect()`); renames of site-wide names
 bump every dataset. Verdicts need no bump: a run's verdicts only change while it runs, is
 resumed or retried, or is imported again, and the cache key holds the run's status,
 attempt and finish time, which all of those change.
@@ -129,6 +130,14 @@ def _answer_deleted(sender, instance, **kwargs) -> None:
         changed(dataset_id)
 
 
+def _answer_added(sender, instance, created: bool = False, **kwargs) -> None:
+    """A new answer joins the labelling queue (kept in order under this revision:
+    evaluation.review.kept); an edited one changes no figure."""
+    if created:
+        dataset_id = Query.objects.filter(pk=instance.query_id).values_list("dataset_id")[0][0]
+        changed(dataset_id, perfect_answers=instance.checklist_id is not None)
+
+
 def _dataset_deleted(sender, instance, **kwargs) -> None:
     """Deleting a dataset deletes its labels first, and their signals bump its revision:
     an upsert that can create the row after the deletion collected the dataset's rows.
@@ -150,6 +159,7 @@ def connect() -> None:
     post_save.connect(_criterion_changed, sender=Criterion, dispatch_uid="rev-criterion")
     pre_delete.connect(_criterion_changed, sender=Criterion, dispatch_uid="rev-criterion-del")
     pre_delete.connect(_answer_deleted, sender=Answer, dispatch_uid="rev-answer-delete")
+    post_save.connect(_answer_added, sender=Answer, dispatch_uid="rev-answer-add")
     m2m_changed.connect(
         _criterion_changed, sender=Criterion.source_types.through, dispatch_uid="rev-sources"
     )

@@ -13,12 +13,12 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from django.db import connection
-from django.db.models import Count
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from guardian.shortcuts import get_users_with_perms
 
 from annotation import roles
@@ -29,17 +29,19 @@ from evaluation.models import (
     Adjudication,
     Answer,
     HumanLabel,
+    KeptQueueRow,
     ReviewAssignment,
     Run,
     Verdict,
 )
-from evaluation.review import queues
+from evaluation.review import kept, queues
 
 if TYPE_CHECKING:
     from annotation.permissions import AnyUser
 
 LABELLING = ReviewAssignment.Queue.LABELLING
 DISAGREEMENT = ReviewAssignment.Queue.DISAGREEMENT
+DONE = Run.Status.DONE
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
@@ -167,11 +169,6 @@ def _uncertainties(
     return chosen, {a: (t[0] / t[1] if t[1] else None) for a, t in totals.items()}
 
 
-def _assignments(dataset: Dataset, queue: str) -> dict[tuple[int, int | None], ReviewAssignment]:
-    rows = ReviewAssignment.objects.filter(queue=queue, answer__query__dataset=dataset)
-    return {(a.answer_id, a.criterion_id): a for a in rows.select_related("assignee")}
-
-
 def dataset_reviewers(dataset: Dataset) -> list:
     """Users who may review the dataset (reviewers and admins), by username."""
     users = get_users_with_perms(dataset, only_with_perms_in=[roles.REVIEW], with_superusers=False)
@@ -217,51 +214,177 @@ def load_answers(items) -> None:
             item.criterion = criteria.get(item.key[1])
 
 
-def labelling_queue(
-    dataset: Dataset, user: AnyUser, *, run: Run | None = None, mine: bool = False
-) -> list[LabellingItem]:
-    """The dataset's labelling queue under its label policy, in order, without the answers
-    themselves (load_answers fills a page of them). Seven queries; the votes are counted in
-    the database, the rest are one number per answer or query."""
-    chosen, uncertainty = _uncertainties(dataset, run)
+class KeptQueue(Sequence):
+    """A queue's items in order, read from its kept rows (evaluation.review.kept) a slice at
+    a time: `len()` is the kept total (a count only when filtered), a slice is one indexed
+    `ORDER BY position LIMIT/OFFSET` read, and its items are made with the few per-page facts
+    that change without the order changing (assignments, the reader's own labels)."""
+
+    def __init__(
+        self, rows: QuerySet[KeptQueueRow], make: Callable[[list[KeptQueueRow]], list],
+        total: int | None, systems: list[int] | None = None,
+    ) -> None:  # fmt: skip
+        self.rows, self.make, self.total = rows.order_by("position"), make, total
+        # Whether the positions number these items 1..N without gaps: nothing filtered out,
+        # the total kept with them (a filtered queue's total is counted, and is not this).
+        self.whole = total is not None
+        # The systems that answered in the dataset, kept with the order (filter_choices).
+        self.systems = systems
+
+    def narrowed(self, rows: QuerySet[KeptQueueRow]) -> KeptQueue:
+        """The same queue with fewer rows (filters): counted when asked."""
+        return KeptQueue(rows, self.make, None, self.systems)
+
+    def __len__(self) -> int:
+        if self.total is None:
+            self.total = self.rows.count()
+        return self.total
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step != 1:
+                raise ValueError("A queue is read in order: no step.")
+            return self.make(self._read(start, stop)) if start < stop else []
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self.make(self._read(index, index + 1))[0]
+
+    def _read(self, start: int, stop: int) -> list[KeptQueueRow]:
+        if self.whole:  # gapless positions: any page is an index range, however deep
+            return list(self.rows.filter(position__gt=start, position__lte=stop))
+        return list(self.rows[start:stop])
+
+    def __iter__(self):
+        yield from self[0 : len(self)]
+
+
+def _run_map(dataset: Dataset, run: Run | None) -> tuple[list[Run], dict[int, Run]]:
+    runs = [run] if run is not None else list(Run.objects.filter(dataset=dataset, status=DONE))
+    return runs, {r.pk: r for r in runs}
+
+
+def _assigned(rows: list[KeptQueueRow], queue: str) -> dict:
+    """The assignments of the shown rows: one query for a page."""
+    found = ReviewAssignment.objects.filter(
+        queue=queue, answer_id__in={r.answer_id for r in rows}
+    ).select_related("assignee")
+    return {(a.answer_id, a.criterion_id): a for a in found}
+
+
+def _labelling_items(rows: list[KeptQueueRow], user: AnyUser, by_pk: dict[int, Run]) -> list:
+    """Labelling items of kept rows, with the live per-answer facts of these rows only: the
+    query's reviewable criteria, the reader's own labels, the assignments (three queries)."""
+    if not rows:
+        return []
+    answers = {r.answer_id for r in rows}
     criteria = dict(
-        _reviewable_criteria(checklist__query__dataset=dataset)
-        .values_list("checklist__query_id")
+        _reviewable_criteria(checklist__query__answers__in=answers)
+        .values_list("checklist__query__answers")
         .annotate(n=Count("pk"))
         .order_by()
     )
-    labels = HumanLabel.objects.filter(answer__query__dataset=dataset)
-    all_labels = dict(labels.values_list("answer_id").annotate(n=Count("pk")).order_by())
     own = dict(
-        labels.filter(rater=user.get_username())
+        HumanLabel.objects.filter(answer__in=answers, rater=user.get_username())
         .values_list("answer_id")
         .annotate(n=Count("pk"))
         .order_by()
     )
-    answers = Answer.objects.filter(query__dataset=dataset).values_list("pk", "query_id")
-    facts = [
-        queues.AnswerFacts(
-            answer_id=pk,
-            criteria=criteria.get(query_id, 0),
-            labels=all_labels.get(pk, 0),
-            uncertainty=uncertainty.get(pk),
+    assigned = _assigned(rows, LABELLING)
+    return [
+        LabellingItem(
+            answer_id=r.answer_id,
+            facts=queues.AnswerFacts(
+                answer_id=r.answer_id, criteria=criteria.get(r.answer_id, 0),
+                labels=r.labels, uncertainty=r.uncertainty,
+            ),
+            mine=own.get(r.answer_id, 0), assignment=assigned.get((r.answer_id, None)),
+            run=by_pk.get(r.run_id) if r.run_id is not None else None,
         )
-        for pk, query_id in answers.order_by("query_id", "system_id", "pk")
-    ]
+        for r in rows
+    ]  # fmt: skip
+
+
+def _fill_labelling(dataset: Dataset, run: Run | None, header_id: int) -> dict:
+    """Order the labelling queue (queues.labelling_queue: the policy, then fewest labels,
+    least certain, answer id) and write it as kept rows. Once per state: every answer's
+    labels counted and every graded answer's uncertainty derived from the cached histogram."""
+    chosen, uncertainty = _uncertainties(dataset, run)
+    labels = HumanLabel.objects.filter(answer__query__dataset=dataset)
+    all_labels = dict(labels.values_list("answer_id").annotate(n=Count("pk")).order_by())
+    answers = Answer.objects.filter(query__dataset=dataset).order_by("query_id", "system_id", "pk")
+    systems: set[int] = set()
+    facts = []
+    for pk, system_id in answers.values_list("pk", "system_id"):
+        systems.add(system_id)
+        # The criteria do not order the queue; the page counts them for the answers shown.
+        fact = queues.AnswerFacts(
+            answer_id=pk, criteria=0, labels=all_labels.get(pk, 0), uncertainty=uncertainty.get(pk)
+        )
+        facts.append(fact)
     ordered = queues.labelling_queue(
         facts, policy=dataset.label_policy, share=dataset.label_share, dataset_id=dataset.pk
     )
-    assigned = _assignments(dataset, LABELLING)
-    items = [
-        LabellingItem(
-            answer_id=f.answer_id, facts=f, mine=own.get(f.answer_id, 0),
-            assignment=assigned.get((f.answer_id, None)), run=chosen.get(f.answer_id),
-        )
-        for f in ordered
-    ]  # fmt: skip
-    if mine:
-        items = [i for i in items if i.assignment and i.assignment.assignee_id == user.pk]
-    return items
+    KeptQueueRow.objects.bulk_create(
+        (
+            KeptQueueRow(
+                kept_id=header_id, position=n, answer_id=f.answer_id, labels=f.labels,
+                uncertainty=f.uncertainty,
+                run_id=chosen[f.answer_id].pk if f.answer_id in chosen else None,
+            )
+            for n, f in enumerate(ordered, start=1)
+        ),
+        batch_size=2000,
+    )  # fmt: skip
+    return {"total": len(ordered), "adjudicated": 0, "systems": sorted(systems)}
+
+
+def _runs_state(runs: list[Run]) -> str:
+    return ",".join(
+        f"{figure_cache.run_state(r)}.{r.panel_method}.{r.panel_threshold!r}"
+        for r in sorted(runs, key=lambda r: r.pk)
+    )
+
+
+def labelling_queue(
+    dataset: Dataset, user: AnyUser, *, run: Run | None = None, mine: bool = False
+) -> KeptQueue:
+    """The dataset's labelling queue under its label policy, in order, read from its kept
+    order (ordered again once per change of runs, labels or policy); the items of a slice
+    are made with their live per-answer facts (_labelling_items)."""
+    from evaluation.agreement import revision
+
+    runs, by_pk = _run_map(dataset, run)
+    state = (
+        f"{dataset.label_policy}.{dataset.label_share!r}|{_runs_state(runs)}"
+        f"|{revision.current(dataset.pk)}"
+    )
+    header = kept.kept(
+        dataset.pk, f"labelling-queue{'-run' if run else ''}{run.pk if run else ''}", state,
+        lambda header_id: _fill_labelling(dataset, run, header_id),
+        cacheable=all(r.ended for r in runs),
+    )  # fmt: skip
+    queue = KeptQueue(
+        KeptQueueRow.objects.filter(kept=header, adjudicated=False),
+        lambda rows: _labelling_items(rows, user, by_pk),
+        header.cells["total"],
+        header.cells.get("systems"),
+    )
+    return _mine(queue, user, LABELLING) if mine else queue
+
+
+def _mine(queue: KeptQueue, user: AnyUser, name: str) -> KeptQueue:
+    """The items assigned to `user`, as a condition on the rows."""
+    assigned = ReviewAssignment.objects.filter(
+        queue=name, assignee=user.pk, answer_id=OuterRef("answer_id")
+    )
+    if name == LABELLING:
+        assigned = assigned.filter(criterion__isnull=True)
+    else:
+        assigned = assigned.filter(criterion_id=OuterRef("criterion_id"))
+    return queue.narrowed(queue.rows.filter(Exists(assigned)))
 
 
 # --- disagreement queue ---------------------------------------------------------------------
@@ -285,15 +408,16 @@ class DisagreementItem:
 
 @dataclass
 class DisagreementQueue:
-    items: Sequence[DisagreementItem]
+    items: KeptQueue
     adjudicated: int = 0  # disagreeing items already decided (left out of `items`)
 
 
 # Every (answer, criterion) the chosen run of its answer judged, with its vote counts, its
-# human labels counted and whether it was adjudicated; only the disagreeing ones, in queue
-# order (queues.disagreement_queue: split first, the most even split first, then the most
-# contradicting human labels; then answer, criterion in page order). The chosen run of an
-# answer is the highest-ranked run that judged it (`rank`: the caller's order).
+# human labels counted and whether it was adjudicated; only the disagreeing ones, written as
+# kept rows numbered in queue order (queues.disagreement_queue: split first, the most even
+# split first, then the most contradicting human labels; then answer, criterion in page
+# order), the adjudicated ones numbered apart. The chosen run of an answer is the
+# highest-ranked run that judged it (`rank`: the caller's order).
 _DISAGREEMENT_SQL = """
 WITH item AS (
   SELECT v.run_id, v.answer_id, v.criterion_id,
@@ -334,39 +458,23 @@ facts AS (
     ON d.answer_id = x.answer_id AND d.criterion_id = x.criterion_id
   WHERE x.run_rank = x.best
 )
-SELECT answer_id, criterion_id, run_id, outcome, p, f, i, lp, lf, adjudicated
+INSERT INTO evaluation_keptqueuerow
+  (kept_id, position, adjudicated, answer_id, criterion_id, run_id, outcome, passes, fails,
+   invalid, human_pass, human_fail, labels, uncertainty)
+SELECT %s,
+       row_number() OVER (
+         PARTITION BY adjudicated
+         ORDER BY 1 - split,
+                  CASE WHEN p + f = 0 THEN 1.0 ELSE (1.0 * abs(p - f)) / (p + f) END,
+                  contradicting DESC, answer_id, checklist_id, position, criterion_id),
+       adjudicated = 1, answer_id, criterion_id, run_id, outcome, p, f, i, lp, lf, 0, NULL
 FROM facts WHERE split = 1 OR contradicting > 0
-ORDER BY adjudicated, 1 - split,
-         CASE WHEN p + f = 0 THEN 1.0 ELSE (1.0 * abs(p - f)) / (p + f) END,
-         contradicting DESC, answer_id, checklist_id, position, criterion_id
 """
 
 
-def _disagreements(dataset: Dataset, runs: list[Run]) -> list[list]:
-    """The rows of _DISAGREEMENT_SQL (adjudicated ones first, then the queue in order), from
-    the figure cache while the runs have ended and not moved and the dataset's labels and
-    adjudications are as they were (its review revision)."""
-    from evaluation.agreement import revision
-    from evaluation.models import AgreementCache
-
-    if not runs:
-        return []
-    ranked = sorted(runs, key=lambda r: (r.finished_at or _EPOCH, r.pk))
-    state = ",".join(
-        f"{r.pk}.{r.status}.{r.attempt}.{r.finished_at.isoformat() if r.finished_at else ''}."
-        f"{r.panel_method}.{r.panel_threshold!r}"
-        for r in ranked
-    )
-    key = (
-        "disagreements:"
-        + hashlib.sha256(f"{state}|{revision.current(dataset.pk)}".encode()).hexdigest()
-    )
-    cacheable = all(r.ended for r in runs)
-    if cacheable:
-        for rows in AgreementCache.objects.filter(dataset=dataset, key=key).values_list(
-            "cells", flat=True
-        ):
-            return rows
+def _fill_disagreements(dataset: Dataset, ranked: list[Run], header_id: int) -> dict:
+    """Count, order and write the disagreement queue in the database (one statement), then
+    count its open and adjudicated items for the header."""
     rank = (
         "CASE v.run_id " + " ".join(f"WHEN {r.pk} THEN {n}" for n, r in enumerate(ranked)) + " END"
     )
@@ -379,48 +487,38 @@ def _disagreements(dataset: Dataset, runs: list[Run]) -> list[list]:
         rank=rank, outcome=outcome, runs=", ".join(str(r.pk) for r in ranked)
     )  # only integers and our own expressions go into the text
     with connection.cursor() as cursor:
-        cursor.execute(sql, [dataset.pk])
-        rows = [[*(int(v) for v in row[:3]), row[3], *(int(v) for v in row[4:])]
-                for row in cursor.fetchall()]  # fmt: skip
-    if cacheable:
-        figure_cache.store(dataset.pk, "disagreements", key, rows)
-    return rows
+        cursor.execute(sql, [dataset.pk, header_id])
+    counted = dict(
+        KeptQueueRow.objects.filter(kept_id=header_id)
+        .values_list("adjudicated")
+        .annotate(n=Count("pk"))
+        .order_by()
+    )
+    systems = Answer.objects.filter(query__dataset=dataset).values_list("system_id", flat=True)
+    return {
+        "total": counted.get(False, 0),
+        "adjudicated": counted.get(True, 0),
+        "systems": sorted(systems.distinct().order_by()),
+    }
 
 
-class _Items(Sequence):
-    """The disagreement queue's items, made from their rows only when read: a queue of
-    100,000 items is a page of 50 on screen, and building them all costs more than the
-    page."""
-
-    def __init__(self, rows: list[list], runs: dict[int, Run], assigned: dict) -> None:
-        self.rows, self.runs, self.assigned = rows, runs, assigned
-        self.made: dict[int, DisagreementItem] = {}
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def _item(self, n: int) -> DisagreementItem:
-        if n not in self.made:
-            answer_id, criterion_id, run_id, outcome, p, f, i, lp, lf, _ = self.rows[n]
-            facts = queues.ItemFacts(
-                answer_id=answer_id, criterion_id=criterion_id, position=0,
-                verdict=CriterionVerdict(outcome=outcome, passes=p, fails=f, invalid=i),
-                human_labels=("pass",) * lp + ("fail",) * lf,
-            )  # fmt: skip
-            self.made[n] = DisagreementItem(
-                answer_id=answer_id, criterion_id=criterion_id, facts=facts,
-                assignment=self.assigned.get((answer_id, criterion_id)), run=self.runs[run_id],
-            )  # fmt: skip
-        return self.made[n]
-
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            return [self._item(n) for n in range(*index.indices(len(self.rows)))]
-        if index < 0:
-            index += len(self.rows)
-        if not 0 <= index < len(self.rows):
-            raise IndexError(index)
-        return self._item(index)
+def _disagreement_items(rows: list[KeptQueueRow], by_pk: dict[int, Run]) -> list:
+    assigned = _assigned(rows, DISAGREEMENT)
+    items = []
+    for r in rows:
+        facts = queues.ItemFacts(
+            answer_id=r.answer_id, criterion_id=r.criterion_id, position=0,
+            verdict=CriterionVerdict(
+                outcome=r.outcome, passes=r.passes, fails=r.fails, invalid=r.invalid
+            ),
+            human_labels=("pass",) * r.human_pass + ("fail",) * r.human_fail,
+        )  # fmt: skip
+        item = DisagreementItem(
+            answer_id=r.answer_id, criterion_id=r.criterion_id, facts=facts,
+            assignment=assigned.get((r.answer_id, r.criterion_id)), run=by_pk[r.run_id],
+        )  # fmt: skip
+        items.append(item)
+    return items
 
 
 def disagreement_queue(
@@ -428,25 +526,37 @@ def disagreement_queue(
 ) -> DisagreementQueue:
     """Items where the panel's verdict differs from a human label or the judges split, by
     priority (evaluation.review.queues.disagreement_queue), counted and ordered in the
-    database; items are made when read, and their answers and criteria loaded for the shown
-    page only (load_answers)."""
-    if run is not None:
-        runs = [run]
-    else:
-        runs = list(Run.objects.filter(dataset=dataset, status=Run.Status.DONE))
-    by_pk = {r.pk: r for r in runs}
-    rows = _disagreements(dataset, runs)
-    assigned = _assignments(dataset, DISAGREEMENT)
-    adjudicated = sum(1 for row in rows if row[9])
-    open_rows = [row for row in rows if not row[9]]
+    database and kept in that order per state of the runs and of the review (labels and
+    adjudications: the review revision); a page reads its slice of the kept rows."""
+    from evaluation.agreement import revision
+
+    runs, by_pk = _run_map(dataset, run)
+    if not runs:
+        empty = KeptQueue(KeptQueueRow.objects.none(), lambda rows: [], 0)
+        return DisagreementQueue(items=empty)
+    ranked = sorted(runs, key=lambda r: (r.finished_at or _EPOCH, r.pk))
+    # The ranked order, not the ids' order: it picks each answer's run.
+    state = ",".join(
+        f"{figure_cache.run_state(r)}.{r.panel_method}.{r.panel_threshold!r}" for r in ranked
+    )
+    header = kept.kept(
+        dataset.pk, f"disagreement-queue{'-run' if run else ''}{run.pk if run else ''}",
+        f"{state}|{revision.current(dataset.pk)}",
+        lambda header_id: _fill_disagreements(dataset, ranked, header_id),
+        cacheable=all(r.ended for r in runs),
+    )  # fmt: skip
+    queue = KeptQueue(
+        KeptQueueRow.objects.filter(kept=header, adjudicated=False),
+        lambda rows: _disagreement_items(rows, by_pk),
+        header.cells["total"],
+        header.cells.get("systems"),
+    )
     if mine:
-        open_rows = [
-            row
-            for row in open_rows
-            if (found := assigned.get((row[0], row[1]))) is not None
-            and found.assignee_id == user.pk
-        ]
-    return DisagreementQueue(items=_Items(open_rows, by_pk, assigned), adjudicated=adjudicated)
+        queue = _mine(queue, user, DISAGREEMENT)
+    return DisagreementQueue(items=queue, adjudicated=header.cells["adjudicated"])
+
+
+NEXT_BATCH = 50  # rows read at a time while looking for the next open item
 
 
 def next_item(
@@ -464,22 +574,51 @@ def next_item(
     (X of N, 1-based). Labelling: the next answer in queue order that the user has not
     labelled completely. Disagreement: the next item in queue order (adjudicated ones have
     left it). Both wrap around. Items the reviewer skipped come only when nothing else is
-    left. The position counts the whole filtered queue, the items done included."""
+    left. The position counts the whole filtered queue, the items done included.
+
+    Read from the kept order a batch of rows at a time from `current` on (then from the
+    start), so it usually costs one batch, not the queue."""
     items, _ = filtered_queue(
         dataset, user, queue=queue, run=run, mine=mine, filters=filters or QueueFilters()
     )
-    keys = _keys(items)
-    open_keys = keys
-    if queue == LABELLING:
-        open_keys = [i.key for i in items if not i.done_by_me or i.key == current]
-    fresh = [k for k in open_keys if k not in skipped or k == current]
-    following = queues.next_after(fresh, current)
-    if following is None:
-        following = queues.next_after(open_keys, current)
-    if following is None:
+    rows = items.rows
+    here = None
+    if current:
+        found = rows.filter(answer_id=current[0])
+        if queue != LABELLING:
+            found = found.filter(criterion_id=current[1] if len(current) > 1 else None)
+        here = found.values_list("position", flat=True).first()
+    parts = [rows]
+    if here is not None:  # after the current item, then from the start (wrapping round)
+        parts = [rows.filter(position__gt=here), rows.filter(position__lt=here)]
+    fallback = None  # the first open item, skipped or not: when only skipped ones are left
+    for part in parts:
+        after = 0
+        while True:
+            batch = list(part.filter(position__gt=after)[:NEXT_BATCH])
+            if not batch:
+                break
+            after = batch[-1].position if len(batch) == NEXT_BATCH else None
+            for row, item in zip(batch, items.make(batch), strict=True):
+                if queue == LABELLING and item.done_by_me:
+                    continue
+                if item.key not in skipped:
+                    return item, _position(items, row.position)
+                if fallback is None:
+                    fallback = item, row.position
+            if after is None:  # a short batch was the last of this part
+                break
+    if fallback is None:
         return None
-    index = keys.index(following)
-    return items[index], (index + 1, len(keys))
+    return fallback[0], _position(items, fallback[1])
+
+
+def _position(items: KeptQueue, position: int) -> tuple[int, int]:
+    """(X, N) of the row at `position` in the (filtered) queue: the position itself when
+    nothing is filtered out, else the rows up to it counted."""
+    if items.whole:
+        return position, len(items)
+    return items.rows.filter(position__lte=position).count(), len(items)
 
 
 # --- review page ----------------------------------------------------------------------------
@@ -590,95 +729,64 @@ class QueueFilters:
         return {k: v for k, v in values.items() if v}
 
 
-def _answer_ids(dataset: Dataset, filters: QueueFilters, *, search: bool) -> set[int] | None:
-    """Answers of the dataset kept by the system filter (and the query search when `search`);
-    None when neither narrows anything. One query."""
-    if not filters.system and not (search and filters.q):
-        return None
+def _narrowed(
+    items: KeptQueue, dataset: Dataset, filters: QueueFilters, *, criteria: bool
+) -> KeptQueue:
+    """The items matching every filter, as conditions on the kept rows (subqueries over the
+    dataset's answers and criteria, indexed), so that a page still reads only its slice.
+    `criteria`: the items are (answer, criterion), so kind, author and the criterion's
+    text narrow them too; a labelling item is a whole answer."""
+    if not filters.active:
+        return items
+    rows = items.rows
     answers = Answer.objects.filter(query__dataset=dataset)
     if filters.system:
-        answers = answers.filter(system_id=filters.system)
-    if search and filters.q:
-        answers = answers.filter(query__text__icontains=filters.q)
-    return set(answers.values_list("pk", flat=True))
-
-
-def filter_labelling(
-    items: list[LabellingItem], dataset: Dataset, filters: QueueFilters
-) -> list[LabellingItem]:
-    """The labelling items whose answer matches the system and the query search."""
-    kept = _answer_ids(dataset, filters, search=True)
-    return items if kept is None else [i for i in items if i.answer_id in kept]
-
-
-def filter_disagreements(
-    queue: DisagreementQueue, dataset: Dataset, filters: QueueFilters
-) -> DisagreementQueue:
-    """The disagreement items matching every filter: at most three queries over the
-    dataset's answers and criteria (indexed, a few thousand ids), then a pass over the cached
-    rows; nothing is joined to the verdicts again."""
-    if not filters.active or not isinstance(queue.items, _Items):
-        return queue
-    by_system = _answer_ids(dataset, filters, search=False)
-    criteria: set[int] | None = None
-    if filters.kind or filters.author:
+        rows = rows.filter(answer_id__in=answers.filter(system_id=filters.system).values("pk"))
+    if criteria and (filters.kind or filters.author):
         found = Criterion.objects.filter(checklist__query__dataset=dataset)
         if filters.kind:
             found = found.filter(kind=filters.kind)
         if filters.author:
             found = found.filter(checklist__author_id=filters.author)
-        criteria = set(found.values_list("pk", flat=True))
-    searched_answers: set[int] = set()
-    searched_criteria: set[int] = set()
+        rows = rows.filter(criterion_id__in=found.values("pk"))
     if filters.q:
-        searched_answers = set(
-            Answer.objects.filter(
-                query__dataset=dataset, query__text__icontains=filters.q
-            ).values_list("pk", flat=True)
-        )
-        searched_criteria = set(
-            Criterion.objects.filter(
-                checklist__query__dataset=dataset, text__icontains=filters.q
-            ).values_list("pk", flat=True)
-        )
-
-    def keep(row: list) -> bool:
-        answer_id, criterion_id = row[0], row[1]
-        if by_system is not None and answer_id not in by_system:
-            return False
-        if criteria is not None and criterion_id not in criteria:
-            return False
-        if filters.q and answer_id not in searched_answers:
-            return criterion_id in searched_criteria
-        return True
-
-    items = queue.items
-    rows = [row for row in items.rows if keep(row)]
-    return DisagreementQueue(
-        items=_Items(rows, items.runs, items.assigned), adjudicated=queue.adjudicated
-    )
+        searched = Q(answer_id__in=answers.filter(query__text__icontains=filters.q).values("pk"))
+        if criteria:
+            searched |= Q(
+                criterion_id__in=Criterion.objects.filter(
+                    checklist__query__dataset=dataset, text__icontains=filters.q
+                ).values("pk")
+            )
+        rows = rows.filter(searched)
+    if rows is items.rows:
+        return items
+    return items.narrowed(rows)
 
 
-def filter_choices(dataset: Dataset, *, authors: bool = True) -> dict[str, list]:
+def filter_choices(
+    dataset: Dataset, *, authors: bool = True, systems: list[int] | None = None
+) -> dict[str, list]:
     """The systems with answers in the dataset and (when `authors`: the disagreement queue
     filters by them) the authors of its submitted checklists, for the filter menus. One
-    query per list."""
+    query per list, none over every answer when the caller passes `systems` (the ids kept
+    with the queue's order, KeptQueue.systems: a new or deleted answer changes that order's
+    state); an author is a user with a submitted checklist in the dataset (EXISTS, not a
+    DISTINCT over every checklist)."""
     from django.contrib.auth import get_user_model
 
     from evaluation.models import System
 
-    systems = list(System.objects.filter(answers__query__dataset=dataset).distinct())
+    if systems is None:
+        found_systems = System.objects.filter(answers__query__dataset=dataset).distinct()
+    else:
+        found_systems = System.objects.filter(pk__in=systems)
     found = []
     if authors:
-        found = list(
-            get_user_model()
-            .objects.filter(
-                checklists__query__dataset=dataset, checklists__status=Checklist.Status.SUBMITTED
-            )
-            .distinct()
-            .order_by("username")
+        submitted = Checklist.objects.filter(
+            author=OuterRef("pk"), query__dataset=dataset, status=Checklist.Status.SUBMITTED
         )
-    return {"systems": systems, "authors": found, "kinds": list(Criterion.Kind.choices)}
+        found = list(get_user_model().objects.filter(Exists(submitted)).order_by("username"))
+    return {"systems": list(found_systems), "authors": found, "kinds": list(Criterion.Kind.choices)}
 
 
 def filtered_queue(
@@ -689,20 +797,10 @@ def filtered_queue(
     run: Run | None = None,
     mine: bool = False,
     filters: QueueFilters = QueueFilters(),
-) -> tuple[Sequence[LabellingItem] | Sequence[DisagreementItem], int]:
+) -> tuple[KeptQueue, int]:
     """A queue's items after the filters, and the count of adjudicated items left out."""
     if queue == LABELLING:
-        return filter_labelling(
-            labelling_queue(dataset, user, run=run, mine=mine), dataset, filters
-        ), 0
-    result = filter_disagreements(
-        disagreement_queue(dataset, user, run=run, mine=mine), dataset, filters
-    )
-    return result.items, result.adjudicated
-
-
-def _keys(items: Sequence) -> list[tuple[int, ...]]:
-    """The items' keys in order, without building the disagreement items."""
-    if isinstance(items, _Items):
-        return [(row[0], row[1]) for row in items.rows]
-    return [i.key for i in items]
+        items = labelling_queue(dataset, user, run=run, mine=mine)
+        return _narrowed(items, dataset, filters, criteria=False), 0
+    result = disagreement_queue(dataset, user, run=run, mine=mine)
+    return _narrowed(result.items, dataset, filters, criteria=True), result.adjudicated

@@ -139,7 +139,9 @@ def review_queue(request: HttpRequest, pk: int) -> HttpResponse:
         "total": len(items), "adjudicated": adjudicated, "can_assign": can_assign,
         "reviewers": selectors.dataset_reviewers(dataset) if can_assign else [],
         "filters": filters,
-        "choices": selectors.filter_choices(dataset, authors=queue == DISAGREEMENT),
+        "choices": selectors.filter_choices(
+            dataset, authors=queue == DISAGREEMENT, systems=items.systems
+        ),
         "page_query": urlencode(params),
         "next_url": f"{reverse('review-next', args=[dataset.pk])}?{urlencode(params)}",
     }  # fmt: skip

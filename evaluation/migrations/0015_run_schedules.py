@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
     dependencies = [
         ('annotation', '0007_criterion_version_restrict'),
         ('django_celery_beat', '0019_alter_periodictasks_options'),
-        ('evaluation', '0013_review_revision_cross_evaluation'),
+        ('evaluation', '0014_review_revision_cross_evaluation'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

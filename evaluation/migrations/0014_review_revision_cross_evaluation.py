@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('evaluation', '0012_fewer_verdict_indexes'),
+        ('evaluation', '0013_kept_queue_rows'),
     ]
 
     operations = [
