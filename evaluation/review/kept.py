@@ -27,8 +27,28 @@ from evaluation import figure_cache
 from evaluation.models import AgreementCache, KeptQueueRow
 
 
+def latest(dataset_id: int, prefix: str, base: str) -> AgreementCache | None:
+    """The order kept under `prefix` if it was ordered from the same `base` (the runs and
+    the policy: everything but the review revision), whatever labels and adjudications
+    came since; None otherwise. For moving on to the next item (`selectors.next_item`):
+    after each label the kept order is one label old, and ordering the queue again before
+    every "next" would make a reviewer wait for a recount at every item. The items it
+    gives are still checked live (done by the reader, adjudicated)."""
+    found = AgreementCache.objects.filter(dataset_id=dataset_id, key__startswith=f"{prefix}:")
+    header = found.order_by("-pk").first()
+    if header is None or header.cells.get("base") != base:
+        return None
+    return header
+
+
 def kept(
-    dataset_id: int, prefix: str, state: str, fill: Callable[[int], dict], *, cacheable: bool
+    dataset_id: int,
+    prefix: str,
+    state: str,
+    fill: Callable[[int], dict],
+    *,
+    cacheable: bool,
+    base: str = "",
 ) -> AgreementCache:
     """The header of the queue kept for `state`, filling it first when it is not kept yet:
     `fill(header_id)` writes the rows and returns the header's figures (total, adjudicated).
@@ -57,6 +77,6 @@ def kept(
             # A concurrent reader computing the same state: this one waited on the unique
             # key until the other committed, and reads its rows instead of writing them.
             return AgreementCache.objects.get(dataset_id=dataset_id, key=key)
-        header.cells = fill(header.pk)
+        header.cells = {**fill(header.pk), "base": base}
         header.save(update_fields=["cells"])
     return header

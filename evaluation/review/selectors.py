@@ -349,23 +349,30 @@ def _runs_state(runs: list[Run]) -> str:
 
 
 def labelling_queue(
-    dataset: Dataset, user: AnyUser, *, run: Run | None = None, mine: bool = False
+    dataset: Dataset,
+    user: AnyUser,
+    *,
+    run: Run | None = None,
+    mine: bool = False,
+    recent: bool = False,
 ) -> KeptQueue:
     """The dataset's labelling queue under its label policy, in order, read from its kept
     order (ordered again once per change of runs, labels or policy); the items of a slice
-    are made with their live per-answer facts (_labelling_items)."""
+    are made with their live per-answer facts (_labelling_items). `recent`: an order kept
+    before the latest labels will do (kept.latest: moving on to the next item)."""
     from evaluation.agreement import revision
 
     runs, by_pk = _run_map(dataset, run)
-    state = (
-        f"{dataset.label_policy}.{dataset.label_share!r}|{_runs_state(runs)}"
-        f"|{revision.current(dataset.pk)}"
-    )
-    header = kept.kept(
-        dataset.pk, f"labelling-queue{'-run' if run else ''}{run.pk if run else ''}", state,
-        lambda header_id: _fill_labelling(dataset, run, header_id),
-        cacheable=all(r.ended for r in runs),
-    )  # fmt: skip
+    base = f"{dataset.label_policy}.{dataset.label_share!r}|{_runs_state(runs)}"
+    prefix = f"labelling-queue{'-run' if run else ''}{run.pk if run else ''}"
+    cacheable = all(r.ended for r in runs)
+    header = kept.latest(dataset.pk, prefix, base) if recent and cacheable else None
+    if header is None:
+        header = kept.kept(
+            dataset.pk, prefix, f"{base}|{revision.current(dataset.pk)}",
+            lambda header_id: _fill_labelling(dataset, run, header_id),
+            cacheable=cacheable, base=base,
+        )  # fmt: skip
     queue = KeptQueue(
         KeptQueueRow.objects.filter(kept=header, adjudicated=False),
         lambda rows: _labelling_items(rows, user, by_pk),
@@ -522,7 +529,12 @@ def _disagreement_items(rows: list[KeptQueueRow], by_pk: dict[int, Run]) -> list
 
 
 def disagreement_queue(
-    dataset: Dataset, user: AnyUser, *, run: Run | None = None, mine: bool = False
+    dataset: Dataset,
+    user: AnyUser,
+    *,
+    run: Run | None = None,
+    mine: bool = False,
+    recent: bool = False,
 ) -> DisagreementQueue:
     """Items where the panel's verdict differs from a human label or the judges split, by
     priority (evaluation.review.queues.disagreement_queue), counted and ordered in the
@@ -539,12 +551,15 @@ def disagreement_queue(
     state = ",".join(
         f"{figure_cache.run_state(r)}.{r.panel_method}.{r.panel_threshold!r}" for r in ranked
     )
-    header = kept.kept(
-        dataset.pk, f"disagreement-queue{'-run' if run else ''}{run.pk if run else ''}",
-        f"{state}|{revision.current(dataset.pk)}",
-        lambda header_id: _fill_disagreements(dataset, ranked, header_id),
-        cacheable=all(r.ended for r in runs),
-    )  # fmt: skip
+    prefix = f"disagreement-queue{'-run' if run else ''}{run.pk if run else ''}"
+    cacheable = all(r.ended for r in runs)
+    header = kept.latest(dataset.pk, prefix, state) if recent and cacheable else None
+    if header is None:
+        header = kept.kept(
+            dataset.pk, prefix, f"{state}|{revision.current(dataset.pk)}",
+            lambda header_id: _fill_disagreements(dataset, ranked, header_id),
+            cacheable=cacheable, base=state,
+        )  # fmt: skip
     queue = KeptQueue(
         KeptQueueRow.objects.filter(kept=header, adjudicated=False),
         lambda rows: _disagreement_items(rows, by_pk),
@@ -577,10 +592,31 @@ def next_item(
     left. The position counts the whole filtered queue, the items done included.
 
     Read from the kept order a batch of rows at a time from `current` on (then from the
-    start), so it usually costs one batch, not the queue."""
+    start), so it usually costs one batch, not the queue. The order may be a few labels
+    old (`recent`: the reviewer's own labels are what moved it); each candidate is checked
+    live, and an end of the queue is confirmed on the current order."""
+    found = _next_item(dataset, user, queue, current, run, mine, filters, skipped, recent=True)
+    if found is None:
+        found = _next_item(dataset, user, queue, current, run, mine, filters, skipped)
+    return found
+
+
+def _next_item(
+    dataset: Dataset,
+    user: AnyUser,
+    queue: str,
+    current: tuple[int, ...],
+    run: Run | None,
+    mine: bool,
+    filters: QueueFilters | None,
+    skipped: frozenset[tuple[int, ...]],
+    *,
+    recent: bool = False,
+) -> tuple[LabellingItem | DisagreementItem, tuple[int, int]] | None:
     items, _ = filtered_queue(
-        dataset, user, queue=queue, run=run, mine=mine, filters=filters or QueueFilters()
-    )
+        dataset, user, queue=queue, run=run, mine=mine, filters=filters or QueueFilters(),
+        recent=recent,
+    )  # fmt: skip
     rows = items.rows
     here = None
     if current:
@@ -599,8 +635,12 @@ def next_item(
             if not batch:
                 break
             after = batch[-1].position if len(batch) == NEXT_BATCH else None
+            # A recent order may hold items adjudicated since it was kept: they are done.
+            decided = _adjudicated(batch) if recent and queue != LABELLING else set()
             for row, item in zip(batch, items.make(batch), strict=True):
                 if queue == LABELLING and item.done_by_me:
+                    continue
+                if item.key in decided:
                     continue
                 if item.key not in skipped:
                     return item, _position(items, row.position)
@@ -611,6 +651,13 @@ def next_item(
     if fallback is None:
         return None
     return fallback[0], _position(items, fallback[1])
+
+
+def _adjudicated(rows: list[KeptQueueRow]) -> set[tuple[int, int]]:
+    found = Adjudication.objects.filter(
+        answer_id__in={r.answer_id for r in rows}, criterion_id__in={r.criterion_id for r in rows}
+    ).values_list("answer_id", "criterion_id")
+    return set(found)
 
 
 def _position(items: KeptQueue, position: int) -> tuple[int, int]:
@@ -797,10 +844,11 @@ def filtered_queue(
     run: Run | None = None,
     mine: bool = False,
     filters: QueueFilters = QueueFilters(),
+    recent: bool = False,
 ) -> tuple[KeptQueue, int]:
     """A queue's items after the filters, and the count of adjudicated items left out."""
     if queue == LABELLING:
-        items = labelling_queue(dataset, user, run=run, mine=mine)
+        items = labelling_queue(dataset, user, run=run, mine=mine, recent=recent)
         return _narrowed(items, dataset, filters, criteria=False), 0
-    result = disagreement_queue(dataset, user, run=run, mine=mine)
+    result = disagreement_queue(dataset, user, run=run, mine=mine, recent=recent)
     return _narrowed(result.items, dataset, filters, criteria=True), result.adjudicated

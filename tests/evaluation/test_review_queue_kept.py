@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from annotation import roles
 from annotation.services import dataset_create, dataset_set_role
-from evaluation.models import Adjudication, AgreementCache, KeptQueueRow, Run
+from evaluation.models import Adjudication, AgreementCache, HumanLabel, KeptQueueRow, Run
 from evaluation.review import selectors
 from tests.evaluation.agreement_fixtures import build_labelled
 
@@ -148,3 +148,65 @@ def test_next_item_query_counts_stay_flat_from_10_to_1000_items(client, owner, r
     many = _next_counts(client, big, reviewer)
     assert many == few
     assert max(many.values()) <= 20, many
+
+
+def test_next_after_a_label_reads_the_order_kept_before_it_without_ordering_again(
+    workload, reviewed_dataset, reviewer, owner
+):
+    """Label, then "next": the order kept before the label serves, so the reviewer does not
+    wait for the queue to be ordered again at every item; what it gives is checked live."""
+    queue = selectors.disagreement_queue(reviewed_dataset, reviewer)
+    order = keys(queue.items)
+    assert len(order) >= 3
+    (header,) = kept_headers(reviewed_dataset, "disagreement-queue")
+    first, second, third = order[:3]
+    # The reviewer decides the first item and someone else the second, meanwhile.
+    for answer_id, criterion_id in (first, second):
+        Adjudication.objects.create(
+            answer_id=answer_id, criterion_id=criterion_id, label="pass", decided_by=owner
+        )
+    item, _position = selectors.next_item(
+        reviewed_dataset, reviewer, queue="disagreement", current=first
+    )
+    assert item.key == third  # the second was decided meanwhile: skipped, live
+    assert kept_headers(reviewed_dataset, "disagreement-queue") == [header]  # not ordered again
+    # The queue page itself shows the current order.
+    assert first not in keys(selectors.disagreement_queue(reviewed_dataset, reviewer).items)
+
+
+def mark(answer, criterion, user) -> None:
+    HumanLabel.objects.update_or_create(
+        answer=answer, criterion=criterion, rater=user.get_username(), defaults={"label": "pass"}
+    )
+
+
+def test_next_in_the_labelling_queue_skips_what_the_reader_labelled_since(
+    workload, reviewed_dataset, reviewer
+):
+    reviewed_dataset.label_policy = "all"
+    reviewed_dataset.save(update_fields=["label_policy"])
+    a1, a2, c = workload["a1"], workload["a2"], workload["c"]
+    assert keys(selectors.labelling_queue(reviewed_dataset, reviewer)) == [(a1.pk,), (a2.pk,)]
+    (header,) = kept_headers(reviewed_dataset, "labelling-queue")
+    for criterion in c:  # the reviewer labels all of a2: it is done for them
+        mark(a2, criterion, reviewer)
+    item, _ = selectors.next_item(reviewed_dataset, reviewer, queue="labelling", current=())
+    assert item.key == (a1.pk,)
+    assert kept_headers(reviewed_dataset, "labelling-queue") == [header]
+    for criterion in c:
+        mark(a1, criterion, reviewer)
+    # Nothing left in the order kept before: confirmed on the current order, then none.
+    assert selectors.next_item(reviewed_dataset, reviewer, queue="labelling", current=()) is None
+
+
+def test_a_changed_run_is_never_answered_from_the_order_kept_before(
+    workload, reviewed_dataset, reviewer
+):
+    selectors.disagreement_queue(reviewed_dataset, reviewer)
+    (header,) = kept_headers(reviewed_dataset, "disagreement-queue")
+    run = workload["latest"]
+    run.attempt += 1
+    run.save(update_fields=["attempt"])
+    selectors.next_item(reviewed_dataset, reviewer, queue="disagreement", current=())
+    (now,) = kept_headers(reviewed_dataset, "disagreement-queue")
+    assert now.pk != header.pk
