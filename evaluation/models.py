@@ -659,6 +659,10 @@ class ReviewRevision(models.Model):
     # cross-evaluation figures (which read perfect answers only) are keyed by, so that
     # reviewers labelling system answers do not make the next reader recount them.
     cross_evaluation = models.BigIntegerField(default=0)
+    # The same, less human labels (adjudications count): what run scores are keyed by. A
+    # score reads verdicts and adjudications, never a label, so reviewers labelling all day
+    # do not make the next reader of a run page count its votes again.
+    scores = models.BigIntegerField(default=0)
 
     def __str__(self) -> str:
         return f"Review revision {self.number} of dataset {self.dataset_id}"

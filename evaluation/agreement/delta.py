@@ -35,16 +35,18 @@ Row = list  # a kept cell: [figure, value, other, first, second, n]
 
 
 @contextmanager
-def item_change(*, answer_id: int, criterion_id: int) -> Iterator[None]:
-    """Wrap the write of one item's label or adjudication (in a transaction): the kept
-    agreement counts of its dataset move with it."""
+def item_change(*, answer_id: int, criterion_id: int, label: bool) -> Iterator[None]:
+    """Wrap the write of one item's label (`label`) or adjudication, in a transaction: the
+    kept agreement counts of its dataset move with it."""
     if not connection.in_atomic_block:
         yield
         return
     found = Answer.objects.filter(pk=answer_id).values_list("query__dataset_id", "checklist_id")
     dataset_id, checklist_id = found.get()
     # Locks the dataset's revision row until commit.
-    number = revision.changed(dataset_id, perfect_answers=checklist_id is not None)
+    number = revision.changed(
+        dataset_id, perfect_answers=checklist_id is not None, scores=not label
+    )
     kept = _kept(dataset_id, number - 1)
     item = (answer_id, criterion_id)
     before = {key: _item(dataset_id, run, *item) for key, (run, _) in kept.items()}

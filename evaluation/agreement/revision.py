@@ -26,24 +26,26 @@ from django.db.models.signals import m2m_changed, post_delete, post_save, pre_de
 from annotation.models import Criterion, Dataset, Query, QueryCategory, SourceType
 
 
-def changed(dataset_id: int, *, perfect_answers: bool = True) -> int | None:
+def changed(dataset_id: int, *, perfect_answers: bool = True, scores: bool = True) -> int | None:
     """Bump the dataset's revision; the new number (None for a dataset that is gone).
     `perfect_answers=False` for a label or adjudication of a system answer, which no
-    cross-evaluation figure reads: their own number (`cross_evaluation`) stays."""
+    cross-evaluation figure reads: their own number (`cross_evaluation`) stays.
+    `scores=False` for a human label, which no run score reads (`scores` stays)."""
     # One upsert (PostgreSQL and SQLite 3.24+ both speak it): a write costs one statement
     # more, and two writers of one dataset queue on its row only until they commit. Only
     # for a dataset that still exists: deleting a dataset deletes its labels, criteria and
     # queries, whose signals land here, and when the collector cannot order the deletion
     # (criteria name their previous versions) some come after the dataset's own row.
-    step = 1 if perfect_answers else 0
+    step, score_step = int(perfect_answers), int(scores)
     with connection.cursor() as cursor:
         cursor.execute(
-            "INSERT INTO evaluation_reviewrevision (dataset_id, number, cross_evaluation) "
-            "SELECT id, 1, %s FROM annotation_dataset WHERE id = %s "
+            "INSERT INTO evaluation_reviewrevision (dataset_id, number, cross_evaluation, scores) "
+            "SELECT id, 1, %s, %s FROM annotation_dataset WHERE id = %s "
             "ON CONFLICT (dataset_id) DO UPDATE SET number = evaluation_reviewrevision.number + 1, "
-            "cross_evaluation = evaluation_reviewrevision.cross_evaluation + %s "
+            "cross_evaluation = evaluation_reviewrevision.cross_evaluation + %s, "
+            "scores = evaluation_reviewrevision.scores + %s "
             "RETURNING number",
-            [step, dataset_id, step],
+            [step, score_step, dataset_id, step, score_step],
         )
         found = cursor.fetchone()
     return found[0] if found else None
@@ -53,7 +55,9 @@ def all_changed() -> None:
     from evaluation.models import ReviewRevision
 
     ReviewRevision.objects.update(
-        number=F("number") + 1, cross_evaluation=F("cross_evaluation") + 1
+        number=F("number") + 1,
+        cross_evaluation=F("cross_evaluation") + 1,
+        scores=F("scores") + 1,
     )
 
 
@@ -61,6 +65,14 @@ def current(dataset_id: int) -> int:
     from evaluation.models import ReviewRevision
 
     found = ReviewRevision.objects.filter(dataset_id=dataset_id).values_list("number", flat=True)
+    return next(iter(found), 0)
+
+
+def scores(dataset_id: int) -> int:
+    """The revision less human labels (see `changed`)."""
+    from evaluation.models import ReviewRevision
+
+    found = ReviewRevision.objects.filter(dataset_id=dataset_id).values_list("scores", flat=True)
     return next(iter(found), 0)
 
 
@@ -114,13 +126,17 @@ def _item_changed(sender, instance, **kwargs) -> None:
     """A human label or an adjudication was saved or deleted."""
     if instance.answer_id in getattr(_moving, "answers", ()):
         return
-    from evaluation.models import Answer
+    from evaluation.models import Answer, HumanLabel
 
     found = Answer.objects.filter(pk=instance.answer_id).values_list(
         "query__dataset_id", "checklist_id"
     )
     for dataset_id, checklist_id in found:
-        changed(dataset_id, perfect_answers=checklist_id is not None)
+        changed(
+            dataset_id,
+            perfect_answers=checklist_id is not None,
+            scores=not isinstance(instance, HumanLabel),
+        )
 
 
 def _answer_deleted(sender, instance, **kwargs) -> None:

@@ -96,9 +96,9 @@ def label_set(
         return _write_label(answer, criterion, reviewer, rater, existing, label, note)
 
 
-def _kept_counts_follow(answer_id: int, criterion_id: int):
+def _kept_counts_follow(answer_id: int, criterion_id: int, *, label: bool = True):
     """The dataset's kept agreement counts move with the item's write (agreement.delta)."""
-    return delta.item_change(answer_id=answer_id, criterion_id=criterion_id)
+    return delta.item_change(answer_id=answer_id, criterion_id=criterion_id, label=label)
 
 
 def _write_label(
@@ -193,7 +193,7 @@ def adjudicate(
         if expected_version is not None:
             raise AdjudicationConflict(None)
         try:
-            with transaction.atomic(), _kept_counts_follow(answer.pk, criterion.pk):
+            with transaction.atomic(), _kept_counts_follow(answer.pk, criterion.pk, label=False):
                 return Adjudication.objects.create(
                     answer=answer, criterion=criterion, label=label, reason=reason,
                     decided_by=by, version=1,
@@ -211,7 +211,7 @@ def adjudicate(
     current.reason = reason
     current.decided_by = by
     current.version = current.version + 1
-    with _kept_counts_follow(answer.pk, criterion.pk):
+    with _kept_counts_follow(answer.pk, criterion.pk, label=False):
         current.save(update_fields=["label", "reason", "decided_by", "decided_at", "version"])
     return current
 

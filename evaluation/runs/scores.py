@@ -130,8 +130,9 @@ def _cached_counts(run: Run) -> list[tuple]:
     """_counted(run), from the figure cache while nothing it depends on has changed: a run
     that has ended keeps its votes until it is resumed, retried or imported again (which
     move its status, attempt or finish time); adjudications and criterion weights, core and
-    scoring flags move the dataset's review revision (evaluation.agreement.revision)."""
-    from evaluation.agreement.revision import current
+    scoring flags move the dataset's review revision (evaluation.agreement.revision; its
+    `scores` number, which human labels do not move: no score reads them)."""
+    from evaluation.agreement.revision import scores as current
     from evaluation.models import AgreementCache
 
     if not run.ended:
@@ -270,7 +271,7 @@ def _scores_state(run: Run) -> str:
     verdicts and grades), the review revision (adjudications, criteria, systems' names,
     answers deleted) and the dataset's pass threshold (the pass/fail column and the pass
     rates), which moves no revision."""
-    from evaluation.agreement.revision import current
+    from evaluation.agreement.revision import scores as current
 
     return (
         f"{figure_cache.run_state(run)}:{run.panel_method}:{run.panel_threshold!r}:"

@@ -135,3 +135,33 @@ def test_run_page_and_api_page_the_kept_answers(reviewed_dataset, small_pieces, 
     api = client.get(f"/api/runs/{run.pk}/scores/", {"page": 2}).json()
     assert [a["answer"] for a in api["answers"]] == everyone[5:9]
     assert api["count"] == 9 and api["next"] is None
+
+
+def test_a_human_label_leaves_the_kept_report_an_adjudication_moves_it(
+    reviewed_dataset, small_pieces, reviewer, monkeypatch
+):
+    """No score reads a human label: reviewers labelling all day must not make the next
+    reader of the run page count the run's votes again; an adjudication, which overrides
+    the judges, must."""
+    from evaluation.models import Answer, HumanLabel
+    from evaluation.review import services as review
+
+    data = build_labelled(reviewed_dataset, queries=3, criteria=4, systems=3, seed=43)
+    run = data.run
+    scores.run_scores(fresh(run))
+    answer_id, criterion_id = next(iter(data.votes))
+    answer, criterion = Answer.objects.get(pk=answer_id), Criterion.objects.get(pk=criterion_id)
+    review.label_set(answer=answer, criterion=criterion, reviewer=reviewer, label="fail")
+    mine = HumanLabel.objects.get(answer=answer, criterion=criterion, rater="reviewer")
+    review.label_delete(label=mine, by=reviewer)
+    HumanLabel.objects.create(answer=answer, criterion=criterion, rater="elsewhere", label="pass")
+    built = []
+    original = scores._report
+    monkeypatch.setattr(scores, "_report", lambda *a: built.append(1) or original(*a))
+    scores.run_scores(fresh(run))
+    assert built == []  # read back, not built again
+    review.adjudicate(answer=answer, criterion=criterion, by=reviewer, label="fail",
+                      expected_version=None)  # fmt: skip
+    scores.run_scores(fresh(run))
+    assert built == [1]  # built again once, for the new state
+    equal_to_the_whole_report(run)
