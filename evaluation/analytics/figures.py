@@ -35,6 +35,8 @@ from dataclasses import asdict, dataclass
 from decimal import Decimal
 from typing import Any
 
+from django.db.models import Q
+
 from evaluation import figure_cache
 from evaluation.agreement import revision
 from evaluation.analytics import selectors as sel
@@ -44,7 +46,7 @@ from evaluation.metrics.calibration import PanelOption
 from evaluation.metrics.overlap import Interval
 from evaluation.models import Run
 
-VERSION = 3  # bump when what is stored changes shape or meaning
+VERSION = 4  # bump when what is stored changes shape or meaning
 BUCKET_ROWS = 500  # rows kept per bucket for the drill-down
 
 
@@ -62,6 +64,12 @@ class Page:
     judges: list[sel.JudgeAgreement]  # each judge and the panel vs people, by kind, source
     saturated: list[int]
     curve: sel.ComplexityCurve
+
+    @property
+    def ppi_labelled(self) -> int:
+        """Labelled items PPI++ used, over every system (fewer than `labelled` when the
+        least-certain draw leaves some out)."""
+        return sum(c.ppi.labelled for c in self.calibrated)
 
 
 @dataclass(frozen=True)
@@ -237,19 +245,26 @@ def health_from_json(rows: list[list]) -> list[am.CriterionHealth]:
 
 
 def state(run: Run, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> str:
-    """Everything the figures depend on. Two queries."""
-    cross = (
-        Run.objects.filter(dataset_id=run.dataset_id, kind=Run.Kind.CROSS_EVALUATION)
+    """Everything the figures depend on. Two queries (three when the dataset is not loaded):
+    the run's own state, the review revision, the cross-evaluation runs (the human line),
+    and under the "least certain" label policy the finished runs too, whose votes make the
+    labelling queue's draw that PPI++ undoes (evaluation.review.sampling)."""
+    dataset = run.dataset
+    weighted = dataset.label_policy == "uncertain"
+    counted = Q(kind=Run.Kind.CROSS_EVALUATION) | (Q(status=Run.Status.DONE) if weighted else Q())
+    others = (
+        Run.objects.filter(counted, dataset_id=run.dataset_id)
         .order_by("pk")
         .values_list("pk", "status", "attempt", "finished_at")
     )
-    crossed = ";".join(f"{pk}.{s}.{a}.{f.isoformat() if f else ''}" for pk, s, a, f in cross)
+    runs = ";".join(f"{pk}.{s}.{a}.{f.isoformat() if f else ''}" for pk, s, a, f in others)
     return "|".join(
         [
             f"v{VERSION}",
             figure_cache.run_state(run),
             f"rev{revision.current(run.dataset_id)}",
-            hashlib.sha256(crossed.encode()).hexdigest()[:16],
+            f"{dataset.label_policy}.{dataset.label_share!r}",
+            hashlib.sha256(runs.encode()).hexdigest()[:16],
             ",".join(map(str, edges)),
         ]
     )

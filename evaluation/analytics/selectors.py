@@ -26,6 +26,7 @@ Definitions (docs/metrics.md, "Analytics"):
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +44,8 @@ from evaluation.metrics.calibration import CalibrationItem, PanelOption, panel_o
 from evaluation.metrics.cost import JudgeUsage
 from evaluation.metrics.overlap import Interval
 from evaluation.models import Adjudication, Answer, HumanLabel, Judge, Run, Verdict
+from evaluation.review import sampling
+from evaluation.review import selectors as review_selectors
 
 NO_VALUE = "(none)"
 # Pages draw fewer resamples than the domain default: a system × group grid of intervals
@@ -542,7 +545,13 @@ class Calibrated:
 
 def calibrated_scores(data: RunData, *, resamples: int = PAGE_RESAMPLES) -> list[Calibrated]:
     """Per system, on the item scale (the share of (answer, criterion) items passed):
-    judge-only, human-only and PPI++, each clustered by query."""
+    judge-only, human-only and PPI++, each clustered by query. Under the "least certain"
+    label policy the labelled answers were drawn with unequal chances
+    (evaluation.review.sampling), so PPI++ weighs each by the inverse of its chance
+    (`ppi_mean_weighted`); under the others they are a simple random draw (`ppi_mean`)."""
+    design = review_selectors.labelling_design(data.run.dataset)
+    if design is not None:
+        return _weighted_calibrated(data, design, resamples)
     # Rebuilt from each answer's counts: items with the same query, prediction and label
     # are interchangeable in every sum (one shared tuple per kind, repeated).
     by_system: dict[int, list[am.PPIItem]] = defaultdict(list)
@@ -561,7 +570,6 @@ def calibrated_scores(data: RunData, *, resamples: int = PAGE_RESAMPLES) -> list
         items += [am.PPIItem(q, 0.0, 1.0)] * c.pf
         items += [am.PPIItem(q, 1.0, 0.0)] * c.fp
         items += [am.PPIItem(q, 0.0, 0.0)] * c.ff
-    names = {a.system_id: a.system for a in data.answers.values()}
     samples = []
     for ppi_items in by_system.values():
         judge: dict[object, list[float]] = defaultdict(list)
@@ -571,21 +579,76 @@ def calibrated_scores(data: RunData, *, resamples: int = PAGE_RESAMPLES) -> list
             if i.label is not None:
                 human[i.cluster].append(i.label)
         samples += [judge, human]
+    ppi = {
+        system_id: am.ppi_mean(ppi_items, clustered=True, resamples=resamples)
+        for system_id, ppi_items in by_system.items()
+    }
+    return _calibrated(data, list(by_system), samples, ppi, resamples)
+
+
+def _calibrated(
+    data: RunData,
+    systems: list[int],
+    samples: list[dict[object, list[float]]],
+    ppi: dict[int, am.PPIEstimate],
+    resamples: int,
+) -> list[Calibrated]:
+    """`samples`: each system's judge and human values by query, in `systems`' order."""
+    names = {a.system_id: a.system for a in data.answers.values()}
     estimates = am.cluster_bootstraps(samples, resamples=resamples)  # one pass for all
-    out = []
-    for n, (system_id, ppi_items) in enumerate(by_system.items()):
-        ppi = am.ppi_mean(ppi_items, clustered=True, resamples=resamples)
-        out.append(
-            Calibrated(
-                system_id,
-                names[system_id],
-                estimates[2 * n],
-                estimates[2 * n + 1],
-                ppi,
-                am.labels_needed(ppi, 0.05),
-            )
+    out = [
+        Calibrated(
+            system_id, names[system_id], estimates[2 * n], estimates[2 * n + 1],
+            ppi[system_id], am.labels_needed(ppi[system_id], 0.05),
         )
+        for n, system_id in enumerate(systems)
+    ]  # fmt: skip
     return sorted(out, key=lambda c: (c.system, c.system_id))
+
+
+def _weighted_calibrated(
+    data: RunData, design: sampling.Design, resamples: int
+) -> list[Calibrated]:
+    """`calibrated_scores` under the "least certain" policy: PPI++ with each labelled
+    item weighted by its answer's inverse chance of being drawn; the judge-only and
+    human-only scores as under the other policies (the human-only one is the mean over
+    every labelled item, drawn or not, as the page says)."""
+    population: dict[int, list[tuple]] = defaultdict(list)
+    labelled: dict[int, list[tuple]] = defaultdict(list)
+    samples_by: dict[int, tuple[dict, dict]] = {}
+    left_out: dict[int, int] = defaultdict(int)
+    for c in data.panel_counts:
+        answer = data.answers.get(c.answer_id)
+        if answer is None:
+            continue
+        q, system = answer.query_id, answer.system_id
+        judge, human = samples_by.setdefault(system, (defaultdict(list), defaultdict(list)))
+        population[system] += [(q, 1.0, c.panel_passed), (q, 0.0, c.judged - c.panel_passed)]
+        judge[q] += [1.0] * c.panel_passed + [0.0] * (c.judged - c.panel_passed)
+        human[q] += [1.0] * (c.pp + c.pf) + [0.0] * (c.fp + c.ff)
+        weight = design.weights.get(c.answer_id)
+        if weight is None:
+            left_out[system] += c.pp + c.pf + c.fp + c.ff
+            continue
+        labelled[system] += [
+            (q, 1.0, 1.0, weight, c.pp), (q, 1.0, 0.0, weight, c.pf),
+            (q, 0.0, 1.0, weight, c.fp), (q, 0.0, 0.0, weight, c.ff),
+        ]  # fmt: skip
+    systems = list(samples_by)
+    ppi = {}
+    for system in systems:
+        found = am.ppi_mean_weighted(
+            [r for r in labelled[system] if r[4]], population[system],
+            clustered=True, resamples=resamples,
+        )  # fmt: skip
+        note = (
+            f"least-certain draw: labelled items weighted by their answer's inverse chance;"
+            f" {len(design.weights)} answers labelled and {design.skipped} skipped at the"
+            f" head of the queue; {left_out[system]} labelled items after it left out"
+        )
+        ppi[system] = dataclasses.replace(found, method=f"{found.method} ({note})")
+    samples = [x for system in systems for x in samples_by[system]]
+    return _calibrated(data, systems, samples, ppi, resamples)
 
 
 # -- the complexity curve ---------------------------------------------------------------

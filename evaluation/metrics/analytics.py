@@ -433,6 +433,93 @@ def _ppi_cluster_interval(
     return float(low), float(high)
 
 
+def ppi_mean_weighted(
+    labelled: Sequence[tuple[Hashable, float, float, float, int]],
+    population: Sequence[tuple[Hashable, float, int]],
+    *,
+    confidence: float = CONFIDENCE,
+    lam: float | None = None,
+    clustered: bool = False,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> PPIEstimate:
+    """PPI++ of the mean human label when the labelled items were drawn with unequal,
+    known chances (active inference: Zrnic and Candès 2024): each labelled item weighs
+    the inverse of its chance, and the judge's mean is taken over the whole population.
+
+    `labelled`: (cluster, Y, Ŷ, weight, count) rows, `count` items alike; `population`:
+    (cluster, Ŷ, count) rows of every item, the labelled ones included. With w̃ the weights
+    scaled to mean 1 over the labelled items (a ratio estimator, as `ppi_py` with `w`):
+
+    θ̂ = λ · mean(Ŷ over the population) + mean(w̃ · (Y - λŶ) over the labelled items)
+
+    λ power-tuned as `ppi_py.ppi_mean_pointestimate(Y, Ŷ, Ŷ_population, w=weights)` does,
+    unless given. Interval, unclustered: θ̂ ± z · sqrt(Var₀(λŶ_population)/N +
+    Var₀(w̃(Y - λŶ))/n), as `ppi_py.ppi_mean_ci`; clustered: a percentile bootstrap over
+    clusters of θ̂ with λ held, from per-cluster sums (Σ w(Y - λŶ), Σ w, ΣŶ, N), dropping a
+    resample that draws no labelled item. Equal weights give `ppi_mean` with the
+    population as its unlabelled items."""
+    _check_confidence(confidence)
+    lab = np.array([(y, h, w, c) for _, y, h, w, c in labelled], dtype=float).reshape(-1, 4)
+    pop = np.array([(h, c) for _, h, c in population], dtype=float).reshape(-1, 2)
+    y, h, w, c = lab.T
+    hp, cp = pop.T
+    n, big_n = float(c.sum()), float(cp.sum())
+    clusters = {k for k, *_ in population} | {k for k, *_ in labelled}
+    method = "PPI++ (power-tuned) with design weights, " + (
+        f"percentile bootstrap over queries, {resamples} resamples, seed {seed}"
+        if clustered
+        else "normal interval"
+    )
+    if n == 0 or big_n == 0 or (w * c).sum() <= 0:
+        return PPIEstimate(None, None, None, None, int(n), int(big_n - n), len(clusters), method)
+    wt = w * n / (w * c).sum()
+    pop_mean = float((hp * cp).sum() / big_n)
+    if lam is None:
+        lam = _weighted_lambda(y, h, wt, c, hp, cp, pop_mean) if n >= 2 else 1.0
+    mean = lam * pop_mean + float((c * wt * (y - lam * h)).sum() / n)
+    low = high = None
+    if n >= 2 and not clustered:
+        z = NormalDist().inv_cdf(1 - (1 - confidence) / 2)
+        rect = wt * (y - lam * h)
+        var_rect = float((c * (rect - (c * rect).sum() / n) ** 2).sum() / n)
+        var_imp = float((cp * (lam * hp - lam * pop_mean) ** 2).sum() / big_n)
+        se = math.sqrt(var_imp / big_n + var_rect / n)
+        low, high = mean - z * se, mean + z * se
+    elif n >= 2 and len(clusters) >= 2:
+        sums: dict[Hashable, list[float]] = {k: [0.0, 0.0, 0.0, 0.0] for k in clusters}
+        for k, y_, h_, w_, c_ in labelled:
+            sums[k][0] += c_ * w_ * (y_ - lam * h_)
+            sums[k][1] += c_ * w_
+        for k, h_, c_ in population:
+            sums[k][2] += c_ * h_
+            sums[k][3] += c_
+        rows = [sums[k] for k in sorted(sums, key=str)]
+        rect, weight, imp, count = resampled_sums(list(zip(*rows, strict=True)), resamples, seed)
+        valid = (weight > 0) & (count > 0)
+        if valid.sum() >= 2:
+            estimates = lam * imp[valid] / count[valid] + rect[valid] / weight[valid]
+            q = np.quantile(estimates, [(1 - confidence) / 2, (1 + confidence) / 2])
+            low, high = float(q[0]), float(q[1])
+    return PPIEstimate(mean, low, high, lam, int(n), int(big_n - n), len(clusters), method)
+
+
+def _weighted_lambda(y, h, wt, c, hp, cp, pop_mean: float) -> float:
+    """ppi_py's `_calc_lam_glm` for a one-dimensional mean with weights, from counts: the
+    gradients at the λ = 1 estimate, Cov_n of the labelled ones over (1 + n/N) times the
+    variance (n + N - 1) of the predicted ones, labelled and population together."""
+    n, big_n = c.sum(), cp.sum()
+    theta = pop_mean + (c * wt * (y - h)).sum() / n
+    g, g_hat, g_pop = wt * (y - theta), wt * (h - theta), hp - theta
+    cov = (c * (g - (c * g).sum() / n) * (g_hat - (c * g_hat).sum() / n)).sum() / n
+    every = n + big_n
+    m = ((c * g_hat).sum() + (cp * g_pop).sum()) / every
+    var = ((c * (g_hat - m) ** 2).sum() + (cp * (g_pop - m) ** 2).sum()) / (every - 1)
+    if var <= 0:
+        return 0.0  # the judge says the same of every item: it carries no information
+    return float(min(1.0, max(0.0, cov / ((1 + n / big_n) * var))))
+
+
 def labels_needed(estimate: PPIEstimate, half_width: float) -> int | None:
     """About how many labelled items bring the interval's half-width to `half_width`,
     if the width shrinks as 1/√n (the rectifier term dominates when n ≪ N)."""

@@ -1,14 +1,17 @@
 """Review queues, in plain Python: which answers to label, which items to adjudicate, and in
 what order. No ORM here; evaluation.review.selectors loads the facts and calls these.
 
-Labelling queue (one item per answer), by the dataset's label policy:
-- all: every answer;
-- random: a fixed share of answers, chosen by a hash of (dataset id, answer id), so the
-  choice is stable across reloads and does not move when labels arrive;
-- uncertain: the share of answers on which the judges are least certain: per criterion the
-  certainty is how far the valid votes are from an even split, averaged over the answer's
-  criteria (answers without any valid vote are never "uncertain").
-Answers that still need labels come first (fewest human labels), then the least certain.
+Labelling queue (one item per answer), by the dataset's label policy, drawn as a sampling
+design that the analytics can undo (evaluation.review.sampling):
+- all: every answer, in a random order fixed by a hash of (dataset id, answer id);
+- random: a fixed share of answers, chosen by the same hash (stable across reloads; it
+  does not move when labels arrive), in that order;
+- uncertain: the share of answers drawn by priority sampling, with chances that grow with
+  how uncertain the judges are (per criterion, how far the valid votes are from an even
+  split), in priority order; answers without any valid vote are never drawn.
+Answers that still need labels come first (fewest human labels), then the order above: so
+that whatever point the reviewers stop at, the labelled answers are a random sample with
+known chances, which keeps the human-calibrated scores (PPI++) unbiased.
 
 Disagreement queue (one item per answer and criterion): the panel's verdict differs from a
 human label, or the judges' valid votes split. Split votes come first, the most even split
@@ -26,6 +29,7 @@ from fractions import Fraction
 from typing import Literal
 
 from evaluation.metrics.aggregation import CriterionVerdict
+from evaluation.review import sampling
 
 Policy = Literal["all", "random", "uncertain"]
 POLICIES: frozenset[str] = frozenset({"all", "random", "uncertain"})
@@ -60,32 +64,45 @@ class AnswerFacts:
     criteria: int  # criteria of the query's submitted checklists
     labels: int  # human labels on this answer, all raters
     uncertainty: float | None  # see uncertainty(); None without a judged criterion
+    judged: int = 0  # criteria with a valid vote (the uncertainty's mean is over them)
 
 
 def labelling_queue(
     answers: Sequence[AnswerFacts], *, policy: Policy | str, share: float, dataset_id: int
 ) -> list[AnswerFacts]:
     """The answers the policy selects, in queue order: fewest human labels first, then the
-    least certain, then by answer id."""
+    policy's draw order (sampling.uniform for all and random, the priority for uncertain),
+    then by answer id."""
     if policy not in POLICIES:
         raise ValueError(f"unknown label policy {policy!r}; expected one of {sorted(POLICIES)}")
     if not 0.0 <= share <= 1.0:
         raise ValueError(f"share must lie in [0, 1], got {share!r}")
+    if policy == "uncertain":
+        judged = [a for a in answers if a.uncertainty is not None]
+        priority = {
+            a.answer_id: sampling.priority(
+                dataset_id=dataset_id,
+                answer_id=a.answer_id,
+                size=sampling.size(a.uncertainty or 0.0, a.judged),
+            )
+            for a in judged
+        }
+        judged.sort(key=lambda a: (-priority[a.answer_id], a.answer_id))
+        # ceil: a share above zero of a small dataset still offers at least one answer.
+        chosen = judged[: math.ceil(share * len(judged))]
+        return sorted(chosen, key=lambda a: (a.labels, -priority[a.answer_id], a.answer_id))
     if policy == "all":
         chosen = list(answers)
-    elif policy == "random":
+    else:
         chosen = [
             a
             for a in answers
             if in_random_share(dataset_id=dataset_id, answer_id=a.answer_id, share=share)
         ]
-    else:
-        judged = [a for a in answers if a.uncertainty is not None]
-        # ceil: a share above zero of a small dataset still offers at least one answer.
-        take = math.ceil(share * len(judged))
-        judged.sort(key=lambda a: (-(a.uncertainty or 0.0), a.answer_id))
-        chosen = judged[:take]
-    return sorted(chosen, key=lambda a: (a.labels, -(a.uncertainty or 0.0), a.answer_id))
+    draw = {
+        a.answer_id: sampling.uniform(dataset_id=dataset_id, answer_id=a.answer_id) for a in chosen
+    }
+    return sorted(chosen, key=lambda a: (a.labels, draw[a.answer_id], a.answer_id))
 
 
 @dataclass(frozen=True)

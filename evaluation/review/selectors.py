@@ -34,7 +34,7 @@ from evaluation.models import (
     Run,
     Verdict,
 )
-from evaluation.review import kept, queues
+from evaluation.review import kept, queues, sampling
 
 if TYPE_CHECKING:
     from annotation.permissions import AnyUser
@@ -141,9 +141,10 @@ def _vote_histogram(dataset: Dataset, runs: list[Run]) -> list[list[int]]:
 
 def _uncertainties(
     dataset: Dataset, run: Run | None
-) -> tuple[dict[int, Run], dict[int, float | None]]:
-    """For each graded answer: the run whose verdicts count (as runs_by_answer) and the
-    judges' uncertainty on it (queues.uncertainty, from counted splits)."""
+) -> tuple[dict[int, Run], dict[int, float | None], dict[int, int]]:
+    """For each graded answer: the run whose verdicts count (as runs_by_answer), the
+    judges' uncertainty on it (queues.uncertainty, from counted splits) and how many of its
+    criteria got a valid vote."""
     if run is not None:
         runs = [run]
     else:
@@ -166,7 +167,8 @@ def _uncertainties(
         total = totals[answer_id]
         total[0] += n * (1 - abs(2 * (p / (p + f)) - 1))
         total[1] += n
-    return chosen, {a: (t[0] / t[1] if t[1] else None) for a, t in totals.items()}
+    uncertainty = {a: (t[0] / t[1] if t[1] else None) for a, t in totals.items()}
+    return chosen, uncertainty, {a: int(t[1]) for a, t in totals.items()}
 
 
 def dataset_reviewers(dataset: Dataset) -> list:
@@ -311,7 +313,7 @@ def _fill_labelling(dataset: Dataset, run: Run | None, header_id: int) -> dict:
     """Order the labelling queue (queues.labelling_queue: the policy, then fewest labels,
     least certain, answer id) and write it as kept rows. Once per state: every answer's
     labels counted and every graded answer's uncertainty derived from the cached histogram."""
-    chosen, uncertainty = _uncertainties(dataset, run)
+    chosen, uncertainty, judged = _uncertainties(dataset, run)
     labels = HumanLabel.objects.filter(answer__query__dataset=dataset)
     all_labels = dict(labels.values_list("answer_id").annotate(n=Count("pk")).order_by())
     answers = Answer.objects.filter(query__dataset=dataset).order_by("query_id", "system_id", "pk")
@@ -321,8 +323,9 @@ def _fill_labelling(dataset: Dataset, run: Run | None, header_id: int) -> dict:
         systems.add(system_id)
         # The criteria do not order the queue; the page counts them for the answers shown.
         fact = queues.AnswerFacts(
-            answer_id=pk, criteria=0, labels=all_labels.get(pk, 0), uncertainty=uncertainty.get(pk)
-        )
+            answer_id=pk, criteria=0, labels=all_labels.get(pk, 0),
+            uncertainty=uncertainty.get(pk), judged=judged.get(pk, 0),
+        )  # fmt: skip
         facts.append(fact)
     ordered = queues.labelling_queue(
         facts, policy=dataset.label_policy, share=dataset.label_share, dataset_id=dataset.pk
@@ -339,6 +342,32 @@ def _fill_labelling(dataset: Dataset, run: Run | None, header_id: int) -> dict:
         batch_size=2000,
     )  # fmt: skip
     return {"total": len(ordered), "adjudicated": 0, "systems": sorted(systems)}
+
+
+def labelling_design(dataset: Dataset) -> sampling.Design | None:
+    """The sampling design of the labels made so far under the dataset's "least certain"
+    policy (sampling.priority_design), from the same facts as the labelling queue: every
+    graded answer's uncertainty under the dataset's finished runs, and which answers have
+    a human label. None under the other policies, whose queue order is a simple random
+    draw (the labelled answers need no weights). Two queries (the vote histogram is kept
+    while the runs do not move)."""
+    if dataset.label_policy != "uncertain":
+        return None
+    _, uncertainty, judged = _uncertainties(dataset, None)
+    labelled = set(
+        HumanLabel.objects.filter(answer__query__dataset=dataset)
+        .values_list("answer_id", flat=True)
+        .distinct()
+        .order_by()
+    )
+    return sampling.priority_design(
+        dataset.pk,
+        (
+            (a, sampling.size(u, judged[a]), a in labelled)
+            for a, u in uncertainty.items()
+            if u is not None
+        ),
+    )
 
 
 def _runs_state(runs: list[Run]) -> str:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import math
+
 import pytest
 
 from evaluation.metrics import aggregate
@@ -41,37 +44,69 @@ def test_random_share_is_stable_and_about_the_share():
     assert not [a for a in range(50) if queues.in_random_share(dataset_id=7, answer_id=a, share=0)]
 
 
-def facts(answer_id: int, labels: int = 0, uncertainty: float | None = 0.0, criteria: int = 5):
-    return queues.AnswerFacts(answer_id, criteria, labels, uncertainty)
+def facts(
+    answer_id: int, labels: int = 0, uncertainty: float | None = 0.0, criteria: int = 5,
+    judged: int = 5,
+):  # fmt: skip
+    return queues.AnswerFacts(answer_id, criteria, labels, uncertainty, judged)
 
 
-def test_labelling_queue_all_puts_answers_needing_labels_first():
-    answers = [
-        facts(1, labels=3),
-        facts(2, labels=0, uncertainty=0.1),
-        facts(3, labels=0, uncertainty=0.9),
-        facts(4, labels=1, uncertainty=None),
-    ]
+def draw(dataset_id: int, answer_id: int) -> float:
+    """The queue's uniform draw, computed here from its definition (sampling.py)."""
+    digest = hashlib.sha256(f"{dataset_id}:{answer_id}".encode()).digest()
+    return (int.from_bytes(digest[:8], "big") + 0.5) / 2**64
+
+
+def test_labelling_queue_all_puts_answers_needing_labels_first_then_a_random_order():
+    answers = [facts(1, labels=3)] + [facts(i, uncertainty=i / 40) for i in range(2, 40)]
+    answers.append(facts(40, labels=1, uncertainty=None))
     ordered = queues.labelling_queue(answers, policy="all", share=0.2, dataset_id=1)
-    assert [a.answer_id for a in ordered] == [3, 2, 4, 1]
+    unlabelled = sorted(range(2, 40), key=lambda a: draw(1, a))
+    assert [a.answer_id for a in ordered] == [*unlabelled, 40, 1]
+    # Not by uncertainty: any first k answers are a simple random sample, which PPI++ needs.
+    assert unlabelled != sorted(unlabelled, key=lambda a: -a)
 
 
-def test_labelling_queue_uncertain_takes_the_least_certain_share():
-    answers = [facts(i, uncertainty=u) for i, u in enumerate([0.0, 0.9, 0.2, 1.0, 0.5, None])]
+def test_labelling_queue_uncertain_draws_by_priority():
+    uncertainty = [0.0, 0.9, 0.2, 1.0, 0.5, None, 0.7, 0.1]
+    answers = [facts(i, uncertainty=u) for i, u in enumerate(uncertainty)]
+
+    def priority(a):  # sqrt(judged criteria × (uncertainty / 2 + 0.05)) / the draw
+        return math.sqrt(5 * (uncertainty[a] / 2 + 0.05)) / draw(1, a)
+
+    judged = [a for a, u in enumerate(uncertainty) if u is not None]
+    by_priority = sorted(judged, key=lambda a: -priority(a))
     ordered = queues.labelling_queue(answers, policy="uncertain", share=0.4, dataset_id=1)
-    # 5 judged answers, 40% → 2: the two least certain, most uncertain first.
-    assert [a.answer_id for a in ordered] == [3, 1]
+    # 7 judged answers, 40% → 3 (rounded up): the three highest priorities, in that order.
+    assert [a.answer_id for a in ordered] == by_priority[:3]
     one = queues.labelling_queue(answers, policy="uncertain", share=0.01, dataset_id=1)
-    assert [a.answer_id for a in one] == [3]  # a share above zero offers at least one
+    assert [a.answer_id for a in one] == by_priority[:1]  # a share above zero offers one
+    every = queues.labelling_queue(answers, policy="uncertain", share=1.0, dataset_id=1)
+    assert {a.answer_id for a in every} == set(judged)  # never an answer without a vote
 
 
-def test_labelling_queue_random_follows_the_hash():
+def test_labelling_queue_uncertain_draws_uncertain_answers_more_often_but_never_never():
+    """Over many datasets (independent draws), an answer's chance of being among the first
+    tenth grows with the judges' uncertainty; a unanimous answer keeps a chance."""
+    answers = [facts(i, uncertainty=(1.0 if i % 2 else 0.0)) for i in range(100)]
+    drawn = {0.0: 0, 1.0: 0}
+    for dataset_id in range(400):
+        for a in queues.labelling_queue(
+            answers, policy="uncertain", share=0.1, dataset_id=dataset_id
+        ):
+            drawn[a.uncertainty] += 1
+    # Sizes sqrt(0.55) and sqrt(0.05): chances about 3.3 : 1 before capping.
+    assert drawn[0.0] > 0
+    assert 2.0 < drawn[1.0] / drawn[0.0] < 5.0
+
+
+def test_labelling_queue_random_follows_the_hash_in_the_draw_order():
     answers = [facts(i) for i in range(200)]
     ordered = queues.labelling_queue(answers, policy="random", share=0.25, dataset_id=3)
     expected = [
         i for i in range(200) if queues.in_random_share(dataset_id=3, answer_id=i, share=0.25)
     ]
-    assert [a.answer_id for a in ordered] == expected
+    assert [a.answer_id for a in ordered] == sorted(expected, key=lambda a: draw(3, a))
 
 
 def test_labelling_queue_refuses_an_unknown_policy_or_share():

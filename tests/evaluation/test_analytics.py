@@ -4,6 +4,8 @@ seed), PPI++ (ppi_py), the paired test (scipy), criterion health."""
 
 from __future__ import annotations
 
+import hashlib
+import math
 from collections import defaultdict
 
 import numpy as np
@@ -87,8 +89,11 @@ def test_scores_by_kind_and_category(known):
             assert cells[system_id, "category", category].mean == pytest.approx(np.mean(values))
 
 
-def test_ppi_equals_ppi_py(known):
+def test_ppi_equals_ppi_py(known, reviewed_dataset):
     ppi_py = pytest.importorskip("ppi_py")
+    # The random policy: the labelled answers are a simple random draw, no weights.
+    reviewed_dataset.label_policy = "random"
+    reviewed_dataset.save()
     data = sel.load_run(known.run)
     calibrated = {c.system_id: c for c in sel.calibrated_scores(data, resamples=200)}
     for system_id in known.systems:
@@ -114,6 +119,98 @@ def test_ppi_equals_ppi_py(known):
         assert c.judge.mean == pytest.approx(np.mean(judge_all))
         assert c.human.mean == pytest.approx(np.mean(y))
         assert c.ppi.low < c.ppi.mean < c.ppi.high
+
+
+def _priority_order(known, dataset_id: int) -> tuple[list[int], dict[int, float]]:
+    """Every judged answer in the "least certain" draw's order, and its size, computed here
+    from the raw votes and the design's definition (docs/metrics.md)."""
+    totals: dict[int, list[float]] = defaultdict(lambda: [0.0, 0])
+    for (answer, _criterion), votes in known.votes.items():
+        p, f = votes.count("pass"), votes.count("fail")
+        if p + f:
+            totals[answer][0] += 1 - abs(p - f) / (p + f)
+            totals[answer][1] += 1
+    size = {a: math.sqrt(n * (u / n / 2 + 0.05)) for a, (u, n) in totals.items()}
+
+    def priority(answer):
+        digest = hashlib.sha256(f"{dataset_id}:{answer}".encode()).digest()
+        return size[answer] / ((int.from_bytes(digest[:8], "big") + 0.5) / 2**64)
+
+    order = sorted(size, key=lambda a: -priority(a))
+    return order, {a: priority(a) for a in order} | {"size": size}  # type: ignore[operator]
+
+
+def test_ppi_under_the_least_certain_policy_weighs_each_drawn_answer(known, reviewed_dataset):
+    """Reviewers labelled the first five answers of the least-certain queue, and one more
+    out of order: PPI++ weighs the five by the inverse of their chance (τ / size, at least
+    1) and leaves the sixth out; held to ppi_py with weights, and the clustered interval to
+    a numpy bootstrap."""
+    from evaluation.models import HumanLabel
+
+    ppi_py = pytest.importorskip("ppi_py")
+    assert reviewed_dataset.label_policy == "uncertain"  # the default
+    order, facts = _priority_order(known, reviewed_dataset.pk)
+    size = facts.pop("size")
+    drawn, outside = order[:5], order[8]
+    HumanLabel.objects.exclude(answer_id__in=[*drawn, outside]).delete()
+    known.labels = {k: v for k, v in known.labels.items() if k[0] in {*drawn, outside}}
+    assert all(any(k[0] == a for k in known.labels) for a in [*drawn, outside])
+    tau = facts[order[5]]  # the first answer not labelled
+    weight = {a: max(1.0, tau / size[a]) for a in drawn}
+    assert len(set(weight.values())) > 1  # unequal chances: the weights matter here
+
+    calibrated = {c.system_id: c for c in sel.calibrated_scores(sel.load_run(known.run))}
+    for system_id in known.systems:
+        y, yhat, w, population, rows = [], [], [], [], defaultdict(lambda: [0.0, 0.0, 0.0, 0])
+        for key, votes in known.votes.items():
+            query, system = known.answers[key[0]]
+            verdict = panel(votes)
+            if system != system_id or verdict == "undecided":
+                continue
+            prediction = float(verdict == "pass")
+            population.append(prediction)
+            rows[query][2] += prediction
+            rows[query][3] += 1
+            reference = human(known, key)
+            if key[0] in weight and reference is not None:
+                y.append(float(reference == "pass"))
+                yhat.append(prediction)
+                w.append(weight[key[0]])
+                rows[query][0] += weight[key[0]] * y[-1]  # λ applied below
+                rows[query][1] += weight[key[0]]
+                rows[query].append((weight[key[0]], prediction))
+        c = calibrated[system_id]
+        y_, yhat_, w_, pop_ = map(np.array, (y, yhat, w, population))
+        point = ppi_py.ppi_mean_pointestimate(y_, yhat_, pop_, w=w_)
+        assert c.ppi.mean == pytest.approx(float(np.squeeze(point)), abs=1e-12)
+        fixed = ppi_py.ppi_mean_pointestimate(y_, yhat_, pop_, lam=c.ppi.lam, w=w_)
+        assert c.ppi.mean == pytest.approx(float(np.squeeze(fixed)), abs=1e-12)
+        assert c.ppi.labelled == len(y) and "design weights" in c.ppi.method
+        # The clustered interval: queries resampled, λ held, per-query sums.
+        keys = sorted(rows, key=str)
+        rect = np.array(
+            [rows[k][0] - c.ppi.lam * sum(wt * h for wt, h in rows[k][4:]) for k in keys]
+        )
+        wsum, imp, count = (np.array([rows[k][i] for k in keys]) for i in (1, 2, 3))
+        draws = np.random.default_rng(am.BOOTSTRAP_SEED).integers(
+            0, len(keys), size=(sel.PAGE_RESAMPLES, len(keys))
+        )
+        ok = wsum[draws].sum(axis=1) > 0
+        estimates = (
+            c.ppi.lam * imp[draws].sum(axis=1) / count[draws].sum(axis=1)
+            + rect[draws].sum(axis=1) / np.where(ok, wsum[draws].sum(axis=1), 1)
+        )[ok]
+        low, high = np.quantile(estimates, [0.025, 0.975])
+        assert (c.ppi.low, c.ppi.high) == (pytest.approx(low), pytest.approx(high))
+        # Human only: every labelled item's reference, drawn or not.
+        everyone = [
+            float(human(known, k) == "pass") for k in known.votes
+            if known.answers[k[0]][1] == system_id and human(known, k) is not None
+            and panel(known.votes[k]) != "undecided"
+        ]  # fmt: skip
+        assert c.human.mean == pytest.approx(np.mean(everyone))
+    system_of_outside = known.answers[outside][1]
+    assert "left out" in calibrated[system_of_outside].ppi.method
 
 
 def test_criterion_health_finds_the_criterion_nobody_passes(known):

@@ -118,6 +118,27 @@ def test_a_run_state_change_recomputes(known):
     assert figures.state(known.run) != first
 
 
+def test_the_label_policy_and_under_least_certain_other_runs_move_the_state(
+    known, reviewed_dataset
+):
+    """PPI++ weighs the labels by the labelling queue's draw, which the policy, its share
+    and (under least certain) every finished run's votes decide."""
+    uncertain = figures.state(known.run)
+    other = build_known(reviewed_dataset, sizes=(3,), seed=9, run_name="Other")  # finished
+    assert figures.state(known.run) != uncertain
+    reviewed_dataset.label_policy = "random"
+    reviewed_dataset.save()
+    known.run.dataset.refresh_from_db()
+    random_ = figures.state(known.run)
+    assert random_ != uncertain
+    Run.objects.filter(pk=other.run.pk).update(attempt=5)  # the random draw ignores votes
+    assert figures.state(known.run) == random_
+    reviewed_dataset.label_share = 0.5
+    reviewed_dataset.save()
+    known.run.dataset.refresh_from_db()
+    assert figures.state(known.run) != random_
+
+
 def test_the_task_run_when_a_run_ends_keeps_every_part(known):
     assert warm_analytics(known.run.pk) is True
     assert _kept(known.run) == [

@@ -64,7 +64,10 @@ def test_filters_really_filter(client, two, reviewed_dataset, reviewer):
     assert queue_rows(
         client, d, author=two.bob.pk, system=two.systems["alpha"].pk, kind="fact"
     ) == [(alpha, b_twin)]
-    # The labelling queue takes the search and the system (its items are whole answers).
+    # The labelling queue takes the search and the system (its items are whole answers);
+    # every answer in it, so that the policy's draw does not decide what the search finds.
+    d.label_policy = "all"
+    d.save()
     labelling = client.get(
         reverse("review-queue", args=[d.pk]) + "?queue=labelling&q=globex"
     ).content.decode()

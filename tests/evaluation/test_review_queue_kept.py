@@ -19,7 +19,12 @@ from tests.evaluation.agreement_fixtures import build_labelled
 
 # The workload fixture (every vote known) is shared with the selection tests: imported, pytest
 # finds it here, and the tests' parameter of the same name is what ruff calls a redefinition.
-from tests.evaluation.test_review_queue_selection import keys, label, workload  # noqa: F401
+from tests.evaluation.test_review_queue_selection import (  # noqa: F401
+    by_priority,
+    keys,
+    label,
+    workload,
+)
 from tests.factories import AnswerFactory
 
 pytestmark = pytest.mark.django_db
@@ -66,7 +71,9 @@ def test_a_new_answer_and_a_new_policy_are_in_the_next_read(workload, reviewed_d
     assert keys(queue) == [(added.pk,), (a1.pk,), (a2.pk,)]
     assert queue[0].run is None and queue[0].facts.uncertainty is None
     reviewed_dataset.label_policy, reviewed_dataset.label_share = "uncertain", 0.5
-    assert keys(selectors.labelling_queue(reviewed_dataset, reviewer)) == [(a1.pk,)]
+    # Half of the two judged answers (the new one has no vote): the first by priority.
+    first = by_priority(reviewed_dataset, {a1: (1 / 3, 7), a2: (2 / 9, 3)})[0]
+    assert keys(selectors.labelling_queue(reviewed_dataset, reviewer)) == [(first,)]
 
 
 def test_a_running_run_is_never_kept(workload, reviewed_dataset, reviewer):

@@ -3,6 +3,9 @@ disagreeing items, split votes first, from the latest finished run (or the chose
 
 from __future__ import annotations
 
+import hashlib
+import math
+
 import pytest
 
 from evaluation.models import Adjudication, HumanLabel, Run
@@ -55,6 +58,20 @@ def keys(items):
     return [i.key for i in items]
 
 
+def by_priority(dataset, facts: dict) -> list[int]:
+    """Answers in the "least certain" draw's order, computed here from its definition
+    (evaluation/review/sampling.py): sqrt(judged criteria × (uncertainty / 2 + 0.05)) over
+    a uniform draw from SHA-256("dataset:answer"). `facts`: answer -> (uncertainty, judged)."""
+
+    def priority(answer):
+        uncertainty, judged = facts[answer]
+        digest = hashlib.sha256(f"{dataset.pk}:{answer.pk}".encode()).digest()
+        draw = (int.from_bytes(digest[:8], "big") + 0.5) / 2**64
+        return math.sqrt(judged * (uncertainty / 2 + 0.05)) / draw
+
+    return [a.pk for a in sorted(facts, key=lambda a: -priority(a))]
+
+
 def test_the_disagreement_queue_lists_exactly_the_disagreeing_items_split_first(
     workload, reviewed_dataset, reviewer
 ):
@@ -92,7 +109,9 @@ def test_labelling_queue_policies(workload, reviewed_dataset, reviewer):
     assert [i.facts.uncertainty for i in items] == [pytest.approx(1 / 3), pytest.approx(2 / 9)]
     reviewed_dataset.label_policy, reviewed_dataset.label_share = "uncertain", 0.5
     items = selectors.labelling_queue(reviewed_dataset, reviewer)
-    assert [i.answer_id for i in items] == [a1.pk]  # half of two answers: the less certain
+    # Half of two answers: the one drawn first by priority (a1: 7 judged criteria, a2: 3).
+    first = by_priority(reviewed_dataset, {a1: (1 / 3, 7), a2: (2 / 9, 3)})[0]
+    assert [i.answer_id for i in items] == [first]
     reviewed_dataset.label_policy, reviewed_dataset.label_share = "random", 0.5
     chosen = [
         a.pk
