@@ -22,6 +22,7 @@ from evaluation.metrics.analytics import (
     parse_edges,
     ppi_lambda,
     ppi_mean,
+    ppi_mean_weighted,
     sign_test,
 )
 
@@ -176,6 +177,39 @@ def test_ppi_with_a_fixed_lambda_matches_ppi_py():
     # λ = 0 is the classical interval on the labelled items alone.
     classical = ppi_mean(items, lam=0.0)
     assert classical.mean == pytest.approx(y.mean())
+
+
+@pytest.mark.parametrize(("n", "big_n", "seed"), [(40, 400, 7), (150, 2000, 8), (12, 90, 9)])
+def test_weighted_ppi_matches_ppi_py_with_weights(n, big_n, seed):
+    """Unequal chances (the least-certain queue): each labelled item weighs its inverse
+    chance, the judge's mean is over the whole population (labelled items included)."""
+    ppi_py = pytest.importorskip("ppi_py")
+    items, y, yhat, yhat_u = _fixture(n, big_n, seed)
+    weights = np.random.default_rng(seed).uniform(1.0, 6.0, n)
+    population = np.concatenate([yhat, yhat_u])
+    labelled = [(i, y[i], yhat[i], weights[i], 1) for i in range(n)]
+    every = [(i, h, 1) for i, h in enumerate(population)]
+    est = ppi_mean_weighted(labelled, every)
+    point = ppi_py.ppi_mean_pointestimate(y, yhat, population, w=weights)
+    low, high = ppi_py.ppi_mean_ci(y, yhat, population, alpha=0.05, w=weights)
+    assert est.mean == pytest.approx(float(np.squeeze(point)), abs=1e-12)
+    assert est.low == pytest.approx(float(np.squeeze(low)), abs=1e-12)
+    assert est.high == pytest.approx(float(np.squeeze(high)), abs=1e-12)
+    # Rows of several alike items give the same as one row each.
+    counted: dict = {}
+    for _, y_, h_, w_, _ in labelled:
+        counted[y_, h_, w_] = counted.get((y_, h_, w_), 0) + 1
+    grouped = ppi_mean_weighted(
+        [(0, y_, h_, w_, c) for (y_, h_, w_), c in counted.items()],
+        [(0, 1.0, int(population.sum())), (0, 0.0, int(population.size - population.sum()))],
+    )
+    assert grouped.mean == pytest.approx(est.mean, abs=1e-12)
+    assert (grouped.low, grouped.high) == (pytest.approx(est.low), pytest.approx(est.high))
+    # Equal weights: plain PPI++ with the population as the unlabelled items.
+    equal = ppi_mean_weighted([(k, a, b, 1.0, c) for k, a, b, _, c in labelled], every)
+    plain = ppi_mean(items[:n] + [PPIItem(i, h) for i, h in enumerate(population)])
+    assert (equal.mean, equal.lam) == (pytest.approx(plain.mean), pytest.approx(plain.lam))
+    assert ppi_mean_weighted([], every).mean is None  # nothing labelled: no estimate
 
 
 def test_ppi_lambda_formula():
