@@ -88,3 +88,21 @@ def test_a_secret_variable_outside_the_prefix_is_never_read(dataset, monkeypatch
     event = AlertEvent(alert=alert, payload={"x": 1})
     delivery = alerts.deliver(event)
     assert delivery.status is None and "may not hold a webhook secret" in delivery.error
+
+
+def test_the_pages_show_the_shared_form_and_row_buttons(admin_client, dataset):
+    """The list and edit pages share their form card and row buttons (includes): each still
+    shows its own form id, button words and the alert's own Edit and Delete addresses; an
+    empty POST is a submitted form with errors (400), not a GET."""
+    alert = RegressionAlert.objects.create(dataset=dataset, emails="a@example.com")
+    page = admin_client.get(reverse("dataset-alerts", args=[dataset.pk])).content.decode()
+    assert 'id="alert-form"' in page and "Add an alert</h2>" in page
+    assert '<button type="submit" class="primary">Add alert</button>' in page
+    assert f'href="{reverse("alert-edit", args=[dataset.pk, alert.pk])}"' in page
+    assert f'action="{reverse("alert-delete", args=[dataset.pk, alert.pk])}"' in page
+    edit = admin_client.get(reverse("alert-edit", args=[dataset.pk, alert.pk])).content.decode()
+    assert (
+        'id="alert-form"' in edit and '<button type="submit" class="primary">Save</button>' in edit
+    )
+    assert "<h2>" not in edit.split('id="alert-form"')[0].rsplit('<section class="card">', 1)[1]
+    assert admin_client.post(reverse("dataset-alerts", args=[dataset.pk])).status_code == 400
