@@ -20,7 +20,16 @@ def admin_client(client, owner):
     return client
 
 
-def test_an_admin_adds_changes_and_deletes_an_alert(admin_client, owner, dataset, query):
+@pytest.fixture
+def example_hooks(settings):
+    """Webhooks on example.com hosts allowed as they are: they resolve nowhere here, and a
+    host off the list must resolve to a public address (test_alert_webhook_hosts.py)."""
+    settings.ALERT_WEBHOOK_ALLOWED_HOSTS = [".example.com"]
+
+
+def test_an_admin_adds_changes_and_deletes_an_alert(
+    admin_client, owner, dataset, query, example_hooks
+):
     system = AnswerFactory(query=query).system
     page = admin_client.get(reverse("dataset-alerts", args=[dataset.pk]))
     assert page.status_code == 200 and system.name in page.content.decode()
@@ -61,7 +70,9 @@ def test_an_admin_adds_changes_and_deletes_an_alert(admin_client, owner, dataset
         ({"threshold": "0.1"}, "__all__", "email addresses, a webhook, or both"),
     ],
 )  # fmt: skip
-def test_bad_settings_are_refused_naming_the_field(admin_client, dataset, data, field, message):
+def test_bad_settings_are_refused_naming_the_field(
+    admin_client, dataset, data, field, message, example_hooks
+):
     response = admin_client.post(reverse("dataset-alerts", args=[dataset.pk]), data)
     assert response.status_code == 400
     errors = response.context["form"].errors
