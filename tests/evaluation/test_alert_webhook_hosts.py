@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import socket
 import subprocess
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.urls import reverse
 
 from evaluation.analytics import alerts, webhooks
 from evaluation.analytics.models import AlertEvent, RegressionAlert
+from tests.support.webhook_receiver import WebhookReceiver
 
 pytestmark = pytest.mark.django_db
 
@@ -57,12 +56,6 @@ HOSTILE = [
 
 
 @pytest.fixture
-def admin_client(client, owner):
-    client.force_login(owner)
-    return client
-
-
-@pytest.fixture
 def no_list(settings):
     settings.ALERT_WEBHOOK_ALLOWED_HOSTS = []
 
@@ -75,10 +68,11 @@ def test_hostile_addresses_are_refused_by_the_check(no_list, url):
 
 
 @pytest.mark.parametrize("url", HOSTILE)
-def test_the_alerts_page_refuses_them_naming_the_field(admin_client, dataset, no_list, url):
+def test_the_alerts_page_refuses_them_naming_the_field(client, owner, dataset, no_list, url):
+    client.force_login(owner)
     data = {"threshold": "0.1", "emails": "qa@example.com", "webhook_url": url,
             "secret_env": SECRET_ENV, "active": "on"}  # fmt: skip
-    response = admin_client.post(reverse("dataset-alerts", args=[dataset.pk]), data)
+    response = client.post(reverse("dataset-alerts", args=[dataset.pk]), data)
     assert response.status_code == 400
     errors = response.context["form"].errors
     assert list(errors) == ["webhook_url"], errors
@@ -100,8 +94,9 @@ def test_the_message_says_why(no_list, url, words):
     assert words in webhooks.problem(url)
 
 
-def test_a_public_address_is_allowed_without_a_list(admin_client, dataset, no_list):
+def test_a_public_address_is_allowed_without_a_list(client, owner, dataset, no_list):
     """A literal public address: resolving it asks no DNS, and nothing is sent here."""
+    client.force_login(owner)
     url = "https://93.184.215.14/hooks/workbench?team=qa"
     assert webhooks.problem(url) is None
     target = webhooks.check(url)
@@ -111,7 +106,7 @@ def test_a_public_address_is_allowed_without_a_list(admin_client, dataset, no_li
         "/hooks/workbench?team=qa",
     )
     data = {"threshold": "0.1", "webhook_url": url, "secret_env": SECRET_ENV, "active": "on"}
-    response = admin_client.post(reverse("dataset-alerts", args=[dataset.pk]), data)
+    response = client.post(reverse("dataset-alerts", args=[dataset.pk]), data)
     assert response.status_code == 302
     assert RegressionAlert.objects.get().webhook_url == url
 
@@ -147,44 +142,6 @@ def test_the_site_administration_refuses_them_too(client, admin_user, dataset, n
 # --- sending -------------------------------------------------------------------------------
 
 
-class Server:
-    """A loopback HTTP server that keeps every request and answers `status` (with a
-    Location when it redirects)."""
-
-    def __init__(self, status: int = 204, location: str = "") -> None:
-        received = self.received = []
-
-        class Handler(BaseHTTPRequestHandler):
-            def _answer(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                received.append(
-                    (self.command, self.path, dict(self.headers), self.rfile.read(length))
-                )
-                self.send_response(status)
-                if location:
-                    self.send_header("Location", location)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            do_POST = do_GET = _answer
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}/hook"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
-
-
 def _event(dataset, url: str) -> AlertEvent:
     """An alert saved without the page's check (as before it existed), and its event."""
     alert = RegressionAlert.objects.create(dataset=dataset, webhook_url=url, secret_env=SECRET_ENV)
@@ -194,7 +151,7 @@ def _event(dataset, url: str) -> AlertEvent:
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
 def test_a_stored_loopback_webhook_is_not_sent(dataset, no_list, monkeypatch, host):
     monkeypatch.setenv(SECRET_ENV, "s3cret")
-    with Server() as server:
+    with WebhookReceiver() as server:
         delivery = alerts.deliver(_event(dataset, f"http://{host}:{server.port}/hook"))
         assert delivery.status is None
         assert (
@@ -206,7 +163,7 @@ def test_a_stored_loopback_webhook_is_not_sent(dataset, no_list, monkeypatch, ho
 
 def test_a_host_taken_off_the_list_is_not_sent_any_more(dataset, settings, monkeypatch):
     monkeypatch.setenv(SECRET_ENV, "s3cret")
-    with Server() as server:
+    with WebhookReceiver() as server:
         settings.ALERT_WEBHOOK_ALLOWED_HOSTS = ["127.0.0.1"]
         event = _event(dataset, server.url)
         assert alerts.deliver(event).status == 204
@@ -222,7 +179,7 @@ def test_a_host_taken_off_the_list_is_not_sent_any_more(dataset, settings, monke
 def test_a_redirect_is_answered_not_followed(dataset, settings, monkeypatch):
     monkeypatch.setenv(SECRET_ENV, "s3cret")
     settings.ALERT_WEBHOOK_ALLOWED_HOSTS = ["127.0.0.1"]
-    with Server() as inside, Server(status=307, location=inside.url) as outside:
+    with WebhookReceiver() as inside, WebhookReceiver(status=307, location=inside.url) as outside:
         delivery = alerts.deliver(_event(dataset, outside.url))
         assert (delivery.status, delivery.error) == (307, "HTTP 307: redirects are not followed")
         assert len(outside.received) == 1 and inside.received == []
@@ -243,7 +200,7 @@ def test_the_post_goes_to_the_address_that_was_checked(settings, monkeypatch):
         return real(next(answers), port, *args, **kwargs)
 
     monkeypatch.setattr(socket, "getaddrinfo", resolver)
-    with Server() as server:
+    with WebhookReceiver() as server:
         status = webhooks.post(f"http://rebind.test:{server.port}/hook?x=1", b"{}",
                                {"Content-Type": "application/json"}, timeout=5)  # fmt: skip
         assert status == 204
@@ -265,7 +222,7 @@ def test_https_is_verified_against_the_urls_host(settings, monkeypatch, tmp_path
          "-keyout", str(key), "-out", str(cert)],
         check=True, capture_output=True,
     )  # fmt: skip
-    with Server() as server:
+    with WebhookReceiver() as server:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert, key)
         server.server.socket = context.wrap_socket(server.server.socket, server_side=True)
