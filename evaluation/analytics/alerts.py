@@ -35,6 +35,7 @@ logger = logging.getLogger(__name__)
 ENDED_OK = (Run.Status.DONE, Run.Status.DONE_WITH_ERRORS)
 SIGNATURE_HEADER = "X-Workbench-Signature"
 WEBHOOK_TIMEOUT = 10.0
+USER_AGENT = "checklist-workbench-alerts"
 
 
 def sign(body: bytes, secret: str) -> str:
@@ -64,7 +65,12 @@ class Delivery:
 def _post(url: str, body: bytes, secret: str) -> tuple[int | None, str]:
     """The webhook's HTTP status and what went wrong ("" when it took the POST). The URL is
     checked again here (webhooks.check): DNS can change after the alert was saved."""
-    headers = {"Content-Type": "application/json", SIGNATURE_HEADER: sign(body, secret)}
+    headers = {
+        "Content-Type": "application/json",
+        SIGNATURE_HEADER: sign(body, secret),
+        # http.client sends none (urllib did); some firewalls refuse requests without one.
+        "User-Agent": USER_AGENT,
+    }
     try:
         status = webhooks.post(url, body, headers, timeout=WEBHOOK_TIMEOUT)
     except webhooks.WebhookRefused as refused:

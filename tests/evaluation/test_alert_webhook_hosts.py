@@ -173,6 +173,7 @@ def test_a_host_taken_off_the_list_is_not_sent_any_more(dataset, settings, monke
         assert len(server.received) == 1
     method, path, headers, body = server.received[0]
     assert (method, path, headers["Host"]) == ("POST", "/hook", f"127.0.0.1:{server.port}")
+    assert headers["User-Agent"] == alerts.USER_AGENT
     assert headers[alerts.SIGNATURE_HEADER] == alerts.sign(body, "s3cret")
 
 
