@@ -24,7 +24,8 @@ import argparse
 import os
 import statistics
 import time
-from pathlib import Path
+
+from bench.pg_cpu import backend_cpu_seconds
 
 BOUND = 0.5
 
@@ -36,21 +37,8 @@ def _timed(fn):
 
 
 def _server_cpu() -> float:
-    """CPU seconds of the PostgreSQL backend serving this process so far (on this machine:
-    /proc), 0.0 when unknown. With the machine shared, CPU time does not depend on what
-    else runs; wall time does. (As in bench.data_io.)"""
-    from django.db import connection
-
-    if connection.vendor != "postgresql":
-        return 0.0
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_backend_pid()")
-        pid = cursor.fetchone()[0]
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """The PostgreSQL backend's CPU seconds so far, 0.0 when unknown (bench.pg_cpu)."""
+    return backend_cpu_seconds() or 0.0
 
 
 def _timed_cpu(fn):

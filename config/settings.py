@@ -399,6 +399,10 @@ CELERY_DB_REUSE_MAX = envint("CELERY_DB_REUSE_MAX", 1000)
 # --- Application ----------------------------------------------------------------------------
 DEMO_ADMIN_USERNAME = "admin"
 DEMO_PASSWORD = os.environ.get("DEMO_PASSWORD", "demo-password")
+# Hosts regression alerts' webhooks may POST to ("hooks.example.com", ".example.com" for any
+# subdomain). Empty: any host that resolves only to public addresses, so that a dataset
+# admin cannot make the workers reach internal services (evaluation/analytics/webhooks.py).
+ALERT_WEBHOOK_ALLOWED_HOSTS = envlist("ALERT_WEBHOOK_ALLOWED_HOSTS")
 
 # --- Dataset exports and imports ------------------------------------------------------------
 # Exports bigger than DATA_EXPORT_STREAM_MAX_ROWS rows run as a Celery job that writes a zip

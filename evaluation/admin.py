@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin
 from django.db import models
 from simple_history.admin import SimpleHistoryAdmin
 
+from evaluation.analytics import webhooks
 from evaluation.models import (
     AlertEvent,
     Answer,
@@ -79,14 +81,33 @@ class VerdictAdmin(admin.ModelAdmin):
         return False  # verdicts are evidence: traced, never edited by hand
 
 
+class RegressionAlertAdminForm(forms.ModelForm):
+    """The webhook's address is checked here as on the Alerts page (webhooks.problem)."""
+
+    # Webhooks are https: say so now rather than inherit Django 6's changing default.
+    webhook_url = forms.URLField(
+        required=False, max_length=200, assume_scheme="https", help_text="Receives a JSON POST."
+    )
+
+    class Meta:
+        model = RegressionAlert
+        fields = ("dataset", "system", "threshold", "emails", "webhook_url", "secret_env",
+                  "active", "created_by")  # fmt: skip
+
+    def clean_webhook_url(self) -> str:
+        url = self.cleaned_data["webhook_url"]
+        if url and (problem := webhooks.problem(url)):
+            raise forms.ValidationError(problem)
+        return url
+
+
 # Dataset admins set alerts on the dataset's Alerts page; this is the site-wide view.
 @admin.register(RegressionAlert)
 class RegressionAlertAdmin(admin.ModelAdmin):
+    form = RegressionAlertAdminForm
     list_display = ("dataset", "system", "threshold", "webhook_url", "secret_env", "active")
     list_filter = ("active",)
     raw_id_fields = ("dataset", "system", "created_by")
-    # Webhooks are https: say so now rather than inherit Django 6's changing default.
-    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
 
 
 @admin.register(AlertEvent)

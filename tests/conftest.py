@@ -119,7 +119,12 @@ def celery_worker_process(django_db_setup, django_db_blocker):
         queue=settings.CELERY_TASK_DEFAULT_QUEUE,
         database=url,
         concurrency=8,  # judging tasks mostly wait on the network
-        env={"JUDGE_RETRY_BASE_DELAY": "0.05"},  # tests inject faults; keep backoffs short
+        env={
+            "JUDGE_RETRY_BASE_DELAY": "0.05",  # tests inject faults; keep backoffs short
+            # The regression alert tests' webhook receiver listens on loopback, which
+            # webhooks may reach only when the operator lists it.
+            "ALERT_WEBHOOK_ALLOWED_HOSTS": "127.0.0.1",
+        },
     ).start()
     yield worker
     worker.stop()

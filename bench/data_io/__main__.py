@@ -25,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+from bench.pg_cpu import backend_cpu_seconds
+
 ROOT = Path(__file__).resolve().parents[2]
 NAME = "Data I/O bench {n}"
 BOUNDS = {"import_rows_s": 10_000, "export_rows_s": 50_000, "ttfb_s": 1.0, "rss_mb": 200}
@@ -40,26 +42,8 @@ def _django() -> None:
     django.setup()
 
 
-def _server_cpu() -> float | None:
-    """CPU seconds the PostgreSQL backend serving this process has used so far (it runs on
-    this machine: /proc), or None. With the machine shared, CPU time is the figure that
-    does not depend on what else runs: wall time does."""
-    from django.db import connection
-
-    if connection.vendor != "postgresql":
-        return None
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_backend_pid()")
-        pid = cursor.fetchone()[0]
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _server_cpu_since(before: float | None) -> float | None:
-    after = _server_cpu()
+    after = backend_cpu_seconds()
     return None if before is None or after is None else after - before
 
 
@@ -72,7 +56,7 @@ def child_export(dataset_id: int, out: str, formats: list[str]) -> dict:
     dataset = Dataset.objects.get(pk=dataset_id)
     rows = Verdict.objects.filter(run__dataset=dataset).count()
     options = ExportOptions.parse(["answers", "verdicts", "labels", "adjudications"], formats)
-    server = _server_cpu()
+    server = backend_cpu_seconds()
     started = time.perf_counter()
     first = None
     size = 0
@@ -93,7 +77,7 @@ def child_import(path: str) -> dict:
     _django()
     from evaluation.data.importer import import_dataset
 
-    server = _server_cpu()
+    server = backend_cpu_seconds()
     started = time.perf_counter()
     result = import_dataset(Path(path))
     seconds = time.perf_counter() - started

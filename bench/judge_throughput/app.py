@@ -150,7 +150,8 @@ def run(dataset, panel, *, per_task: int, timeout: float, worker) -> AppResult:
     """Start a run as the run page does and wait for its last verdict."""
     from django.db.models import Count, Max
 
-    from bench.judge_throughput.processes import machine_busy_seconds, process_cpu_seconds
+    from bench.judge_throughput.processes import machine_busy_seconds
+    from bench.pg_cpu import process_cpu_seconds
     from evaluation.models import Run, Verdict
     from evaluation.runs import services as runs
 

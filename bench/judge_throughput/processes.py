@@ -16,15 +16,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def process_cpu_seconds(pid: int) -> float | None:
-    """User + system CPU time of a live process (Linux /proc), or None."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def machine_busy_seconds() -> tuple[float, float] | None:
     """(busy, total) CPU seconds of the whole machine since boot (Linux /proc/stat)."""
     try:

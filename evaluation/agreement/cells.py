@@ -212,6 +212,13 @@ def item_cells(
     body = "\nUNION ALL\n".join(_PARTS)
     params = {"dataset": dataset_id, "run": run_id, "one_a": answer_id, "one_c": criterion_id}
     with connection.cursor() as cursor:
+        if connection.vendor == "postgresql" and connection.in_atomic_block:
+            # One item's rows: JIT compilation never pays here. Without statistics (a new or
+            # freshly written table before autovacuum's ANALYZE) the CTEs look costly enough
+            # for it, and compiling took about 1.5 s per call, twice per label write, on the
+            # test database. For the rest of the write's transaction (SET LOCAL); outside a
+            # transaction, where SET LOCAL does nothing, delta never calls this.
+            cursor.execute("SET LOCAL jit = off")
         cursor.execute(f"{sql}\n{body}", params)
         return _cells(cursor.fetchall())
 

@@ -17,8 +17,6 @@ import hmac
 import json
 import logging
 import os
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -27,6 +25,7 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 
 from evaluation.analytics import selectors as sel
+from evaluation.analytics import webhooks
 from evaluation.analytics.forms import SECRET_PREFIX, secret_variable_allowed
 from evaluation.analytics.models import AlertEvent, RegressionAlert
 from evaluation.models import Run
@@ -36,6 +35,7 @@ logger = logging.getLogger(__name__)
 ENDED_OK = (Run.Status.DONE, Run.Status.DONE_WITH_ERRORS)
 SIGNATURE_HEADER = "X-Workbench-Signature"
 WEBHOOK_TIMEOUT = 10.0
+USER_AGENT = "checklist-workbench-alerts"
 
 
 def sign(body: bytes, secret: str) -> str:
@@ -63,19 +63,23 @@ class Delivery:
 
 
 def _post(url: str, body: bytes, secret: str) -> tuple[int | None, str]:
-    request = urllib.request.Request(  # noqa: S310 - an admin-configured http(s) URL
-        url,
-        data=body,
-        method="POST",
-        headers={"Content-Type": "application/json", SIGNATURE_HEADER: sign(body, secret)},
-    )
+    """The webhook's HTTP status and what went wrong ("" when it took the POST). The URL is
+    checked again here (webhooks.check): DNS can change after the alert was saved."""
+    headers = {
+        "Content-Type": "application/json",
+        SIGNATURE_HEADER: sign(body, secret),
+        # http.client sends none (urllib did); some firewalls refuse requests without one.
+        "User-Agent": USER_AGENT,
+    }
     try:
-        with urllib.request.urlopen(request, timeout=WEBHOOK_TIMEOUT) as response:  # noqa: S310
-            return response.status, ""
-    except urllib.error.HTTPError as error:
-        return error.code, f"HTTP {error.code}"
-    except (urllib.error.URLError, OSError) as error:
+        status = webhooks.post(url, body, headers, timeout=WEBHOOK_TIMEOUT)
+    except webhooks.WebhookRefused as refused:
+        return None, f"not sent: {refused}"[:300]
+    except OSError as error:
         return None, str(error)[:300]
+    if 300 <= status < 400:
+        return status, f"HTTP {status}: redirects are not followed"
+    return status, "" if status < 300 else f"HTTP {status}"
 
 
 def deliver(event: AlertEvent) -> Delivery:

@@ -7,6 +7,7 @@ import re
 from django import forms
 from django.core.validators import validate_email
 
+from evaluation.analytics import webhooks
 from evaluation.analytics.models import RegressionAlert
 from evaluation.models import Panel, System
 
@@ -65,8 +66,8 @@ class AlertForm(forms.ModelForm):
 
     def clean_webhook_url(self) -> str:
         url = self.cleaned_data["webhook_url"]
-        if url and not url.lower().startswith(("https://", "http://")):
-            raise forms.ValidationError("An http(s) address.")
+        if url and (problem := webhooks.problem(url)):
+            raise forms.ValidationError(problem)
         return url
 
     def clean_secret_env(self) -> str:

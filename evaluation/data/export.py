@@ -272,7 +272,9 @@ class Exporter:
 
     def _write(self) -> Iterator[bytes]:
         sink = _Sink()
-        archive = zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1)
+        archive = zipfile.ZipFile(
+            sink, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=COMPRESS_LEVEL
+        )
         self.keys = build_keys(self.dataset, self.user, self.options.include)
         self._member(archive, "dataset.json", self._dataset_json())
         yield sink.take()  # the first bytes go out before any big table is read
@@ -284,33 +286,45 @@ class Exporter:
                 self.progress(self.rows_done)
         self._member(archive, "README.md", self._data_card().encode())
         self._member(archive, "manifest.json", self._manifest())
+        for info in archive.infolist():
+            # Readable by all once unpacked (a member opened by its name would be rw-------).
+            # Only the central directory holds these bits, and close() writes it from here.
+            info.external_attr = 0o644 << 16
         archive.close()
         yield sink.take()
 
-    def _info(self, name: str, compress: bool = True) -> zipfile.ZipInfo:
-        info = zipfile.ZipInfo(f"{self.folder}/{name}", date_time=self.now.timetuple()[:6])
-        info.compress_type = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
-        # zlib's fastest level: a ZipInfo passed to ZipFile.open ignores the archive's
-        # compresslevel, so members were deflated at zlib's default (6). On the bench's
-        # verdicts level 1 deflates at ~470 MB/s against ~190 MB/s, for a zip about a third
-        # larger (docs/benchmarks.md). Only the compressed bytes change, not the files.
-        info._compresslevel = COMPRESS_LEVEL  # type: ignore[attr-defined]
-        info.external_attr = 0o644 << 16
-        return info
+    def _open(
+        self, archive: zipfile.ZipFile, name: str, *, compress: bool = True, big: bool = False
+    ) -> IO[bytes]:
+        """A new member of the zip, to write. A deflated one is opened by its name so that
+        the archive's `compresslevel` applies: zlib's fastest level, which on the bench's
+        verdicts deflates at ~470 MB/s against ~190 MB/s at zlib's default (6), for a zip
+        about a third larger (docs/benchmarks.md). A `ZipInfo` passed to `ZipFile.open`
+        would be deflated at the default, and Python 3.11 has no public way to give one its
+        level (`ZipInfo.compress_level` came in 3.13). `big`: its size is not known before
+        and may pass 4 GiB (ZIP64)."""
+        path = f"{self.folder}/{name}"
+        if compress:
+            return archive.open(path, "w", force_zip64=big)
+        # Stored (no level to set): the defaults of a member opened by its name, so that
+        # every member looks alike (date 1980-01-01: the export's time is in manifest.json).
+        info = zipfile.ZipInfo(path)
+        info.compress_type = zipfile.ZIP_STORED
+        return archive.open(info, "w", force_zip64=big)
 
     def _member(self, archive: zipfile.ZipFile, name: str, data: bytes) -> None:
-        with archive.open(self._info(name), "w") as out:
+        with self._open(archive, name) as out:
             out.write(data)
 
     def _table(
         self, archive: zipfile.ZipFile, sink: _Sink, table: schema.Table, fmt: str
     ) -> Iterator[bytes]:
         # Parquet compresses its own pages; deflating them again costs time for nothing.
-        info = self._info(f"{table.name}.{fmt}", compress=fmt != "parquet")
+        name, compress = f"{table.name}.{fmt}", fmt != "parquet"
         if table.name == "verdicts" and fmt == "jsonl" and connection.vendor == "postgresql":
-            yield from self._lines_from_sql(archive, sink, info)
+            yield from self._lines_from_sql(archive, sink, name)
             return
-        with archive.open(info, "w", force_zip64=True) as out:
+        with self._open(archive, name, compress=compress, big=True) as out:
             writer = WRITERS[fmt](table, out)
             for rows in self.rows(table.name):
                 writer.write(rows)
@@ -320,15 +334,13 @@ class Exporter:
         self.counts[table.name] = writer.rows
         yield sink.take()
 
-    def _lines_from_sql(
-        self, archive: zipfile.ZipFile, sink: _Sink, info: zipfile.ZipInfo
-    ) -> Iterator[bytes]:
+    def _lines_from_sql(self, archive: zipfile.ZipFile, sink: _Sink, name: str) -> Iterator[bytes]:
         """verdicts.jsonl with each line made by PostgreSQL (export_sql): the same bytes
         as the Python writer. This thread copies PostgreSQL's bytes, another deflates
         them, and PostgreSQL formats the next rows meanwhile: three processors' work
         side by side."""
         rows = 0
-        with archive.open(info, "w", force_zip64=True) as out:
+        with self._open(archive, name, big=True) as out:
             deflater = _Deflater(out)
             try:
                 for block, lines in export_sql.verdict_bytes(self.keys):

@@ -38,6 +38,7 @@ from evaluation.review import kept, queues, sampling
 
 if TYPE_CHECKING:
     from annotation.permissions import AnyUser
+    from evaluation.models import AgreementCache
 
 LABELLING = ReviewAssignment.Queue.LABELLING
 DISAGREEMENT = ReviewAssignment.Queue.DISAGREEMENT
@@ -268,6 +269,28 @@ def _run_map(dataset: Dataset, run: Run | None) -> tuple[list[Run], dict[int, Ru
     return runs, {r.pk: r for r in runs}
 
 
+def _kept_header(
+    dataset: Dataset, run: Run | None, runs: list[Run], *, name: str, base: str,
+    fill: Callable[[int], dict], recent: bool,
+) -> AgreementCache:  # fmt: skip
+    """The kept order a queue reads (evaluation.review.kept), per queue `name` and `run`:
+    under `recent`, the latest one kept for `base` (the state of the runs and policy) will
+    do; else the one of `base` and the current review revision, `fill`ed when missing. With
+    a run still going, the order is made for this request alone (not `cacheable`: verdicts
+    arrive without `base` moving)."""
+    from evaluation.agreement import revision
+
+    prefix = f"{name}{'-run' if run else ''}{run.pk if run else ''}"
+    cacheable = all(r.ended for r in runs)
+    header = kept.latest(dataset.pk, prefix, base) if recent and cacheable else None
+    if header is None:
+        header = kept.kept(
+            dataset.pk, prefix, f"{base}|{revision.current(dataset.pk)}", fill,
+            cacheable=cacheable, base=base,
+        )  # fmt: skip
+    return header
+
+
 def _assigned(rows: list[KeptQueueRow], queue: str) -> dict:
     """The assignments of the shown rows: one query for a page."""
     found = ReviewAssignment.objects.filter(
@@ -389,19 +412,12 @@ def labelling_queue(
     order (ordered again once per change of runs, labels or policy); the items of a slice
     are made with their live per-answer facts (_labelling_items). `recent`: an order kept
     before the latest labels will do (kept.latest: moving on to the next item)."""
-    from evaluation.agreement import revision
-
     runs, by_pk = _run_map(dataset, run)
     base = f"{dataset.label_policy}.{dataset.label_share!r}|{_runs_state(runs)}"
-    prefix = f"labelling-queue{'-run' if run else ''}{run.pk if run else ''}"
-    cacheable = all(r.ended for r in runs)
-    header = kept.latest(dataset.pk, prefix, base) if recent and cacheable else None
-    if header is None:
-        header = kept.kept(
-            dataset.pk, prefix, f"{base}|{revision.current(dataset.pk)}",
-            lambda header_id: _fill_labelling(dataset, run, header_id),
-            cacheable=cacheable, base=base,
-        )  # fmt: skip
+    header = _kept_header(
+        dataset, run, runs, name="labelling-queue", base=base, recent=recent,
+        fill=lambda header_id: _fill_labelling(dataset, run, header_id),
+    )  # fmt: skip
     queue = KeptQueue(
         KeptQueueRow.objects.filter(kept=header, adjudicated=False),
         lambda rows: _labelling_items(rows, user, by_pk),
@@ -569,8 +585,6 @@ def disagreement_queue(
     priority (evaluation.review.queues.disagreement_queue), counted and ordered in the
     database and kept in that order per state of the runs and of the review (labels and
     adjudications: the review revision); a page reads its slice of the kept rows."""
-    from evaluation.agreement import revision
-
     runs, by_pk = _run_map(dataset, run)
     if not runs:
         empty = KeptQueue(KeptQueueRow.objects.none(), lambda rows: [], 0)
@@ -580,15 +594,10 @@ def disagreement_queue(
     state = ",".join(
         f"{figure_cache.run_state(r)}.{r.panel_method}.{r.panel_threshold!r}" for r in ranked
     )
-    prefix = f"disagreement-queue{'-run' if run else ''}{run.pk if run else ''}"
-    cacheable = all(r.ended for r in runs)
-    header = kept.latest(dataset.pk, prefix, state) if recent and cacheable else None
-    if header is None:
-        header = kept.kept(
-            dataset.pk, prefix, f"{state}|{revision.current(dataset.pk)}",
-            lambda header_id: _fill_disagreements(dataset, ranked, header_id),
-            cacheable=cacheable, base=state,
-        )  # fmt: skip
+    header = _kept_header(
+        dataset, run, runs, name="disagreement-queue", base=state, recent=recent,
+        fill=lambda header_id: _fill_disagreements(dataset, ranked, header_id),
+    )  # fmt: skip
     queue = KeptQueue(
         KeptQueueRow.objects.filter(kept=header, adjudicated=False),
         lambda rows: _disagreement_items(rows, by_pk),

@@ -13,6 +13,7 @@ from annotation import roles
 from annotation.permissions import access_dataset
 from evaluation.analytics.forms import AlertForm
 from evaluation.analytics.models import AlertEvent, RegressionAlert
+from evaluation.views.form_pages import form_status, posted
 
 RECENT_EVENTS = 20
 
@@ -21,7 +22,7 @@ RECENT_EVENTS = 20
 @login_required
 def dataset_alerts(request: HttpRequest, pk: int) -> HttpResponse:
     dataset = access_dataset(request.user, pk, roles.CHANGE)
-    form = AlertForm(_posted(request), dataset=dataset)
+    form = AlertForm(posted(request), dataset=dataset)
     if request.method == "POST" and form.is_valid():
         alert = form.save(commit=False)
         alert.dataset, alert.created_by = dataset, request.user
@@ -35,7 +36,7 @@ def dataset_alerts(request: HttpRequest, pk: int) -> HttpResponse:
         .order_by("-created_at", "-pk")[:RECENT_EVENTS]
     )
     context = {"dataset": dataset, "form": form, "alerts": alerts, "events": events}
-    return render(request, "evaluation/dataset_alerts.html", context, status=_status(form))
+    return render(request, "evaluation/dataset_alerts.html", context, status=form_status(form))
 
 
 @require_http_methods(["GET", "POST"])
@@ -43,13 +44,13 @@ def dataset_alerts(request: HttpRequest, pk: int) -> HttpResponse:
 def alert_edit(request: HttpRequest, pk: int, alert_pk: int) -> HttpResponse:
     dataset = access_dataset(request.user, pk, roles.CHANGE)
     alert = get_object_or_404(RegressionAlert, pk=alert_pk, dataset=dataset)
-    form = AlertForm(_posted(request), instance=alert, dataset=dataset)
+    form = AlertForm(posted(request), instance=alert, dataset=dataset)
     if request.method == "POST" and form.is_valid():
         form.save()
         messages.success(request, "Alert saved.")
         return redirect("dataset-alerts", pk=dataset.pk)
     context = {"dataset": dataset, "form": form, "alert": alert}
-    return render(request, "evaluation/alert_form.html", context, status=_status(form))
+    return render(request, "evaluation/alert_form.html", context, status=form_status(form))
 
 
 @require_POST
@@ -59,12 +60,3 @@ def alert_delete(request: HttpRequest, pk: int, alert_pk: int) -> HttpResponse:
     get_object_or_404(RegressionAlert, pk=alert_pk, dataset=dataset).delete()
     messages.success(request, "Alert deleted, with what it had found.")
     return redirect("dataset-alerts", pk=dataset.pk)
-
-
-def _posted(request: HttpRequest):
-    # Not `request.POST or None`: an empty POST is a submitted form with errors, not a GET.
-    return request.POST if request.method == "POST" else None
-
-
-def _status(form: AlertForm) -> int:
-    return 400 if form.is_bound and form.errors else 200

@@ -14,6 +14,7 @@ from annotation.permissions import access_dataset
 from evaluation.analytics import schedules
 from evaluation.analytics.forms import ScheduleForm
 from evaluation.models import Run, RunSchedule
+from evaluation.views.form_pages import form_status, posted
 
 RECENT_RUNS = 20
 
@@ -22,7 +23,7 @@ RECENT_RUNS = 20
 @login_required
 def dataset_schedules(request: HttpRequest, pk: int) -> HttpResponse:
     dataset = access_dataset(request.user, pk, roles.CHANGE)
-    form = ScheduleForm(_posted(request), dataset=dataset)
+    form = ScheduleForm(posted(request), dataset=dataset)
     if request.method == "POST" and _saved(form, dataset, request, None):
         messages.success(request, "Schedule added.")
         return redirect("dataset-schedules", pk=dataset.pk)
@@ -39,7 +40,7 @@ def dataset_schedules(request: HttpRequest, pk: int) -> HttpResponse:
         else Run.objects.none()
     )[:RECENT_RUNS]
     context = {"dataset": dataset, "form": form, "rows": rows, "runs": runs}
-    return render(request, "evaluation/dataset_schedules.html", context, status=_status(form))
+    return render(request, "evaluation/dataset_schedules.html", context, status=form_status(form))
 
 
 @require_http_methods(["GET", "POST"])
@@ -54,12 +55,12 @@ def schedule_edit(request: HttpRequest, pk: int, schedule_pk: int) -> HttpRespon
         "at": _time(schedule),
         "days": schedule.task.crontab.day_of_week, "enabled": schedule.task.enabled,
     }  # fmt: skip
-    form = ScheduleForm(_posted(request), initial=initial, dataset=dataset)
+    form = ScheduleForm(posted(request), initial=initial, dataset=dataset)
     if request.method == "POST" and _saved(form, dataset, request, schedule):
         messages.success(request, "Schedule saved.")
         return redirect("dataset-schedules", pk=dataset.pk)
     context = {"dataset": dataset, "form": form, "schedule": schedule}
-    return render(request, "evaluation/schedule_form.html", context, status=_status(form))
+    return render(request, "evaluation/schedule_form.html", context, status=form_status(form))
 
 
 @require_POST
@@ -94,12 +95,3 @@ def _saved(form: ScheduleForm, dataset, request: HttpRequest, schedule) -> bool:
         form.add_error(error.field, str(error))
         return False
     return True
-
-
-def _posted(request: HttpRequest):
-    # Not `request.POST or None`: an empty POST is a submitted form with errors, not a GET.
-    return request.POST if request.method == "POST" else None
-
-
-def _status(form: ScheduleForm) -> int:
-    return 400 if form.is_bound and form.errors else 200

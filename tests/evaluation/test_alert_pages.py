@@ -20,7 +20,16 @@ def admin_client(client, owner):
     return client
 
 
-def test_an_admin_adds_changes_and_deletes_an_alert(admin_client, owner, dataset, query):
+@pytest.fixture
+def example_hooks(settings):
+    """Webhooks on example.com hosts allowed as they are: they resolve nowhere here, and a
+    host off the list must resolve to a public address (test_alert_webhook_hosts.py)."""
+    settings.ALERT_WEBHOOK_ALLOWED_HOSTS = [".example.com"]
+
+
+def test_an_admin_adds_changes_and_deletes_an_alert(
+    admin_client, owner, dataset, query, example_hooks
+):
     system = AnswerFactory(query=query).system
     page = admin_client.get(reverse("dataset-alerts", args=[dataset.pk]))
     assert page.status_code == 200 and system.name in page.content.decode()
@@ -61,7 +70,9 @@ def test_an_admin_adds_changes_and_deletes_an_alert(admin_client, owner, dataset
         ({"threshold": "0.1"}, "__all__", "email addresses, a webhook, or both"),
     ],
 )  # fmt: skip
-def test_bad_settings_are_refused_naming_the_field(admin_client, dataset, data, field, message):
+def test_bad_settings_are_refused_naming_the_field(
+    admin_client, dataset, data, field, message, example_hooks
+):
     response = admin_client.post(reverse("dataset-alerts", args=[dataset.pk]), data)
     assert response.status_code == 400
     errors = response.context["form"].errors
@@ -88,3 +99,21 @@ def test_a_secret_variable_outside_the_prefix_is_never_read(dataset, monkeypatch
     event = AlertEvent(alert=alert, payload={"x": 1})
     delivery = alerts.deliver(event)
     assert delivery.status is None and "may not hold a webhook secret" in delivery.error
+
+
+def test_the_pages_show_the_shared_form_and_row_buttons(admin_client, dataset):
+    """The list and edit pages share their form card and row buttons (includes): each still
+    shows its own form id, button words and the alert's own Edit and Delete addresses; an
+    empty POST is a submitted form with errors (400), not a GET."""
+    alert = RegressionAlert.objects.create(dataset=dataset, emails="a@example.com")
+    page = admin_client.get(reverse("dataset-alerts", args=[dataset.pk])).content.decode()
+    assert 'id="alert-form"' in page and "Add an alert</h2>" in page
+    assert '<button type="submit" class="primary">Add alert</button>' in page
+    assert f'href="{reverse("alert-edit", args=[dataset.pk, alert.pk])}"' in page
+    assert f'action="{reverse("alert-delete", args=[dataset.pk, alert.pk])}"' in page
+    edit = admin_client.get(reverse("alert-edit", args=[dataset.pk, alert.pk])).content.decode()
+    assert (
+        'id="alert-form"' in edit and '<button type="submit" class="primary">Save</button>' in edit
+    )
+    assert "<h2>" not in edit.split('id="alert-form"')[0].rsplit('<section class="card">', 1)[1]
+    assert admin_client.post(reverse("dataset-alerts", args=[dataset.pk])).status_code == 400

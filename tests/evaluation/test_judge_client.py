@@ -111,7 +111,10 @@ def test_a_refused_connection_is_a_connection_error_not_a_timeout():
     with socket.socket() as probe:  # a port nobody listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    endpoint = client.Endpoint(base_url=f"http://127.0.0.1:{port}/v1", model="m", timeout=5)
+    # No retries: they would only wait (about 6 s of backoff) before the same refusal.
+    endpoint = client.Endpoint(
+        base_url=f"http://127.0.0.1:{port}/v1", model="m", timeout=5, max_retries=0
+    )
     with pytest.raises(client.JudgeUnavailable) as failure:
         asyncio.run(client.complete_json(endpoint, MESSAGES, schema_name="verdict", schema=SCHEMA))
     assert failure.value.kind == "connection"

@@ -8,9 +8,7 @@ import hashlib
 import hmac
 import json
 import os
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.core import mail
@@ -19,6 +17,7 @@ from evaluation.analytics import alerts
 from evaluation.analytics.models import AlertEvent, RegressionAlert
 from evaluation.models import Run, RunTask
 from tests.evaluation.analytics_fixtures import answer_shares, build_known
+from tests.support.webhook_receiver import WebhookReceiver
 
 SECRET_ENV = "ALERT_SECRET_WORKBENCH_TEST"
 SECRET = "s3cret-for-tests"
@@ -26,38 +25,12 @@ SECRET = "s3cret-for-tests"
 os.environ.setdefault(SECRET_ENV, SECRET)
 
 
-class Receiver:
-    """A loopback HTTP server that keeps every POST (headers and body)."""
-
-    def __init__(self) -> None:
-        received = self.received = []
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                received.append((dict(self.headers), body))
-                self.send_response(204)
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
-def receiver():
-    with Receiver() as r:
+def receiver(settings):
+    # Webhooks reach loopback only when the operator lists it (the session's worker has the
+    # same list: tests/conftest.py).
+    settings.ALERT_WEBHOOK_ALLOWED_HOSTS = ["127.0.0.1"]
+    with WebhookReceiver() as r:
         yield r
 
 
@@ -90,7 +63,7 @@ def test_a_drop_is_sent_once_by_email_and_signed_webhook(reviewed_dataset, owner
     assert event.difference == pytest.approx(sum(b) / len(b) - sum(a) / len(a))
     assert event.difference <= -0.1
     assert (event.previous_id, event.emailed, event.webhook_status) == (before.run.pk, True, 204)
-    headers, body = receiver.received[0]
+    _, _, headers, body = receiver.received[0]
     assert valid_signature(headers, body)
     payload = json.loads(body)
     assert payload["system"] == "Alpha" and payload["previous"]["id"] == before.run.pk
@@ -137,7 +110,7 @@ def test_the_end_of_a_run_triggers_the_check_on_a_real_worker(
     while not receiver.received and time.monotonic() < deadline:
         time.sleep(0.2)
     assert receiver.received, celery_worker.log()[-3000:]
-    headers, body = receiver.received[0]
+    _, _, headers, body = receiver.received[0]
     assert valid_signature(headers, body)
     assert json.loads(body)["run"]["id"] == after.run.pk
     assert AlertEvent.objects.filter(run=after.run).exists()
@@ -225,7 +198,7 @@ def test_a_nightly_run_fired_by_beat_finds_a_regression_and_signs_the_webhook(
     run = Run.objects.get(name="Nightly Alpha")
     assert run.answer_run_label == "tonight"
     assert run.status in (Run.Status.DONE, Run.Status.DONE_WITH_ERRORS)
-    headers, body = receiver.received[0]
+    _, _, headers, body = receiver.received[0]
     assert valid_signature(headers, body)
     payload = json.loads(body)
     assert (payload["run"]["id"], payload["previous"]["id"]) == (run.pk, before.run.pk)

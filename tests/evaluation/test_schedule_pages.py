@@ -158,3 +158,22 @@ def test_only_the_datasets_admins_see_its_schedules(client, dataset, reviewer, c
         client.force_login(user)
         response = client.get(reverse("dataset-schedules", args=[dataset.pk]))
         assert response.status_code in (403, 404), user
+
+
+def test_the_pages_show_the_shared_form_and_row_buttons(admin_client, dataset, setting):
+    """As the alert pages (includes shared with them): this page's form id and words, the
+    schedule's own Edit and Delete addresses, and an empty POST refused (400), not a GET."""
+    system, panel = setting
+    add(admin_client, dataset, system, panel)
+    schedule = RunSchedule.objects.get(dataset=dataset)
+    page = admin_client.get(reverse("dataset-schedules", args=[dataset.pk])).content.decode()
+    assert 'id="schedule-form"' in page and "Add a schedule</h2>" in page
+    assert '<button type="submit" class="primary">Add schedule</button>' in page
+    assert f'href="{reverse("schedule-edit", args=[dataset.pk, schedule.pk])}"' in page
+    assert f'action="{reverse("schedule-delete", args=[dataset.pk, schedule.pk])}"' in page
+    edit = reverse("schedule-edit", args=[dataset.pk, schedule.pk])
+    shown = admin_client.get(edit).content.decode()
+    assert 'id="schedule-form"' in shown
+    assert '<button type="submit" class="primary">Save</button>' in shown
+    assert admin_client.post(reverse("dataset-schedules", args=[dataset.pk])).status_code == 400
+    assert admin_client.post(edit).status_code == 400
