@@ -52,8 +52,9 @@ def store(dataset_id: int, prefix: str, key: str, cells: Any) -> None:
     if getattr(_reading, "only", False):
         return
     # One transaction: a reader finds the old row or the new one, never neither (the
-    # analytics pages serve the old one while the new one is computed).
-    with transaction.atomic():
+    # analytics pages serve the old one while the new one is computed). No savepoint
+    # inside a caller's transaction: that one already makes the two writes one.
+    with transaction.atomic(savepoint=False):
         stale = AgreementCache.objects.filter(dataset_id=dataset_id, key__startswith=f"{prefix}:")
         stale.exclude(key=key).delete()
         AgreementCache.objects.bulk_create(
