@@ -37,7 +37,7 @@ def _empty_cache():
     am._counts_cache.clear()
 
 
-@pytest.mark.parametrize("k", [2, 7, 300, 2500])
+@pytest.mark.parametrize("k", [1, 2, 7, 300, 2500, 2501])
 def test_kept_counts_give_bit_identical_sums(k):
     rng = np.random.default_rng(k)
     columns = rng.random((6, k)).tolist()
@@ -70,6 +70,21 @@ def test_the_cache_drops_the_least_recently_used_past_its_limit():
     assert cache.size == 3000
     cache.put((9, 10, 1, 1), [np.zeros((10, 1000), dtype=np.uint8)])  # larger than the limit
     assert (9, 10, 1, 1) not in cache.entries
+
+
+def test_counts_are_kept_two_a_byte_and_come_back_the_same():
+    rng = np.random.default_rng(1)
+    for k in (2, 3, 10, 11):
+        counts = rng.integers(0, 16, size=(5, k))
+        kept = am._packed(counts)
+        assert kept.dtype == np.uint8 and kept.shape == (5, (k + 1) // 2)
+        back = am._unpacked(kept, k)
+        assert np.array_equal(back, counts) and back.flags.c_contiguous
+    big = np.array([[0, 16, 3], [300, 0, 1]])  # a count of 16 or more: not packed
+    assert am._packed(big).dtype == np.uint32
+    assert np.array_equal(am._unpacked(am._packed(big), 3), big)
+    one = np.array([[1], [1]])  # one cluster: never packed (ceil(1 / 2) = 1 column)
+    assert np.array_equal(am._unpacked(am._packed(one), 1), one)
 
 
 def test_kept_counts_cannot_be_changed_by_a_caller():
