@@ -224,8 +224,10 @@ def after_label(dataset, run, args) -> int:
         _, t_task = _timed(lambda: refresh_analytics(run.pk))
         fresh = figures.kept(run, "page") is not None
         print(
-            f"  label {n + 1}: page {t_page:6.3f} ({'updating' if updating else 'FRESH?'}),"
-            f" API {t_api:6.3f} (updating={answer.json()['updating']}),"
+            f"  label {n + 1}: page {t_page:6.3f} ({response.status_code},"
+            f" {'updating' if updating else 'FRESH?'}), API {t_api:6.3f}"
+            f" ({answer.status_code}, updating={answer.json()['updating']},"
+            f" {len(answer.content):,} bytes),"
             f" refresh {t_task:6.2f}, fresh kept: {fresh}"
         )
     print("\n   the miss (figures.warm, every part) with the resampling counts: wall / CPU s")

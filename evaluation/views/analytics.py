@@ -414,10 +414,13 @@ def analytics_freshness(request: HttpRequest, pk: int) -> HttpResponse:
             raise Http404("No run to analyse yet.")
         kept_part = "health-top" if part == "health" else "page"
         fresh = figures.is_fresh(selection.run, kept_part, selection.edges)
-    if not fresh:
+    if not fresh and request.headers.get("HX-Request") == "true":
         # No content: htmx leaves the banner as it is (its time and revision are the
         # page's) and asks again in 2 s.
         return HttpResponse(status=204)
-    response = render(request, "evaluation/_figures_fresh.html", {"reload_url": reload_url})
-    response["HX-Refresh"] = "true"
+    # Opened without htmx (a link, a crawler): a note either way, never an empty answer.
+    context = {"reload_url": reload_url, "fresh": fresh}
+    response = render(request, "evaluation/_figures_fresh.html", context)
+    if fresh:
+        response["HX-Refresh"] = "true"
     return response

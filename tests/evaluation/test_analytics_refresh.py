@@ -258,6 +258,9 @@ def test_the_poll_answers_no_content_until_the_fresh_figures_are_kept(
     response = client.get(poll, {"part": "page", "run": known.run.pk}, HTTP_HX_REQUEST="true")
     assert response.status_code == 204 and not response.content
     assert len(queued) == 1  # the poll queues a refresh when none is queued
+    opened = client.get(poll, {"part": "page", "run": known.run.pk})  # a link, not htmx
+    assert opened.status_code == 200 and "being computed" in opened.content.decode()
+    assert "HX-Refresh" not in opened
     assert refresh_analytics(known.run.pk) is True  # what the worker does
     response = client.get(poll, {"part": "page", "run": known.run.pk}, HTTP_HX_REQUEST="true")
     assert response.status_code == 200 and response["HX-Refresh"] == "true"
@@ -328,7 +331,9 @@ def test_a_stale_comparison_is_served_while_the_runs_refresh(
     ).json()
     assert body["updating"] is True and "test" in body and body["computed_at"]
     poll = reverse("analytics-freshness", args=[reviewed_dataset.pk])
-    assert client.get(poll, {"part": "compare", **params}).status_code == 204
+    assert (
+        client.get(poll, {"part": "compare", **params}, HTTP_HX_REQUEST="true").status_code == 204
+    )
     for known in (first, second):
         assert refresh_analytics(known.run.pk) is True
     assert client.get(poll, {"part": "compare", **params}).status_code == 200
