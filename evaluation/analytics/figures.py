@@ -19,9 +19,18 @@ The key's state (`state`) holds the run's state (status, attempt, finish time: w
 whenever its verdicts may have changed), the dataset's review revision (every label,
 adjudication, criterion, category or name change bumps it), the states of the dataset's
 cross-evaluation runs (the human line) and the bucket edges. A change to any of them makes
-a new key, so a stale figure is never served; the first request after it recomputes that
-part (a miss) and replaces the old row. `warm(run)` computes every part when a run ends (a Celery
-task queued by `run_ended`), so the first reader usually finds them.
+a new key. Each row keeps the state it was computed for (`_wrap`), and when.
+
+Requests never compute (`served`, stale-while-revalidate): the part kept for the current
+state is served fresh; else the part kept for an earlier state (same bucket edges) is
+served marked updating, with its time and review revision; else nothing (a "computing"
+placeholder). Either way one refresh per run and group is queued in Celery
+(`evaluation.analytics.refresh`: a single-flight marker; the task is `refresh_group`: every
+default part from one load, `warm`, or the page and bucket rows of custom edges). The page
+polls `is_fresh` and reloads once the fresh part is kept. `warm(run)` also runs when a run
+ends (a task queued by `run_ended`), so the first reader usually finds the figures. The
+compute-if-missing readers (`page`, `queries`, `health`, …) remain for the worker, the
+dataset export (its own read-only snapshot) and tests.
 
 The figures are the selectors' own (`evaluation.analytics.selectors`), rebuilt from JSON
 into the same dataclasses: a cached page shows exactly what a computed one does
