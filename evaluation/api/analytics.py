@@ -80,7 +80,7 @@ class AnalyticsView(APIView):
             RUN,
             OpenApiParameter("edges", str, description="Bucket edges, default 10,15,…,35."),
         ],
-        responses={200: OpenApiTypes.OBJECT},
+        responses={200: OpenApiTypes.OBJECT, 202: OpenApiTypes.OBJECT},
     )
     def get(self, request: Request, pk: int) -> Response:
         """System scores with 95% intervals (overall and by category, complexity bucket,
@@ -130,7 +130,7 @@ class CompareView(APIView):
             OpenApiParameter("system_a", int, description="System of run A; default: all."),
             OpenApiParameter("system_b", int, description="System of run B; default: all."),
         ],
-        responses={200: OpenApiTypes.OBJECT},
+        responses={200: OpenApiTypes.OBJECT, 202: OpenApiTypes.OBJECT},
     )
     def get(self, request: Request, pk: int) -> Response:
         """Two runs compared query by query: the paired test and every difference."""
@@ -193,7 +193,7 @@ class CriterionHealthView(APIView):
             OpenApiParameter("flag", str, enum=["", *figures.HEALTH_FLAGS]),
             OpenApiParameter("page", int, description="A page (1 first); past the end: 404."),
         ],
-        responses={200: OpenApiTypes.OBJECT},
+        responses={200: OpenApiTypes.OBJECT, 202: OpenApiTypes.OBJECT},
     )
     def get(self, request: Request, pk: int) -> Response:
         """Per criterion of the run, a page at a time, flagged first: flags, pass rate,
