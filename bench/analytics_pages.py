@@ -15,7 +15,13 @@ On the dataset's latest finished run (``bench.seed_scale --preset analytics``), 
    computed ones (must be 0 differences);
 4. **warm pages**: every analytics page and API answer through Django's test client
    (whole request: middleware, session, permissions, the cache read, the template), the
-   median and worst of ``--repeat`` requests, and its ratio to the 500 ms bound.
+   median and worst of ``--repeat`` requests, and its ratio to the 500 ms bound;
+5. **after a label** (``--after-label``): ``--repeat`` times, a human label written
+   through the review service (the review revision moves), then the next analytics page
+   and API answer (the kept figures of the earlier state, marked updating: no recompute in
+   the request), then the refresh task run in this process until the fresh figures are
+   kept; and the miss's cost with the resampling counts drawn afresh (as before they were
+   kept per process) and with them kept.
 """
 
 from __future__ import annotations
@@ -61,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--user", default="bench-admin")
     parser.add_argument("--skip-old", action="store_true", help="skip the computed steps")
     parser.add_argument("--skip-miss", action="store_true", help="only the warm pages")
+    parser.add_argument("--after-label", action="store_true", help="part 5 only")
     args = parser.parse_args(argv)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault("DEBUG", "1")
@@ -79,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     dataset = Dataset.objects.get(pk=args.dataset)
     run = sel.choose_run(dataset, args.run, sel.analysable_runs(dataset))
     print(f"dataset {dataset.pk} ({dataset.name}), run {run.pk} ({run})")
+    if args.after_label:
+        return after_label(dataset, run, args)
 
     if not args.skip_old:
         print("\n1. computed from the items (the selectors: every request before, a miss now), s")
@@ -170,6 +179,51 @@ def main(argv: list[str] | None = None) -> int:
             times.append(t)
         median = statistics.median(times)
         print(f"  {name:40s} {median:6.3f} / {max(times):6.3f}   {median / BOUND:5.2f}")
+    print(f"\nload average: {os.getloadavg()}")
+    return 0
+
+
+def after_label(dataset, run, args) -> int:
+    """Part 5: what a reader pays after a label, and what the refresh costs."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+    from django.urls import reverse
+
+    from evaluation.analytics import figures
+    from evaluation.analytics.tasks import refresh_analytics
+    from evaluation.metrics import analytics as am
+    from evaluation.models import Verdict
+    from evaluation.review.services import label_set
+
+    user = get_user_model().objects.get(username=args.user)
+    client = Client(SERVER_NAME="localhost")
+    client.force_login(user)
+    page = reverse("dataset-analytics", args=[dataset.pk])
+    api = reverse("api-evaluation:analytics", args=[dataset.pk])
+    figures.warm(run)  # fresh, as after the run ended
+    items = Verdict.objects.filter(run=run).select_related("answer", "criterion")
+    print("\n5. after a label: next page / next API answer (s, updating?), refresh task (s)")
+    for n, verdict in enumerate(items.order_by("pk")[: args.repeat]):
+        label_set(answer=verdict.answer, criterion=verdict.criterion, reviewer=user,
+                  label="fail" if n % 2 else "pass")  # fmt: skip
+        response, t_page = _timed(lambda: client.get(page))
+        updating = b"figures-updating" in response.content
+        answer, t_api = _timed(lambda: client.get(api))
+        _, t_task = _timed(lambda: refresh_analytics(run.pk))
+        fresh = figures.kept(run, "page") is not None
+        print(
+            f"  label {n + 1}: page {t_page:6.3f} ({response.status_code},"
+            f" {'updating' if updating else 'FRESH?'}), API {t_api:6.3f}"
+            f" ({answer.status_code}, updating={answer.json()['updating']},"
+            f" {len(answer.content):,} bytes),"
+            f" refresh {t_task:6.2f}, fresh kept: {fresh}"
+        )
+    print("\n   the miss (figures.warm, every part) with the resampling counts: wall / CPU s")
+    for name, clear in (("drawn afresh (before)", True), ("kept (after)", False)):
+        if clear:
+            am._counts_cache.clear()
+        _, t, cpu, db = _timed_cpu(lambda: figures.warm(run))
+        print(f"  {name:24s} {t:6.2f} / {cpu:6.2f} / {db:6.2f}")
     print(f"\nload average: {os.getloadavg()}")
     return 0
 

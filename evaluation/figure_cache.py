@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from django.db import transaction
+
 from evaluation.models import AgreementCache, Run
 
 
@@ -49,11 +51,15 @@ def store(dataset_id: int, prefix: str, key: str, cells: Any) -> None:
     place figures are written, so that read-only readers skip it."""
     if getattr(_reading, "only", False):
         return
-    stale = AgreementCache.objects.filter(dataset_id=dataset_id, key__startswith=f"{prefix}:")
-    stale.exclude(key=key).delete()
-    AgreementCache.objects.bulk_create(
-        [AgreementCache(dataset_id=dataset_id, key=key, cells=cells)], ignore_conflicts=True
-    )
+    # One transaction: a reader finds the old row or the new one, never neither (the
+    # analytics pages serve the old one while the new one is computed). No savepoint
+    # inside a caller's transaction: that one already makes the two writes one.
+    with transaction.atomic(savepoint=False):
+        stale = AgreementCache.objects.filter(dataset_id=dataset_id, key__startswith=f"{prefix}:")
+        stale.exclude(key=key).delete()
+        AgreementCache.objects.bulk_create(
+            [AgreementCache(dataset_id=dataset_id, key=key, cells=cells)], ignore_conflicts=True
+        )
 
 
 def store_many(dataset_id: int, prefix: str, cells_by_key: dict[str, Any]) -> None:

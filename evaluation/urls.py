@@ -68,6 +68,11 @@ urlpatterns = [
         name="analytics-complexity-svg",
     ),
     path("datasets/<int:pk>/analytics/compare/", analytics.compare_runs, name="analytics-compare"),
+    path(
+        "datasets/<int:pk>/analytics/freshness/",
+        analytics.analytics_freshness,
+        name="analytics-freshness",
+    ),
     path("datasets/<int:pk>/schedules/", schedules.dataset_schedules, name="dataset-schedules"),
     path(
         "datasets/<int:pk>/schedules/<int:schedule_pk>/",

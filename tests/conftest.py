@@ -151,3 +151,17 @@ def pytest_report_header(config) -> list[str]:
     db = os.environ.get("DATABASE_URL", "sqlite (default)").split("@")[-1]
     broker = os.environ.get("CELERY_BROKER_URL", "filesystem:// (default)").split("@")[-1]
     return [f"database: {db}", f"celery broker: {broker}"]
+
+
+@pytest.fixture
+def eager_refresh():
+    """Celery tasks run inside `apply_async` (CELERY_TASK_ALWAYS_EAGER), as in a demo
+    without a worker: an analytics page that finds its figures stale or missing has them
+    recomputed in the request. For tests about what the pages show; stale-while-revalidate
+    itself is tested with a real worker (tests/evaluation/test_analytics_refresh.py)."""
+    from celery import current_app
+
+    before = current_app.conf.task_always_eager
+    current_app.conf.task_always_eager = True
+    yield
+    current_app.conf.task_always_eager = before

@@ -10,6 +10,7 @@ import logging
 from celery import current_app
 from django.dispatch import receiver
 
+from evaluation.analytics import refresh
 from evaluation.analytics.models import RegressionAlert
 from evaluation.models import Run
 from evaluation.signals import run_ended
@@ -34,7 +35,11 @@ def warm_figures_on_end(sender: object, run_id: int, **kwargs: object) -> None:
     """The run's analytics figures computed in the worker, so that the first reader of the
     analytics pages finds them (evaluation.analytics.figures)."""
     try:
-        if Run.objects.filter(pk=run_id).exclude(kind=Run.Kind.CROSS_EVALUATION).exists():
+        run = Run.objects.filter(pk=run_id).exclude(kind=Run.Kind.CROSS_EVALUATION).first()
+        if run is not None:
+            # The refresh marker, so that readers arriving while the task runs queue no
+            # other recompute (taken or not, the run's end warms its figures).
+            refresh.claim(run.dataset_id, run.pk, refresh.DEFAULT)
             current_app.signature(WARM_TASK, args=(run_id,)).apply_async()
     except Exception:  # as above: the run ended whatever happens here
         logger.exception("Could not queue the analytics figures of run %s", run_id)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import logging
+
 from celery import shared_task
 
-from evaluation.analytics import alerts, figures, schedules
+from evaluation.analytics import alerts, figures, refresh, schedules
 from evaluation.models import Run
 
 CHECK_TASK = "evaluation.check_regressions"
 WARM_TASK = "evaluation.warm_analytics"
+logger = logging.getLogger(__name__)
 
 
 @shared_task(name=CHECK_TASK, acks_late=True, reject_on_worker_lost=True)
@@ -37,5 +40,28 @@ def warm_analytics(run_id: int) -> bool:
     run = Run.objects.select_related("dataset").filter(pk=run_id).first()
     if run is None or run.kind == Run.Kind.CROSS_EVALUATION:
         return False
-    figures.warm(run)
+    try:
+        figures.warm(run)
+    finally:  # taken by the receiver that queued this task, so readers queue no other
+        refresh.release(run.dataset_id, run.pk, refresh.DEFAULT)
+    return True
+
+
+@shared_task(name=refresh.REFRESH_TASK, acks_late=True, reject_on_worker_lost=True)
+def refresh_analytics(run_id: int, group: str = refresh.DEFAULT) -> bool:
+    """Recompute a run's analytics figures for the current state, queued by the first
+    reader who found them stale (`evaluation.analytics.refresh`). Whatever happens, the
+    marker is released: after a failure the old figures stay served and the next reader
+    queues another try. False when the run is gone or the recompute failed (logged, not
+    retried: the next reader retries)."""
+    run = Run.objects.select_related("dataset").filter(pk=run_id).first()
+    if run is None:
+        return False
+    try:
+        figures.refresh_group(run, group)
+    except Exception:
+        logger.exception("Analytics refresh of run %s (%s) failed", run_id, group)
+        return False
+    finally:
+        refresh.release(run.dataset_id, run.pk, group)
     return True

@@ -65,6 +65,12 @@ class AnalyticsQuerySerializer(serializers.Serializer):
             raise ValidationError(str(error)) from None
 
 
+def _computing(head: dict) -> Response:
+    """The run's figures were never computed (the task at its end failed, or it is still
+    running): 202 with the facts, and Retry-After; a refresh is queued (docs/api.md)."""
+    return Response(head, status=202, headers={"Retry-After": "5"})
+
+
 RUN = OpenApiParameter("run", int, description="Run id; default: the latest finished run.")
 
 
@@ -74,7 +80,7 @@ class AnalyticsView(APIView):
             RUN,
             OpenApiParameter("edges", str, description="Bucket edges, default 10,15,…,35."),
         ],
-        responses={200: OpenApiTypes.OBJECT},
+        responses={200: OpenApiTypes.OBJECT, 202: OpenApiTypes.OBJECT},
     )
     def get(self, request: Request, pk: int) -> Response:
         """System scores with 95% intervals (overall and by category, complexity bucket,
@@ -85,11 +91,14 @@ class AnalyticsView(APIView):
         params = AnalyticsQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         run = _run(dataset, params.validated_data.get("run"))
-        page = figures.page(run, params.validated_data.get("edges", am.DEFAULT_EDGES))
+        served = figures.served_page(run, params.validated_data.get("edges", am.DEFAULT_EDGES))
+        head = {"dataset": dataset.pk, "run": _run_data(run), **served.facts()}
+        if served.figures is None:
+            return _computing(head)
+        page = served.figures
         return Response(
             {
-                "dataset": dataset.pk,
-                "run": _run_data(run),
+                **head,
                 "labels": {
                     "decided_by": "adjudication where present, else the run's panel verdict",
                     "adjudicated_items": page.adjudicated,
@@ -121,7 +130,7 @@ class CompareView(APIView):
             OpenApiParameter("system_a", int, description="System of run A; default: all."),
             OpenApiParameter("system_b", int, description="System of run B; default: all."),
         ],
-        responses={200: OpenApiTypes.OBJECT},
+        responses={200: OpenApiTypes.OBJECT, 202: OpenApiTypes.OBJECT},
     )
     def get(self, request: Request, pk: int) -> Response:
         """Two runs compared query by query: the paired test and every difference."""
@@ -130,13 +139,17 @@ class CompareView(APIView):
         params.is_valid(raise_exception=True)
         v = params.validated_data
         run_a, run_b = _run(dataset, v["a"]), _run(dataset, v["b"])
-        comparison, _, _ = figures.comparison(
+        served = figures.served_comparison(
             run_a, run_b, system_a=v.get("system_a"), system_b=v.get("system_b")
         )
+        if served.figures is None:
+            return _computing({"a": _run_data(run_a), "b": _run_data(run_b), **served.facts()})
+        comparison, _, _ = served.figures
         return Response(
             {
                 "a": {**_run_data(run_a), "system": comparison.system_a},
                 "b": {**_run_data(run_b), "system": comparison.system_b},
+                **served.facts(),
                 "test": comparison.test.as_dict(),
                 "queries": [
                     {
@@ -180,7 +193,7 @@ class CriterionHealthView(APIView):
             OpenApiParameter("flag", str, enum=["", *figures.HEALTH_FLAGS]),
             OpenApiParameter("page", int, description="A page (1 first); past the end: 404."),
         ],
-        responses={200: OpenApiTypes.OBJECT},
+        responses={200: OpenApiTypes.OBJECT, 202: OpenApiTypes.OBJECT},
     )
     def get(self, request: Request, pk: int) -> Response:
         """Per criterion of the run, a page at a time, flagged first: flags, pass rate,
@@ -191,13 +204,16 @@ class CriterionHealthView(APIView):
         run = _run(dataset, params.validated_data.get("run"))
         flag, number = params.validated_data["flag"], params.validated_data["page"]
         size = settings.REST_FRAMEWORK["PAGE_SIZE"]
-        count, rows = figures.health_slice(run, flag, (number - 1) * size, number * size)
+        served, count, rows = figures.health_slice(run, flag, (number - 1) * size, number * size)
+        if served.computed_at is None:
+            return _computing({"run": _run_data(run), "flag": flag, **served.facts()})
         if number > 1 and not rows:
             raise NotFound("Invalid page.")
         return Response(
             {
                 "run": _run_data(run),
                 "flag": flag,
+                **served.facts(),
                 "count": count,
                 "next": _page_link(request, number + 1 if number * size < count else None),
                 "previous": _page_link(request, number - 1 if number > 1 else None),

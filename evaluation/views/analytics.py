@@ -175,6 +175,16 @@ def _judge_tables(rows: list[sel.JudgeAgreement]) -> list[dict]:
     return tables
 
 
+def _freshness_url(dataset: Dataset, part: str, **params: object) -> str:
+    query = {"part": part, **{k: str(v) for k, v in params.items() if v not in (None, "")}}
+    return reverse("analytics-freshness", args=[dataset.pk]) + "?" + urlencode(query)
+
+
+def _updating(request: HttpRequest, served: figures.Served, poll_url: str) -> dict:
+    """The context of the "updating" banner (evaluation/_figures_updating.html)."""
+    return {"served": served, "poll_url": poll_url, "reload_url": request.get_full_path()}
+
+
 @require_GET
 @login_required
 def dataset_analytics(request: HttpRequest, pk: int) -> HttpResponse:
@@ -187,47 +197,92 @@ def dataset_analytics(request: HttpRequest, pk: int) -> HttpResponse:
         "is_admin": roles.CHANGE in dataset_permissions(request.user, dataset),
     }
     if selection.run is not None:
-        page = figures.page(selection.run, selection.edges)
-        bucket = request.GET.get("bucket", "")
+        # Never computed here: the figures of the current state, else those of an earlier
+        # one (or a placeholder) while a refresh runs in Celery (figures.served).
+        served = figures.served_page(selection.run, selection.edges)
+        edges = ",".join(map(str, selection.edges))
         context.update(
-            data=page,
-            overall=[c for c in page.cells if c.group == "all"],
-            tables=_score_tables(page.cells),
-            calibrated=page.calibrated,
-            panels=page.panels[:PANEL_OPTIONS],
-            judge_tables=_judge_tables(page.judges),
-            saturated=list(
-                Query.objects.filter(pk__in=page.saturated, dataset=dataset).values_list(
-                    "pk", "text"
-                )
+            _updating(
+                request,
+                served,
+                _freshness_url(
+                    dataset,
+                    "page",
+                    run=selection.run.pk,
+                    edges="" if selection.edges == am.DEFAULT_EDGES else edges,
+                ),
             ),
-            curve=page.curve,
-            chart=curve_chart(selection, page.curve),
-            csv_href=reverse("analytics-complexity-csv", args=[dataset.pk]) + _query(selection),
-            svg_href=reverse("analytics-complexity-svg", args=[dataset.pk]) + _query(selection),
-            png_name=f"complexity-dataset-{dataset.pk}-run-{selection.run.pk}.png",
-            bucket=next((b for b in page.curve.buckets if b.key == bucket), None),
-            bucket_rows=figures.bucket_rows(selection.run, bucket, selection.edges)
-            if bucket
-            else [],
-            edges=",".join(map(str, selection.edges)),
+            edges=edges,
         )
+        if served.figures is not None:
+            context.update(_page_context(request, selection, served.figures))
     return render(request, "evaluation/analytics.html", context)
 
 
-def _curve_for(request: HttpRequest, pk: int) -> tuple[Selection, sel.ComplexityCurve]:
+def _page_context(request: HttpRequest, selection: Selection, page: figures.Page) -> dict:
+    dataset, bucket = selection.dataset, request.GET.get("bucket", "")
+    return {
+        "data": page,
+        "overall": [c for c in page.cells if c.group == "all"],
+        "tables": _score_tables(page.cells),
+        "calibrated": page.calibrated,
+        "panels": page.panels[:PANEL_OPTIONS],
+        "judge_tables": _judge_tables(page.judges),
+        "saturated": list(
+            Query.objects.filter(pk__in=page.saturated, dataset=dataset).values_list("pk", "text")
+        ),
+        "curve": page.curve,
+        "chart": curve_chart(selection, page.curve),
+        "csv_href": reverse("analytics-complexity-csv", args=[dataset.pk]) + _query(selection),
+        "svg_href": reverse("analytics-complexity-svg", args=[dataset.pk]) + _query(selection),
+        "png_name": f"complexity-dataset-{dataset.pk}-run-{selection.run.pk}.png",
+        "bucket": next((b for b in page.curve.buckets if b.key == bucket), None),
+        "bucket_rows": figures.served_bucket_rows(selection.run, bucket, selection.edges).figures
+        if bucket
+        else [],
+    }
+
+
+def _curve_for(
+    request: HttpRequest, pk: int
+) -> tuple[Selection, sel.ComplexityCurve | None, figures.Served]:
     dataset = access_analytics(request, pk)
     selection = select_run(request, dataset)
     if selection.run is None:
         raise Http404("No run to analyse yet.")
-    return selection, figures.page(selection.run, selection.edges).curve
+    served = figures.served_page(selection.run, selection.edges)
+    return selection, served.figures.curve if served.figures else None, served
+
+
+def _state_headers(response: HttpResponse, served: figures.Served) -> HttpResponse:
+    """Which state a download reflects: when its figures were computed, for which review
+    revision, and whether fresher ones are being computed (docs/api.md)."""
+    facts = served.facts()
+    response["X-Figures-Updating"] = "true" if facts["updating"] else "false"
+    if facts["computed_at"]:
+        response["X-Figures-Computed-At"] = facts["computed_at"]
+    if facts["review_revision"] is not None:
+        response["X-Figures-Review-Revision"] = str(facts["review_revision"])
+    return response
+
+
+def _not_yet(served: figures.Served) -> HttpResponse:
+    response = HttpResponse(
+        "The figures of this run are being computed; try again in a few seconds.\n",
+        status=503,
+        content_type="text/plain; charset=utf-8",
+    )
+    response["Retry-After"] = "5"
+    return _state_headers(response, served)
 
 
 @require_GET
 @login_required
 def complexity_csv(request: HttpRequest, pk: int) -> HttpResponse:
     """The complexity curve's numbers: one row per system and bucket, then the human line."""
-    selection, curve = _curve_for(request, pk)
+    selection, curve, served = _curve_for(request, pk)
+    if curve is None:
+        return _not_yet(served)
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     name = f"complexity-dataset-{selection.dataset.pk}-run-{selection.run.pk}.csv"
     response["Content-Disposition"] = f'attachment; filename="{name}"'
@@ -242,20 +297,34 @@ def complexity_csv(request: HttpRequest, pk: int) -> HttpResponse:
     h = curve.human
     writer.writerow(["human (experts' overlap)", "all", h.mean, h.low, h.high, h.n_pairs,
                      h.n_queries])  # fmt: skip
-    return response
+    return _state_headers(response, served)
 
 
 @require_GET
 @login_required
 def complexity_svg(request: HttpRequest, pk: int) -> HttpResponse:
-    selection, curve = _curve_for(request, pk)
+    selection, curve, served = _curve_for(request, pk)
+    if curve is None:
+        return _not_yet(served)
     svg = render_to_string(
         "evaluation/_line_chart.svg", {"chart": curve_chart(selection, curve), "standalone": True}
     )
     response = HttpResponse(svg, content_type="image/svg+xml; charset=utf-8")
     name = f"complexity-dataset-{selection.dataset.pk}-run-{selection.run.pk}.svg"
     response["Content-Disposition"] = f'attachment; filename="{name}"'
-    return response
+    return _state_headers(response, served)
+
+
+def _compared_runs(request: HttpRequest, dataset: Dataset, runs: list[Run]):
+    a_id, b_id = _int(request, "a"), _int(request, "b")
+    if a_id is None and b_id is None and len(runs) >= 2:
+        a_id, b_id = runs[1].pk, runs[0].pk  # the previous run against the latest
+    if a_id is None or b_id is None:
+        return None
+    try:
+        return sel.choose_run(dataset, a_id, runs), sel.choose_run(dataset, b_id, runs)
+    except Run.DoesNotExist:
+        raise Http404("No such run in this dataset.") from None
 
 
 @require_GET
@@ -264,36 +333,34 @@ def compare_runs(request: HttpRequest, pk: int) -> HttpResponse:
     dataset = access_analytics(request, pk)
     runs = sel.analysable_runs(dataset)
     context: dict = {"dataset": dataset, "runs": runs}
-    a_id, b_id = _int(request, "a"), _int(request, "b")
-    if a_id is None and b_id is None and len(runs) >= 2:
-        a_id, b_id = runs[1].pk, runs[0].pk  # the previous run against the latest
-    if a_id is not None and b_id is not None:
-        try:
-            run_a = sel.choose_run(dataset, a_id, runs)
-            run_b = sel.choose_run(dataset, b_id, runs)
-        except Run.DoesNotExist:
-            raise Http404("No such run in this dataset.") from None
+    pair = _compared_runs(request, dataset, runs)
+    if pair is not None:
+        run_a, run_b = pair
         system_a, system_b = _int(request, "system_a"), _int(request, "system_b")
-        comparison, systems_a, systems_b = figures.comparison(
-            run_a, run_b, system_a=system_a, system_b=system_b
-        )
-        regressions, gains = comparison.regressions(), comparison.gains()
-        texts = dict(
-            Query.objects.filter(
-                pk__in=[d.query_id for d in (*regressions, *gains)], dataset=dataset
-            ).values_list("pk", "text")
-        )
+        served = figures.served_comparison(run_a, run_b, system_a=system_a, system_b=system_b)
+        poll = _freshness_url(dataset, "compare", a=run_a.pk, b=run_b.pk)
         context.update(
+            _updating(request, served, poll),
             run_a=run_a,
             run_b=run_b,
-            systems_a=systems_a,
-            systems_b=systems_b,
             system_a=system_a,
             system_b=system_b,
-            comparison=comparison,
-            regressions=[(d, texts.get(d.query_id, "")) for d in regressions],
-            gains=[(d, texts.get(d.query_id, "")) for d in gains],
         )
+        if served.figures is not None:
+            comparison, systems_a, systems_b = served.figures
+            regressions, gains = comparison.regressions(), comparison.gains()
+            texts = dict(
+                Query.objects.filter(
+                    pk__in=[d.query_id for d in (*regressions, *gains)], dataset=dataset
+                ).values_list("pk", "text")
+            )
+            context.update(
+                systems_a=systems_a,
+                systems_b=systems_b,
+                comparison=comparison,
+                regressions=[(d, texts.get(d.query_id, "")) for d in regressions],
+                gains=[(d, texts.get(d.query_id, "")) for d in gains],
+            )
     return render(request, "evaluation/analytics_compare.html", context)
 
 
@@ -305,14 +372,55 @@ def criterion_health(request: HttpRequest, pk: int) -> HttpResponse:
     context: dict = {"dataset": dataset, "selection": selection, "run": selection.run}
     if selection.run is not None:
         flag = request.GET.get("flag", "")
-        total, shown = figures.health_page(selection.run, flag)
-        criteria = Criterion.objects.select_related(
-            "checklist__query", "checklist__author"
-        ).in_bulk([h.criterion for h in shown])
+        served = figures.served_health_page(selection.run, flag)
         context.update(
-            rows=[(h, criteria.get(h.criterion)) for h in shown],
-            total=total,
+            _updating(request, served, _freshness_url(dataset, "health", run=selection.run.pk)),
             flag=flag,
             flags=figures.HEALTH_FLAGS,
+            rows=None,
         )
+        if served.computed_at is not None:
+            total, shown = served.figures
+            criteria = Criterion.objects.select_related(
+                "checklist__query", "checklist__author"
+            ).in_bulk([h.criterion for h in shown])
+            context.update(rows=[(h, criteria.get(h.criterion)) for h in shown], total=total)
     return render(request, "evaluation/analytics_criteria.html", context)
+
+
+@require_GET
+@login_required
+def analytics_freshness(request: HttpRequest, pk: int) -> HttpResponse:
+    """The analytics pages' poll (htmx, every 2 s while their figures are updating): the
+    "updating" banner again while the fresh figures are not kept (queueing a refresh if
+    none is queued), else a "ready" note that makes htmx reload the page (HX-Refresh).
+    Same access as the page it serves (criterion health: admins)."""
+    part = request.GET.get("part", "page")
+    if part not in ("page", "health", "compare"):
+        raise Http404("Unknown part.")
+    dataset = access_analytics(request, pk, admin=part == "health")
+    params = {k: v for k, v in request.GET.items() if k != "part"}
+    page_name = {"page": "dataset-analytics", "health": "analytics-criteria",
+                 "compare": "analytics-compare"}[part]  # fmt: skip
+    reload_url = reverse(page_name, args=[dataset.pk]) + ("?" + urlencode(params) if params else "")
+    if part == "compare":
+        pair = _compared_runs(request, dataset, sel.analysable_runs(dataset))
+        if pair is None:
+            raise Http404("Two runs are needed to compare.")
+        fresh = figures.comparison_is_fresh(*pair)
+    else:
+        selection = select_run(request, dataset)
+        if selection.run is None:
+            raise Http404("No run to analyse yet.")
+        kept_part = "health-top" if part == "health" else "page"
+        fresh = figures.is_fresh(selection.run, kept_part, selection.edges)
+    if not fresh and request.headers.get("HX-Request") == "true":
+        # No content: htmx leaves the banner as it is (its time and revision are the
+        # page's) and asks again in 2 s.
+        return HttpResponse(status=204)
+    # Opened without htmx (a link, a crawler): a note either way, never an empty answer.
+    context = {"reload_url": reload_url, "fresh": fresh}
+    response = render(request, "evaluation/_figures_fresh.html", context)
+    if fresh:
+        response["HX-Refresh"] = "true"
+    return response

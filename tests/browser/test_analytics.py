@@ -1,6 +1,8 @@
 """A reviewer opens the analytics page in a real browser: the complexity chart has one line
 per system and the experts' overlap drawn across it as the human line; clicking a bucket
-drills into that bucket's checklists, each linked to its answer page."""
+drills into that bucket's checklists, each linked to its answer page. After a label the page
+shows the figures kept before it, marked updating, and turns to the fresh ones by itself
+once the refresh has kept them."""
 
 from __future__ import annotations
 
@@ -11,7 +13,11 @@ from playwright.sync_api import expect
 
 from annotation import roles
 from annotation.services import dataset_set_role
+from evaluation.analytics import figures
+from evaluation.analytics.tasks import refresh_analytics
 from evaluation.cross_evaluation.services import perfect_answer_save
+from evaluation.models import Answer
+from evaluation.review.services import label_set
 from tests.browser.conftest import log_in
 from tests.browser.test_checklist_editor import snap
 from tests.evaluation.analytics_fixtures import build_known
@@ -38,6 +44,7 @@ def test_complexity_chart_with_the_human_line_drilled_into_a_bucket(page, datase
     grade_directly(dataset)
     # Two systems graded on checklists of 8, 12, 12, 17, 22 and 36 criteria.
     known = build_known(dataset)
+    figures.warm(known.run)  # as the task at the run's end does
 
     log_in(page, reviewer.username)
     page.goto(f"/datasets/{dataset.pk}/")
@@ -69,7 +76,7 @@ def test_the_complexity_chart_downloads_as_png(page, dataset, reviewer):
     """The PNG is drawn in the browser from the inline SVG (static/js/chart-png.js): no
     network, nothing inline under the Content-Security-Policy."""
     dataset_set_role(dataset=dataset, user=reviewer, role=roles.DatasetRole.REVIEWER)
-    build_known(dataset)
+    figures.warm(build_known(dataset).run)
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     log_in(page, reviewer.username)
@@ -84,3 +91,23 @@ def test_the_complexity_chart_downloads_as_png(page, dataset, reviewer):
     width = int.from_bytes(data[16:20], "big")
     assert width == 2 * int(page.locator("#complexity-chart svg").get_attribute("width"))
     assert not [e for e in errors if "Content Security Policy" in e]
+
+
+def test_after_a_label_the_page_turns_fresh_by_itself(page, dataset, reviewer):
+    dataset_set_role(dataset=dataset, user=reviewer, role=roles.DatasetRole.REVIEWER)
+    known = build_known(dataset)
+    figures.warm(known.run)
+    answer = Answer.objects.get(pk=next(iter(known.answers)))
+    criterion = answer.query.checklists.first().criteria.first()
+    label_set(answer=answer, criterion=criterion, reviewer=reviewer, label="fail")
+
+    log_in(page, reviewer.username)
+    page.goto(f"/datasets/{dataset.pk}/analytics/")
+    note = page.locator("#figures-updating")
+    expect(note).to_contain_text("before the latest labels")
+    expect(page.locator("#system-scores")).to_be_visible()  # the figures kept before
+    # The worker's part (run here): the fresh figures are kept; the page's poll sees them
+    # within 2 s and reloads the page.
+    assert refresh_analytics(known.run.pk) is True
+    expect(note).to_have_count(0, timeout=10_000)
+    expect(page.locator("#system-scores")).to_be_visible()

@@ -47,6 +47,7 @@ for _name in (
     "dataset-overlaps-csv", "dataset-agreement", "agreement-items", "dataset-runs",
     "dataset-answers", "dataset-export", "dataset-analytics", "analytics-compare",
     "analytics-complexity-csv", "analytics-complexity-svg", "analytics-criteria",
+    "analytics-freshness",
     "dataset-alerts", "dataset-schedules",
 ):  # fmt: skip
     PAGE_ARGS[_name] = lambda w: {"pk": w.dataset.pk}

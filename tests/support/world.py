@@ -145,4 +145,9 @@ def build_world() -> World:
         dataset=w.dataset, name="Nightly", system=w.system, panel=w.panel, at=dt.time(2, 30),
         days="*", enabled=True, by=admin,
     )  # fmt: skip
+    # The run's analytics figures, as the task at a run's end keeps them: the analytics
+    # pages and API serve kept figures and never compute them in the request.
+    from evaluation.analytics import figures
+
+    figures.warm(w.run)
     return w
