@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 
-from celery import current_app
 from django.db import transaction
 
 from annotation.models import Criterion, Dataset
+from evaluation import task_names
 from evaluation.judges.services import judge_endpoint
 from evaluation.judging import client, formality
 from evaluation.models import FormalityAdvice, Judge
@@ -42,9 +42,7 @@ def formality_request(*, dataset: Dataset, criteria: Iterable[Criterion]) -> Non
         )
         if created:  # queued by name: the tasks module imports this one
             transaction.on_commit(
-                lambda pk=advice.pk: current_app.signature(
-                    CHECK_FORMALITY_TASK, args=(pk,)
-                ).apply_async()
+                lambda pk=advice.pk: task_names.signature(CHECK_FORMALITY_TASK, (pk,)).apply_async()
             )
 
 

@@ -342,6 +342,9 @@ class Served:
     fresh: bool
     computed_at: datetime | None = None
     state: str = ""
+    # The refresh's last try failed and the next waits (refresh.fail): the page and the
+    # API say so instead of "being computed".
+    failure: refresh.Failure | None = None
 
     @property
     def updating(self) -> bool:
@@ -359,7 +362,15 @@ class Served:
             "updating": self.updating,
             "computed_at": self.computed_at.isoformat() if self.computed_at else None,
             "review_revision": self.revision,
+            "refresh_failed": self.failure.as_dict() if self.failure else None,
         }
+
+    def retry_after(self) -> int:
+        """Seconds a client should wait before asking again: until the failed refresh's
+        next try, else a few (a refresh takes seconds)."""
+        if self.failure is None:
+            return 5
+        return max(1, int((self.failure.retry_at - timezone.now()).total_seconds()) + 1)
 
     def with_figures(self, figures: Any) -> Served:
         return replace(self, figures=figures)
@@ -406,6 +417,18 @@ def served(run: Run, part: str, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> Se
     found = _read(run.dataset_id, prefix, state_)
     if not found.fresh and _revalidate(run, _group(part, edges)):
         found = _read(run.dataset_id, prefix, state_)
+    return _with_failure(found, [(run, _group(part, edges))])
+
+
+def _with_failure(found: Served, refreshes: list[tuple[Run, str]]) -> Served:
+    """`found`, with the failure of a refresh (run, group) that would freshen it, if any
+    (a query per refresh, only when the figures are not fresh)."""
+    if found.fresh:
+        return found
+    for run, group in refreshes:
+        failed = refresh.failure(run.dataset_id, run.pk, group)
+        if failed is not None:
+            return replace(found, failure=failed)
     return found
 
 
@@ -448,13 +471,14 @@ def kept(run: Run, part: str, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> Any 
 
 def saturated_among(dataset, query_ids) -> set[int]:
     """Of these queries (a page of the query list), those the latest analysable run's kept
-    analytics figures mark saturated. Nothing when they are not kept for the run's current
-    state (the analytics page or the task at the run's end keeps them): the query list must
-    never compute a run's figures, which at a million votes takes a minute."""
+    analytics figures mark saturated. Served as the analytics page is (`served`): the
+    figures of an earlier state while a refresh runs, so that the marks do not vanish for
+    the seconds after each label; nothing when none were ever kept. The query list never
+    computes a run's figures, which at a million votes takes a minute."""
     run = sel.choose_run(dataset, None, sel.analysable_runs(dataset))
     if run is None or not query_ids:
         return set()
-    figures = kept(run, "page")
+    figures = served(run, "page").figures
     return set(figures["saturated"]) & set(query_ids) if figures else set()
 
 
@@ -525,6 +549,7 @@ def health_slice(
     head = _read(run.dataset_id, _chunk_prefix(run, flag, 0), state_)  # holds the total
     if not head.fresh and again and _revalidate(run, refresh.DEFAULT):
         return health_slice(run, flag, start, stop, again=False)
+    head = _with_failure(head, [(run, refresh.DEFAULT)])
     if head.figures is None:
         return head, 0, []
     total, rows = head.figures["total"], []
@@ -676,12 +701,14 @@ def served_comparison(
             _store(run_a.dataset_id, prefix, pair, value)
             found = Served(value, True, timezone.now(), pair)
         else:
-            ran = [_revalidate(r, refresh.DEFAULT)
-                   for r, k in ((run_a, kept_a), (run_b, kept_b)) if k is None]  # fmt: skip
+            stale = [(r, refresh.DEFAULT)
+                     for r, k in ((run_a, kept_a), (run_b, kept_b)) if k is None]  # fmt: skip
+            ran = [_revalidate(r, group) for r, group in stale]
             if again and ran and all(ran):  # eager: the scores are kept now
                 return served_comparison(
                     run_a, run_b, system_a=system_a, system_b=system_b, again=False
                 )
+            found = _with_failure(found, stale)
     if found.figures is None:
         return found
     return found.with_figures(_comparison_from_json(found.figures))

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import logging
 
-from celery import current_app
 from django.dispatch import receiver
 
+from evaluation import task_names
 from evaluation.analytics import refresh
 from evaluation.analytics.models import RegressionAlert
 from evaluation.models import Run
@@ -25,7 +25,7 @@ def check_regressions_on_end(sender: object, run_id: int, **kwargs: object) -> N
     try:
         dataset_id = Run.objects.filter(pk=run_id).values_list("dataset_id", flat=True).first()
         if RegressionAlert.objects.filter(dataset_id=dataset_id, active=True).exists():
-            current_app.signature(CHECK_TASK, args=(run_id,)).apply_async()
+            task_names.signature(CHECK_TASK, (run_id,)).apply_async()
     except Exception:  # the run ended; an alert that cannot be queued must not undo that
         logger.exception("Could not queue the regression check of run %s", run_id)
 
@@ -40,6 +40,6 @@ def warm_figures_on_end(sender: object, run_id: int, **kwargs: object) -> None:
             # The refresh marker, so that readers arriving while the task runs queue no
             # other recompute (taken or not, the run's end warms its figures).
             refresh.claim(run.dataset_id, run.pk, refresh.DEFAULT)
-            current_app.signature(WARM_TASK, args=(run_id,)).apply_async()
+            task_names.signature(WARM_TASK, (run_id,)).apply_async()
     except Exception:  # as above: the run ended whatever happens here
         logger.exception("Could not queue the analytics figures of run %s", run_id)

@@ -9,8 +9,13 @@ readers after a label cost one recompute. The marker is an AgreementCache row
 - a marker older than REFRESH_TIMEOUT belongs to a worker that died (or a message that was
   lost): the next reader takes it over with a compare-and-set update, which again only one
   reader wins;
-- the task deletes it when it ends, whether the recompute worked or raised, so that the
-  next reader after a failure, or after a label landed mid-compute, queues another.
+- the task deletes it when the recompute worked, so that the next reader after a label
+  that landed mid-compute queues another;
+- when the recompute raised, the task keeps the marker as a failure (`fail`): the error's
+  kind, when, the number of failed tries in a row and when the next may start. Until then
+  it blocks like a live marker, so a recompute that keeps failing is tried once a minute,
+  then every 2, 4, … up to 60 minutes (BACKOFF), not by every reader and every 2-second
+  poll; the pages and the API say that it failed and when it is tried again (`failure`).
 
 A group is what one task computes from one load of the run: `DEFAULT` (every part for the
 default bucket edges, `figures.warm`), or `edges-10.20.30` (the page and bucket rows for
@@ -20,12 +25,14 @@ custom edges). Plain module: it never imports the figures (they import it).
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from celery import current_app
 from django.db import IntegrityError, transaction
-from django.utils import timezone
+from django.utils import dateparse, timezone
 
+from evaluation import task_names
 from evaluation.metrics import analytics as am
 from evaluation.models import AgreementCache
 
@@ -36,6 +43,34 @@ DEFAULT = "default"
 # Longer than a recompute takes at full scale (about 10 s for every part at 200,000
 # items), short enough that a dead worker's marker does not leave a page updating for long.
 REFRESH_TIMEOUT = timedelta(minutes=3)
+# After the n-th failed try in a row, the next waits FIRST_BACKOFF * 2**(n-1), at most
+# LAST_BACKOFF: a fault that passes (a deadlock, a restart) costs a minute; one that does
+# not (a bug in the figures) costs one recompute an hour, not one per poll.
+FIRST_BACKOFF = timedelta(minutes=1)
+LAST_BACKOFF = timedelta(minutes=60)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """The last try of a refresh failed: `error` is the exception's kind (its message is in
+    the worker's log, not on the pages), `tries` failed in a row, the next at `retry_at`."""
+
+    error: str
+    failed_at: datetime
+    tries: int
+    retry_at: datetime
+
+    def as_dict(self) -> dict:
+        return {
+            "error": self.error,
+            "failed_at": self.failed_at.isoformat(),
+            "tries": self.tries,
+            "retry_at": self.retry_at.isoformat(),
+        }
+
+
+def backoff(tries: int) -> timedelta:
+    return min(FIRST_BACKOFF * 2 ** (max(tries, 1) - 1), LAST_BACKOFF)
 
 
 def group_for(edges: tuple[int, ...]) -> str:
@@ -53,26 +88,73 @@ def marker_key(run_id: int, group: str) -> str:
 
 
 def claim(dataset_id: int, run_id: int, group: str) -> bool:
-    """Take the run's refresh marker; False when another reader holds a live one."""
+    """Take the run's refresh marker; False when another reader holds a live one, or the
+    last try failed and its backoff has not run out."""
     key, now = marker_key(run_id, group), timezone.now()
     held = AgreementCache.objects.filter(dataset_id=dataset_id, key=key)
-    taken = held.values_list("computed_at", flat=True).first()
-    if taken is None:
+    found = held.values_list("computed_at", "cells").first()
+    if found is None:
         try:
             with transaction.atomic():
                 AgreementCache.objects.create(dataset_id=dataset_id, key=key, cells={})
             return True
         except IntegrityError:  # another reader took it between the read and the insert
             return False
-    if taken >= now - REFRESH_TIMEOUT:
+    taken, cells = found
+    failure = _failure(cells)
+    if failure is not None and now < failure.retry_at:
         return False
-    # A dead worker's marker: one reader's update matches the old time, the others' none
-    # (PostgreSQL re-reads the row after the winner commits).
-    return held.filter(computed_at=taken).update(computed_at=now) == 1
+    if failure is None and taken >= now - REFRESH_TIMEOUT:
+        return False
+    # A failure whose backoff ran out, or a dead worker's marker: one reader's update
+    # matches the old time, the others' none (PostgreSQL re-reads the row after the winner
+    # commits). The count of failed tries stays, so the next failure waits longer.
+    tries = {"tries": cells.get("tries", 0)} if isinstance(cells, dict) else {}
+    return held.filter(computed_at=taken).update(computed_at=now, cells=tries) == 1
 
 
 def release(dataset_id: int, run_id: int, group: str) -> None:
+    """The recompute worked: the marker goes, with its count of failed tries."""
     AgreementCache.objects.filter(dataset_id=dataset_id, key=marker_key(run_id, group)).delete()
+
+
+def fail(dataset_id: int, run_id: int, group: str, error: BaseException) -> Failure:
+    """The recompute raised: keep the marker as a failure that blocks readers until its
+    backoff runs out (written whether or not the marker is still there)."""
+    key, now = marker_key(run_id, group), timezone.now()
+    held = AgreementCache.objects.filter(dataset_id=dataset_id, key=key)
+    before = held.values_list("cells", flat=True).first()
+    tries = (before.get("tries", 0) if isinstance(before, dict) else 0) + 1
+    failure = Failure(type(error).__name__, now, tries, now + backoff(tries))
+    cells = {"tries": tries, "failed": failure.error, "failed_at": now.isoformat(),
+             "retry_at": failure.retry_at.isoformat()}  # fmt: skip
+    AgreementCache.objects.update_or_create(
+        dataset_id=dataset_id, key=key, defaults={"cells": cells}
+    )
+    return failure
+
+
+def failure(dataset_id: int, run_id: int, group: str) -> Failure | None:
+    """The refresh's last try failed and the next has not started: what the pages and the
+    API say (None: no failure, or a new try is running)."""
+    key = marker_key(run_id, group)
+    cells = (
+        AgreementCache.objects.filter(dataset_id=dataset_id, key=key)
+        .values_list("cells", flat=True)
+        .first()
+    )
+    return _failure(cells)
+
+
+def _failure(cells: object) -> Failure | None:
+    if not isinstance(cells, dict) or "failed" not in cells:
+        return None
+    return Failure(
+        cells["failed"],
+        dateparse.parse_datetime(cells["failed_at"]),
+        cells["tries"],
+        dateparse.parse_datetime(cells["retry_at"]),
+    )
 
 
 def ensure(dataset_id: int, run_id: int, group: str) -> bool:
@@ -82,12 +164,7 @@ def ensure(dataset_id: int, run_id: int, group: str) -> bool:
     if not claim(dataset_id, run_id, group):
         return False
     try:
-        if eager() and REFRESH_TASK not in current_app.tasks:
-            # A web process imports the tasks modules only when a worker would (they are
-            # autodiscovered lazily); unregistered, the task would go to send_task, which
-            # never runs eagerly.
-            current_app.loader.import_default_modules()
-        current_app.signature(REFRESH_TASK, args=(run_id, group)).apply_async()
+        task_names.signature(REFRESH_TASK, (run_id, group)).apply_async()
     except Exception:  # the reader still gets the figures kept; the next one retries
         logger.exception("Could not queue the analytics refresh of run %s (%s)", run_id, group)
         release(dataset_id, run_id, group)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from celery import shared_task
 
@@ -40,28 +41,33 @@ def warm_analytics(run_id: int) -> bool:
     run = Run.objects.select_related("dataset").filter(pk=run_id).first()
     if run is None or run.kind == Run.Kind.CROSS_EVALUATION:
         return False
-    try:
-        figures.warm(run)
-    finally:  # taken by the receiver that queued this task, so readers queue no other
-        refresh.release(run.dataset_id, run.pk, refresh.DEFAULT)
-    return True
+    # The marker was taken by the receiver that queued this task, so that readers queue no
+    # other: released when the figures are kept, kept as a failure when they raised.
+    return _recompute(run, refresh.DEFAULT, lambda: figures.warm(run))
 
 
 @shared_task(name=refresh.REFRESH_TASK, acks_late=True, reject_on_worker_lost=True)
 def refresh_analytics(run_id: int, group: str = refresh.DEFAULT) -> bool:
     """Recompute a run's analytics figures for the current state, queued by the first
-    reader who found them stale (`evaluation.analytics.refresh`). Whatever happens, the
-    marker is released: after a failure the old figures stay served and the next reader
-    queues another try. False when the run is gone or the recompute failed (logged, not
-    retried: the next reader retries)."""
+    reader who found them stale (`evaluation.analytics.refresh`). False when the run is
+    gone or the recompute failed: logged, the old figures stay served, and the marker
+    records the failure, so that readers try again after its backoff, not at once."""
     run = Run.objects.select_related("dataset").filter(pk=run_id).first()
     if run is None:
         return False
+    return _recompute(run, group, lambda: figures.refresh_group(run, group))
+
+
+def _recompute(run: Run, group: str, compute: Callable[[], None]) -> bool:
     try:
-        figures.refresh_group(run, group)
-    except Exception:
-        logger.exception("Analytics refresh of run %s (%s) failed", run_id, group)
+        compute()
+    except Exception as error:
+        logger.exception("Analytics refresh of run %s (%s) failed", run.pk, group)
+        failure = refresh.fail(run.dataset_id, run.pk, group, error)
+        logger.warning(
+            "Analytics refresh of run %s (%s): %d failed tries in a row, next at %s",
+            run.pk, group, failure.tries, failure.retry_at.isoformat(),
+        )  # fmt: skip
         return False
-    finally:
-        refresh.release(run.dataset_id, run.pk, group)
+    refresh.release(run.dataset_id, run.pk, group)
     return True

@@ -65,10 +65,12 @@ class AnalyticsQuerySerializer(serializers.Serializer):
             raise ValidationError(str(error)) from None
 
 
-def _computing(head: dict) -> Response:
-    """The run's figures were never computed (the task at its end failed, or it is still
-    running): 202 with the facts, and Retry-After; a refresh is queued (docs/api.md)."""
-    return Response(head, status=202, headers={"Retry-After": "5"})
+def _computing(head: dict, served: figures.Served) -> Response:
+    """The run's figures were never computed: 202 with the facts and Retry-After while a
+    refresh is queued or running; 503 when its last try failed, Retry-After saying when
+    the next starts (docs/api.md): a client polling on 202 never waits for ever."""
+    status = 503 if served.failure else 202
+    return Response(head, status=status, headers={"Retry-After": str(served.retry_after())})
 
 
 RUN = OpenApiParameter("run", int, description="Run id; default: the latest finished run.")
@@ -80,7 +82,7 @@ class AnalyticsView(APIView):
             RUN,
             OpenApiParameter("edges", str, description="Bucket edges, default 10,15,…,35."),
         ],
-        responses={200: OpenApiTypes.OBJECT, 202: OpenApiTypes.OBJECT},
+        responses={200: OpenApiTypes.OBJECT, 202: OpenApiTypes.OBJECT, 503: OpenApiTypes.OBJECT},
     )
     def get(self, request: Request, pk: int) -> Response:
         """System scores with 95% intervals (overall and by category, complexity bucket,
@@ -94,7 +96,7 @@ class AnalyticsView(APIView):
         served = figures.served_page(run, params.validated_data.get("edges", am.DEFAULT_EDGES))
         head = {"dataset": dataset.pk, "run": _run_data(run), **served.facts()}
         if served.figures is None:
-            return _computing(head)
+            return _computing(head, served)
         page = served.figures
         return Response(
             {
@@ -130,7 +132,7 @@ class CompareView(APIView):
             OpenApiParameter("system_a", int, description="System of run A; default: all."),
             OpenApiParameter("system_b", int, description="System of run B; default: all."),
         ],
-        responses={200: OpenApiTypes.OBJECT, 202: OpenApiTypes.OBJECT},
+        responses={200: OpenApiTypes.OBJECT, 202: OpenApiTypes.OBJECT, 503: OpenApiTypes.OBJECT},
     )
     def get(self, request: Request, pk: int) -> Response:
         """Two runs compared query by query: the paired test and every difference."""
@@ -143,7 +145,9 @@ class CompareView(APIView):
             run_a, run_b, system_a=v.get("system_a"), system_b=v.get("system_b")
         )
         if served.figures is None:
-            return _computing({"a": _run_data(run_a), "b": _run_data(run_b), **served.facts()})
+            return _computing(
+                {"a": _run_data(run_a), "b": _run_data(run_b), **served.facts()}, served
+            )
         comparison, _, _ = served.figures
         return Response(
             {
@@ -193,7 +197,7 @@ class CriterionHealthView(APIView):
             OpenApiParameter("flag", str, enum=["", *figures.HEALTH_FLAGS]),
             OpenApiParameter("page", int, description="A page (1 first); past the end: 404."),
         ],
-        responses={200: OpenApiTypes.OBJECT, 202: OpenApiTypes.OBJECT},
+        responses={200: OpenApiTypes.OBJECT, 202: OpenApiTypes.OBJECT, 503: OpenApiTypes.OBJECT},
     )
     def get(self, request: Request, pk: int) -> Response:
         """Per criterion of the run, a page at a time, flagged first: flags, pass rate,
@@ -206,7 +210,7 @@ class CriterionHealthView(APIView):
         size = settings.REST_FRAMEWORK["PAGE_SIZE"]
         served, count, rows = figures.health_slice(run, flag, (number - 1) * size, number * size)
         if served.computed_at is None:
-            return _computing({"run": _run_data(run), "flag": flag, **served.facts()})
+            return _computing({"run": _run_data(run), "flag": flag, **served.facts()}, served)
         if number > 1 and not rows:
             raise NotFound("Invalid page.")
         return Response(

@@ -17,10 +17,10 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from celery import current_app
 from django.db import transaction
 
 from annotation.models import Checklist, Dataset, Query
+from evaluation import task_names
 from evaluation.judges.services import judge_endpoint
 from evaluation.judging import client, drafting
 from evaluation.models import Answer, CrossEvaluationSettings, Judge, Panel, Run, System
@@ -118,11 +118,8 @@ def perfect_answer_draft_request(*, checklist: Checklist, judge: Judge) -> str:
         raise CrossEvaluationRefused("Only an LLM judge can draft an answer.")
     task_id = str(uuid.uuid4())
     based_on = _version(checklist.pk)
-    transaction.on_commit(  # by name: the tasks module imports this one
-        lambda: current_app.signature(
-            DRAFT_TASK, args=(checklist.pk, judge.pk, based_on)
-        ).apply_async(task_id=task_id)
-    )
+    draft = task_names.signature(DRAFT_TASK, (checklist.pk, judge.pk, based_on))
+    transaction.on_commit(lambda: draft.apply_async(task_id=task_id))
     return task_id
 
 

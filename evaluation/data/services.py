@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from celery import current_app
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connections, transaction
@@ -27,6 +26,7 @@ from django.utils import timezone
 from annotation import roles
 from annotation.models import Dataset
 from annotation.permissions import check_dataset
+from evaluation import task_names
 from evaluation.data.export import ExportOptions, count_rows, export_chunks, file_name
 from evaluation.data.models import DatasetExport
 
@@ -68,7 +68,7 @@ def export_start(
         rows_total=count_rows(dataset, options.include),
     )
     # Queued by name: services never import tasks (evaluation/data/tasks.py).
-    signature = current_app.signature("evaluation.data.export_dataset", args=(export.pk,))
+    signature = task_names.signature("evaluation.data.export_dataset", (export.pk,))
     transaction.on_commit(signature.apply_async)
     return export
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from celery import current_app
 from django.conf import settings
 from django.db import transaction
+
+from evaluation import task_names
 
 JUDGE_TASK = "evaluation.judge_answer"
 
@@ -16,7 +17,7 @@ def send(run_id: int, work: Iterable[tuple[int, int]], attempt: int) -> int:
     """Queue one judging task per (answer, judge) for this attempt; returns how many."""
     sent = 0
     for answer_id, judge_id in work:
-        current_app.signature(JUDGE_TASK, args=(run_id, answer_id, judge_id, attempt)).apply_async(
+        task_names.signature(JUDGE_TASK, (run_id, answer_id, judge_id, attempt)).apply_async(
             queue=settings.RUNS_QUEUE  # None: the default queue
         )
         sent += 1

@@ -263,16 +263,20 @@ def _state_headers(response: HttpResponse, served: figures.Served) -> HttpRespon
         response["X-Figures-Computed-At"] = facts["computed_at"]
     if facts["review_revision"] is not None:
         response["X-Figures-Review-Revision"] = str(facts["review_revision"])
+    if served.failure:
+        response["X-Figures-Refresh-Failed-At"] = served.failure.failed_at.isoformat()
     return response
 
 
 def _not_yet(served: figures.Served) -> HttpResponse:
-    response = HttpResponse(
-        "The figures of this run are being computed; try again in a few seconds.\n",
-        status=503,
-        content_type="text/plain; charset=utf-8",
+    text = (
+        "Computing the figures of this run failed; the next try starts at "
+        f"{served.failure.retry_at.isoformat()}.\n"
+        if served.failure
+        else "The figures of this run are being computed; try again in a few seconds.\n"
     )
-    response["Retry-After"] = "5"
+    response = HttpResponse(text, status=503, content_type="text/plain; charset=utf-8")
+    response["Retry-After"] = str(served.retry_after())
     return _state_headers(response, served)
 
 

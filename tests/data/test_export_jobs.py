@@ -100,7 +100,7 @@ def test_progress_is_written_while_the_export_reads_its_snapshot(
 
     monkeypatch.setattr(data_services, "PROGRESS_EVERY", 0.0)
     dataset = generate("Progress export", admin=owner)
-    monkeypatch.setattr(data_services.current_app, "signature", lambda *a, **k: _Nothing())
+    monkeypatch.setattr(data_services.task_names, "signature", lambda *a, **k: _Nothing())
     export = data_services.export_start(dataset=dataset, by=owner, options=ExportOptions())
     data_services.export_run(export_id=export.pk)
     export.refresh_from_db()

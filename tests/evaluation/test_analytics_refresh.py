@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from celery.canvas import Signature
@@ -119,26 +119,115 @@ def test_a_dead_workers_marker_expires(
     assert _marker(known.run).computed_at > old + timedelta(seconds=1)
 
 
-def test_a_task_that_raises_clears_its_marker_and_the_old_figures_stay(
-    labelled_after_warm, reviewed_dataset, client, reviewer, queued, monkeypatch, caplog
-):
+def _broken(run, *args):
+    raise RuntimeError("the database went away mid-compute")
+
+
+def _past_backoff(run) -> None:
+    """Time passes: the failed refresh's backoff runs out (its retry time moves back)."""
+    marker = _marker(run)
+    marker.cells["retry_at"] = (timezone.now() - timedelta(seconds=1)).isoformat()
+    AgreementCache.objects.filter(pk=marker.pk).update(cells=marker.cells)
+
+
+def test_a_task_that_raises_keeps_the_old_figures_and_says_when_it_tries_again(
+    labelled_after_warm, reviewed_dataset, client, reviewer, reviewer_api, queued, monkeypatch,
+    caplog,
+):  # fmt: skip
     known, before = labelled_after_warm
     client.force_login(reviewer)
     url = reverse("dataset-analytics", args=[reviewed_dataset.pk])
     client.get(url)
     assert _marker(known.run) is not None
-
-    def broken(run):
-        raise RuntimeError("the database went away mid-compute")
-
-    monkeypatch.setattr(figures, "warm", broken)
-    with caplog.at_level(logging.ERROR, logger="evaluation.analytics.tasks"):
+    monkeypatch.setattr(figures, "warm", _broken)
+    with caplog.at_level(logging.WARNING, logger="evaluation.analytics.tasks"):
+        started = timezone.now()
         assert refresh_analytics(known.run.pk, refresh.DEFAULT) is False
     assert "Analytics refresh of run" in caplog.text and "mid-compute" in caplog.text
+    assert "1 failed tries in a row" in caplog.text
+
+    html = client.get(url).content.decode()
+    assert 'id="system-scores"' in html and f"(review revision {before})" in html  # old figures
+    assert "Refresh failed." in html and "RuntimeError" in html and "1 failed try in" in html
+    assert "mid-compute" not in html  # the message stays in the worker's log
+    assert 'hx-trigger="every 30s"' in html and 'id="figures-retry-at"' in html
+    body = reviewer_api.get(reverse("api-evaluation:analytics", args=[reviewed_dataset.pk])).json()
+    failed = body["refresh_failed"]
+    assert body["updating"] is True and body["scores"]
+    assert failed["error"] == "RuntimeError" and failed["tries"] == 1
+    retry_at = datetime.fromisoformat(failed["retry_at"])
+    assert retry_at - started >= refresh.FIRST_BACKOFF - timedelta(seconds=1)
+    # Neither readers nor the page's poll try again before the backoff runs out...
+    poll = reverse("analytics-freshness", args=[reviewed_dataset.pk])
+    for _ in range(5):
+        client.get(url)
+        assert client.get(poll, {"part": "page"}, HTTP_HX_REQUEST="true").status_code == 204
+    assert len(queued) == 1
+    # ...after it, one reader queues a new try, and a second failure waits twice as long.
+    _past_backoff(known.run)
+    client.get(url)
+    client.get(url)
+    assert len(queued) == 2
+    assert "Refresh failed." not in client.get(url).content.decode()  # the try is running
+    refresh_analytics(known.run.pk, refresh.DEFAULT)
+    second = refresh.failure(known.run.dataset_id, known.run.pk, refresh.DEFAULT)
+    assert second.tries == 2
+    assert second.retry_at - second.failed_at == 2 * refresh.FIRST_BACKOFF
+    # The cause mended, the try after the backoff keeps fresh figures and clears the count.
+    monkeypatch.undo()
+    monkeypatch.setattr(Signature, "apply_async", lambda self, *a, **k: queued.append(1))
+    _past_backoff(known.run)
+    client.get(url)
+    assert len(queued) == 3
+    assert refresh_analytics(known.run.pk, refresh.DEFAULT) is True
     assert _marker(known.run) is None
     html = client.get(url).content.decode()
-    assert 'id="system-scores"' in html and f"(review revision {before})" in html
-    assert len(queued) == 2  # the next reader tries again
+    assert "Refresh failed." not in html and "Updating." not in html
+
+
+def test_the_backoff_doubles_up_to_an_hour():
+    waits = [refresh.backoff(n) for n in range(1, 10)]
+    assert waits[:4] == [timedelta(minutes=m) for m in (1, 2, 4, 8)]
+    assert waits[-1] == refresh.LAST_BACKOFF == timedelta(minutes=60)
+    assert waits == sorted(waits)
+
+
+def test_a_run_whose_figures_never_computed_answers_503_after_a_failure(
+    reviewed_dataset, client, reviewer, reviewer_api, owner_api, queued, monkeypatch
+):
+    known = build_known(reviewed_dataset)
+    AgreementCache.objects.filter(key__startswith="analytics-").delete()
+    monkeypatch.setattr(figures, "warm", _broken)
+    api = reverse("api-evaluation:analytics", args=[reviewed_dataset.pk])
+    assert reviewer_api.get(api).status_code == 202  # queued a refresh
+    assert refresh_analytics(known.run.pk, refresh.DEFAULT) is False
+    answer = reviewer_api.get(api)
+    assert answer.status_code == 503  # a client polling on 202 stops here
+    assert 55 <= int(answer["Retry-After"]) <= 61
+    assert answer.json()["refresh_failed"]["tries"] == 1 and "scores" not in answer.json()
+    client.force_login(reviewer)
+    html = client.get(reverse("dataset-analytics", args=[reviewed_dataset.pk])).content.decode()
+    assert "Refresh failed." in html and "have not been computed yet" in html
+    csv = client.get(reverse("analytics-complexity-csv", args=[reviewed_dataset.pk]))
+    assert csv.status_code == 503 and b"failed" in csv.content
+    assert csv["X-Figures-Refresh-Failed-At"] and int(csv["Retry-After"]) > 5
+    health = owner_api.get(reverse("api-evaluation:analytics-criteria", args=[reviewed_dataset.pk]))
+    assert health.status_code == 503 and health.json()["refresh_failed"]["error"] == "RuntimeError"
+    assert queued == [(refresh.REFRESH_TASK, (known.run.pk, refresh.DEFAULT))]
+
+
+def test_the_warm_task_at_a_runs_end_records_its_failure_too(reviewed_dataset, monkeypatch, caplog):
+    from evaluation.analytics.tasks import warm_analytics
+
+    known = build_known(reviewed_dataset)
+    AgreementCache.objects.filter(key__startswith="analytics-").delete()
+    refresh.claim(known.run.dataset_id, known.run.pk, refresh.DEFAULT)  # as the receiver does
+    monkeypatch.setattr(figures, "warm", _broken)
+    with caplog.at_level(logging.ERROR, logger="evaluation.analytics.tasks"):
+        assert warm_analytics(known.run.pk) is False
+    failed = refresh.failure(known.run.dataset_id, known.run.pk, refresh.DEFAULT)
+    assert failed is not None and failed.error == "RuntimeError" and failed.tries == 1
+    assert not refresh.claim(known.run.dataset_id, known.run.pk, refresh.DEFAULT)
 
 
 def test_a_broker_that_cannot_be_reached_leaves_no_marker(
@@ -231,6 +320,29 @@ def test_never_computed_figures_show_a_placeholder_not_a_recompute(
     csv = client.get(reverse("analytics-complexity-csv", args=[reviewed_dataset.pk]))
     assert csv.status_code == 503 and csv["Retry-After"]
     assert queued == [(refresh.REFRESH_TASK, (known.run.pk, refresh.DEFAULT))]
+
+
+def test_the_query_list_keeps_its_too_easy_marks_while_the_figures_refresh(
+    reviewed_dataset, client, reviewer, queued
+):
+    known = build_known(
+        reviewed_dataset, sizes=(3, 3, 3), skill={"Alpha": 1.0, "Beta": 1.0}, hard_first=False,
+        label_share=0.0,
+    )  # fmt: skip
+    url = reverse("dataset-detail", args=[reviewed_dataset.pk])
+    client.force_login(reviewer)
+    # Never kept: no mark, and the list computes nothing; it queues the run's refresh.
+    with CaptureQueriesContext(connection) as captured:
+        assert "too easy" not in client.get(url).content.decode()
+    assert not any("evaluation_verdict" in q["sql"] for q in captured.captured_queries)
+    assert queued == [(refresh.REFRESH_TASK, (known.run.pk, refresh.DEFAULT))]
+    refresh_analytics(known.run.pk, refresh.DEFAULT)  # the worker's part
+    assert client.get(url).content.decode().count(">too easy<") == 3
+    # A label makes the figures stale: the marks stay while the refresh runs.
+    _label(known, reviewer)
+    html = client.get(url).content.decode()
+    assert html.count(">too easy<") == 3
+    assert len(queued) == 2
 
 
 def test_custom_bucket_edges_refresh_their_own_part(reviewed_dataset, client, reviewer, queued):
