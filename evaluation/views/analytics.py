@@ -120,7 +120,9 @@ def curve_chart(selection: Selection, curve: sel.ComplexityCurve):
     )
 
 
-def _score_tables(cells: list[sel.Cell]) -> list[dict]:
+def _score_tables(cells: list[sel.Cell], bucket_labels: dict[str, str]) -> list[dict]:
+    """One table per grouping; a bucket's row reads as the chart's axis does ("<10", not
+    its key "lt10", which the API and CSV keep)."""
     titles = {
         "category": "By query category",
         "bucket": "By complexity (criteria per checklist)",
@@ -143,7 +145,10 @@ def _score_tables(cells: list[sel.Cell]) -> list[dict]:
                 "title": titles[group],
                 "systems": systems,
                 "rows": [
-                    {"value": value, "cells": [by.get(s) for s in systems]}
+                    {
+                        "value": bucket_labels.get(value, value) if group == "bucket" else value,
+                        "cells": [by.get(s) for s in systems],
+                    }
                     for value, by in rows.items()
                 ],
             }
@@ -224,7 +229,7 @@ def _page_context(request: HttpRequest, selection: Selection, page: figures.Page
     return {
         "data": page,
         "overall": [c for c in page.cells if c.group == "all"],
-        "tables": _score_tables(page.cells),
+        "tables": _score_tables(page.cells, {b.key: b.label for b in page.curve.buckets}),
         "calibrated": page.calibrated,
         "panels": page.panels[:PANEL_OPTIONS],
         "judge_tables": _judge_tables(page.judges),

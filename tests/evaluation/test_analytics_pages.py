@@ -88,6 +88,9 @@ def test_page_shows_the_figures(known, reviewed_dataset, client, reviewer):
     assert "no cross-evaluation yet" in html
     assert "Alpha" in html and "Beta" in html
     assert reverse("analytics-criteria", args=[reviewed_dataset.pk]) not in html  # admins only
+    # The complexity table names its buckets as the chart does, not by their API keys.
+    complexity = html.split("By complexity (criteria per checklist)")[1].split("</table>")[0]
+    assert "<td>&lt;10</td>" in complexity and "<td>lt10</td>" not in complexity
     # Drilled into a bucket: its checklists, linked to the answer pages.
     html = client.get(url, {"bucket": "10-14"}).content.decode()
     assert 'id="judge-agreement"' in html and "By criterion kind" in html
