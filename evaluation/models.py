@@ -663,6 +663,11 @@ class ReviewRevision(models.Model):
     # score reads verdicts and adjudications, never a label, so reviewers labelling all day
     # do not make the next reader of a run page count its votes again.
     scores = models.BigIntegerField(default=0)
+    # New system answers, which change no figure (they carry no label, adjudication or
+    # verdict of a finished run) but join the labelling queue: the queues are keyed by it
+    # beside `number`, so that answers arriving one by one do not make every agreement and
+    # analytics reader recount.
+    answers = models.BigIntegerField(default=0, db_default=0)  # raw upserts leave it out
 
     def __str__(self) -> str:
         return f"Review revision {self.number} of dataset {self.dataset_id}"

@@ -6,11 +6,12 @@ writer's transaction, so the new number commits with the label: a reader sees bo
 neither. Bulk writes send no signal: they call `changed(dataset_id)` themselves
 (evaluation.review_imports, the test fixtures). Changes to what groups the items
 (a criterion's kind or source types, a query's category, a system's, source type's,
-category's or judge's name) and new answers (the labelling queue lists them) arrive by
-signal (`connect()`); renames of site-wide names
-bump every dataset. Verdicts need no bump: a run's verdicts only change while it runs, is
-resumed or retried, or is imported again, and the cache key holds the run's status,
-attempt and finish time, which all of those change.
+category's or judge's name) arrive by signal (`connect()`); renames of site-wide names
+bump every dataset. A new system answer changes no figure but joins the labelling queue:
+it bumps only `answers`, which the queues are keyed by beside the number (`queues`).
+Verdicts need no bump: a run's verdicts only change while it runs, is resumed or retried,
+or is imported again, and the cache key holds the run's status, attempt and finish time,
+which all of those change.
 """
 
 from __future__ import annotations
@@ -49,6 +50,29 @@ def changed(dataset_id: int, *, perfect_answers: bool = True, scores: bool = Tru
         )
         found = cursor.fetchone()
     return found[0] if found else None
+
+
+def answers_added(dataset_id: int) -> None:
+    """A system answer joined the dataset: only the queues' key moves (see `queues`)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO evaluation_reviewrevision "
+            "(dataset_id, number, cross_evaluation, scores, answers) "
+            "SELECT id, 0, 0, 0, 1 FROM annotation_dataset WHERE id = %s "
+            "ON CONFLICT (dataset_id) DO UPDATE "
+            "SET answers = evaluation_reviewrevision.answers + 1",
+            [dataset_id],
+        )
+
+
+def queues(dataset_id: int) -> str:
+    """What the review queues' kept orders are keyed by: the revision and the count of
+    system answers added (one query)."""
+    from evaluation.models import ReviewRevision
+
+    found = ReviewRevision.objects.filter(dataset_id=dataset_id).values_list("number", "answers")
+    number, answers = next(iter(found), (0, 0))
+    return f"{number}.a{answers}"
 
 
 def all_changed() -> None:
@@ -147,11 +171,15 @@ def _answer_deleted(sender, instance, **kwargs) -> None:
 
 
 def _answer_added(sender, instance, created: bool = False, **kwargs) -> None:
-    """A new answer joins the labelling queue (kept in order under this revision:
-    evaluation.review.kept); an edited one changes no figure."""
+    """A new system answer joins the labelling queue (kept in order under `queues`:
+    evaluation.review.kept) and changes no figure; a new perfect answer moves the
+    cross-evaluation figures, as before. An edited answer changes neither."""
     if created:
         dataset_id = Query.objects.filter(pk=instance.query_id).values_list("dataset_id")[0][0]
-        changed(dataset_id, perfect_answers=instance.checklist_id is not None)
+        if instance.checklist_id is None:
+            answers_added(dataset_id)
+        else:
+            changed(dataset_id)
 
 
 def _dataset_deleted(sender, instance, **kwargs) -> None:

@@ -285,7 +285,7 @@ def _kept_header(
     header = kept.latest(dataset.pk, prefix, base) if recent and cacheable else None
     if header is None:
         header = kept.kept(
-            dataset.pk, prefix, f"{base}|{revision.current(dataset.pk)}", fill,
+            dataset.pk, prefix, f"{base}|{revision.queues(dataset.pk)}", fill,
             cacheable=cacheable, base=base,
         )  # fmt: skip
     return header

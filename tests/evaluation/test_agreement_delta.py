@@ -100,6 +100,37 @@ def test_every_review_write_moves_the_kept_counts_to_a_recount(
             assert kept(reviewed_dataset, run) == recount(reviewed_dataset, run)
 
 
+def test_a_new_system_answer_keeps_the_counts_and_a_perfect_answer_moves_cross_evaluation(
+    two_runs, reviewed_dataset, client, owner
+):
+    """A system answer carries no label, adjudication or verdict of a finished run: the
+    kept counts stay valid (answers arriving one by one through the API used to make the
+    next agreement reader recount, seconds at scale); only the queues' key moves. A new
+    perfect answer still moves the cross-evaluation figures."""
+    from annotation.models import Checklist, Query
+    from evaluation.models import Answer
+
+    warm(reviewed_dataset, two_runs)
+    number, cross = (
+        revision.current(reviewed_dataset.pk),
+        revision.cross_evaluation(reviewed_dataset.pk),
+    )
+    queues = revision.queues(reviewed_dataset.pk)
+    query = Query.objects.filter(dataset=reviewed_dataset).first()
+    system = Answer.objects.filter(query=query).first().system  # a new name would bump
+    Answer.objects.create(query=query, system=system, run_label="nightly", text="Streamed in.")
+    assert revision.current(reviewed_dataset.pk) == number
+    assert revision.queues(reviewed_dataset.pk) != queues
+    for run in two_runs:
+        assert kept(reviewed_dataset, run) == recount(reviewed_dataset, run)  # still kept
+    checklist = Checklist.objects.filter(query=query).first()
+    Answer.objects.create(
+        query=query, system=system, run_label="perfect", checklist=checklist, text="Perfect."
+    )
+    assert revision.current(reviewed_dataset.pk) > number
+    assert revision.cross_evaluation(reviewed_dataset.pk) > cross
+
+
 def _version(answer, criterion) -> int | None:
     found = Adjudication.objects.filter(answer=answer, criterion=criterion).first()
     return found.version if found else None
