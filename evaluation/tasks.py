@@ -7,9 +7,10 @@ import random
 
 from celery import shared_task
 
-from evaluation import models, services
+from evaluation import models, purge, services
 from evaluation.cross_evaluation import services as cross_evaluation
 from evaluation.judging.client import JudgeUnavailable
+from evaluation.runs import healing
 
 
 @shared_task(name="evaluation.ping", ignore_result=False, acks_late=False)
@@ -53,3 +54,11 @@ def draft_perfect_answer(
             return {"ok": False, "error": f"The judge is unavailable: {exc}"}
         delay = 10 * 2**self.request.retries
         raise self.retry(exc=exc, countdown=random.uniform(delay / 2, delay)) from exc  # noqa: S311
+
+
+@shared_task(name=purge.PURGE_TASK, acks_late=True, reject_on_worker_lost=True)
+def purge_dataset(dataset_id: int) -> None:
+    """Delete a dataset marked for deletion. Safe to deliver twice or after a crash: it
+    continues where the last delivery stopped (evaluation.purge)."""
+    healing.ensure_doctor()  # the sweep that re-queues this deletion if the worker dies
+    purge.purge(dataset_id=dataset_id)
