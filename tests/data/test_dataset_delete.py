@@ -5,9 +5,10 @@ Only its admins may delete it; the admin site deletes the same way."""
 from __future__ import annotations
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from annotation.models import Dataset
+from annotation.models import Dataset, Query
 from evaluation.models import Run
 from tests.factories import UserFactory
 
@@ -30,7 +31,7 @@ def test_delete_answers_202_and_queues_one_deletion(
     assert body["id"] == dataset.pk and body["name"] == dataset.name and body["deleting_since"]
     assert len(queued) == 1
     # Nothing is deleted in the request: the worker does it.
-    assert Dataset.objects.filter(pk=dataset.pk).exists() and query.__class__.objects.exists()
+    assert Dataset.objects.filter(pk=dataset.pk).exists() and Query.objects.exists()
 
     again, queued = _delete(owner_api, dataset, django_capture_on_commit_callbacks)
     assert again.status_code == 202 and again.json()["deleting_since"] == body["deleting_since"]
@@ -126,3 +127,17 @@ def _panel():
     from evaluation.models import Panel
 
     return Panel.objects.create(name="Panel")
+
+
+def test_importing_into_the_name_of_a_dataset_being_deleted_is_refused_and_says_why(
+    client, owner, owner_api, dataset, query, tmp_path
+):
+    from tests.data.test_dataset_import import META, _zip, checklist_files, write
+
+    data = _zip(write(tmp_path / "in", {**checklist_files(), "dataset.json": {
+        **META, "name": dataset.name}}))  # fmt: skip
+    assert owner_api.delete(f"/api/datasets/{dataset.pk}/").status_code == 202
+    client.force_login(owner)
+    response = client.post("/api/datasets/import/", {"file": SimpleUploadedFile("s.zip", data)})
+    assert response.status_code == 403 and "being deleted" in response.json()["detail"]
+    assert list(Query.objects.filter(dataset=dataset)) == [query]  # nothing written
