@@ -84,9 +84,15 @@ def dataset_delete(*, dataset: Dataset) -> bool:
     dataset.refresh_from_db(fields=["deleting_since", "deletion_progress_at"])
     if marked:
         logger.info("Dataset %s (%s) marked for deletion", dataset.pk, dataset.name)
-        purge = task_names.signature(PURGE_TASK, (dataset.pk,))
-        transaction.on_commit(purge.apply_async)
+        transaction.on_commit(lambda: _queue_purge(dataset.pk))
     return bool(marked)
+
+
+def _queue_purge(dataset_id: int) -> None:
+    try:
+        task_names.signature(PURGE_TASK, (dataset_id,)).apply_async()
+    except Exception:  # the broker is down: the mark is committed, and the sweep queues it
+        logger.exception("Could not queue the deletion of dataset %s", dataset_id)
 
 
 @transaction.atomic
