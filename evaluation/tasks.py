@@ -10,7 +10,6 @@ from celery import shared_task
 from evaluation import models, purge, services
 from evaluation.cross_evaluation import services as cross_evaluation
 from evaluation.judging.client import JudgeUnavailable
-from evaluation.runs import healing
 
 
 @shared_task(name="evaluation.ping", ignore_result=False, acks_late=False)
@@ -59,6 +58,7 @@ def draft_perfect_answer(
 @shared_task(name=purge.PURGE_TASK, acks_late=True, reject_on_worker_lost=True)
 def purge_dataset(dataset_id: int) -> None:
     """Delete a dataset marked for deletion. Safe to deliver twice or after a crash: it
-    continues where the last delivery stopped (evaluation.purge)."""
-    healing.ensure_doctor()  # the sweep that re-queues this deletion if the worker dies
+    continues where the last delivery stopped (evaluation.purge). A worker that dies on it
+    leaves the dataset marked: the doctor every worker starts when it is ready
+    (evaluation.runs.tasks.start_doctor) sweeps and queues it again."""
     purge.purge(dataset_id=dataset_id)
