@@ -1,9 +1,10 @@
 from __future__ import annotations
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from guardian.admin import GuardedModelAdmin
 from simple_history.admin import SimpleHistoryAdmin
 
+from annotation import services
 from annotation.models import (
     Checklist,
     ChecklistEvent,
@@ -17,13 +18,38 @@ from annotation.models import (
     SourceType,
 )
 
+BACKGROUND_DELETE = (
+    "Deleted datasets are hidden at once; a worker deletes their rows in the background."
+)
+
 
 @admin.register(Dataset)
 class DatasetAdmin(GuardedModelAdmin):
     """Object permissions (dataset members) are managed from the "Object permissions" page."""
 
-    list_display = ["name", "guideline", "experts_per_query", "show_submitted_checklists"]
+    list_display = [
+        "name", "guideline", "experts_per_query", "show_submitted_checklists", "deleting_since"
+    ]  # fmt: skip
+    list_filter = [("deleting_since", admin.EmptyFieldListFilter)]
+    readonly_fields = ["deleting_since", "deletion_progress_at"]
     search_fields = ["name"]
+
+    # Deleting goes the API's way (annotation.services.dataset_delete): mark, hide, and let
+    # a worker delete the rows in batches. Django's own delete would collect every row of
+    # the dataset in the request, twice (the confirmation page lists them all), and time
+    # out on a big dataset exactly as the API did.
+    def get_deleted_objects(self, objs, request):
+        names = [f"{obj} (deleted in the background by a worker)" for obj in objs]
+        return names, {Dataset._meta.verbose_name_plural: len(names)}, set(), []
+
+    def delete_model(self, request, obj: Dataset) -> None:
+        services.dataset_delete(dataset=obj)
+        self.message_user(request, BACKGROUND_DELETE, messages.INFO)
+
+    def delete_queryset(self, request, queryset) -> None:
+        for dataset in queryset:
+            services.dataset_delete(dataset=dataset)
+        self.message_user(request, BACKGROUND_DELETE, messages.INFO)
 
 
 @admin.register(QueryCategory)

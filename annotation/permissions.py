@@ -23,6 +23,15 @@ if TYPE_CHECKING:
 
 
 def dataset_permissions(user: AnyUser, dataset: Dataset) -> set[str]:
+    """The user's permissions on the dataset; none on a dataset being deleted, so every
+    access helper (and so every page, API call and task that uses one) answers 404."""
+    if dataset.deleting_since is not None:
+        return set()
+    return held_permissions(user, dataset)
+
+
+def held_permissions(user: AnyUser, dataset: Dataset) -> set[str]:
+    """The permissions granted, whether or not the dataset is being deleted."""
     if not user.is_authenticated or not user.is_active:
         return set()
     return set(ObjectPermissionChecker(user).get_perms(dataset))
@@ -44,6 +53,21 @@ def access_dataset(user: AnyUser, pk: int, perm: str = roles.VIEW) -> Dataset:
     except (Dataset.DoesNotExist, ValueError, TypeError):
         raise Http404("No such dataset.") from None
     check_dataset(user, dataset, perm)
+    return dataset
+
+
+def access_dataset_for_delete(user: AnyUser, pk: int) -> Dataset:
+    """The dataset, if the user may delete it. A dataset already being deleted is returned
+    to those who hold the delete permission, so that deleting it again is idempotent; to
+    everyone else it is a 404 like any other access."""
+    try:
+        dataset = Dataset.objects.get(pk=pk)
+    except (Dataset.DoesNotExist, ValueError, TypeError):
+        raise Http404("No such dataset.") from None
+    if dataset.deleting_since is None:
+        check_dataset(user, dataset, roles.DELETE)
+    elif roles.DELETE not in held_permissions(user, dataset):
+        raise Http404("No such dataset.")
     return dataset
 
 

@@ -23,9 +23,9 @@ def datasets_for_user(user: AnyUser, perm: str = roles.VIEW) -> QuerySet[Dataset
         return Dataset.objects.none()
     # accept_global_perms=False: a model-wide "view dataset" must not open every dataset;
     # superusers still see everything (guardian grants them all object permissions).
-    return get_objects_for_user(
-        user, f"annotation.{perm}", klass=Dataset, accept_global_perms=False
-    )
+    # A dataset being deleted is gone for everyone (annotation.permissions).
+    live = Dataset.objects.filter(deleting_since__isnull=True)
+    return get_objects_for_user(user, f"annotation.{perm}", klass=live, accept_global_perms=False)
 
 
 def dataset_list(user: AnyUser) -> QuerySet[Dataset]:

@@ -7,7 +7,7 @@ import random
 
 from celery import shared_task
 
-from evaluation import models, services
+from evaluation import models, purge, services
 from evaluation.cross_evaluation import services as cross_evaluation
 from evaluation.judging.client import JudgeUnavailable
 
@@ -53,3 +53,12 @@ def draft_perfect_answer(
             return {"ok": False, "error": f"The judge is unavailable: {exc}"}
         delay = 10 * 2**self.request.retries
         raise self.retry(exc=exc, countdown=random.uniform(delay / 2, delay)) from exc  # noqa: S311
+
+
+@shared_task(name=purge.PURGE_TASK, acks_late=True, reject_on_worker_lost=True)
+def purge_dataset(dataset_id: int) -> None:
+    """Delete a dataset marked for deletion. Safe to deliver twice or after a crash: it
+    continues where the last delivery stopped (evaluation.purge). A worker that dies on it
+    leaves the dataset marked: the doctor every worker starts when it is ready
+    (evaluation.runs.tasks.start_doctor) sweeps and queues it again."""
+    purge.purge(dataset_id=dataset_id)

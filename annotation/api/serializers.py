@@ -87,6 +87,19 @@ class DatasetSerializer(serializers.ModelSerializer):
         read_only_fields = ["id", "created_at", "query_count"]
 
 
+class DatasetDeletionSerializer(serializers.ModelSerializer):
+    """The answer to DELETE: the deletion is accepted and runs in the background."""
+
+    deleting_since = serializers.DateTimeField(
+        read_only=True, help_text="When the dataset was marked for deletion."
+    )
+
+    class Meta:
+        model = Dataset
+        fields = ["id", "name", "deleting_since"]
+        read_only_fields = fields
+
+
 class QuerySerializer(serializers.ModelSerializer):
     category = serializers.SlugRelatedField(
         slug_field="name", queryset=QueryCategory.objects.all(), required=False, allow_null=True

@@ -137,6 +137,8 @@ class DatasetViewSet(viewsets.ModelViewSet):
 
     def get_object(self) -> Dataset:
         perm = DATASET_ACTION_PERMS.get(self.action, roles.VIEW)
+        if self.action == "destroy":
+            return permissions.access_dataset_for_delete(self.request.user, self.kwargs["pk"])
         dataset = permissions.access_dataset(self.request.user, self.kwargs["pk"], perm)
         dataset.query_count = dataset.queries.count()
         return dataset
@@ -151,8 +153,18 @@ class DatasetViewSet(viewsets.ModelViewSet):
     def perform_update(self, serializer: s.DatasetSerializer) -> None:
         services.dataset_update(dataset=serializer.instance, **serializer.validated_data)
 
-    def perform_destroy(self, instance: Dataset) -> None:
-        services.dataset_delete(dataset=instance)
+    @extend_schema(
+        request=None,
+        responses={202: s.DatasetDeletionSerializer},
+        description="Delete the dataset with everything in it. Answers 202 at once: from "
+        "then on the dataset is 404 for everyone and gone from every list, while a worker "
+        "deletes its rows in the background. Deleting it again answers 202 too.",
+    )
+    def destroy(self, request: Request, *args: object, **kwargs: object) -> Response:
+        dataset = self.get_object()
+        services.dataset_delete(dataset=dataset)
+        body = s.DatasetDeletionSerializer(dataset).data
+        return Response(body, status=status.HTTP_202_ACCEPTED)
 
 
 class QueryFilter(IdFilterSet):

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from django.contrib.auth.models import Group, Permission
 from django.db import transaction
 from django.db.models import Q
+from django.utils import timezone
 from guardian.shortcuts import assign_perm, remove_perm
 
 from annotation import roles
 from annotation.models import Dataset, DomainTag, Query
+from evaluation import task_names
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
 
+logger = logging.getLogger(__name__)
 
 # The settings a dataset admin may change (through the settings page or the API).
 DATASET_SETTINGS = frozenset(
@@ -61,10 +65,34 @@ def dataset_update(*, dataset: Dataset, **settings: object) -> Dataset:
     return dataset
 
 
+# evaluation.purge.PURGE_TASK, queued by name: annotation never imports the evaluation code
+# that deletes the rows.
+PURGE_TASK = "evaluation.purge_dataset"
+
+
 @transaction.atomic
-def dataset_delete(*, dataset: Dataset) -> None:
-    """Delete a dataset with its queries, checklists, answers' grading and runs."""
-    dataset.delete()
+def dataset_delete(*, dataset: Dataset) -> bool:
+    """Mark a dataset for deletion, which hides it from every user at once, and queue the
+    task that deletes its queries, checklists, answers, runs and everything under them in
+    batches (evaluation.purge). A cascading delete in the request would take minutes on a
+    big dataset. Marking a dataset already marked changes nothing and queues no second
+    task (the workers' sweep re-queues a deletion that stalled). True when newly marked."""
+    now = timezone.now()
+    marked = Dataset.objects.filter(pk=dataset.pk, deleting_since__isnull=True).update(
+        deleting_since=now, deletion_progress_at=now
+    )
+    dataset.refresh_from_db(fields=["deleting_since", "deletion_progress_at"])
+    if marked:
+        logger.info("Dataset %s (%s) marked for deletion", dataset.pk, dataset.name)
+        transaction.on_commit(lambda: _queue_purge(dataset.pk))
+    return bool(marked)
+
+
+def _queue_purge(dataset_id: int) -> None:
+    try:
+        task_names.signature(PURGE_TASK, (dataset_id,)).apply_async()
+    except Exception:  # the broker is down: the mark is committed, and the sweep queues it
+        logger.exception("Could not queue the deletion of dataset %s", dataset_id)
 
 
 @transaction.atomic

@@ -9,7 +9,7 @@ from django.core.exceptions import PermissionDenied
 
 from annotation import roles
 from annotation.models import Dataset
-from annotation.permissions import check_dataset
+from annotation.permissions import check_dataset, held_permissions
 from evaluation.data.source import Source
 
 if TYPE_CHECKING:
@@ -26,6 +26,11 @@ def check_import(user: AnyUser, path: Path, dataset: Dataset | None) -> None:
     target = dataset
     if target is None and meta.get("name"):
         target = Dataset.objects.filter(name=str(meta["name"]).strip()).first()
+        if target is not None and target.deleting_since and _was_admin(user, target):
+            raise PermissionDenied(
+                f"A dataset named {target.name!r} is being deleted: import again once it is "
+                "gone, or rename the dataset in dataset.json."
+            )
         if target is not None and roles.CHANGE not in _perms(user, target):
             raise PermissionDenied(
                 f"A dataset named {target.name!r} exists and you are not its admin."
@@ -39,6 +44,12 @@ def check_import(user: AnyUser, path: Path, dataset: Dataset | None) -> None:
             "These files bring judges and panels: importing them needs the permissions to "
             "add judges and panels (the Admin group has them)."
         )
+
+
+def _was_admin(user: AnyUser, dataset: Dataset) -> bool:
+    """Whether the user administered a dataset now being deleted: only its admins learn
+    that its name is about to be free."""
+    return roles.CHANGE in held_permissions(user, dataset)
 
 
 def _perms(user: AnyUser, dataset: Dataset) -> set[str]:

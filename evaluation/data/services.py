@@ -73,7 +73,7 @@ def export_start(
     return export
 
 
-def _path(export: DatasetExport) -> Path:
+def export_path(export: DatasetExport) -> Path:
     return export_dir() / f"{export.token}.zip"
 
 
@@ -90,7 +90,7 @@ def export_run(*, export_id: int) -> None:
         status=DatasetExport.Status.RUNNING, started_at=now, rows_done=0
     )
     options = ExportOptions.parse(export.include, export.formats)
-    target = _path(export)
+    target = export_path(export)
     partial = target.with_suffix(".partial")
     last = [time.monotonic()]
 
@@ -154,7 +154,7 @@ def export_file(export: DatasetExport) -> Path:
         raise ExportGone("This export is not ready.")
     if export.expires_at and export.expires_at <= timezone.now():
         raise ExportGone("This download link has expired; export the dataset again.")
-    path = _path(export)
+    path = export_path(export)
     if not path.exists():
         raise ExportGone("This export's file is gone; export the dataset again.")
     return path
@@ -166,7 +166,7 @@ def exports_purge_expired() -> int:
     for export in DatasetExport.objects.filter(
         status=DatasetExport.Status.DONE, expires_at__lte=timezone.now()
     ):
-        path = _path(export)
+        path = export_path(export)
         if path.exists():
             path.unlink(missing_ok=True)
             removed += 1

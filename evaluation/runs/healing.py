@@ -14,6 +14,8 @@ heartbeat of the leases its process holds; every RUNS_SWEEP seconds it sweeps:
    each at most once per RUNS_LEASE_TIMEOUT × 2^requeues. A message that was not lost
    after all is harmless: only one delivery can claim a task.
 3. A running run without unfinished tasks (its answers deleted) is ended.
+4. A dataset deletion that made no progress for RUNS_LEASE_TIMEOUT is queued again
+   (evaluation.purge.sweep).
 
 Why a thread in the workers rather than celery beat: it needs no other process to deploy,
 it heals whenever any worker is alive (the only time healing can happen), and its sweep
@@ -35,6 +37,7 @@ from django.db import close_old_connections
 from django.db.models import F, Max
 from django.utils import timezone
 
+from evaluation import purge
 from evaluation.models import Run, RunTask
 from evaluation.runs import lifecycle, queue, work
 
@@ -141,6 +144,7 @@ class Doctor(threading.Thread):
                 if time.monotonic() >= next_sweep:
                     next_sweep = time.monotonic() + settings.RUNS_SWEEP
                     sweep()
+                    purge.sweep()
             except Exception:  # a database blip: try again at the next beat
                 logger.exception("The run doctor's heartbeat or sweep failed")
 

@@ -79,8 +79,8 @@ def test_api_creates_with_any_setting_and_updates_through_services(owner_api, co
     ok = owner_api.patch(f"/api/datasets/{pk}/", {"label_policy": "all"}, format="json")
     assert ok.status_code == 200 and ok.json()["label_policy"] == "all"
     assert collaborator_api.delete(f"/api/datasets/{pk}/").status_code == 404
-    assert owner_api.delete(f"/api/datasets/{pk}/").status_code == 204
-    assert not Dataset.objects.filter(pk=pk).exists()
+    assert owner_api.delete(f"/api/datasets/{pk}/").status_code == 202
+    assert Dataset.objects.get(pk=pk).deleting_since is not None  # a worker deletes it
 
 
 def test_reference_answer_is_set_through_the_query_api(owner_api, query):

@@ -10,7 +10,7 @@ run that is done answers 409 to cancel, resume and retry-failed: allowed, but no
 
 MATRIX = {
     ("DELETE", "/api/criteria/{id}/"): "403 404 404 404 404 204 404 404",
-    ("DELETE", "/api/datasets/{id}/"): "403 404 404 403 403 403 204 404",
+    ("DELETE", "/api/datasets/{id}/"): "403 404 404 403 403 403 202 202",
     ("DELETE", "/api/labels/{id}/"): "403 404 404 403 204 404 404 404",
     ("DELETE", "/api/queries/{id}/"): "403 404 404 403 403 403 204 404",
     ("DELETE", "/api/review-assignments/{id}/"): "403 404 404 403 204 404 404 404",
