@@ -38,6 +38,37 @@ def test_delete_answers_202_and_queues_one_deletion(
     assert queued == []  # already marked: no second task (the sweep heals a stalled one)
 
 
+def test_a_broker_down_at_delete_still_hides_the_dataset_and_the_sweep_deletes_it(
+    owner_api, dataset, query, monkeypatch, django_capture_on_commit_callbacks, eager_refresh
+):
+    """The mark commits with the request; the message cannot be sent. The request still
+    answers 202 and the dataset is gone for its users; the workers' sweep queues the
+    deletion once the mark has made no progress for RUNS_LEASE_TIMEOUT."""
+    from datetime import timedelta
+
+    from celery.canvas import Signature
+    from django.utils import timezone
+
+    from evaluation import purge
+
+    def down(self, *args, **kwargs):
+        raise ConnectionError("broker down")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Signature, "apply_async", down)
+        with django_capture_on_commit_callbacks(execute=True) as sent:
+            response = owner_api.delete(f"/api/datasets/{dataset.pk}/")
+    assert response.status_code == 202 and len(sent) == 1  # the send was tried, and failed
+    assert Dataset.objects.get(pk=dataset.pk).deleting_since is not None
+    assert owner_api.get(f"/api/datasets/{dataset.pk}/").status_code == 404
+    assert purge.sweep() == 0  # its mark is fresh: a worker may still be on it
+    stalled = timezone.now() - timedelta(hours=1)
+    Dataset.objects.filter(pk=dataset.pk).update(deletion_progress_at=stalled)
+    assert purge.sweep() == 1  # the broker is back; Celery is eager here: it ran
+    assert not Dataset.objects.filter(pk=dataset.pk).exists()
+    assert not Query.objects.filter(pk=query.pk).exists()
+
+
 def test_a_deleted_dataset_is_404_for_its_admin_and_members_at_once(
     client, owner, collaborator, owner_api, collaborator_api, dataset, query
 ):
