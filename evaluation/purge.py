@@ -43,8 +43,7 @@ from annotation.models import (
     DatasetUserObjectPermission,
     Query,
 )
-from annotation.services.datasets import PURGE_TASK
-from evaluation import task_names
+from annotation.services.datasets import queue_purge
 from evaluation.analytics.models import AlertEvent, RegressionAlert, RunSchedule
 from evaluation.data import services as exports
 from evaluation.data.models import DatasetExport
@@ -225,12 +224,8 @@ def sweep() -> int:
             deletion_progress_at=now
         )
         if taken:
-            queue(pk)
+            queue_purge(pk)
             requeued += 1
     if requeued:
         logger.warning("Dataset deletion sweep: %s stalled deletion(s) queued again", requeued)
     return requeued
-
-
-def queue(dataset_id: int) -> None:
-    task_names.signature(PURGE_TASK, (dataset_id,)).apply_async()

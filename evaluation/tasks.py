@@ -7,6 +7,7 @@ import random
 
 from celery import shared_task
 
+from annotation.services.datasets import PURGE_TASK
 from evaluation import models, purge, services
 from evaluation.cross_evaluation import services as cross_evaluation
 from evaluation.judging.client import JudgeUnavailable
@@ -55,7 +56,7 @@ def draft_perfect_answer(
         raise self.retry(exc=exc, countdown=random.uniform(delay / 2, delay)) from exc  # noqa: S311
 
 
-@shared_task(name=purge.PURGE_TASK, acks_late=True, reject_on_worker_lost=True)
+@shared_task(name=PURGE_TASK, acks_late=True, reject_on_worker_lost=True)
 def purge_dataset(dataset_id: int) -> None:
     """Delete a dataset marked for deletion. Safe to deliver twice or after a crash: it
     continues where the last delivery stopped (evaluation.purge). A worker that dies on it

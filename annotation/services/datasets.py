@@ -65,8 +65,8 @@ def dataset_update(*, dataset: Dataset, **settings: object) -> Dataset:
     return dataset
 
 
-# evaluation.purge.PURGE_TASK, queued by name: annotation never imports the evaluation code
-# that deletes the rows.
+# The task that runs evaluation.purge (evaluation/tasks.py), queued by name: annotation
+# never imports the evaluation code that deletes the rows.
 PURGE_TASK = "evaluation.purge_dataset"
 
 
@@ -84,11 +84,12 @@ def dataset_delete(*, dataset: Dataset) -> bool:
     dataset.refresh_from_db(fields=["deleting_since", "deletion_progress_at"])
     if marked:
         logger.info("Dataset %s (%s) marked for deletion", dataset.pk, dataset.name)
-        transaction.on_commit(lambda: _queue_purge(dataset.pk))
+        transaction.on_commit(lambda: queue_purge(dataset.pk))
     return bool(marked)
 
 
-def _queue_purge(dataset_id: int) -> None:
+def queue_purge(dataset_id: int) -> None:
+    """Queue the deletion task (also the workers' sweep, for a deletion that stalled)."""
     try:
         task_names.signature(PURGE_TASK, (dataset_id,)).apply_async()
     except Exception:  # the broker is down: the mark is committed, and the sweep queues it

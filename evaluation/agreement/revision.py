@@ -32,21 +32,32 @@ def changed(dataset_id: int, *, perfect_answers: bool = True, scores: bool = Tru
     `perfect_answers=False` for a label or adjudication of a system answer, which no
     cross-evaluation figure reads: their own number (`cross_evaluation`) stays.
     `scores=False` for a human label, which no run score reads (`scores` stays)."""
-    # One upsert (PostgreSQL and SQLite 3.24+ both speak it): a write costs one statement
-    # more, and two writers of one dataset queue on its row only until they commit. Only
-    # for a dataset that still exists: deleting a dataset deletes its labels, criteria and
-    # queries, whose signals land here, and when the collector cannot order the deletion
-    # (criteria name their previous versions) some come after the dataset's own row.
-    step, score_step = int(perfect_answers), int(scores)
+    return _bump(dataset_id, number=1, cross_evaluation=int(perfect_answers), scores=int(scores))
+
+
+def _bump(
+    dataset_id: int, *, number: int, cross_evaluation: int, scores: int, answers: int = 0
+) -> int | None:
+    """Add to the dataset's counters in one upsert; the new number (None for a dataset
+    that is gone). Only for a dataset that still exists: deleting a dataset deletes its
+    labels, criteria and queries, whose signals land here, and when the collector cannot
+    order the deletion (criteria name their previous versions) some come after the
+    dataset's own row. PostgreSQL and SQLite 3.24+ both speak the upsert: a write costs one
+    statement more, and two writers of one dataset queue on its row only until they
+    commit."""
+    steps = [number, cross_evaluation, scores, answers]
     with connection.cursor() as cursor:
         cursor.execute(
-            "INSERT INTO evaluation_reviewrevision (dataset_id, number, cross_evaluation, scores) "
-            "SELECT id, 1, %s, %s FROM annotation_dataset WHERE id = %s "
-            "ON CONFLICT (dataset_id) DO UPDATE SET number = evaluation_reviewrevision.number + 1, "
+            "INSERT INTO evaluation_reviewrevision "
+            "(dataset_id, number, cross_evaluation, scores, answers) "
+            "SELECT id, %s, %s, %s, %s FROM annotation_dataset WHERE id = %s "
+            "ON CONFLICT (dataset_id) DO UPDATE SET "
+            "number = evaluation_reviewrevision.number + %s, "
             "cross_evaluation = evaluation_reviewrevision.cross_evaluation + %s, "
-            "scores = evaluation_reviewrevision.scores + %s "
+            "scores = evaluation_reviewrevision.scores + %s, "
+            "answers = evaluation_reviewrevision.answers + %s "
             "RETURNING number",
-            [step, score_step, dataset_id, step, score_step],
+            [*steps, dataset_id, *steps],
         )
         found = cursor.fetchone()
     return found[0] if found else None
@@ -54,15 +65,7 @@ def changed(dataset_id: int, *, perfect_answers: bool = True, scores: bool = Tru
 
 def answers_added(dataset_id: int) -> None:
     """A system answer joined the dataset: only the queues' key moves (see `queues`)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "INSERT INTO evaluation_reviewrevision "
-            "(dataset_id, number, cross_evaluation, scores, answers) "
-            "SELECT id, 0, 0, 0, 1 FROM annotation_dataset WHERE id = %s "
-            "ON CONFLICT (dataset_id) DO UPDATE "
-            "SET answers = evaluation_reviewrevision.answers + 1",
-            [dataset_id],
-        )
+    _bump(dataset_id, number=0, cross_evaluation=0, scores=0, answers=1)
 
 
 def queues(dataset_id: int) -> str:
