@@ -13,7 +13,18 @@ app = Celery("workbench")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 # Each app's tasks module, and the packages that keep tasks of their own.
 app.autodiscover_tasks()
-app.autodiscover_tasks(["evaluation.runs", "evaluation.data", "evaluation.analytics"])
+app.autodiscover_tasks(
+    [
+        "config",
+        "evaluation.alerts",
+        "evaluation.analytics",
+        "evaluation.cross_evaluation",
+        "evaluation.data",
+        "evaluation.formality",
+        "evaluation.runs",
+        "evaluation.schedules",
+    ]
+)
 
 
 @task_prerun.connect

@@ -60,7 +60,7 @@ def check_broker() -> str:
 
 
 def check_worker() -> str:
-    from evaluation.tasks import ping
+    from config.tasks import ping
 
     timeout = settings.HEALTHZ_WORKER_TIMEOUT
     token = uuid.uuid4().hex

@@ -98,7 +98,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "config.limits.context_processor",
-                "evaluation.context_processors.costs",
+                "config.context_processors.costs",
             ],
         },
     },
@@ -401,7 +401,7 @@ DEMO_ADMIN_USERNAME = "admin"
 DEMO_PASSWORD = os.environ.get("DEMO_PASSWORD", "demo-password")
 # Hosts regression alerts' webhooks may POST to ("hooks.example.com", ".example.com" for any
 # subdomain). Empty: any host that resolves only to public addresses, so that a dataset
-# admin cannot make the workers reach internal services (evaluation/analytics/webhooks.py).
+# admin cannot make the workers reach internal services (evaluation/alerts/webhooks.py).
 ALERT_WEBHOOK_ALLOWED_HOSTS = envlist("ALERT_WEBHOOK_ALLOWED_HOSTS")
 
 # --- Dataset exports and imports ------------------------------------------------------------

@@ -9,6 +9,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from annotation.views.datasets import home
 from config.favicon import favicon
 from config.health import healthz, livez
+from evaluation import urls as evaluation_urls
 
 urlpatterns = [
     path("", home, name="home"),
@@ -32,7 +33,7 @@ urlpatterns = [
     path("", include("evaluation.data.urls")),
     path("api/", include(("evaluation.data.api_urls", "api-data"))),
     path("api/", include(("annotation.api.urls", "api"))),
-    path("api/", include(("evaluation.api.urls", "api-evaluation"))),
+    path("api/", include((evaluation_urls.api_urlpatterns, "api-evaluation"))),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves its script as a file, so no inline script is needed; Swagger UI
     # still injects a <style> element, allowed on this page alone.

@@ -5,7 +5,7 @@ from django.contrib import admin
 from django.db import models
 from simple_history.admin import SimpleHistoryAdmin
 
-from evaluation.analytics import webhooks
+from evaluation.alerts import webhooks
 from evaluation.models import (
     AlertEvent,
     Answer,

@@ -1,115 +1,197 @@
+"""The evaluation app's routes: `urlpatterns` (pages) and `api_urlpatterns` (mounted under
+/api/ by config.urls). Each view lives in the package of its concept."""
+
 from __future__ import annotations
 
 from django.urls import path
 
-from evaluation.views import agreement, alerts, analytics, cross_evaluation, review, schedules
-from evaluation.views import judges as judge_views
-from evaluation.views import runs as views
+from config.routers import Router
+from evaluation.agreement import api as agreement_api
+from evaluation.agreement import views as agreement_views
+from evaluation.alerts import views as alerts_views
+from evaluation.analytics import api as analytics_api
+from evaluation.analytics import views as analytics_views
+from evaluation.cross_evaluation import api as cross_evaluation_api
+from evaluation.cross_evaluation import views as cross_evaluation_views
+from evaluation.data import answers_api, review_imports_api
+from evaluation.judges import api as judges_api
+from evaluation.judges import views as judges_views
+from evaluation.review import api as review_api
+from evaluation.review import assignments_api
+from evaluation.review import views as review_views
+from evaluation.runs import api as runs_api
+from evaluation.runs import scores_api
+from evaluation.runs import views as runs_views
+from evaluation.schedules import views as schedules_views
 
 urlpatterns = [
-    path("datasets/<int:pk>/review/", review.review_queue, name="review-queue"),
-    path("datasets/<int:pk>/review/assign/", review.review_assign, name="review-assign"),
-    path("datasets/<int:pk>/review/next/", review.review_next, name="review-next"),
-    path("answers/<int:pk>/review/", review.answer_review, name="answer-review"),
-    path("answers/<int:pk>/review/label/", review.answer_review_label, name="answer-review-label"),
-    path("answers/<int:pk>/review/undo/", review.answer_review_undo, name="answer-review-undo"),
+    path("datasets/<int:pk>/review/", review_views.review_queue, name="review-queue"),
+    path("datasets/<int:pk>/review/assign/", review_views.review_assign, name="review-assign"),
+    path("datasets/<int:pk>/review/next/", review_views.review_next, name="review-next"),
+    path("answers/<int:pk>/review/", review_views.answer_review, name="answer-review"),
+    path(
+        "answers/<int:pk>/review/label/",
+        review_views.answer_review_label,
+        name="answer-review-label",
+    ),
+    path(
+        "answers/<int:pk>/review/undo/", review_views.answer_review_undo, name="answer-review-undo"
+    ),
     path(
         "answers/<int:pk>/review/adjudicate/",
-        review.answer_review_adjudicate,
+        review_views.answer_review_adjudicate,
         name="answer-review-adjudicate",
     ),
     path(
         "checklists/<int:pk>/perfect-answer/",
-        cross_evaluation.perfect_answer,
+        cross_evaluation_views.perfect_answer,
         name="perfect-answer",
     ),
     path(
         "checklists/<int:pk>/perfect-answer/preview/",
-        cross_evaluation.perfect_answer_preview,
+        cross_evaluation_views.perfect_answer_preview,
         name="perfect-answer-preview",
     ),
     path(
         "checklists/<int:pk>/perfect-answer/draft/",
-        cross_evaluation.perfect_answer_draft,
+        cross_evaluation_views.perfect_answer_draft,
         name="perfect-answer-draft",
     ),
     path(
         "checklists/<int:pk>/perfect-answer/draft/status/",
-        cross_evaluation.perfect_answer_draft_status,
+        cross_evaluation_views.perfect_answer_draft_status,
         name="perfect-answer-draft-status",
     ),
-    path("queries/<int:pk>/overlaps/", cross_evaluation.query_overlaps, name="query-overlaps"),
+    path(
+        "queries/<int:pk>/overlaps/", cross_evaluation_views.query_overlaps, name="query-overlaps"
+    ),
     path(
         "queries/<int:pk>/overlaps/start/",
-        cross_evaluation.query_cross_evaluation_start,
+        cross_evaluation_views.query_cross_evaluation_start,
         name="query-cross-evaluation-start",
     ),
     path(
         "datasets/<int:pk>/cross-evaluation/",
-        cross_evaluation.dataset_cross_evaluation,
+        cross_evaluation_views.dataset_cross_evaluation,
         name="dataset-cross-evaluation",
     ),
     path(
         "datasets/<int:pk>/cross-evaluation/overlaps.csv",
-        cross_evaluation.dataset_overlaps_csv,
+        cross_evaluation_views.dataset_overlaps_csv,
         name="dataset-overlaps-csv",
     ),
-    path("datasets/<int:pk>/agreement/", agreement.dataset_agreement, name="dataset-agreement"),
-    path("datasets/<int:pk>/agreement/items/", agreement.agreement_items, name="agreement-items"),
-    path("datasets/<int:pk>/analytics/", analytics.dataset_analytics, name="dataset-analytics"),
+    path(
+        "datasets/<int:pk>/agreement/", agreement_views.dataset_agreement, name="dataset-agreement"
+    ),
+    path(
+        "datasets/<int:pk>/agreement/items/",
+        agreement_views.agreement_items,
+        name="agreement-items",
+    ),
+    path(
+        "datasets/<int:pk>/analytics/", analytics_views.dataset_analytics, name="dataset-analytics"
+    ),
     path(
         "datasets/<int:pk>/analytics/complexity.csv",
-        analytics.complexity_csv,
+        analytics_views.complexity_csv,
         name="analytics-complexity-csv",
     ),
     path(
         "datasets/<int:pk>/analytics/complexity.svg",
-        analytics.complexity_svg,
+        analytics_views.complexity_svg,
         name="analytics-complexity-svg",
     ),
-    path("datasets/<int:pk>/analytics/compare/", analytics.compare_runs, name="analytics-compare"),
+    path(
+        "datasets/<int:pk>/analytics/compare/",
+        analytics_views.compare_runs,
+        name="analytics-compare",
+    ),
     path(
         "datasets/<int:pk>/analytics/freshness/",
-        analytics.analytics_freshness,
+        analytics_views.analytics_freshness,
         name="analytics-freshness",
     ),
-    path("datasets/<int:pk>/schedules/", schedules.dataset_schedules, name="dataset-schedules"),
+    path(
+        "datasets/<int:pk>/schedules/", schedules_views.dataset_schedules, name="dataset-schedules"
+    ),
     path(
         "datasets/<int:pk>/schedules/<int:schedule_pk>/",
-        schedules.schedule_edit,
+        schedules_views.schedule_edit,
         name="schedule-edit",
     ),
     path(
         "datasets/<int:pk>/schedules/<int:schedule_pk>/delete/",
-        schedules.schedule_delete,
+        schedules_views.schedule_delete,
         name="schedule-delete",
     ),
-    path("datasets/<int:pk>/alerts/", alerts.dataset_alerts, name="dataset-alerts"),
-    path("datasets/<int:pk>/alerts/<int:alert_pk>/", alerts.alert_edit, name="alert-edit"),
+    path("datasets/<int:pk>/alerts/", alerts_views.dataset_alerts, name="dataset-alerts"),
+    path("datasets/<int:pk>/alerts/<int:alert_pk>/", alerts_views.alert_edit, name="alert-edit"),
     path(
         "datasets/<int:pk>/alerts/<int:alert_pk>/delete/",
-        alerts.alert_delete,
+        alerts_views.alert_delete,
         name="alert-delete",
     ),
     path(
         "datasets/<int:pk>/analytics/criteria/",
-        analytics.criterion_health,
+        analytics_views.criterion_health,
         name="analytics-criteria",
     ),
-    path("judges/", judge_views.judge_list, name="judge-list"),
-    path("judges/new/", judge_views.judge_create, name="judge-create"),
-    path("judges/<int:pk>/", judge_views.judge_edit, name="judge-edit"),
-    path("judges/<int:pk>/test/", judge_views.judge_test, name="judge-test"),
-    path("panels/", judge_views.panel_list, name="panel-list"),
-    path("panels/new/", judge_views.panel_create, name="panel-create"),
-    path("panels/<int:pk>/", judge_views.panel_edit, name="panel-edit"),
-    path("datasets/<int:pk>/runs/", views.dataset_runs, name="dataset-runs"),
-    path("datasets/<int:pk>/answers/", views.dataset_answers, name="dataset-answers"),
-    path("runs/<int:pk>/", views.run_detail, name="run-detail"),
-    path("runs/<int:pk>/answers/<int:answer_id>/", views.run_answer, name="run-answer"),
+    path("judges/", judges_views.judge_list, name="judge-list"),
+    path("judges/new/", judges_views.judge_create, name="judge-create"),
+    path("judges/<int:pk>/", judges_views.judge_edit, name="judge-edit"),
+    path("judges/<int:pk>/test/", judges_views.judge_test, name="judge-test"),
+    path("panels/", judges_views.panel_list, name="panel-list"),
+    path("panels/new/", judges_views.panel_create, name="panel-create"),
+    path("panels/<int:pk>/", judges_views.panel_edit, name="panel-edit"),
+    path("datasets/<int:pk>/runs/", runs_views.dataset_runs, name="dataset-runs"),
+    path("datasets/<int:pk>/answers/", runs_views.dataset_answers, name="dataset-answers"),
+    path("runs/<int:pk>/", runs_views.run_detail, name="run-detail"),
+    path("runs/<int:pk>/answers/<int:answer_id>/", runs_views.run_answer, name="run-answer"),
     path(
         "runs/<int:pk>/<str:action>/",
-        views.run_action,
+        runs_views.run_action,
         name="run-action",
+    ),
+]
+
+
+router = Router()
+router.register("judges", judges_api.JudgeViewSet, basename="judge")
+router.register("panels", judges_api.PanelViewSet, basename="panel")
+router.register("runs", runs_api.RunViewSet, basename="run")
+router.register("verdicts", runs_api.VerdictViewSet, basename="verdict")
+router.register("systems", answers_api.SystemViewSet, basename="system")
+router.register("answers", answers_api.AnswerViewSet, basename="answer")
+router.register(
+    "perfect-answers", cross_evaluation_api.PerfectAnswerViewSet, basename="perfect-answer"
+)
+router.register("overlaps", cross_evaluation_api.OverlapViewSet, basename="overlap")
+router.register("labels", review_api.HumanLabelViewSet, basename="label")
+router.register("adjudications", review_api.AdjudicationViewSet, basename="adjudication")
+router.register("review-queue", review_api.ReviewQueueViewSet, basename="review-queue")
+router.register(
+    "review-assignments",
+    assignments_api.ReviewAssignmentViewSet,
+    basename="review-assignment",
+)
+
+api_urlpatterns = [
+    *router.urls,
+    path("runs/<int:pk>/scores/", scores_api.RunScoresView.as_view(), name="run-scores"),
+    path("agreement/", agreement_api.AgreementView.as_view(), name="agreement"),
+    path("datasets/<int:pk>/analytics/", analytics_api.AnalyticsView.as_view(), name="analytics"),
+    path(
+        "datasets/<int:pk>/analytics/compare/",
+        analytics_api.CompareView.as_view(),
+        name="analytics-compare",
+    ),
+    path(
+        "datasets/<int:pk>/analytics/criteria/",
+        analytics_api.CriterionHealthView.as_view(),
+        name="analytics-criteria",
+    ),
+    path("imports/labels/", review_imports_api.LabelsImportView.as_view(), name="import-labels"),
+    path(
+        "imports/verdicts/", review_imports_api.VerdictsImportView.as_view(), name="import-verdicts"
     ),
 ]

@@ -141,7 +141,7 @@ def celery_worker(transactional_db, celery_worker_process):
 @pytest.fixture
 def loopback_openai():
     """An OpenAI-compatible server on 127.0.0.1 for the real openai client."""
-    from evaluation.loopback import LoopbackOpenAI
+    from loopback import LoopbackOpenAI
 
     with LoopbackOpenAI() as server:
         yield server

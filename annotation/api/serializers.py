@@ -18,7 +18,7 @@ from annotation.models import (
 from annotation.services.checklists import CitationData, CriterionData
 from annotation.validation import Finding, Report
 from config import limits
-from evaluation.selectors import current_advice
+from evaluation.formality.selectors import current_advice
 
 
 class SourceTypeSerializer(serializers.ModelSerializer):

@@ -36,7 +36,7 @@ from annotation.models import (
     SourceType,
 )
 from annotation.validation import Report
-from evaluation.services import formality_request
+from evaluation.formality.services import formality_request
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser

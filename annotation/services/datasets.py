@@ -65,7 +65,7 @@ def dataset_update(*, dataset: Dataset, **settings: object) -> Dataset:
     return dataset
 
 
-# The task that runs evaluation.purge (evaluation/tasks.py), queued by name: annotation
+# The task that runs evaluation.data.purge (evaluation/data/tasks.py), queued by name: annotation
 # never imports the evaluation code that deletes the rows.
 PURGE_TASK = "evaluation.purge_dataset"
 
@@ -74,7 +74,7 @@ PURGE_TASK = "evaluation.purge_dataset"
 def dataset_delete(*, dataset: Dataset) -> bool:
     """Mark a dataset for deletion, which hides it from every user at once, and queue the
     task that deletes its queries, checklists, answers, runs and everything under them in
-    batches (evaluation.purge). A cascading delete in the request would take minutes on a
+    batches (evaluation.data.purge). A cascading delete in the request would take minutes on a
     big dataset. Marking a dataset already marked changes nothing and queues no second
     task (the workers' sweep re-queues a deletion that stalled). True when newly marked."""
     now = timezone.now()

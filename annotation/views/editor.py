@@ -25,9 +25,9 @@ from annotation.models import Checklist, Criterion
 from annotation.services.checklists import CitationData, CriterionData, CriterionWork
 from annotation.validation import Finding
 from evaluation.analytics.editor_health import checklist_health
-from evaluation.judging.formality import text_hash
+from evaluation.formality.prompt import text_hash
+from evaluation.formality.selectors import current_advice
 from evaluation.models import FormalityAdvice
-from evaluation.selectors import current_advice
 
 TEMPLATE = "annotation/checklist_editor.html"
 NO_WORK = CriterionWork()

@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 
-from evaluation.loopback import LoopbackOpenAI, verdict_responder
+from loopback import LoopbackOpenAI, verdict_responder
 
 
 def scripted_verdict(request) -> str:

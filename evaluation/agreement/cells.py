@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from django.db import connection, transaction
 
-from evaluation import votes_sql
+from evaluation.metrics import votes_sql
 
 NO_VALUE = "(none)"
 

@@ -24,11 +24,11 @@ from contextlib import contextmanager
 
 from django.db import connection
 
-from evaluation import figure_cache
 from evaluation.agreement import cells as sql
 from evaluation.agreement import revision
 from evaluation.agreement.cells import Cell
 from evaluation.agreement.selectors import _cache_key, _method, label_days
+from evaluation.kept import figures as figure_cache
 from evaluation.models import AgreementCache, Answer, HumanLabel, Run
 
 Row = list  # a kept cell: [figure, value, other, first, second, n]

@@ -4,7 +4,7 @@ figure, read to key the cached figures (evaluation.agreement.selectors).
 Every save and delete of a human label or an adjudication bumps it by signal, inside the
 writer's transaction, so the new number commits with the label: a reader sees both or
 neither. Bulk writes send no signal: they call `changed(dataset_id)` themselves
-(evaluation.review_imports, the test fixtures). Changes to what groups the items
+(evaluation.data.review_imports, the test fixtures). Changes to what groups the items
 (a criterion's kind or source types, a query's category, a system's, source type's,
 category's or judge's name) arrive by signal (`connect()`); renames of site-wide names
 bump every dataset. A new system answer changes no figure but joins the labelling queue:

@@ -34,10 +34,11 @@ from django.db.models import Count, QuerySet
 from django.db.models.functions import TruncDate
 
 from annotation.models import Criterion, Dataset
-from evaluation import figure_cache, votes_sql
 from evaluation.agreement import cells as sql
 from evaluation.agreement import revision
 from evaluation.agreement.cells import NO_VALUE, Cell
+from evaluation.kept import figures as figure_cache
+from evaluation.metrics import votes_sql
 from evaluation.metrics.aggregation import Method
 from evaluation.metrics.agreement import (
     PASS_FAIL,

@@ -20,7 +20,7 @@ from annotation.permissions import dataset_permissions
 from evaluation.analytics import selectors as sel
 from evaluation.metrics.analytics import CriterionHealth
 from evaluation.models import Run
-from evaluation.permissions import can_see_runs
+from evaluation.runs.permissions import can_see_runs
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ at 200,000 labelled items).
 
 Computing the figures means reading one row per item and drawing a few hundred bootstrap
 intervals: seconds at 200,000 items. So they are computed once per state of what they
-depend on and kept in the figure cache (`evaluation.figure_cache`, one database row per
+depend on and kept in the figure cache (`evaluation.kept.figures`, one database row per
 part), in parts:
 
 - `page(run, edges)`: what the analytics page and API show (system scores by group,
@@ -49,10 +49,10 @@ from typing import Any
 from django.db.models import Case, Q, Value, When
 from django.utils import timezone
 
-from evaluation import figure_cache
 from evaluation.agreement import revision
 from evaluation.analytics import refresh
 from evaluation.analytics import selectors as sel
+from evaluation.kept import figures as figure_cache
 from evaluation.metrics import analytics as am
 from evaluation.metrics.agreement import Agreement, Kappa
 from evaluation.metrics.calibration import PanelOption

@@ -36,9 +36,10 @@ from django.db import connection, transaction
 from django.db.models import Sum
 
 from annotation.models import Checklist, Criterion, Dataset, Query
-from evaluation import figure_cache, votes_sql
 from evaluation.cross_evaluation.selectors import dataset_mean_overlap
+from evaluation.kept import figures as figure_cache
 from evaluation.metrics import analytics as am
+from evaluation.metrics import votes_sql
 from evaluation.metrics.agreement import Agreement, agreement_from_matrix, matrix_from_counts
 from evaluation.metrics.calibration import CalibrationItem, PanelOption, panel_options
 from evaluation.metrics.cost import JudgeUsage

@@ -7,31 +7,11 @@ from collections.abc import Callable
 
 from celery import shared_task
 
-from evaluation.analytics import alerts, figures, refresh, schedules
+from evaluation.analytics import figures, refresh
 from evaluation.models import Run
 
-CHECK_TASK = "evaluation.check_regressions"
 WARM_TASK = "evaluation.warm_analytics"
 logger = logging.getLogger(__name__)
-
-
-@shared_task(name=CHECK_TASK, acks_late=True, reject_on_worker_lost=True)
-def check_regressions(run_id: int) -> int:
-    """Alerts for a run that just ended; returns how many regressions were sent. Safe to
-    redeliver: each regression is recorded once (a unique constraint) before it is sent."""
-    run = Run.objects.select_related("dataset").filter(pk=run_id).first()
-    if run is None:
-        return 0
-    return len(alerts.check_run(run))
-
-
-@shared_task(name="evaluation.scheduled_run", acks_late=True, reject_on_worker_lost=True)
-def scheduled_run(dataset_id: int, panel_id: int, system_id: int, name: str = "") -> int | None:
-    """Sent by celery beat on a schedule (docs/operations.md); returns the run's id."""
-    run = schedules.scheduled_run(
-        dataset_id=dataset_id, panel_id=panel_id, system_id=system_id, name=name
-    )
-    return None if run is None else run.pk
 
 
 @shared_task(name=WARM_TASK, acks_late=True, reject_on_worker_lost=True)

@@ -2,7 +2,7 @@
 
 `bar_chart` places one bar per row on a fixed scale ([0, 1] for percent agreement, [-1, 1]
 for kappa), with an optional interval whisker, and returns plain numbers for the template
-(`templates/evaluation/_bar_chart.html`). A missing value (an undefined kappa) gets no bar
+(`templates/evaluation/charts/_bar_chart.html`). A missing value (an undefined kappa) gets no bar
 and the text "n/a", never a bar of length 0 that would read as "no agreement".
 """
 

@@ -2,7 +2,7 @@
 buckets) on a [0, 1] scale, each point with its interval whisker and a link, and an
 optional horizontal reference line with its band (the experts' overlap, the human line).
 
-Returns plain numbers for `templates/evaluation/_line_chart.html`. A missing value breaks
+Returns plain numbers for `templates/evaluation/charts/_line_chart.svg`. A missing value breaks
 the line (no point is drawn for a bucket with no data), never a point at 0.
 """
 

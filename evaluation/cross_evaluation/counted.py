@@ -6,7 +6,7 @@ API's cells and the CSV export).
 
 One statement derives the verdict on every (perfect answer, criterion) exactly as
 `selectors._outcomes` does (the chosen run per query, votes counted with that run's method
-by `evaluation.votes_sql`, an adjudication deciding; or reviewers' majority label), then
+by `evaluation.metrics.votes_sql`, an adjudication deciding; or reviewers' majority label), then
 counts pass / fail / undecided per ordered pair of checklists of a query and per
 criterion over the other experts' perfect answers. From those counts the figures are
 computed by the same functions as before (`metrics.overlap`), so they are identical
@@ -28,9 +28,10 @@ from django.db import connection, transaction
 from django.db.models import Count, Max, Sum
 
 from annotation.models import Checklist, Dataset
-from evaluation import figure_cache, votes_sql
 from evaluation.cross_evaluation.selectors import Source, UnknownSource, cross_evaluation_runs
+from evaluation.kept import figures as figure_cache
 from evaluation.metrics import overlap as om
+from evaluation.metrics import votes_sql
 from evaluation.models import Answer, Run
 
 SHOWN = 50  # criteria of the shared core and of the long tail listed on the page

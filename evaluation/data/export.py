@@ -34,9 +34,9 @@ from guardian.shortcuts import get_users_with_perms
 from annotation import roles
 from annotation.models import Checklist, Citation, Criterion, Dataset, Guideline, Query, SourceType
 from annotation.selectors import checklists_for_user
-from evaluation import figure_cache
 from evaluation.data import export_sql, schema
 from evaluation.data.formats import CHUNK_ROWS, WRITERS
+from evaluation.kept import figures as figure_cache
 from evaluation.models import (
     Adjudication,
     Answer,
@@ -628,7 +628,7 @@ class Exporter:
                            len(by_query[query_id]))  # fmt: skip
 
     def _overlaps(self) -> Iterator[Row]:
-        from evaluation.exports.overlaps import overlap_rows
+        from evaluation.cross_evaluation.export import overlap_rows
 
         authors = {pk: author for pk, (_, author) in self.keys.checklists.items()}
         for row in overlap_rows(self.dataset):

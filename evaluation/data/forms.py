@@ -5,6 +5,7 @@ from __future__ import annotations
 from django import forms
 
 from annotation.models import Dataset, Guideline
+from config.uploads import validate_upload_size
 from evaluation.data import schema
 
 INCLUDE_LABELS = {
@@ -68,3 +69,11 @@ class ImportForm(forms.Form):
         super().__init__(*args, **kwargs)
         if datasets is not None:
             self.fields["dataset"].queryset = datasets
+
+
+class AnswersUploadForm(forms.Form):
+    file = forms.FileField(
+        help_text="JSONL or CSV: query, system, text; optional system_version, "
+        "external_id, run_label.",
+        validators=[validate_upload_size],
+    )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from evaluation.data import services
+from annotation.services.datasets import PURGE_TASK
+from evaluation.data import purge, services
 
 
 @shared_task(name="evaluation.data.export_dataset", acks_late=True, reject_on_worker_lost=True)
@@ -12,3 +13,12 @@ def export_dataset(export_id: int) -> None:
     """Write one export job's zip. Safe to redeliver: a finished export is left as it is,
     an interrupted one is written again from the start (the file appears only when whole)."""
     services.export_run(export_id=export_id)
+
+
+@shared_task(name=PURGE_TASK, acks_late=True, reject_on_worker_lost=True)
+def purge_dataset(dataset_id: int) -> None:
+    """Delete a dataset marked for deletion. Safe to deliver twice or after a crash: it
+    continues where the last delivery stopped (evaluation.data.purge). A worker that dies on it
+    leaves the dataset marked: the doctor every worker starts when it is ready
+    (evaluation.runs.tasks.start_doctor) sweeps and queues it again."""
+    purge.purge(dataset_id=dataset_id)

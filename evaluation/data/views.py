@@ -45,14 +45,14 @@ def dataset_export(request: HttpRequest, pk: int) -> HttpResponse:
         return redirect("dataset-export", pk=dataset.pk)
     exports = DatasetExport.objects.filter(dataset=dataset).select_related("requested_by")[:10]
     context = {"dataset": dataset, "form": form, "exports": exports}
-    return render(request, "evaluation/dataset_export.html", context)
+    return render(request, "evaluation/data/dataset_export.html", context)
 
 
 @require_GET
 @login_required
 def export_status(request: HttpRequest, token) -> HttpResponse:
     export = services.access_export(request.user, token)
-    return render(request, "evaluation/dataset_export.html#export-row", {"export": export})
+    return render(request, "evaluation/data/dataset_export.html#export-row", {"export": export})
 
 
 @require_GET
@@ -92,8 +92,8 @@ def dataset_import(request: HttpRequest) -> HttpResponse:
             errors, status = rejected.errors, 400
         else:
             context = {"result": result, "name": data["file"].name}
-            return render(request, "evaluation/dataset_import_done.html", context)
+            return render(request, "evaluation/data/dataset_import_done.html", context)
     elif request.method == "POST":
         status = 400
     context = {"form": form, "errors": errors}
-    return render(request, "evaluation/dataset_import.html", context, status=status)
+    return render(request, "evaluation/data/dataset_import.html", context, status=status)

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 
-from evaluation import figure_cache
+from evaluation.kept import figures as figure_cache
 from evaluation.models import AgreementCache, KeptQueueRow
 
 

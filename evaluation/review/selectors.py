@@ -23,7 +23,8 @@ from guardian.shortcuts import get_users_with_perms
 
 from annotation import roles
 from annotation.models import Checklist, Criterion, Dataset
-from evaluation import figure_cache, votes_sql
+from evaluation.kept import figures as figure_cache
+from evaluation.metrics import votes_sql
 from evaluation.metrics.aggregation import CriterionVerdict, Vote, aggregate
 from evaluation.models import (
     Adjudication,

@@ -12,5 +12,5 @@ Layers, from the bottom up (docs/architecture.md draws them):
 - `tasks`: thin Celery tasks that call `work` and `healing`. Services queue tasks by name,
   so nothing here imports `tasks`.
 
-Views and the API (evaluation.views.runs, evaluation.api) sit on top.
+Views and the API (`views`, `api`, `scores_api`) sit on top.
 """

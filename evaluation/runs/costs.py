@@ -8,7 +8,7 @@ from collections import defaultdict
 
 from django.db.models import Sum
 
-from evaluation.figure_cache import remembered, run_state
+from evaluation.kept.figures import remembered, run_state
 from evaluation.metrics.cost import CostEstimate, JudgeUsage, run_cost
 from evaluation.models import GradedScore, Judge, Run, Verdict
 from evaluation.runs import snapshot

@@ -15,7 +15,7 @@ heartbeat of the leases its process holds; every RUNS_SWEEP seconds it sweeps:
    after all is harmless: only one delivery can claim a task.
 3. A running run without unfinished tasks (its answers deleted) is ended.
 4. A dataset deletion that made no progress for RUNS_LEASE_TIMEOUT is queued again
-   (evaluation.purge.sweep).
+   (evaluation.data.purge.sweep).
 
 Why a thread in the workers rather than celery beat: it needs no other process to deploy,
 it heals whenever any worker is alive (the only time healing can happen), and its sweep
@@ -37,7 +37,7 @@ from django.db import close_old_connections
 from django.db.models import F, Max
 from django.utils import timezone
 
-from evaluation import purge
+from evaluation.data import purge
 from evaluation.models import Run, RunTask
 from evaluation.runs import lifecycle, queue, work
 

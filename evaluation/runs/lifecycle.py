@@ -30,7 +30,7 @@ from django.utils import timezone
 
 from evaluation.models import GradedScore, Run, RunTask, Verdict
 from evaluation.runs import queue, work
-from evaluation.signals import run_ended
+from evaluation.runs.signals import run_ended
 
 logger = logging.getLogger(__name__)
 

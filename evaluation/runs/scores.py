@@ -18,7 +18,8 @@ from decimal import Decimal
 from django.db import connection, transaction
 
 from annotation.models import Checklist
-from evaluation import figure_cache, votes_sql
+from evaluation.kept import figures as figure_cache
+from evaluation.metrics import votes_sql
 from evaluation.metrics.scoring import (
     AnswerScore,
     ScoreCounts,
@@ -78,7 +79,7 @@ class ScoreReport:
 # Per (answer, checklist) of the run: the counts score_counted() needs over the enabled
 # criteria, and the split and adjudicated criteria (all that have votes, as the page counts
 # them). The votes are counted per criterion in the database and turned into the run's
-# verdict by evaluation.votes_sql, the SQL form of metrics.aggregation.
+# verdict by evaluation.metrics.votes_sql, the SQL form of metrics.aggregation.
 _COUNTS_SQL = """
 WITH iv AS (
   SELECT v.answer_id, v.criterion_id,

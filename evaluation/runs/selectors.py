@@ -10,7 +10,7 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from annotation.models import Checklist, Criterion
-from evaluation.figure_cache import remembered, run_state
+from evaluation.kept.figures import remembered, run_state
 from evaluation.metrics.aggregation import CriterionVerdict, Vote, aggregate
 from evaluation.models import Answer, GradedScore, Run, RunTask, Verdict
 

@@ -7,7 +7,7 @@ import os
 from django.conf import settings
 from django_celery_results.models import TaskResult
 
-from evaluation.tasks import ping
+from config.tasks import ping
 
 
 def test_worker_runs_in_its_own_process_and_answers(celery_worker):

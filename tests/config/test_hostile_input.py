@@ -157,7 +157,7 @@ def test_uploads_have_a_size_cap_with_a_clear_error(owner_api, client, owner, da
     page = client.post(
         reverse("dataset-answers", args=[dataset.pk]), {"file": upload("big.jsonl", b" " * 20_000)}
     )
-    # The page shows the form's error (evaluation/views/runs.py answers 200 for it).
+    # The page shows the form's error (evaluation/runs/views.py answers 200 for it).
     assert "files are accepted up to" in page.content.decode()
     assert not Answer.objects.exists()
     # A body past the request cap is refused before it is read.

@@ -14,13 +14,12 @@ from django.apps import apps
 from django.contrib.auth.models import Group, Permission
 from django.contrib.contenttypes.models import ContentType
 from django.utils import timezone
+from evaluation.alerts.models import AlertEvent, RegressionAlert
 from guardian.models import GroupObjectPermission, UserObjectPermission
 from guardian.shortcuts import assign_perm
 
 from annotation import roles, services
 from annotation.models import Checklist, Citation, Criterion, Dataset, DomainTag
-from evaluation.analytics.models import AlertEvent, RegressionAlert
-from evaluation.analytics.schedules import schedule_save
 from evaluation.cross_evaluation.services import perfect_answer_save
 from evaluation.data.models import DatasetExport
 from evaluation.models import (
@@ -41,10 +40,11 @@ from evaluation.models import (
     System,
     Verdict,
 )
+from evaluation.schedules.services import schedule_save
 from tests.factories import QueryFactory, UserFactory, valid_criteria
 
 # Tables whose rows datasets share or that keep rows about a deleted dataset on purpose:
-# the audit history stays (evaluation.purge, docs/operations.md).
+# the audit history stays (evaluation.data.purge, docs/operations.md).
 NOT_PER_DATASET = ("audit.",)
 
 

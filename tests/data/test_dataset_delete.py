@@ -49,7 +49,7 @@ def test_a_broker_down_at_delete_still_hides_the_dataset_and_the_sweep_deletes_i
     from celery.canvas import Signature
     from django.utils import timezone
 
-    from evaluation import purge
+    from evaluation.data import purge
 
     def down(self, *args, **kwargs):
         raise ConnectionError("broker down")

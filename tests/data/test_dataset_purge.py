@@ -12,7 +12,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from annotation.models import Criterion, Dataset
-from evaluation import purge
+from evaluation.data import purge
 from evaluation.models import Verdict
 from tests.data.purge_fixtures import NOT_PER_DATASET, build_dataset, build_shared, table_counts
 
@@ -78,7 +78,7 @@ def _marked(shared, name: str) -> Dataset:
 def test_a_deletion_stopped_midway_stays_marked_and_running_it_again_finishes(
     db, monkeypatch, eager_refresh
 ):
-    from evaluation.tasks import purge_dataset
+    from evaluation.data.tasks import purge_dataset
 
     shared = build_shared()
     build_dataset(shared, "Kept dataset")

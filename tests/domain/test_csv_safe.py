@@ -8,7 +8,7 @@ import io
 
 import pytest
 
-from evaluation.exports.overlaps import COLUMNS, csv_safe, write_csv
+from evaluation.cross_evaluation.export import COLUMNS, csv_safe, write_csv
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The SQL forms of the vote rules (evaluation.votes_sql) give aggregate()'s outcome for
+"""The SQL forms of the vote rules (evaluation.metrics.votes_sql) give aggregate()'s outcome for
 every count of pass and fail votes up to ten, for every method (on SQLite, in memory)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from evaluation.metrics.aggregation import Vote, aggregate
 from evaluation.metrics.agreement import majority
-from evaluation.votes_sql import majority_label, panel_outcome
+from evaluation.metrics.votes_sql import majority_label, panel_outcome
 
 COUNTS = [(p, f) for p in range(11) for f in range(11)]
 

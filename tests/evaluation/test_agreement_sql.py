@@ -12,9 +12,9 @@ from django.utils import timezone
 from annotation.models import Criterion, QueryCategory
 from evaluation.agreement import selectors
 from evaluation.agreement.serialize import report_data
+from evaluation.data.review_imports import import_labels
 from evaluation.models import Adjudication, AgreementCache, HumanLabel, Run
 from evaluation.review import services as review
-from evaluation.review_imports import import_labels
 from tests.evaluation import agreement_oracle as oracle
 from tests.evaluation.agreement_fixtures import build_labelled
 
@@ -199,7 +199,7 @@ def test_a_dataset_with_labels_can_be_deleted(transactional_db, reviewed_dataset
     assert ReviewRevision.objects.filter(dataset=reviewed_dataset).exists()
     ReviewRevision.objects.filter(dataset=reviewed_dataset).delete()  # the deletion recreates it
 
-    # Django's cascade (the admin's and the API's deletions go through evaluation.purge,
+    # Django's cascade (the admin's and the API's deletions go through evaluation.data.purge,
     # which ends with this cascade on a dataset emptied first; a shell's .delete() is this).
     reviewed_dataset.delete()
     assert not ReviewRevision.objects.exists() and not HumanLabel.objects.exists()

@@ -351,7 +351,7 @@ def test_items_read_without_a_temporary_table_in_a_read_only_snapshot(known):
     aggregate, with the same figures."""
     from django.db import connection, transaction
 
-    from evaluation import figure_cache
+    from evaluation.kept import figures as figure_cache
 
     expected = _figures(sel.load_run(known.run))
     with transaction.atomic():

@@ -9,10 +9,10 @@ from django.urls import reverse
 
 from annotation import services as annotation_services
 from evaluation.cross_evaluation import services
-from evaluation.loopback import LoopbackOpenAI
 from evaluation.models import Run, Verdict
 from evaluation.runs import selectors
 from evaluation.runs import services as runs
+from loopback import LoopbackOpenAI
 from tests.evaluation.cross_evaluation_fixtures import (
     code_judge,
     codes,

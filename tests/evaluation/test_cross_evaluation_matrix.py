@@ -13,10 +13,10 @@ import pytest
 from django.urls import reverse
 
 from evaluation.cross_evaluation import selectors, services
-from evaluation.exports.overlaps import overlap_rows, write_csv
-from evaluation.loopback import LoopbackOpenAI
+from evaluation.cross_evaluation.export import overlap_rows, write_csv
 from evaluation.models import Run, Verdict
 from evaluation.runs import services as runs
+from loopback import LoopbackOpenAI
 from tests.evaluation.cross_evaluation_fixtures import (
     EXPECTED,
     EXPECTED_MEAN,

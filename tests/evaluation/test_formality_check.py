@@ -10,8 +10,8 @@ from django.urls import reverse
 
 from annotation import services
 from annotation.services.checklists import CriterionData
-from evaluation.loopback import Fault, LoopbackOpenAI
 from evaluation.models import FormalityAdvice, Judge
+from loopback import Fault, LoopbackOpenAI
 from tests.factories import valid_criteria
 
 

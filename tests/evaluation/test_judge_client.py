@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from evaluation.judging import client
-from evaluation.loopback import Fault, LoopbackOpenAI
+from loopback import Fault, LoopbackOpenAI
 
 SCHEMA = {
     "type": "object",
@@ -100,7 +100,7 @@ def test_only_the_client_module_imports_openai():
         if re.search(r"^\s*(import openai|from openai)", path.read_text(), re.M)
     }
     # The loopback server is test infrastructure: it serves the protocol, it does not call it.
-    assert importers - {"evaluation/loopback/server.py", "evaluation/loopback/__init__.py"} == {
+    assert importers - {"loopback/server.py", "loopback/__init__.py"} == {
         "evaluation/judging/client.py"
     }
 

@@ -10,8 +10,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from evaluation.loopback import LoopbackOpenAI
 from evaluation.models import Judge, Panel, PanelMember
+from loopback import LoopbackOpenAI
 
 pytestmark = pytest.mark.django_db
 

@@ -14,8 +14,8 @@ from django.urls import reverse
 
 from evaluation.judging import client as judge_client
 from evaluation.judging import keys
-from evaluation.loopback import Fault, LoopbackOpenAI
 from evaluation.models import Judge
+from loopback import Fault, LoopbackOpenAI
 
 pytestmark = pytest.mark.django_db
 

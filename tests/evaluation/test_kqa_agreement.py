@@ -17,7 +17,7 @@ from django.urls import reverse
 from sklearn.metrics import cohen_kappa_score
 
 from evaluation.agreement.selectors import agreement_report
-from evaluation.kqa import import_kqa
+from evaluation.data.kqa import import_kqa
 from evaluation.models import Answer, HumanLabel
 
 KQA = Path(settings.BASE_DIR) / "evaluation" / "datasets" / "kqa"  # in the repository

@@ -12,10 +12,10 @@ import pytest
 
 from evaluation.judging import client, engine, graded
 from evaluation.judging.ratelimit import Unlimited
-from evaluation.loopback import LoopbackOpenAI
 from evaluation.models import Judge, Run, Verdict
 from evaluation.runs import lifecycle, scope
 from evaluation.runs import services as runs
+from loopback import LoopbackOpenAI
 from tests.evaluation.run_fixtures import build_workload, loopback_panel, scripted_judge
 
 VARIABLE = "JUDGE_KEY_TEST_NOT_SET"

@@ -11,8 +11,8 @@ import pytest
 from django.urls import reverse
 
 from evaluation.judging import drafting
-from evaluation.loopback import LoopbackOpenAI
 from evaluation.models import Answer, Judge
+from loopback import LoopbackOpenAI
 from tests.evaluation.cross_evaluation_fixtures import codes, submitted_checklist
 
 

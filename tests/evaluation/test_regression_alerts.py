@@ -12,9 +12,9 @@ import time
 
 import pytest
 from django.core import mail
+from evaluation.alerts.models import AlertEvent, RegressionAlert
 
-from evaluation.analytics import alerts
-from evaluation.analytics.models import AlertEvent, RegressionAlert
+from evaluation.alerts import services as alerts
 from evaluation.models import Run, RunTask
 from tests.evaluation.analytics_fixtures import answer_shares, build_known
 from tests.support.webhook_receiver import WebhookReceiver
@@ -162,8 +162,8 @@ def test_a_nightly_run_fired_by_beat_finds_a_regression_and_signs_the_webhook(
     from django.db import connection
     from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
-    from evaluation.loopback import LoopbackOpenAI
     from evaluation.models import Answer
+    from loopback import LoopbackOpenAI
     from tests.evaluation.run_fixtures import loopback_panel, scripted_judge
     from tests.support.celery_worker import database_url
 

@@ -15,8 +15,8 @@ from annotation import roles
 from annotation.models import Checklist
 from annotation.services import dataset_set_role
 from evaluation.agreement.selectors import agreement_report
+from evaluation.data.review_imports import ImportRejected, import_labels, import_verdicts
 from evaluation.models import HumanLabel, Judge, Panel, Run, Verdict
-from evaluation.review_imports import ImportRejected, import_labels, import_verdicts
 from tests.factories import AnswerFactory, CriterionFactory, SystemFactory, UserFactory
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from django.conf import settings
 
-from evaluation.loopback import FaultKind, LoopbackOpenAI
 from evaluation.models import Run, Verdict
 from evaluation.runs import selectors
 from evaluation.runs import services as runs
+from loopback import FaultKind, LoopbackOpenAI
 from tests.evaluation.run_fixtures import (
     build_workload,
     expected_verdict,

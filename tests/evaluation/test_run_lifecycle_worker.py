@@ -22,10 +22,10 @@ from django.db import connection
 
 from annotation.models import Criterion
 from evaluation.judges import services as judges
-from evaluation.loopback import LoopbackOpenAI
 from evaluation.models import Panel, Run, RunTask, Verdict
 from evaluation.runs import scores
 from evaluation.runs import services as runs
+from loopback import LoopbackOpenAI
 from tests.evaluation.run_fixtures import (
     build_workload,
     expected_verdict,

@@ -118,7 +118,7 @@ def test_a_running_run_is_never_kept_and_a_resumed_one_is_built_again(
 
 def test_run_page_and_api_page_the_kept_answers(reviewed_dataset, small_pieces, client, owner,
                                                monkeypatch, settings):  # fmt: skip
-    from evaluation.views import runs as views
+    from evaluation.runs import views as views
 
     run = build_labelled(reviewed_dataset, queries=3, criteria=4, systems=3, seed=47).run
     everyone = [a.answer_id for a in scores.run_report(fresh(run)).answers]

@@ -9,9 +9,9 @@ import pytest
 from django.urls import reverse
 
 from annotation import services
-from evaluation import forms
+from evaluation.runs import forms
 from evaluation.models import Judge, Panel, PanelMember
-from evaluation.views import runs as views
+from evaluation.runs import views as views
 from tests.factories import AnswerFactory, QueryFactory, valid_criteria
 
 pytestmark = pytest.mark.django_db

@@ -14,8 +14,8 @@ from django_celery_beat.models import PeriodicTask
 
 from annotation import roles
 from annotation import services as annotation_services
-from evaluation.analytics import schedules
 from evaluation.models import Judge, Panel, PanelMember, Run, RunSchedule
+from evaluation.schedules import services as schedules
 from tests.evaluation.review_fixtures import checklist_query
 from tests.factories import AnswerFactory
 

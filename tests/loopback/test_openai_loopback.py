@@ -17,7 +17,7 @@ import openai
 import pytest
 
 from evaluation.judging.client import http  # the openai client's: httpx2 from 3.x, else httpx
-from evaluation.loopback import (
+from loopback import (
     ChatRequest,
     Fault,
     FaultKind,
@@ -475,7 +475,7 @@ def test_stop_closes_the_port() -> None:
 
 def test_standalone_command_serves_until_interrupted() -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    command = [sys.executable, "-m", "evaluation.loopback", "--port", "0", "--fault-rate", "0"]
+    command = [sys.executable, "-m", "loopback", "--port", "0", "--fault-rate", "0"]
     process = subprocess.Popen(
         command, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )

@@ -132,14 +132,14 @@ def build_world() -> World:
     from evaluation.data.models import DatasetExport
 
     w.export = DatasetExport.objects.create(dataset=w.dataset, requested_by=admin)
-    from evaluation.analytics.models import RegressionAlert
+    from evaluation.alerts.models import RegressionAlert
 
     w.alert = RegressionAlert.objects.create(
         dataset=w.dataset, emails="team@example.com", created_by=admin
     )
     import datetime as dt
 
-    from evaluation.analytics.schedules import schedule_save
+    from evaluation.schedules.services import schedule_save
 
     w.schedule = schedule_save(
         dataset=w.dataset, name="Nightly", system=w.system, panel=w.panel, at=dt.time(2, 30),

@@ -1,1 +1,0 @@
-"""Export rows for datasets, runs and overlaps (one module per kind)."""

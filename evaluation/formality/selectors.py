@@ -1,0 +1,17 @@
+"""Reads of the evaluation app that belong to no package of their own. Runs' reads are in
+evaluation.runs.selectors."""
+
+from __future__ import annotations
+
+from annotation.models import Criterion
+from evaluation.formality.prompt import text_hash
+from evaluation.models import FormalityAdvice
+
+
+def current_advice(criterion: Criterion) -> FormalityAdvice | None:
+    """The formality advice on the criterion's present wording, if any.
+
+    Reads `criterion.formality_advice.all()`: prefetch it when listing criteria.
+    """
+    wording = text_hash(criterion.text)
+    return next((a for a in criterion.formality_advice.all() if a.text_hash == wording), None)

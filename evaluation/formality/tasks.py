@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+import random
+
+from celery import shared_task
+
+from evaluation import models
+from evaluation.formality import services
+from evaluation.judging.client import JudgeUnavailable
+
+
+@shared_task(name=services.CHECK_FORMALITY_TASK, bind=True, max_retries=3)
+def check_formality(self, advice_id: int) -> None:
+    """Only an unreachable judge is retried (after about 10, 20, 40 s, with jitter); the
+    service is safe to run again."""
+    try:
+        services.formality_run(advice_id=advice_id)
+    except JudgeUnavailable as exc:
+        if self.request.retries >= self.max_retries:
+            models.FormalityAdvice.objects.filter(pk=advice_id).update(
+                status=models.FormalityAdvice.Status.ERROR, error=f"The judge is unavailable: {exc}"
+            )
+            return
+        delay = 10 * 2**self.request.retries
+        raise self.retry(exc=exc, countdown=random.uniform(delay / 2, delay)) from exc  # noqa: S311

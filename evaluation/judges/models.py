@@ -1,0 +1,131 @@
+from __future__ import annotations
+
+from django.core.validators import MinValueValidator
+from django.db import models
+
+from evaluation.judging.prompts import VERDICT_PROMPT_VERSION
+
+
+class Judge(models.Model):
+    """An OpenAI-compatible endpoint and model with its call parameters.
+
+    The API key is never stored: `api_key_env` names the environment variable that holds
+    it, on every machine that runs workers.
+    """
+
+    class Kind(models.TextChoices):
+        LLM = "llm", "LLM (OpenAI-compatible endpoint)"
+        NO_LLM = "no_llm", "No-LLM checks (figures, keywords, format)"
+        EXTERNAL = "external", "External (imported verdicts, never called)"
+
+    name = models.CharField(max_length=100, unique=True)
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.LLM)
+    base_url = models.URLField(
+        "Base URL", blank=True, help_text="For example https://api.openai.com/v1"
+    )
+    model = models.CharField(max_length=200, blank=True)
+    api_key_env = models.CharField(
+        "API key variable",
+        max_length=100,
+        blank=True,
+        help_text="Name of the environment variable that holds the API key (not the key).",
+    )
+    temperature = models.FloatField(default=0.0)
+    max_tokens = models.PositiveIntegerField(default=512)
+    seed = models.IntegerField(null=True, blank=True)
+    timeout = models.FloatField(default=60.0, help_text="Seconds per request.")
+    rpm_limit = models.PositiveIntegerField(
+        "Requests per minute",
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],  # 0 would block every call forever
+        help_text="Shared by every worker; empty for no limit.",
+    )
+    tpm_limit = models.PositiveIntegerField(
+        "Tokens per minute",
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="Shared by every worker; empty for no limit.",
+    )
+    prompt_version = models.CharField(max_length=40, default=VERDICT_PROMPT_VERSION)
+    prompt_price = models.DecimalField(
+        "Price per million prompt tokens",
+        max_digits=10,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text="In your billing currency; empty when unknown (no cost estimate).",
+    )
+    completion_price = models.DecimalField(
+        "Price per million completion tokens",
+        max_digits=10,
+        decimal_places=4,
+        null=True,
+        blank=True,
+    )
+    is_formality_judge = models.BooleanField(
+        default=False, help_text="Used for the formality check of criteria."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.model or self.get_kind_display()})"
+
+
+class Panel(models.Model):
+    """Judges and how their votes become one verdict per criterion.
+
+    Several models voting: one member per model, one sample each. One model sampled N
+    times: one member with samples=N and, optionally, a temperature per sample.
+    """
+
+    class Method(models.TextChoices):
+        MAJORITY = "majority", "Majority"
+        UNANIMITY = "unanimity", "Unanimity"
+        MEAN_THRESHOLD = "mean_threshold", "Mean over a threshold"
+
+    name = models.CharField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    method = models.CharField(max_length=20, choices=Method.choices, default=Method.MAJORITY)
+    threshold = models.FloatField(default=0.5, help_text="For the mean-over-threshold method.")
+    graded = models.BooleanField(
+        default=False,
+        help_text="Also rate each answer 1–5 for correctness against the query's reference "
+        "(G-Eval style), beside the checklist score.",
+    )
+    judges = models.ManyToManyField(Judge, through="PanelMember", related_name="panels")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class PanelMember(models.Model):
+    panel = models.ForeignKey(Panel, on_delete=models.CASCADE, related_name="members")
+    judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="memberships")
+    samples = models.PositiveSmallIntegerField(default=1)
+    temperatures = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="One temperature per sample (e.g. [0, 0.5, 1]); empty uses the judge's.",
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["panel", "judge"], name="judge_once_per_panel")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.judge} ×{self.samples} in {self.panel}"
+
+    def temperature(self, sample: int) -> float:
+        if sample < len(self.temperatures):
+            return float(self.temperatures[sample])
+        return self.judge.temperature

@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+from django.db import transaction
+from rest_framework import serializers
+
+from evaluation.judging.keys import api_key_env_problem, base_url_problem
+from evaluation.models import Judge, Panel, PanelMember
+
+
+class JudgeSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Judge
+        fields = [
+            "id", "name", "kind", "base_url", "model", "api_key_env", "temperature",
+            "max_tokens", "seed", "timeout", "rpm_limit", "tpm_limit", "prompt_version",
+            "prompt_price", "completion_price", "is_formality_judge",
+        ]  # fmt: skip
+
+    def validate_api_key_env(self, value: str) -> str:
+        # The same rules as the page form: see evaluation/judging/keys.py.
+        if problem := api_key_env_problem(value.strip()):
+            raise serializers.ValidationError(problem)
+        return value.strip()
+
+    def validate_base_url(self, value: str) -> str:
+        if problem := base_url_problem(value):
+            raise serializers.ValidationError(problem)
+        return value
+
+    def validate(self, data: dict) -> dict:
+        kind = data.get("kind", getattr(self.instance, "kind", Judge.Kind.LLM))
+        if kind == Judge.Kind.LLM:
+            for field in ("base_url", "model"):
+                if not data.get(field, getattr(self.instance, field, "")):
+                    raise serializers.ValidationError({field: "Required for an LLM judge."})
+        for field in ("prompt_price", "completion_price"):
+            if data.get(field) is not None and data[field] < 0:
+                raise serializers.ValidationError({field: "A price cannot be negative."})
+        return data
+
+
+class PanelMemberSerializer(serializers.ModelSerializer):
+    judge = serializers.PrimaryKeyRelatedField(queryset=Judge.objects.all())
+
+    samples = serializers.IntegerField(min_value=1, max_value=20, default=1)
+
+    class Meta:
+        model = PanelMember
+        fields = ["judge", "samples", "temperatures"]
+
+    def validate(self, data: dict) -> dict:
+        temps = data.get("temperatures") or []
+        if not isinstance(temps, list) or not all(isinstance(t, int | float) for t in temps):
+            raise serializers.ValidationError({"temperatures": "A list of numbers."})
+        if temps and len(temps) != data.get("samples", 1):
+            raise serializers.ValidationError(
+                {"temperatures": "Give one temperature per sample, or none."}
+            )
+        return data
+
+
+class PanelSerializer(serializers.ModelSerializer):
+    members = PanelMemberSerializer(many=True, allow_empty=False)
+    threshold = serializers.FloatField(min_value=0.0, max_value=1.0, default=0.5)
+
+    class Meta:
+        model = Panel
+        fields = ["id", "name", "description", "method", "threshold", "graded", "members"]
+
+    def validate_members(self, members: list[dict]) -> list[dict]:
+        judges = [m["judge"].pk for m in members]
+        if len(judges) != len(set(judges)):
+            raise serializers.ValidationError("A judge may appear once; use samples instead.")
+        return members
+
+    @transaction.atomic
+    def create(self, validated: dict) -> Panel:
+        members = validated.pop("members")
+        panel = Panel.objects.create(**validated)
+        PanelMember.objects.bulk_create(PanelMember(panel=panel, **m) for m in members)
+        return panel

@@ -1,0 +1,128 @@
+"""Judges and panels pages. Site-wide objects: the Admin group (the global evaluation model
+permissions, annotation.roles.GROUP_MODEL_PERMISSIONS) lists, creates and changes them."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required, permission_required
+from django.db.models import Count, Prefetch
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from evaluation.judges import services
+from evaluation.judges.forms import JudgeForm, PanelForm, PanelMemberFormSet
+from evaluation.judging.connection import key_is_set
+from evaluation.models import Judge, Panel, PanelMember
+
+
+@require_GET
+@login_required
+@permission_required("evaluation.change_judge", raise_exception=True)
+def judge_list(request: HttpRequest) -> HttpResponse:
+    judges = list(Judge.objects.annotate(panel_count=Count("memberships")).order_by("name"))
+    rows = [(judge, key_is_set(judge.api_key_env)) for judge in judges]
+    can_add = request.user.has_perm("evaluation.add_judge")
+    return render(request, "evaluation/judges/judge_list.html", {"rows": rows, "can_add": can_add})
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+@permission_required("evaluation.add_judge", raise_exception=True)
+def judge_create(request: HttpRequest) -> HttpResponse:
+    form = JudgeForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        judge = services.judge_save(**form.cleaned_data)
+        messages.success(request, f"Judge “{judge.name}” created.")
+        return redirect("judge-edit", pk=judge.pk)
+    return render(request, "evaluation/judges/judge_form.html", {"form": form, "judge": None})
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+@permission_required("evaluation.change_judge", raise_exception=True)
+def judge_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    judge = get_object_or_404(Judge, pk=pk)
+    form = JudgeForm(request.POST or None, instance=judge)
+    if request.method == "POST" and form.is_valid():
+        services.judge_save(judge=judge, **form.cleaned_data)
+        messages.success(request, f"Judge “{judge.name}” saved.")
+        return redirect("judge-edit", pk=judge.pk)
+    if request.method == "POST":
+        judge.refresh_from_db()  # the form cleaned the instance in place: show what is stored
+    context = {"form": form, "judge": judge, "key_set": key_is_set(judge.api_key_env)}
+    return render(request, "evaluation/judges/judge_form.html", context)
+
+
+@require_POST
+@login_required
+@permission_required("evaluation.change_judge", raise_exception=True)
+def judge_test(request: HttpRequest, pk: int) -> HttpResponse:
+    """One small real call with the saved settings; the reply or the error kind."""
+    judge = get_object_or_404(Judge, pk=pk)
+    context = {"judge": judge, "result": services.judge_test_connection(judge)}
+    if request.htmx:
+        return render(request, "evaluation/judges/judge_form.html#connection-result", context)
+    context |= {"form": JudgeForm(instance=judge), "key_set": key_is_set(judge.api_key_env)}
+    return render(request, "evaluation/judges/judge_form.html", context)
+
+
+@require_GET
+@login_required
+@permission_required("evaluation.change_panel", raise_exception=True)
+def panel_list(request: HttpRequest) -> HttpResponse:
+    members = PanelMember.objects.select_related("judge").order_by("judge__name")
+    panels = Panel.objects.annotate(run_count=Count("runs")).prefetch_related(
+        Prefetch("members", queryset=members)
+    )
+    context = {"panels": panels, "can_add": request.user.has_perm("evaluation.add_panel")}
+    return render(request, "evaluation/judges/panel_list.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+@permission_required("evaluation.add_panel", raise_exception=True)
+def panel_create(request: HttpRequest) -> HttpResponse:
+    return _panel_form(request, None)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+@permission_required("evaluation.change_panel", raise_exception=True)
+def panel_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    return _panel_form(request, get_object_or_404(Panel, pk=pk))
+
+
+def _panel_form(request: HttpRequest, panel: Panel | None) -> HttpResponse:
+    judges = Judge.objects.order_by("name")
+    initial = (
+        [
+            {"judge": m.judge_id, "samples": m.samples, "temperatures": _temps(m.temperatures)}
+            for m in panel.members.order_by("judge__name")
+        ]
+        if panel
+        else []
+    )
+    data = request.POST or None
+    form = PanelForm(data, instance=panel)
+    formset = PanelMemberFormSet(data, initial=initial, prefix="members", judges=judges)
+    status = 200
+    if request.method == "POST":
+        if form.is_valid() and formset.is_valid():
+            saved = services.panel_save(panel=panel, members=formset.members(), **form.cleaned_data)
+            messages.success(request, f"Panel “{saved.name}” saved.")
+            return redirect("panel-edit", pk=saved.pk)
+        status = 400
+        if panel is not None:
+            panel.refresh_from_db()
+    context = {
+        "form": form,
+        "formset": formset,
+        "panel": panel,
+        "run_count": panel.runs.count() if panel else 0,
+    }
+    return render(request, "evaluation/judges/panel_form.html", context, status=status)
+
+
+def _temps(values: list) -> str:
+    return ", ".join(f"{float(v):g}" for v in values)

@@ -1,0 +1,38 @@
+"""Every model of the evaluation app, re-exported from the package of the concept that owns
+it, so that Django finds them and callers may write `from evaluation.models import Run`.
+
+A verdict is one judge's vote, for one sample, on one (answer, criterion) in one run. The
+panel turns a criterion's votes into one verdict (evaluation.metrics.aggregation), and the
+criteria verdicts into the answer's score (evaluation.metrics.scoring).
+
+| Concept | Models |
+|---|---|
+| evaluation.data.models | System, Answer, DatasetExport |
+| evaluation.judges.models | Judge, Panel, PanelMember |
+| evaluation.formality.models | FormalityAdvice |
+| evaluation.runs.models | Run, JudgeCall, Verdict, GradedScore, RunTask |
+| evaluation.review.models | Label, HumanLabel, Adjudication, ReviewAssignment |
+| evaluation.cross_evaluation.models | CrossEvaluationSettings |
+| evaluation.kept.models | ReviewRevision, AgreementCache, KeptQueueRow |
+| evaluation.alerts.models | RegressionAlert, AlertEvent |
+| evaluation.schedules.models | RunSchedule |
+"""
+
+from __future__ import annotations
+
+from evaluation.alerts.models import AlertEvent, RegressionAlert
+from evaluation.cross_evaluation.models import CrossEvaluationSettings
+from evaluation.data.models import Answer, DatasetExport, System
+from evaluation.formality.models import FormalityAdvice
+from evaluation.judges.models import Judge, Panel, PanelMember
+from evaluation.kept.models import AgreementCache, KeptQueueRow, ReviewRevision
+from evaluation.review.models import Adjudication, HumanLabel, Label, ReviewAssignment
+from evaluation.runs.models import GradedScore, JudgeCall, Run, RunTask, Verdict
+from evaluation.schedules.models import RunSchedule
+
+__all__ = [
+    "Adjudication", "AgreementCache", "AlertEvent", "Answer", "CrossEvaluationSettings",
+    "DatasetExport", "FormalityAdvice", "GradedScore", "HumanLabel", "Judge", "JudgeCall",
+    "KeptQueueRow", "Label", "Panel", "PanelMember", "RegressionAlert", "ReviewAssignment",
+    "ReviewRevision", "Run", "RunSchedule", "RunTask", "System", "Verdict",
+]  # fmt: skip

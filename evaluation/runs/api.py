@@ -1,0 +1,109 @@
+"""Judges and panels (site-wide; the Admin group manages them), runs and verdicts (per
+dataset; its reviewers and admins see them, its admins start and stop runs)."""
+
+from __future__ import annotations
+
+from django.http import Http404
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from annotation import permissions as access
+from annotation import roles
+from config.pagination import CountlessPagination
+from evaluation.models import Run, Verdict
+from evaluation.runs import serializers as s
+from evaluation.runs import services as runs
+from evaluation.runs.overview import run_overview
+from evaluation.runs.permissions import access_run, runs_for_user
+from evaluation.runs.scores_api import RunProgressSerializer, progress_data
+
+
+class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    serializer_class = s.RunSerializer
+    filterset_fields = ["dataset", "status", "panel"]
+
+    def get_queryset(self):
+        return runs_for_user(self.request.user).order_by("-created_at", "-id")
+
+    def get_object(self) -> Run:
+        manage = self.action in ("cancel", "resume", "retry_failed")
+        return access_run(self.request.user, self.kwargs["pk"], manage=manage)
+
+    @extend_schema(request=s.RunCreateSerializer, responses={201: s.RunSerializer})
+    def create(self, request: Request) -> Response:
+        """Create a run and start it at once."""
+        payload = s.RunCreateSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        data = payload.validated_data
+        dataset = access.access_dataset(request.user, data["dataset"].pk, roles.CHANGE)
+        try:
+            run = runs.run_create_and_start(
+                dataset=dataset, panel=data["panel"], by=request.user,
+                name=data.get("name", ""), queries=data.get("queries", []),
+                systems=data.get("systems", []),
+                answer_run_label=data.get("answer_run_label", ""),
+                concurrency=data.get("concurrency", 16),
+            )  # fmt: skip
+        except ValueError as exc:
+            raise ValidationError({"queries": [str(exc)]}) from exc
+        except runs.RunRefused as refused:
+            raise ValidationError({refused.field or "non_field_errors": refused.problems}) from None
+        except runs.RunStateError as exc:
+            raise ValidationError({"non_field_errors": [str(exc)]}) from exc
+        return Response(s.RunSerializer(run).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses={200: RunProgressSerializer})
+    @action(detail=True, methods=["get"])
+    def progress(self, request: Request, pk: int) -> Response:
+        run = self.get_object()
+        return Response(progress_data(run, run_overview(run)))
+
+    def _act(self, service) -> Response:
+        """A lifecycle action: the run as it is after it, or 409 with the reason when its
+        status does not allow it (or 400 when a pre-flight check refuses it)."""
+        try:
+            run = service(run=self.get_object())
+        except runs.RunRefused as refused:
+            raise ValidationError({"non_field_errors": refused.problems}) from None
+        except runs.RunStateError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response(s.RunSerializer(run).data)
+
+    @extend_schema(request=None, responses={200: s.RunSerializer, 409: s.DetailSerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: int) -> Response:
+        """Cancel a pending or running run; calls in flight finish and are kept."""
+        return self._act(runs.run_cancel)
+
+    @extend_schema(request=None, responses={200: s.RunSerializer, 409: s.DetailSerializer})
+    @action(detail=True, methods=["post"])
+    def resume(self, request: Request, pk: int) -> Response:
+        """Continue a cancelled or failed run. On a running run: queue again, at once, the
+        tasks that no live worker holds (the sweep does it by itself within a minute)."""
+        return self._act(runs.run_resume)
+
+    @extend_schema(request=None, responses={200: s.RunSerializer, 409: s.DetailSerializer})
+    @action(detail=True, methods=["post"], url_path="retry-failed")
+    def retry_failed(self, request: Request, pk: int) -> Response:
+        """Redo the calls of an ended run that ended in error."""
+        return self._act(runs.run_retry_failed)
+
+
+class VerdictViewSet(viewsets.ReadOnlyModelViewSet):
+    pagination_class = CountlessPagination
+    serializer_class = s.VerdictSerializer
+    filterset_fields = ["run", "answer", "criterion", "judge", "outcome", "cache_hit"]
+
+    def get_queryset(self):
+        return Verdict.objects.filter(run__in=runs_for_user(self.request.user)).order_by("pk")
+
+    def get_object(self) -> Verdict:
+        verdict = Verdict.objects.filter(pk=self.kwargs["pk"]).select_related("run").first()
+        if verdict is None:
+            raise Http404("No such verdict.")
+        access_run(self.request.user, verdict.run_id)
+        return verdict

@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+from django import forms
+from django.db.models import Q
+
+from annotation.models import Dataset, Query
+from config.ids import parse_id
+from evaluation.models import Panel, System
+
+# The start-run form lists at most this many queries as options (a search finds others).
+QUERY_OPTIONS = 200
+
+
+class QueryChoices(forms.ModelMultipleChoiceField):
+    @staticmethod
+    def label(pk: int, text: str) -> str:
+        return f"#{pk} {text[:90]}"
+
+    def label_from_instance(self, obj: Query) -> str:
+        return self.label(obj.pk, obj.text)
+
+
+class RunForm(forms.Form):
+    name = forms.CharField(max_length=200, required=False)
+    panel = forms.ModelChoiceField(Panel.objects.all())
+    queries = QueryChoices(
+        Query.objects.none(),
+        required=False,
+        widget=forms.SelectMultiple(attrs={"size": 6}),
+        help_text="None selected: every query of the dataset.",
+    )
+    systems = forms.ModelMultipleChoiceField(
+        System.objects.all(),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="None ticked: every system's answers.",
+    )
+    answer_run_label = forms.CharField(
+        max_length=100, required=False, label="Answers' run label", help_text="Empty: all."
+    )
+    concurrency = forms.IntegerField(min_value=1, max_value=256, initial=16)
+
+    def __init__(
+        self, *args: object, dataset: Dataset, query_search: str = "", **kwargs: object
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        queries = dataset.queries.order_by("pk")
+        field = self.fields["queries"]
+        # Only this dataset's queries: another dataset's id is refused by field. Any of
+        # them may be chosen, shown as an option or not.
+        field.queryset = queries
+        self.query_search = query_search.strip()
+        # The options: the queries matching the search (all of them without one) up to
+        # QUERY_OPTIONS, and those already chosen. A dataset of 3,000 queries listed whole
+        # was 370 kB of HTML and most of the runs page's time.
+        shown = queries
+        if self.query_search:
+            term = self.query_search.removeprefix("#").strip()
+            match = Q(text__icontains=term)
+            if (pk := parse_id(term)) is not None:
+                match |= Q(pk=pk)
+            shown = shown.filter(match)
+        rows = list(shown.values_list("pk", "text")[: QUERY_OPTIONS + 1])
+        self.more_queries = len(rows) > QUERY_OPTIONS
+        rows = rows[:QUERY_OPTIONS]
+        listed = {pk for pk, _ in rows}
+        chosen = {parse_id(str(v)) for v in self["queries"].value() or []} - listed - {None}
+        if chosen:
+            rows = sorted([*rows, *queries.filter(pk__in=chosen).values_list("pk", "text")])
+        field.widget.choices = [(pk, QueryChoices.label(pk, text)) for pk, text in rows]

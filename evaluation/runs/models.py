@@ -1,0 +1,254 @@
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+from annotation.models import Criterion, Dataset, Query
+from evaluation.data.models import Answer, System
+from evaluation.judges.models import Judge, Panel
+
+
+class Run(models.Model):
+    """Grading answers of a dataset's queries against their submitted checklists."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        DONE_WITH_ERRORS = "done_with_errors", "Done with errors"
+        CANCELLED = "cancelled", "Cancelled"
+        FAILED = "failed", "Failed"
+
+    # A run in one of these has ended; every run reaches one (evaluation.runs.lifecycle).
+    ENDED = (Status.DONE, Status.DONE_WITH_ERRORS, Status.CANCELLED, Status.FAILED)
+
+    class Kind(models.TextChoices):
+        SYSTEMS = "systems", "System answers"
+        CROSS_EVALUATION = "cross_evaluation", "Cross-evaluation of perfect answers"
+        IMPORTED = "imported", "Imported verdicts"
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="runs")
+    panel = models.ForeignKey(Panel, on_delete=models.PROTECT, related_name="runs")
+    kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.SYSTEMS)
+    name = models.CharField(max_length=200, blank=True)
+    queries = models.ManyToManyField(
+        Query, blank=True, related_name="+", help_text="Empty: every query of the dataset."
+    )
+    systems = models.ManyToManyField(
+        System, blank=True, related_name="+", help_text="Empty: every system."
+    )
+    answer_run_label = models.CharField(
+        max_length=100, blank=True, help_text="Only answers with this run label (empty: all)."
+    )
+    concurrency = models.PositiveSmallIntegerField(
+        default=16, help_text="Judge calls in flight per worker task."
+    )
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
+    expected = models.PositiveIntegerField(default=0, help_text="Verdicts the run will hold.")
+    reason = models.TextField(
+        blank=True, help_text="Why the run failed, or a summary of its errors."
+    )
+    # Bumped by each resume and retry: a task queued for an earlier attempt cannot finish
+    # (or close) a later one (evaluation.runs.lifecycle).
+    attempt = models.PositiveIntegerField(default=1)
+    # The panel as it was at start: method, threshold, graded, members with their samples
+    # and temperatures (evaluation.runs.snapshot). Every figure of the run reads this, so
+    # editing the panel later never changes a run's results.
+    snapshot = models.JSONField(default=dict, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return self.name or f"Run {self.pk}"
+
+    # How the run's votes become one verdict per criterion: from the snapshot, never from
+    # the panel's current settings (no query).
+    @property
+    def panel_method(self) -> str:
+        return self.snapshot.get("method") or Panel.Method.MAJORITY
+
+    @property
+    def panel_threshold(self) -> float:
+        return float(self.snapshot.get("threshold", 0.5))
+
+    @property
+    def graded(self) -> bool:
+        return bool(self.snapshot.get("graded"))
+
+    @property
+    def ended(self) -> bool:
+        return self.status in self.ENDED
+
+
+class JudgeCall(models.Model):
+    """What every recorded judge call keeps, whatever it asked (a verdict, a grade): the raw
+    output, how it failed, what it cost, its cache key and the parameters it was made with."""
+
+    # Written from the engine's result of the call (evaluation.runs.calls.call_record).
+    RECORD_FIELDS = (
+        "raw_output", "error_kind", "error", "prompt_tokens", "completion_tokens", "latency_ms",
+        "attempts", "cache_hit", "cache_key",
+    )  # fmt: skip
+
+    raw_output = models.TextField(blank=True)
+    error_kind = models.CharField(max_length=40, blank=True)
+    error = models.TextField(blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    latency_ms = models.PositiveIntegerField(default=0)
+    attempts = models.PositiveSmallIntegerField(default=1)
+    cache_hit = models.BooleanField(default=False)
+    # Indexed in each table's Meta (a plain index: `db_index` would add a second,
+    # varchar_pattern_ops one on PostgreSQL for LIKE, which nothing here asks).
+    cache_key = models.CharField(max_length=64)
+    # What the call was made with (base URL, model, prompt version, temperature, max tokens,
+    # seed), copied at write time so that editing the judge later does not rewrite history.
+    judge_params = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+
+
+class Verdict(JudgeCall):
+    """One judge's vote on one criterion for one answer, one sample, in one run.
+
+    Unique on those keys: redelivered or repeated tasks upsert, never double. Everything
+    needed to trace it is kept: the judge's parameters are in the cache key inputs, the raw
+    output, tokens and latency here.
+    """
+
+    class Outcome(models.TextChoices):
+        PASS = "pass", "Pass"
+        FAIL = "fail", "Fail"
+        UNPARSEABLE = "unparseable", "Unparseable"
+        ERROR = "error", "Error"
+
+    class FailureKind(models.TextChoices):
+        MISSING = "missing", "Missing"
+        INCORRECT = "incorrect", "Incorrect"
+        AMBIGUOUS = "ambiguous", "Ambiguous"
+        INCOMPLETE = "incomplete", "Incomplete"
+
+    # No index of its own: the unique constraint and verdict_run_item_outcome both start with
+    # the run, and every index costs a million-verdict import time.
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="verdicts", db_index=False)
+    answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="verdicts")
+    criterion = models.ForeignKey(Criterion, on_delete=models.CASCADE, related_name="verdicts")
+    judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="verdicts")
+    sample = models.PositiveSmallIntegerField(default=0)
+    outcome = models.CharField(max_length=12, choices=Outcome.choices)
+    failure_kind = models.CharField(max_length=12, choices=FailureKind.choices, blank=True)
+    rationale = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "answer", "criterion", "judge", "sample"],
+                name="one_verdict_per_vote",
+            )
+        ]
+        indexes = [
+            models.Index(fields=["run", "outcome"]),
+            # Scores, queues and agreement count a run's votes per (answer, criterion): with
+            # the outcome and judge in the index, PostgreSQL reads them in order from the
+            # index alone (no heap visit, no hash): 1.35 s → 0.73 s for a million votes
+            # (docs/benchmarks.md#pages-at-scale). SQLite ignores INCLUDE.
+            models.Index(
+                fields=["run", "answer", "criterion"],
+                include=["outcome", "judge"],
+                name="verdict_run_item_outcome",
+            ),
+            models.Index(fields=["cache_key"], name="verdict_cache_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.outcome} by judge {self.judge_id} on criterion {self.criterion_id}"
+
+
+class GradedScore(JudgeCall):
+    """One judge's 1–5 rating of one answer against a reference, for one sample (G-Eval style).
+
+    The graded view sits beside the checklist score; it never changes it.
+    """
+
+    class Outcome(models.TextChoices):
+        SCORED = "scored", "Scored"
+        UNPARSEABLE = "unparseable", "Unparseable"
+        ERROR = "error", "Error"
+        NO_REFERENCE = "no_reference", "No reference answer"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="graded_scores")
+    answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="graded_scores")
+    judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="graded_scores")
+    sample = models.PositiveSmallIntegerField(default=0)
+    outcome = models.CharField(max_length=12, choices=Outcome.choices)
+    score = models.PositiveSmallIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(5)]
+    )
+    reasoning = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "answer", "judge", "sample"], name="one_graded_score_per_vote"
+            )
+        ]
+        indexes = [models.Index(fields=["cache_key"], name="gradedscore_cache_key")]
+
+    def __str__(self) -> str:
+        return f"{self.score or self.outcome} by judge {self.judge_id} on answer {self.answer_id}"
+
+
+class RunTask(models.Model):
+    """One (answer × judge) task of a run, and whether it has finished.
+
+    A run is done when all its tasks are, whatever the verdicts add up to: a checklist
+    reopened or a criterion disabled in the middle of a run changes how many verdicts the
+    remaining tasks write, and a count fixed at start would then never be reached.
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="tasks")
+    answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="+")
+    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="+")
+    done_at = models.DateTimeField(null=True, blank=True)
+    # The run attempt the task was last queued for: only a delivery of that attempt claims
+    # and finishes it.
+    attempt = models.PositiveIntegerField(default=1)
+    # A lease: the delivery working on the task now, kept alive by its worker's heartbeat.
+    # A lease whose heartbeat stopped belongs to a lost worker; the sweep requeues it.
+    lease = models.CharField(max_length=32, blank=True)
+    worker = models.CharField(max_length=200, blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    queued_at = models.DateTimeField(null=True, blank=True)
+    requeues = models.PositiveSmallIntegerField(
+        default=0, help_text="Times the sweep queued it again after a lost worker or message."
+    )
+    error = models.TextField(blank=True, help_text="Why the task failed, if it did.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "answer", "judge"], name="one_task_per_item")
+        ]
+        indexes = [
+            models.Index(fields=["run", "done_at"]),
+            # The sweep looks at unfinished tasks only.
+            models.Index(
+                fields=["heartbeat_at"],
+                condition=models.Q(done_at__isnull=True),
+                name="runtask_open",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Run {self.run_id}: answer {self.answer_id} × judge {self.judge_id}"

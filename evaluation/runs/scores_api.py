@@ -1,0 +1,190 @@
+"""A run's scores (`GET /api/runs/{id}/scores/`) and the graded and cost figures added to
+its progress. Who may read them: as the run API (the dataset's admins and reviewers)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.exceptions import NotFound
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.utils.urls import replace_query_param
+from rest_framework.views import APIView
+
+from config.ids import parse_id
+from evaluation.runs import scores
+from evaluation.runs.overview import RunOverview
+from evaluation.runs.permissions import access_run
+from evaluation.runs.serializers import ProgressSerializer
+
+_SHARE = {"allow_null": True, "min_value": 0.0, "max_value": 1.0}
+
+
+class GradedProgressSerializer(serializers.Serializer):
+    expected = serializers.IntegerField()
+    done = serializers.IntegerField()
+    scored = serializers.IntegerField()
+    unparseable = serializers.IntegerField()
+    errors = serializers.IntegerField()
+    no_reference = serializers.IntegerField()
+    cache_hits = serializers.IntegerField()
+    prompt_tokens = serializers.IntegerField()
+    completion_tokens = serializers.IntegerField()
+
+
+class CostSerializer(serializers.Serializer):
+    known = serializers.BooleanField(help_text="False when an LLM judge has no price.")
+    currency = serializers.SerializerMethodField(help_text="The site's COST_CURRENCY.")
+    so_far = serializers.DecimalField(
+        max_digits=20, decimal_places=6, allow_null=True, help_text="Null when unknown."
+    )
+    projected = serializers.DecimalField(
+        max_digits=20,
+        decimal_places=6,
+        allow_null=True,
+        help_text="Cost so far / done × expected (verdicts and grades); null when unknown or "
+        "nothing is done yet.",
+    )
+    unpriced = serializers.ListField(
+        child=serializers.CharField(), help_text="The LLM judges without a price."
+    )
+
+    def get_currency(self, cost: object) -> str:
+        return settings.COST_CURRENCY
+
+
+class ErrorGroupSerializer(serializers.Serializer):
+    kind = serializers.CharField(help_text="error_kind of the calls, or `task`.")
+    message = serializers.CharField()
+    count = serializers.IntegerField()
+
+
+class RunProgressSerializer(ProgressSerializer):
+    """The verdict progress, the graded view's progress, the estimated cost, the most
+    frequent errors and the actions the run's status allows."""
+
+    status = serializers.CharField()
+    reason = serializers.CharField()
+    graded = GradedProgressSerializer()
+    cost = CostSerializer()
+    errors_first = ErrorGroupSerializer(many=True, help_text="The most frequent errors.")
+    actions = serializers.ListField(
+        child=serializers.ChoiceField(["cancel", "resume", "retry-failed"]),
+        help_text="What the run's status allows now.",
+    )
+
+
+def progress_data(run, overview: RunOverview) -> dict:
+    return {
+        "status": run.status,
+        "reason": run.reason,
+        **ProgressSerializer(overview.progress).data,
+        "graded": GradedProgressSerializer(overview.graded).data,
+        "cost": CostSerializer(overview.cost).data,
+        "errors_first": ErrorGroupSerializer(overview.errors, many=True).data,
+        "actions": overview.actions,
+    }
+
+
+class ScoreSerializer(serializers.Serializer):
+    passed = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    undecided = serializers.IntegerField()
+    total = serializers.IntegerField()
+    share = serializers.FloatField(**_SHARE)
+    weighted_share = serializers.FloatField(**_SHARE)
+    core_share = serializers.FloatField(**_SHARE)
+
+
+class ChecklistScoreSerializer(serializers.Serializer):
+    checklist = serializers.IntegerField(source="checklist_id")
+    author = serializers.CharField()
+    score = ScoreSerializer()
+
+
+class AnswerScoreSerializer(serializers.Serializer):
+    answer = serializers.IntegerField(source="answer_id")
+    query = serializers.IntegerField(source="query_id")
+    system = serializers.IntegerField(source="system_id")
+    system_name = serializers.CharField(source="system")
+    checklists = ChecklistScoreSerializer(many=True)
+    share = serializers.FloatField(source="score", **_SHARE)
+    weighted = serializers.FloatField(**_SHARE)
+    core = serializers.FloatField(**_SHARE)
+    undecided = serializers.IntegerField()
+    split = serializers.IntegerField()
+    adjudicated = serializers.IntegerField()
+    passed = serializers.BooleanField(
+        allow_null=True, help_text="share ≥ the dataset's pass threshold; null without one."
+    )
+    graded = serializers.FloatField(allow_null=True, min_value=1.0, max_value=5.0)
+
+
+class SystemScoreSerializer(serializers.Serializer):
+    system = serializers.IntegerField(source="system_id")
+    system_name = serializers.CharField(source="system")
+    answers = serializers.IntegerField()
+    share = serializers.FloatField(source="score", **_SHARE)
+    weighted = serializers.FloatField(**_SHARE)
+    core = serializers.FloatField(**_SHARE)
+    graded = serializers.FloatField(allow_null=True, min_value=1.0, max_value=5.0)
+    passed = serializers.IntegerField()
+    pass_rate = serializers.FloatField(**_SHARE)
+
+
+class RunScoresSerializer(serializers.Serializer):
+    run = serializers.IntegerField()
+    pass_threshold = serializers.FloatField(source="threshold", **_SHARE)
+    systems = SystemScoreSerializer(many=True, help_text="Every system of the run (not paged).")
+    count = serializers.IntegerField(help_text="Answers of the run, on every page.")
+    next = serializers.URLField(allow_null=True, help_text="The next page of answers.")
+    previous = serializers.URLField(allow_null=True)
+    answers = AnswerScoreSerializer(
+        many=True, help_text="One page of the run's answers (API_PAGE_SIZE, by query)."
+    )
+
+
+class RunScoresView(APIView):
+    """Scores of a run's systems, and its answers one page at a time (?page=N; see
+    docs/api.md#scores)."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "page",
+                OpenApiTypes.INT,
+                description="A page of answers (1 first); past the last page: 404.",
+            )
+        ],
+        responses={200: RunScoresSerializer},
+        operation_id="runs_scores_retrieve",
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        run = access_run(request.user, pk)
+        number = parse_id(request.query_params.get("page", "1"))
+        if number is None or not 1 <= number <= 10**12:
+            raise NotFound("Invalid page.")
+        # The summary and this page's answers only (an ended run's are kept: run_scores).
+        report = scores.run_scores(run)
+        size = settings.REST_FRAMEWORK["PAGE_SIZE"]
+        start = (number - 1) * size
+        if number > 1 and start >= report.count:
+            raise NotFound("Invalid page.")
+        answers = report[start : start + size]
+        url = request.build_absolute_uri()
+        data = RunScoresSerializer(
+            {
+                "run": run.pk,
+                "threshold": report.threshold,
+                "systems": report.systems,
+                "count": report.count,
+                "next": replace_query_param(url, "page", number + 1)
+                if start + size < report.count
+                else None,
+                "previous": replace_query_param(url, "page", number - 1) if number > 1 else None,
+                "answers": answers,
+            }
+        ).data
+        return Response(data)

@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from annotation.models import Dataset, Query
+from evaluation.models import Panel, Run, System, Verdict
+
+
+class RunCreateSerializer(serializers.Serializer):
+    dataset = serializers.PrimaryKeyRelatedField(queryset=Dataset.objects.all())
+    panel = serializers.PrimaryKeyRelatedField(queryset=Panel.objects.all())
+    name = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    queries = serializers.PrimaryKeyRelatedField(
+        queryset=Query.objects.all(), many=True, required=False
+    )
+    systems = serializers.PrimaryKeyRelatedField(
+        queryset=System.objects.all(), many=True, required=False
+    )
+    answer_run_label = serializers.CharField(required=False, allow_blank=True, max_length=100)
+    concurrency = serializers.IntegerField(required=False, min_value=1, max_value=256)
+
+
+class ProgressSerializer(serializers.Serializer):
+    tasks = serializers.IntegerField(help_text="The run's (answer × judge) tasks.")
+    tasks_done = serializers.IntegerField()
+    tasks_failed = serializers.IntegerField(help_text="Tasks that raised; see `errors`.")
+    expected = serializers.IntegerField()
+    done = serializers.IntegerField()
+    percent = serializers.FloatField()
+    passed = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    unparseable = serializers.IntegerField()
+    errors = serializers.IntegerField()
+    errors_by_kind = serializers.DictField(child=serializers.IntegerField())
+    cache_hits = serializers.IntegerField()
+    prompt_tokens = serializers.IntegerField()
+    completion_tokens = serializers.IntegerField()
+    elapsed_s = serializers.FloatField()
+    rate_per_s = serializers.FloatField(allow_null=True)
+    eta_s = serializers.FloatField(allow_null=True)
+
+
+class RunSerializer(serializers.ModelSerializer):
+    reason = serializers.CharField(
+        read_only=True, help_text="Why the run failed, or a summary of its errors."
+    )
+    snapshot = serializers.JSONField(
+        read_only=True,
+        help_text="The panel as the run started: method, threshold, graded, members with "
+        "their samples and temperatures. The run's figures use this, not the panel today.",
+    )
+
+    class Meta:
+        model = Run
+        fields = [
+            "id", "name", "dataset", "panel", "kind", "status", "reason", "attempt", "expected",
+            "concurrency", "answer_run_label", "snapshot", "created_at", "started_at",
+            "finished_at",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+
+class DetailSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+
+
+class VerdictSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Verdict
+        fields = [
+            "id", "run", "answer", "criterion", "judge", "sample", "outcome", "failure_kind",
+            "rationale", "raw_output", "error_kind", "error", "prompt_tokens",
+            "completion_tokens", "latency_ms", "attempts", "cache_hit", "created_at",
+        ]  # fmt: skip
+        read_only_fields = fields

@@ -1,0 +1,193 @@
+"""Run pages: a dataset's runs, starting one, and a run's live progress and scores."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.db.models import Count
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from annotation import roles
+from annotation.models import Query
+from annotation.permissions import access_dataset, dataset_permissions
+from evaluation.data.answers_upload import ImportRejected, decode_upload, import_answers
+from evaluation.data.rendering import render_answer
+from evaluation.data.forms import AnswersUploadForm
+from evaluation.runs.forms import QUERY_OPTIONS, RunForm
+from evaluation.models import Answer
+from evaluation.runs import grading, scores, selectors, snapshot
+from evaluation.runs import services as runs
+from evaluation.runs.overview import run_overview
+from evaluation.runs.permissions import access_run, access_run_with_perms, can_see_runs
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def dataset_runs(request: HttpRequest, pk: int) -> HttpResponse:
+    dataset = access_dataset(request.user, pk)
+    perms = dataset_permissions(request.user, dataset)
+    if not can_see_runs(perms):
+        raise PermissionDenied("Runs are for the dataset's reviewers and admins.")
+    can_manage = roles.CHANGE in perms
+    form = None
+    if can_manage:
+        # ?query_search= narrows the query options; ?queries= (sent by the htmx search)
+        # keeps the queries already chosen among them.
+        form = RunForm(
+            request.POST or None, dataset=dataset,
+            query_search=request.GET.get("query_search", "")[:200],
+            initial={"queries": request.GET.getlist("queries")},
+        )  # fmt: skip
+    if request.method == "POST":
+        if not can_manage:
+            raise PermissionDenied("Only the dataset's admins start runs.")
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                run = runs.run_create_and_start(
+                    dataset=dataset, panel=data["panel"], by=request.user, name=data["name"],
+                    queries=list(data["queries"]), systems=list(data["systems"]),
+                    answer_run_label=data["answer_run_label"],
+                    concurrency=data["concurrency"],
+                )  # fmt: skip
+            except runs.RunRefused as refused:
+                for problem in refused.problems:
+                    form.add_error(refused.field, problem)
+            except runs.RunStateError as exc:
+                form.add_error(None, str(exc))
+            else:
+                messages.success(request, f"{run} started: {run.expected} verdicts to collect.")
+                return redirect("run-detail", pk=run.pk)
+    context = {
+        "dataset": dataset,
+        "runs": dataset.runs.select_related("panel").order_by("-created_at", "-id")[:100],
+        "form": form,
+        "query_options": QUERY_OPTIONS,
+    }
+    return render(request, "evaluation/runs/dataset_runs.html", context)
+
+
+@require_GET
+@login_required
+def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    run, perms = access_run_with_perms(request.user, pk)
+    overview = run_overview(run)
+    context = {
+        "run": run,
+        "dataset": run.dataset,
+        "progress": overview.progress,
+        "overview": overview,
+        "panel": snapshot.of(run),
+        "can_manage": roles.CHANGE in perms,
+    }
+    if request.htmx and request.htmx.target == "run-progress":
+        response = render(request, "evaluation/runs/run_detail.html#progress", context)
+        if run.ended:
+            # The run ended while the page polled: reload it whole, for status and scores.
+            response["HX-Refresh"] = "true"
+        return response
+    report = scores.run_scores(run)
+    context["report"] = report
+    # The per-system table covers every answer; the per-answer table shows a page of them
+    # (a run of 5,000 answers is not one page of HTML), each with its query's text. Only
+    # that page's answers are read (run_scores keeps an ended run's rows in pieces).
+    page = Paginator(report, ANSWERS_PER_PAGE).get_page(request.GET.get("page"))
+    texts = dict(Query.objects.filter(pk__in={r.query_id for r in page}).values_list("pk", "text"))
+    context["page"] = page
+    context["answers"] = [(r, texts.get(r.query_id, "")) for r in page]
+    return render(request, "evaluation/runs/run_detail.html", context)
+
+
+ANSWERS_PER_PAGE = 100
+
+
+ACTIONS = {
+    "cancel": (runs.run_cancel, "Run cancelled; the verdicts collected so far are kept."),
+    "resume": (runs.run_resume, "Run resumed; only missing verdicts will be collected."),
+    "retry-failed": (runs.run_retry_failed, "The failed calls are queued again."),
+}
+
+
+@require_POST
+@login_required
+def run_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
+    if action not in ACTIONS:
+        raise Http404("No such action.")
+    run = access_run(request.user, pk, manage=True)
+    service, done = ACTIONS[action]
+    try:
+        service(run=run)
+    except (runs.RunStateError, runs.RunRefused) as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.info(request, done)
+    return redirect("run-detail", pk=run.pk)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def dataset_answers(request: HttpRequest, pk: int) -> HttpResponse:
+    """The dataset's answers by system and run label, and the upload form (admins)."""
+    dataset = access_dataset(request.user, pk)
+    perms = dataset_permissions(request.user, dataset)
+    if not can_see_runs(perms):
+        raise PermissionDenied("Answers are for the dataset's reviewers and admins.")
+    can_manage = roles.CHANGE in perms
+    form = AnswersUploadForm(request.POST or None, request.FILES or None)
+    errors: list[str] = []
+    status = 200
+    if request.method == "POST":
+        if not can_manage:
+            raise PermissionDenied("Only the dataset's admins upload answers.")
+        if form.is_valid():
+            upload = form.cleaned_data["file"]
+            try:
+                content = decode_upload(upload.name, upload.read())
+                result = import_answers(dataset=dataset, name=upload.name, content=content)
+            except ImportRejected as rejected:
+                errors, status = rejected.errors, 400
+            else:
+                messages.success(
+                    request,
+                    f"Imported {upload.name}: {result.created} new answers, {result.updated} "
+                    f"updated, {result.systems_created} new systems.",
+                )
+                return redirect("dataset-answers", pk=dataset.pk)
+    groups = (
+        dataset.queries.filter(answers__isnull=False)
+        .values("answers__system__name", "answers__system__version", "answers__run_label")
+        .annotate(n=Count("answers"))
+        .order_by("answers__system__name", "answers__run_label")
+    )
+    context = {
+        "dataset": dataset, "form": form if can_manage else None, "errors": errors,
+        "groups": groups,
+    }  # fmt: skip
+    return render(request, "evaluation/data/dataset_answers.html", context, status=status)
+
+
+@require_GET
+@login_required
+def run_answer(request: HttpRequest, pk: int, answer_id: int) -> HttpResponse:
+    """The rendered answer beside each criterion's votes, rationales and final verdict."""
+    run = access_run(request.user, pk)
+    answer = (
+        Answer.objects.select_related("query", "system")
+        .filter(pk=answer_id, query__dataset=run.dataset_id)
+        .first()
+    )
+    if answer is None:
+        raise Http404("No such answer in this run's dataset.")
+    context = {
+        "run": run,
+        "dataset": run.dataset,
+        "answer": answer,
+        "answer_html": render_answer(answer.text),
+        "checklists": selectors.answer_verdicts(run, answer),
+        "grades": grading.answer_grades(run, answer),
+    }
+    return render(request, "evaluation/runs/run_answer.html", context)

@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+from django import forms
+
+from evaluation.models import Panel, System
+
+DAYS = [
+    ("*", "Every day"),
+    ("mon-fri", "Monday to Friday"),
+    ("sat,sun", "Saturday and Sunday"),
+]
+
+
+class ScheduleForm(forms.Form):
+    """A dataset's scheduled run: which system's newest answers, graded by which panel,
+    at what time and on which days (the server's time zone)."""
+
+    name = forms.CharField(max_length=120, help_text="Names the runs it starts.")
+    system = forms.ModelChoiceField(System.objects.none(), help_text="Its newest answers.")
+    panel = forms.ModelChoiceField(Panel.objects.all())
+    at = forms.TimeField(
+        label="Time",
+        widget=forms.TimeInput(attrs={"type": "time"}, format="%H:%M"),
+        help_text="Hours and minutes, in the server's time zone.",
+    )
+    days = forms.ChoiceField(choices=DAYS, initial="*")
+    enabled = forms.BooleanField(required=False, initial=True)
+
+    def __init__(self, *args, dataset, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["system"].queryset = System.objects.filter(
+            answers__query__dataset=dataset, is_reference=False
+        ).distinct()

@@ -1,0 +1,144 @@
+"""Scheduled runs (for example every night): grade the newest answers of a system with a
+panel. Beat (django-celery-beat, `DatabaseScheduler`) sends the task
+`evaluation.scheduled_run` with keyword arguments `dataset_id`, `panel_id`, `system_id`
+and an optional `name`; the task calls `scheduled_run` below. When the run ends, the
+regression alerts compare it with the previous one (alerts.py).
+
+Dataset admins set them in a page (`schedule_save`: a `RunSchedule` row tying beat's
+`PeriodicTask` to the dataset); the site administration shows beat's tasks as before.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+from django_celery_beat.models import CrontabSchedule, PeriodicTask, PeriodicTasks
+
+from annotation.models import Dataset
+from evaluation.models import Answer, Panel, Run, RunSchedule, System
+from evaluation.runs import services as run_services
+
+if TYPE_CHECKING:
+    from django.contrib.auth.base_user import AbstractBaseUser
+
+
+def newest_label(dataset: Dataset, system: System) -> str | None:
+    """The run label of the system's most recently added answers in the dataset."""
+    found = (
+        Answer.objects.filter(query__dataset=dataset, system=system, checklist__isnull=True)
+        .values("run_label")
+        .annotate(newest=Max("created_at"))
+        .order_by("-newest", "run_label")
+        .first()
+    )
+    return None if found is None else found["run_label"]
+
+
+def scheduled_run(*, dataset_id: int, panel_id: int, system_id: int, name: str = "") -> Run | None:
+    """Start a run of the system's newest answers, unless one with the same name and answers
+    already exists (a tick delivered twice starts one run). None when there is nothing to
+    grade."""
+    dataset = Dataset.objects.get(pk=dataset_id)
+    panel = Panel.objects.get(pk=panel_id)
+    system = System.objects.get(pk=system_id)
+    label = newest_label(dataset, system)
+    if label is None:
+        return None
+    name = name or f"Scheduled {system} {timezone.localdate():%Y-%m-%d}"
+    existing = Run.objects.filter(
+        dataset=dataset, name=name, answer_run_label=label, systems=system
+    ).first()
+    if existing is not None:
+        return existing
+    return run_services.run_create_and_start(
+        dataset=dataset, panel=panel, systems=[system], answer_run_label=label, name=name
+    )
+
+
+# --- schedules set in pages ----------------------------------------------------------------
+
+TASK = "evaluation.scheduled_run"
+
+
+class ScheduleError(Exception):
+    """A schedule that cannot be saved; `field` names the form field at fault."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@transaction.atomic
+def schedule_save(
+    *,
+    dataset: Dataset,
+    name: str,
+    system: System,
+    panel: Panel,
+    at: dt.time,
+    days: str,
+    enabled: bool,
+    by: AbstractBaseUser | None,
+    schedule: RunSchedule | None = None,
+) -> RunSchedule:
+    """Create or change a dataset's scheduled run: beat's task (its crontab and the
+    task's arguments) and the row that ties it to the dataset, in one transaction."""
+    clash = RunSchedule.objects.filter(dataset=dataset, name=name)
+    if schedule is not None:
+        clash = clash.exclude(pk=schedule.pk)
+    if clash.exists():
+        raise ScheduleError("name", "This dataset already has a schedule of that name.")
+    crontab, _ = CrontabSchedule.objects.get_or_create(
+        minute=str(at.minute), hour=str(at.hour), day_of_week=days, day_of_month="*",
+        month_of_year="*", timezone=settings.TIME_ZONE,
+    )  # fmt: skip
+    kwargs = json.dumps(
+        {"dataset_id": dataset.pk, "panel_id": panel.pk, "system_id": system.pk, "name": name}
+    )
+    # Beat's task names are unique site-wide: the dataset's id keeps datasets apart.
+    fields = {"name": f"Dataset {dataset.pk}: {name}"[:200], "task": TASK, "crontab": crontab,
+              "kwargs": kwargs, "enabled": enabled}  # fmt: skip
+    if schedule is None:
+        task = PeriodicTask.objects.create(**fields)
+        return RunSchedule.objects.create(
+            dataset=dataset, task=task, name=name, system=system, panel=panel, created_by=by
+        )
+    PeriodicTask.objects.filter(pk=schedule.task_id).update(**fields)
+    PeriodicTasks.update_changed()  # .update() skips the signal that tells beat to reload
+    schedule.name, schedule.system, schedule.panel = name, system, panel
+    schedule.save(update_fields=["name", "system", "panel"])
+    return schedule
+
+
+@transaction.atomic
+def schedule_delete(*, schedule: RunSchedule) -> None:
+    """Delete the schedule and beat's task with it (the row goes by cascade)."""
+    PeriodicTask.objects.filter(pk=schedule.task_id).delete()
+
+
+def next_run(task: PeriodicTask) -> dt.datetime | None:
+    """When beat will next send the task (None while it is disabled)."""
+    if not task.enabled or task.crontab is None:
+        return None
+    now = timezone.now()
+    return now + task.crontab.schedule.remaining_estimate(task.last_run_at or now)
+
+
+def describe(task: PeriodicTask) -> str:
+    """'02:30, every day': when the task runs, as the schedules page says it."""
+    from evaluation.schedules.forms import DAYS
+
+    crontab = task.crontab
+    if crontab is None:
+        return "set in the site administration"
+    days = dict(DAYS).get(crontab.day_of_week, crontab.day_of_week).lower()
+    try:
+        return f"{int(crontab.hour):02d}:{int(crontab.minute):02d}, {days}"
+    except ValueError:  # a crontab written in the site administration: shown as it is
+        return f"{crontab.minute} {crontab.hour} * * {crontab.day_of_week}"

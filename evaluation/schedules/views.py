@@ -1,0 +1,97 @@
+"""Scheduled runs of a dataset, set by its admins in pages (they were only in the site
+administration): the schedules with their last and next run, a form to add or change one."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from annotation import roles
+from annotation.permissions import access_dataset
+from config.form_pages import form_status, posted
+from evaluation.schedules.forms import ScheduleForm
+from evaluation.models import Run, RunSchedule
+from evaluation.schedules import services as schedules
+
+RECENT_RUNS = 20
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def dataset_schedules(request: HttpRequest, pk: int) -> HttpResponse:
+    dataset = access_dataset(request.user, pk, roles.CHANGE)
+    form = ScheduleForm(posted(request), dataset=dataset)
+    if request.method == "POST" and _saved(form, dataset, request, None):
+        messages.success(request, "Schedule added.")
+        return redirect("dataset-schedules", pk=dataset.pk)
+    found = RunSchedule.objects.filter(dataset=dataset).select_related(
+        "task__crontab", "system", "panel"
+    )
+    rows = [
+        (s, schedules.describe(s.task), schedules.next_run(s.task)) for s in found.order_by("name")
+    ]
+    names = [s.name for s, *_ in rows]
+    runs = (
+        Run.objects.filter(dataset=dataset, name__in=names).order_by("-created_at", "-pk")
+        if names
+        else Run.objects.none()
+    )[:RECENT_RUNS]
+    context = {"dataset": dataset, "form": form, "rows": rows, "runs": runs}
+    return render(request, "evaluation/schedules/dataset_schedules.html", context, status=form_status(form))
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def schedule_edit(request: HttpRequest, pk: int, schedule_pk: int) -> HttpResponse:
+    dataset = access_dataset(request.user, pk, roles.CHANGE)
+    schedule = get_object_or_404(
+        RunSchedule.objects.select_related("task__crontab"), pk=schedule_pk, dataset=dataset
+    )
+    initial = {
+        "name": schedule.name, "system": schedule.system_id, "panel": schedule.panel_id,
+        "at": _time(schedule),
+        "days": schedule.task.crontab.day_of_week, "enabled": schedule.task.enabled,
+    }  # fmt: skip
+    form = ScheduleForm(posted(request), initial=initial, dataset=dataset)
+    if request.method == "POST" and _saved(form, dataset, request, schedule):
+        messages.success(request, "Schedule saved.")
+        return redirect("dataset-schedules", pk=dataset.pk)
+    context = {"dataset": dataset, "form": form, "schedule": schedule}
+    return render(request, "evaluation/schedules/schedule_form.html", context, status=form_status(form))
+
+
+@require_POST
+@login_required
+def schedule_delete(request: HttpRequest, pk: int, schedule_pk: int) -> HttpResponse:
+    dataset = access_dataset(request.user, pk, roles.CHANGE)
+    schedule = get_object_or_404(RunSchedule, pk=schedule_pk, dataset=dataset)
+    schedules.schedule_delete(schedule=schedule)
+    messages.success(request, "Schedule deleted; the runs it started stay.")
+    return redirect("dataset-schedules", pk=dataset.pk)
+
+
+def _time(schedule: RunSchedule) -> str:
+    crontab = schedule.task.crontab
+    try:
+        return f"{int(crontab.hour):02d}:{int(crontab.minute):02d}"
+    except (AttributeError, ValueError):  # changed in the site administration
+        return ""
+
+
+def _saved(form: ScheduleForm, dataset, request: HttpRequest, schedule) -> bool:
+    if not form.is_valid():
+        return False
+    data = form.cleaned_data
+    try:
+        schedules.schedule_save(
+            dataset=dataset, name=data["name"], system=data["system"], panel=data["panel"],
+            at=data["at"], days=data["days"], enabled=data["enabled"], by=request.user,
+            schedule=schedule,
+        )  # fmt: skip
+    except schedules.ScheduleError as error:
+        form.add_error(error.field, str(error))
+        return False
+    return True
