@@ -61,21 +61,7 @@ def upsert(
     a function giving the rows, so that they can be read again: two rows with the same key
     stop the copy, and the staged path reads the file again to name their lines."""
     table = model._meta.db_table
-    stage = f"stage_{table}"
-    attnames = {f.attname for f in model._meta.concrete_fields}
-    unknown = set(columns) - attnames
-    if unknown:
-        raise ValueError(f"not columns of {table}: {', '.join(sorted(unknown))}")
-    # Django's defaults live in Python, not in the table: new rows get them written out.
-    extras = [
-        (f.attname, f.get_default())
-        for f in model._meta.concrete_fields
-        if f.attname not in columns and not f.primary_key
-    ]
-    defaults = tuple(value for _, value in extras)
-    if extras:
-        columns = (*columns, *(name for name, _ in extras))
-        keep_on_update = (*keep_on_update, *(name for name, _ in extras))
+    columns, keep_on_update, defaults = _with_defaults(model, columns, keep_on_update)
     cols = ", ".join(_quote(c) for c in columns)
     json_at = [columns.index(c) + 1 for c in json_columns]
 
@@ -88,13 +74,49 @@ def upsert(
         copied = _copy_fresh(table, cols, prepared())
         if copied is not None:
             return Upserted(created=copied, updated=0, unchanged=0)
+    return _staged(table, columns, keys=keys, keep_on_update=keep_on_update, rows=prepared())
+
+
+def _with_defaults(
+    model: type[Model], columns: tuple[str, ...], keep_on_update: tuple[str, ...]
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple]:
+    """The columns to write, those kept on update, and the values appended to every row:
+    Django's defaults live in Python, not in the table, so new rows get them written out
+    (and an update leaves them as they are)."""
+    table = model._meta.db_table
+    unknown = set(columns) - {f.attname for f in model._meta.concrete_fields}
+    if unknown:
+        raise ValueError(f"not columns of {table}: {', '.join(sorted(unknown))}")
+    extras = [
+        (f.attname, f.get_default())
+        for f in model._meta.concrete_fields
+        if f.attname not in columns and not f.primary_key
+    ]
+    if not extras:
+        return columns, keep_on_update, ()
+    names = tuple(name for name, _ in extras)
+    return (*columns, *names), (*keep_on_update, *names), tuple(value for _, value in extras)
+
+
+def _staged(
+    table: str,
+    columns: tuple[str, ...],
+    *,
+    keys: tuple[str, ...],
+    keep_on_update: tuple[str, ...],
+    rows: Iterator[tuple],
+) -> Upserted:
+    """Stage the rows, refuse duplicates (naming their lines), then move them into the
+    table in one statement."""
+    stage = f"stage_{table}"
+    cols = ", ".join(_quote(c) for c in columns)
     with connection.cursor() as cursor:
         cursor.execute(f"DROP TABLE IF EXISTS {_quote(stage)}")
         cursor.execute(
             f"CREATE TEMPORARY TABLE {_quote(stage)} AS "  # noqa: S608 (our own names)
             f"SELECT 0 AS line, {cols} FROM {_quote(table)} WHERE 1 = 0"
         )
-        total = _stage(cursor, stage, columns, prepared())
+        total = _stage(cursor, stage, columns, rows)
         key_cols = ", ".join(_quote(k) for k in keys)
         cursor.execute(
             f"SELECT MIN(line), MAX(line) FROM {_quote(stage)} "  # noqa: S608
@@ -106,15 +128,6 @@ def upsert(
         match = " AND ".join(f"t.{_quote(k)} = s.{_quote(k)}" for k in keys)
         existing = _existing(cursor, table, stage, keys, match)
         changing = [c for c in columns if c not in keys and c not in keep_on_update]
-        sets = ", ".join(f"{_quote(c)} = excluded.{_quote(c)}" for c in changing)
-        differs = " OR ".join(
-            f"{_quote(table)}.{_quote(c)} IS DISTINCT FROM excluded.{_quote(c)}"
-            if connection.vendor == "postgresql"
-            else f"{_quote(table)}.{_quote(c)} IS NOT excluded.{_quote(c)}"
-            for c in changing
-            if c != "updated_at"
-        )
-        action = f"DO UPDATE SET {sets} WHERE {differs}" if changing else "DO NOTHING"
         insert = (
             f"INSERT INTO {_quote(table)} ({cols}) "  # noqa: S608
             f"SELECT {cols} FROM {_quote(stage)} WHERE 1 = 1 ORDER BY line"
@@ -122,12 +135,28 @@ def upsert(
         # When every row is new (a new run's verdicts), a plain INSERT: ON CONFLICT's
         # speculative insertion checks the unique index for each row before inserting it.
         if existing or not _plain_insert(cursor, insert):
-            cursor.execute(f"{insert} ON CONFLICT ({key_cols}) {action}")
+            cursor.execute(f"{insert} ON CONFLICT ({key_cols}) {_on_conflict(table, changing)}")
         affected = max(cursor.rowcount, 0)
         cursor.execute(f"DROP TABLE {_quote(stage)}")
     created = total - existing
     updated = max(affected - created, 0)
     return Upserted(created=created, updated=updated, unchanged=total - created - updated)
+
+
+def _on_conflict(table: str, changing: list[str]) -> str:
+    """Update a stored row only where a column differs, so that importing the same rows
+    twice changes nothing (not even `updated_at`)."""
+    if not changing:
+        return "DO NOTHING"
+    sets = ", ".join(f"{_quote(c)} = excluded.{_quote(c)}" for c in changing)
+    differs = " OR ".join(
+        f"{_quote(table)}.{_quote(c)} IS DISTINCT FROM excluded.{_quote(c)}"
+        if connection.vendor == "postgresql"
+        else f"{_quote(table)}.{_quote(c)} IS NOT excluded.{_quote(c)}"
+        for c in changing
+        if c != "updated_at"
+    )
+    return f"DO UPDATE SET {sets} WHERE {differs}"
 
 
 def _copy_fresh(table: str, cols: str, rows: Iterator[tuple]) -> int | None:

@@ -114,20 +114,7 @@ def import_kqa(
     questions = read_questions(directory)
     nli = read_nli(directory)
     author = _author()
-    dataset = Dataset.objects.filter(name=DATASET_NAME).first()
-    if dataset is None:
-        dataset = dataset_create(
-            name=DATASET_NAME,
-            by=author,
-            description="K-QA (Manes et al., 2024, MIT): patients' medical questions with "
-            "physician-written statements, LLM answers and three physicians' labels.",
-            experts_per_query=1,
-        )
-        dataset_set_role(dataset=dataset, user=author, role=roles.DatasetRole.EXPERT)
-    for user in admins:
-        dataset_set_role(dataset=dataset, user=user, role=roles.DatasetRole.ADMIN)
-    for user in reviewers:
-        dataset_set_role(dataset=dataset, user=user, role=roles.DatasetRole.REVIEWER)
+    dataset = _dataset(author, admins=admins, reviewers=reviewers)
     result = KqaResult(dataset=dataset, rows=len(nli))
 
     labelled = {normalise(row["Question"]) for row in nli}
@@ -143,7 +130,41 @@ def import_kqa(
             .order_by("position")
             .values_list("text", flat=True)
         )
+    raw = _label_rows(nli, queries, criteria, ordered, answers, result)
+    result.labels = import_label_rows(dataset=dataset, name=LABELS_FILE, raw=raw)
+    return result
 
+
+def _dataset(author, *, admins: list, reviewers: list) -> Dataset:
+    """The K-QA dataset, made on the first import, with the roles asked for."""
+    dataset = Dataset.objects.filter(name=DATASET_NAME).first()
+    if dataset is None:
+        dataset = dataset_create(
+            name=DATASET_NAME,
+            by=author,
+            description="K-QA (Manes et al., 2024, MIT): patients' medical questions with "
+            "physician-written statements, LLM answers and three physicians' labels.",
+            experts_per_query=1,
+        )
+        dataset_set_role(dataset=dataset, user=author, role=roles.DatasetRole.EXPERT)
+    for user in admins:
+        dataset_set_role(dataset=dataset, user=user, role=roles.DatasetRole.ADMIN)
+    for user in reviewers:
+        dataset_set_role(dataset=dataset, user=user, role=roles.DatasetRole.REVIEWER)
+    return dataset
+
+
+def _label_rows(
+    nli: list[dict],
+    queries: dict[str, Query],
+    criteria: dict[str, dict],
+    ordered: dict[str, list[str]],
+    answers: dict[tuple[str, str], int],
+    result: KqaResult,
+) -> list[tuple[int, dict]]:
+    """The physicians' labels as rows of the labels import (line, row), each statement
+    matched to its criterion exactly or once normalised; what cannot be matched is
+    skipped and said in `result`."""
     raw: list[tuple[int, dict]] = []
     for line, row in enumerate(nli, start=2):
         where = f"row {row.get('', line)}"
@@ -151,42 +172,45 @@ def import_kqa(
         if key is None:
             result.skipped.append(f"{where}: question not in {QUESTIONS_FILE}")
             continue
-        statements = criteria[key]
-        criterion_id = statements.get(("exact", row["claim"].strip()))
-        if criterion_id is not None:
-            result.matched_exactly += 1
-        else:
-            criterion_id = statements.get(("normalised", normalise(row["claim"])))
-            if criterion_id is None:
-                pair = joined_statements(row["claim"], ordered[key])
-                if pair is not None:
-                    message = (
-                        f"{where}: joined statements: the statement runs together criteria "
-                        f"{pair[0]} and {pair[1]} of its question; label them one by one"
-                    )
-                    result.joined.append(message)
-                    result.skipped.append(message)
-                else:
-                    result.skipped.append(
-                        f"{where}: statement matches no criterion of its question"
-                    )
-                continue
-            result.matched_normalised += 1
+        criterion_id = _criterion_for(row["claim"], criteria[key], ordered[key], where, result)
+        if criterion_id is None:
+            continue
         answer_id = answers[key, row["llm_x"]]
         for n, rater in enumerate(RATERS):
-            raw.append(
-                (
-                    line,
-                    {
-                        "answer": answer_id,
-                        "criterion": criterion_id,
-                        "rater": rater,
-                        "label": label_of(row[f"label_{n}"]),
-                    },
-                )
-            )
-    result.labels = import_label_rows(dataset=dataset, name=LABELS_FILE, raw=raw)
-    return result
+            label = {
+                "answer": answer_id,
+                "criterion": criterion_id,
+                "rater": rater,
+                "label": label_of(row[f"label_{n}"]),
+            }
+            raw.append((line, label))
+    return raw
+
+
+def _criterion_for(
+    claim: str, statements: dict, ordered: list[str], where: str, result: KqaResult
+) -> int | None:
+    """The criterion a physician's statement labels: the same text, or the same once
+    normalised; None (and why, in `result`) when it matches none."""
+    criterion_id = statements.get(("exact", claim.strip()))
+    if criterion_id is not None:
+        result.matched_exactly += 1
+        return criterion_id
+    criterion_id = statements.get(("normalised", normalise(claim)))
+    if criterion_id is not None:
+        result.matched_normalised += 1
+        return criterion_id
+    pair = joined_statements(claim, ordered)
+    if pair is not None:
+        message = (
+            f"{where}: joined statements: the statement runs together criteria "
+            f"{pair[0]} and {pair[1]} of its question; label them one by one"
+        )
+        result.joined.append(message)
+        result.skipped.append(message)
+    else:
+        result.skipped.append(f"{where}: statement matches no criterion of its question")
+    return None
 
 
 def _author():
