@@ -5,6 +5,7 @@ from django.contrib.auth import get_user_model
 
 from annotation.models import Citation, Criterion, Dataset, Query, QueryCategory, SourceType
 from annotation.roles import DatasetRole
+from annotation.validation import RULES
 
 
 class DatasetForm(forms.ModelForm):
@@ -166,7 +167,6 @@ class GuidelineForm(forms.Form):
     SEVERITY_CHOICES = (("", "default"), ("error", "error"), ("warning", "warning"))
 
     def __init__(self, *args: object, config=None, editing: bool = False, **kwargs: object):
-        from annotation.validation import RULES
 
         if config is not None and not kwargs.get("initial"):
             kwargs["initial"] = self.initial_from(config)
@@ -197,7 +197,6 @@ class GuidelineForm(forms.Form):
 
     @staticmethod
     def initial_from(config) -> dict[str, object]:
-        from annotation.validation import RULES
 
         initial: dict[str, object] = {
             "action_verbs": " ".join(sorted(config.action_verbs)),
@@ -215,7 +214,6 @@ class GuidelineForm(forms.Form):
 
     def config(self) -> dict[str, object]:
         """The cleaned fields as the config JSON the API takes (every key present)."""
-        from annotation.validation import RULES
 
         data = self.cleaned_data
         return {

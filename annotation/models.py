@@ -8,10 +8,12 @@ properties; writes go through annotation.services, reads through annotation.sele
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase
 
+from annotation.validation import GuidelineConfig
 from config import limits
 
 
@@ -77,9 +79,6 @@ class Guideline(models.Model):
         return f"{self.name} v{self.version}"
 
     def clean(self) -> None:
-        from django.core.exceptions import ValidationError
-
-        from annotation.validation import GuidelineConfig
 
         try:
             GuidelineConfig.from_dict(self.config)

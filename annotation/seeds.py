@@ -11,6 +11,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils.text import slugify
 
+from annotation.models import Guideline, QueryCategory, SourceType
 from annotation.validation import FINANCE
 
 CATEGORIES = (
@@ -44,7 +45,6 @@ FINANCE_GUIDELINE = "Finance"
 
 @transaction.atomic
 def seed_reference_data() -> None:
-    from annotation.models import Guideline, QueryCategory, SourceType
 
     if not QueryCategory.objects.exists():
         QueryCategory.objects.bulk_create(

@@ -13,6 +13,7 @@ from guardian.shortcuts import assign_perm, remove_perm
 
 from annotation import roles
 from annotation.models import Dataset, DomainTag, Query
+from annotation.permissions import dataset_permissions
 from evaluation import task_names
 
 if TYPE_CHECKING:
@@ -175,7 +176,6 @@ def _set_tags(query: Query, names: list[str]) -> None:
 @transaction.atomic
 def query_assign_experts(*, query: Query, experts: list[AbstractBaseUser]) -> None:
     """Assign exactly these experts; each must hold annotate permission on the dataset."""
-    from annotation.permissions import dataset_permissions
 
     refused = [
         e.get_username()

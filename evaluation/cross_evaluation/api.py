@@ -17,7 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotation.permissions import access_dataset, access_query, dataset_permissions
-from evaluation.cross_evaluation import selectors, services
+from evaluation.cross_evaluation import selectors, services, sources
 from evaluation.cross_evaluation.access import (
     access_perfect_answer_checklist,
     perfect_answers_for_user,
@@ -213,8 +213,8 @@ class OverlapViewSet(viewsets.ViewSet):
         if bool(query_id) == bool(dataset_id):
             raise ValidationError({"query": ["Give exactly one of query or dataset."]})
         try:
-            source = selectors.Source.parse(request.query_params.get("source"))
-        except selectors.UnknownSource as exc:
+            source = sources.Source.parse(request.query_params.get("source"))
+        except sources.UnknownSource as exc:
             raise ValidationError({"source": [str(exc)]}) from exc
         query = access_query(request.user, query_id) if query_id else None
         dataset = query.dataset if query else access_dataset(request.user, dataset_id)
@@ -233,7 +233,7 @@ class OverlapViewSet(viewsets.ViewSet):
             else:
                 overview = selectors.dataset_overlap(dataset, source)
                 overlaps, interval, bins = overview.queries, overview.interval, overview.histogram
-        except selectors.UnknownSource as exc:
+        except sources.UnknownSource as exc:
             raise ValidationError({"source": [str(exc)]}) from exc
         data = {
             "source": str(source), "query": query.pk if query else None, "dataset": dataset.pk,

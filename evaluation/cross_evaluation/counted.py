@@ -28,7 +28,7 @@ from django.db import connection, transaction
 from django.db.models import Count, Max, Sum
 
 from annotation.models import Checklist, Dataset
-from evaluation.cross_evaluation.selectors import Source, UnknownSource, cross_evaluation_runs
+from evaluation.cross_evaluation.sources import Source, UnknownSource, cross_evaluation_runs
 from evaluation.kept import figures as figure_cache
 from evaluation.metrics import overlap as om
 from evaluation.metrics import votes_sql

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from typing import IO
 
 from annotation.models import Dataset
-from evaluation.cross_evaluation import selectors
+from evaluation.cross_evaluation import selectors, sources
 from evaluation.data.formats import csv_safe  # one rule for every CSV the app writes
 
 COLUMNS = (
@@ -24,9 +24,9 @@ __all__ = ["COLUMNS", "csv_safe", "overlap_rows", "write_csv"]
 
 
 def overlap_rows(
-    dataset: Dataset, source: selectors.Source | None = None
+    dataset: Dataset, source: sources.Source | None = None
 ) -> Iterator[dict[str, object]]:
-    source = source or selectors.Source("latest")
+    source = source or sources.Source("latest")
     for q in selectors.dataset_overlap(dataset, source).queries:
         names = {c.pk: c.author.get_username() for c in q.checklists}
         for a in q.checklists:

@@ -22,36 +22,14 @@ from typing import TYPE_CHECKING
 from django.db.models import Count
 
 from annotation.models import Checklist, Criterion, Dataset, Query
-from config.ids import is_id
+from evaluation.cross_evaluation import counted
+from evaluation.cross_evaluation.sources import Source, UnknownSource, cross_evaluation_runs
 from evaluation.metrics import overlap as om
 from evaluation.metrics.aggregation import Vote, aggregate
 from evaluation.models import Adjudication, Answer, HumanLabel, Run, Verdict
 
 if TYPE_CHECKING:
     import datetime as dt
-
-
-class UnknownSource(ValueError):
-    pass
-
-
-@dataclass(frozen=True)
-class Source:
-    kind: str  # "latest", "run" or "human"
-    run_id: int | None = None
-
-    @classmethod
-    def parse(cls, value: str | None) -> Source:
-        value = (value or "latest").strip()
-        if value in ("latest", "human"):
-            return cls(value)
-        prefix, _, number = value.partition(":")
-        if prefix == "run" and is_id(number):
-            return cls("run", int(number))
-        raise UnknownSource(f"Unknown source {value!r}: use latest, human or run:<id>.")
-
-    def __str__(self) -> str:
-        return f"run:{self.run_id}" if self.kind == "run" else self.kind
 
 
 @dataclass
@@ -86,14 +64,6 @@ class DatasetOverlap:
     @property
     def pairs(self) -> list[tuple[QueryOverlap, om.PairOverlap]]:
         return [(q, p) for q in self.queries for p in q.matrix.pairs()]
-
-
-def cross_evaluation_runs(dataset: Dataset):
-    return (
-        Run.objects.filter(dataset=dataset, kind=Run.Kind.CROSS_EVALUATION)
-        .select_related("panel")
-        .order_by("-created_at", "-id")
-    )
 
 
 def _load(dataset: Dataset, source: Source, query: Query | None = None) -> list[QueryOverlap]:
@@ -265,7 +235,6 @@ def dataset_mean_overlap(dataset: Dataset) -> om.Interval:
     ordered pairs of experts (latest cross-evaluation of each query), with its 95% interval.
     `mean` is None until some pair has been graded. Counted in the database and cached
     (evaluation.cross_evaluation.counted)."""
-    from evaluation.cross_evaluation import counted
 
     return counted.interval_of(counted.figures(dataset, Source("latest")))
 

@@ -19,7 +19,7 @@ from annotation import roles
 from annotation.models import Criterion, Dataset, Query
 from annotation.permissions import access_dataset, access_query, dataset_permissions
 from config.ids import parse_id
-from evaluation.cross_evaluation import counted, selectors, services
+from evaluation.cross_evaluation import counted, selectors, services, sources
 from evaluation.cross_evaluation.access import (
     access_perfect_answer_checklist,
     can_write_perfect_answer,
@@ -93,7 +93,9 @@ def perfect_answer(request: HttpRequest, pk: int) -> HttpResponse:
         "draft": _draft_state(request, checklist.pk),
         "can_see_overlaps": can_see_runs(perms),
     }
-    return render(request, "evaluation/cross_evaluation/perfect_answer.html", context, status=status)
+    return render(
+        request, "evaluation/cross_evaluation/perfect_answer.html", context, status=status
+    )
 
 
 @require_POST
@@ -102,7 +104,9 @@ def perfect_answer_preview(request: HttpRequest, pk: int) -> HttpResponse:
     """The markdown as it will show, rendered and sanitised; nothing is saved."""
     access_perfect_answer_checklist(request.user, pk, edit=True)
     html = render_answer(request.POST.get("text", ""))
-    return render(request, "evaluation/cross_evaluation/perfect_answer.html#preview", {"preview_html": html})
+    return render(
+        request, "evaluation/cross_evaluation/perfect_answer.html#preview", {"preview_html": html}
+    )
 
 
 @require_POST
@@ -183,10 +187,10 @@ def _check_overlaps(user, dataset: Dataset) -> set[str]:
     return perms
 
 
-def _source(request: HttpRequest) -> selectors.Source:
+def _source(request: HttpRequest) -> sources.Source:
     try:
-        return selectors.Source.parse(request.GET.get("source"))
-    except selectors.UnknownSource as exc:
+        return sources.Source.parse(request.GET.get("source"))
+    except sources.UnknownSource as exc:
         raise Http404(str(exc)) from None
 
 
@@ -238,7 +242,7 @@ def query_overlaps(request: HttpRequest, pk: int) -> HttpResponse:
     source = _source(request)
     try:
         overlap = selectors.query_overlap(query, source)
-    except selectors.UnknownSource as exc:
+    except sources.UnknownSource as exc:
         raise Http404(str(exc)) from None
     a, b = _int(request.GET.get("a")), _int(request.GET.get("b"))
     detail = None
@@ -262,7 +266,7 @@ def query_overlaps(request: HttpRequest, pk: int) -> HttpResponse:
         else [],
         "mean": om.mean_overlap({query.pk: overlap.matrix.pairs()}) if overlap else None,
         "source": source,
-        "runs": selectors.cross_evaluation_runs(query.dataset)[:50],
+        "runs": sources.cross_evaluation_runs(query.dataset)[:50],
         "detail": detail,
         "can_manage": roles.CHANGE in perms,
         "start_form": CrossEvaluationStartForm(
@@ -270,7 +274,9 @@ def query_overlaps(request: HttpRequest, pk: int) -> HttpResponse:
         ),
     }
     if request.htmx and request.htmx.target == "cell-detail":
-        return render(request, "evaluation/cross_evaluation/cross_evaluation_query.html#cell-detail", context)
+        return render(
+            request, "evaluation/cross_evaluation/cross_evaluation_query.html#cell-detail", context
+        )
     return render(request, "evaluation/cross_evaluation/cross_evaluation_query.html", context)
 
 
@@ -347,7 +353,7 @@ def dataset_cross_evaluation(request: HttpRequest, pk: int) -> HttpResponse:
     source = _source(request)
     try:
         data = counted.figures(dataset, source)
-    except selectors.UnknownSource as exc:
+    except sources.UnknownSource as exc:
         raise Http404(str(exc)) from None
     histogram = counted.histogram_of(data)
     peak = max((b.count for b in histogram), default=0) or 1
@@ -366,14 +372,16 @@ def dataset_cross_evaluation(request: HttpRequest, pk: int) -> HttpResponse:
         "tail_count": data["tail_count"],
         "bars": _bars(histogram, peak),
         "source": source,
-        "runs": selectors.cross_evaluation_runs(dataset)[:50],
+        "runs": sources.cross_evaluation_runs(dataset)[:50],
         "can_manage": can_manage,
         "settings_form": settings_form if can_manage else None,
         "start_form": CrossEvaluationStartForm(initial={"panel": current.panel})
         if can_manage
         else None,
     }
-    return render(request, "evaluation/cross_evaluation/cross_evaluation_dataset.html", context, status=status)
+    return render(
+        request, "evaluation/cross_evaluation/cross_evaluation_dataset.html", context, status=status
+    )
 
 
 def _query_rows(rows: list[counted.QueryRow]) -> list[tuple[counted.QueryRow, Query, Run | None]]:

@@ -9,7 +9,7 @@ from django.core.exceptions import PermissionDenied
 
 from annotation import roles
 from annotation.models import Dataset
-from annotation.permissions import check_dataset, held_permissions
+from annotation.permissions import check_dataset, dataset_permissions, held_permissions
 from evaluation.data.source import Source
 
 if TYPE_CHECKING:
@@ -53,6 +53,5 @@ def _was_admin(user: AnyUser, dataset: Dataset) -> bool:
 
 
 def _perms(user: AnyUser, dataset: Dataset) -> set[str]:
-    from annotation.permissions import dataset_permissions
 
     return dataset_permissions(user, dataset)

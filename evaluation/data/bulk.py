@@ -10,6 +10,7 @@ Must run inside the import's transaction: a duplicate raises and the whole impor
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -245,7 +246,6 @@ def _stage(cursor, stage: str, columns: tuple[str, ...], rows: Iterable[tuple]) 
 
 
 def _sqlite_values(row: tuple) -> tuple:
-    import datetime as dt
 
     out = []
     for value in row:

@@ -34,9 +34,12 @@ from guardian.shortcuts import get_users_with_perms
 from annotation import roles
 from annotation.models import Checklist, Citation, Criterion, Dataset, Guideline, Query, SourceType
 from annotation.selectors import checklists_for_user
+from evaluation.analytics import figures
+from evaluation.cross_evaluation.export import overlap_rows
 from evaluation.data import export_sql, schema
 from evaluation.data.formats import CHUNK_ROWS, WRITERS
 from evaluation.kept import figures as figure_cache
+from evaluation.metrics.analytics import saturated_queries
 from evaluation.models import (
     Adjudication,
     Answer,
@@ -610,8 +613,6 @@ class Exporter:
                 )  # fmt: skip
 
     def _saturated_queries(self) -> Iterator[Row]:
-        from evaluation.analytics import figures
-        from evaluation.metrics.analytics import saturated_queries
 
         runs = Run.objects.filter(pk__in=list(self.keys.runs)).exclude(
             kind=Run.Kind.CROSS_EVALUATION
@@ -628,7 +629,6 @@ class Exporter:
                            len(by_query[query_id]))  # fmt: skip
 
     def _overlaps(self) -> Iterator[Row]:
-        from evaluation.cross_evaluation.export import overlap_rows
 
         authors = {pk: author for pk, (_, author) in self.keys.checklists.items()}
         for row in overlap_rows(self.dataset):

@@ -14,13 +14,25 @@ import csv
 import io
 import json
 from collections.abc import Iterable, Iterator
+from types import ModuleType
 from typing import IO, Any
 
+from config import limits
 from evaluation.data.schema import BOOL, FLOAT, INT, JSON, LIST, Table
 
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 CHUNK_ROWS = 2_000  # rows per write for JSONL and CSV
 PARQUET_ROWS = 50_000  # rows per Parquet row group
+
+
+def _arrow() -> tuple[ModuleType, ModuleType]:
+    """pyarrow and pyarrow.parquet, imported on first use rather than with this module:
+    they add about 50 MB and 0.2 s to every web process that imports the data formats,
+    and only Parquet imports and exports need them."""
+    import pyarrow
+    import pyarrow.parquet
+
+    return pyarrow, pyarrow.parquet
 
 
 class FileRejected(Exception):
@@ -127,8 +139,6 @@ def _jsonl_rows(name: str, lines: Iterable[str]) -> Iterator[tuple[int, dict]]:
 def _refuse_hostile(name: str, number: int, line: str) -> None:
     """What would crash a later step, refused with its line (issue 13): a NUL character
     (PostgreSQL stores none) and JSON nested past limits.JSON_DEPTH (json recurses)."""
-    from config import limits
-
     if "\x00" in line:
         raise FileRejected([f"{name}:{number}: contains a NUL character; not a text file?"])
     if limits.json_too_deep(line):
@@ -158,7 +168,7 @@ def _csv_rows(name: str, text: IO[str]) -> Iterator[tuple[int, dict]]:
 
 
 def _parquet_rows(name: str, stream: IO[bytes]) -> Iterator[tuple[int, dict]]:
-    import pyarrow.parquet as pq
+    _, pq = _arrow()
 
     try:
         parquet = pq.ParquetFile(stream)
@@ -339,7 +349,7 @@ class _Tell:
 
 
 def arrow_schema(table: Table):
-    import pyarrow as pa
+    pa, _ = _arrow()
 
     types = {
         "int": pa.int64(),
@@ -352,7 +362,7 @@ def arrow_schema(table: Table):
 
 class ParquetWriter(TableWriter):
     def __init__(self, table: Table, out: IO[bytes]) -> None:
-        import pyarrow.parquet as pq
+        _, pq = _arrow()
 
         super().__init__(table, out)
         self._schema = arrow_schema(table)
@@ -366,7 +376,7 @@ class ParquetWriter(TableWriter):
             self._flush()
 
     def _flush(self) -> None:
-        import pyarrow as pa
+        pa, _ = _arrow()
 
         rows = self._with_json_text(self._pending)
         columns = list(zip(*rows, strict=True)) if rows else [()] * len(self.table.columns)

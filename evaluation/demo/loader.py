@@ -12,6 +12,7 @@ from django.db import transaction
 from annotation import roles, services
 from annotation.models import Checklist, Dataset, Query, QueryCategory, SourceType
 from annotation.services.checklists import CitationData, CriterionData
+from evaluation.cross_evaluation import services as cross_evaluation
 from evaluation.demo import data
 from evaluation.models import (
     Answer,
@@ -127,7 +128,6 @@ def _perfect_answers(dataset: Dataset, panel: Panel) -> None:
     """Each submitted checklist of the first query gets a perfect answer written by its
     author (its criteria stated as findings), so that cross-evaluation can be tried at once
     with the offline panel. Existing perfect answers are left as users edited them."""
-    from evaluation.cross_evaluation import services as cross_evaluation
 
     if not CrossEvaluationSettings.objects.filter(dataset=dataset).exists():
         cross_evaluation.settings_update(dataset=dataset, panel=panel, automatic=False)

@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.db import models
 
 from annotation.models import Criterion
+from evaluation.formality.prompt import ASPECT_LABELS
 from evaluation.judges.models import Judge
 
 
@@ -51,6 +52,5 @@ class FormalityAdvice(models.Model):
 
     @property
     def failed_aspects(self) -> list[str]:
-        from evaluation.formality.prompt import ASPECT_LABELS
 
         return [label for aspect, label in ASPECT_LABELS.items() if getattr(self, aspect) is False]

@@ -23,6 +23,7 @@ from django_celery_beat.models import CrontabSchedule, PeriodicTask, PeriodicTas
 from annotation.models import Dataset
 from evaluation.models import Answer, Panel, Run, RunSchedule, System
 from evaluation.runs import services as run_services
+from evaluation.schedules.forms import DAYS
 
 if TYPE_CHECKING:
     from django.contrib.auth.base_user import AbstractBaseUser
@@ -132,7 +133,6 @@ def next_run(task: PeriodicTask) -> dt.datetime | None:
 
 def describe(task: PeriodicTask) -> str:
     """'02:30, every day': when the task runs, as the schedules page says it."""
-    from evaluation.schedules.forms import DAYS
 
     crontab = task.crontab
     if crontab is None:

@@ -77,7 +77,8 @@ def test_demo_run_with_the_offline_panel_completes(celery_worker):
 
 def test_demo_cross_evaluation_runs_offline_and_fills_the_matrix():
     from evaluation.cross_evaluation import services as cross_evaluation
-    from evaluation.cross_evaluation.selectors import Source, query_overlap
+    from evaluation.cross_evaluation.selectors import query_overlap
+    from evaluation.cross_evaluation.sources import Source
     from evaluation.models import CrossEvaluationSettings
     from evaluation.runs import lifecycle, scope
 
