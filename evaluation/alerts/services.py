@@ -25,9 +25,9 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 
 from evaluation.alerts import webhooks
-from evaluation.analytics import selectors as sel
 from evaluation.alerts.forms import SECRET_PREFIX, secret_variable_allowed
 from evaluation.alerts.models import AlertEvent, RegressionAlert
+from evaluation.analytics import selectors as sel
 from evaluation.models import Run
 
 logger = logging.getLogger(__name__)

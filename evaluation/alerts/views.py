@@ -36,7 +36,9 @@ def dataset_alerts(request: HttpRequest, pk: int) -> HttpResponse:
         .order_by("-created_at", "-pk")[:RECENT_EVENTS]
     )
     context = {"dataset": dataset, "form": form, "alerts": alerts, "events": events}
-    return render(request, "evaluation/alerts/dataset_alerts.html", context, status=form_status(form))
+    return render(
+        request, "evaluation/alerts/dataset_alerts.html", context, status=form_status(form)
+    )
 
 
 @require_http_methods(["GET", "POST"])

@@ -316,7 +316,8 @@ def complexity_svg(request: HttpRequest, pk: int) -> HttpResponse:
     if curve is None:
         return _not_yet(served)
     svg = render_to_string(
-        "evaluation/charts/_line_chart.svg", {"chart": curve_chart(selection, curve), "standalone": True}
+        "evaluation/charts/_line_chart.svg",
+        {"chart": curve_chart(selection, curve), "standalone": True},
     )
     response = HttpResponse(svg, content_type="image/svg+xml; charset=utf-8")
     name = f"complexity-dataset-{selection.dataset.pk}-run-{selection.run.pk}.svg"

@@ -93,7 +93,9 @@ def perfect_answer(request: HttpRequest, pk: int) -> HttpResponse:
         "draft": _draft_state(request, checklist.pk),
         "can_see_overlaps": can_see_runs(perms),
     }
-    return render(request, "evaluation/cross_evaluation/perfect_answer.html", context, status=status)
+    return render(
+        request, "evaluation/cross_evaluation/perfect_answer.html", context, status=status
+    )
 
 
 @require_POST
@@ -102,7 +104,9 @@ def perfect_answer_preview(request: HttpRequest, pk: int) -> HttpResponse:
     """The markdown as it will show, rendered and sanitised; nothing is saved."""
     access_perfect_answer_checklist(request.user, pk, edit=True)
     html = render_answer(request.POST.get("text", ""))
-    return render(request, "evaluation/cross_evaluation/perfect_answer.html#preview", {"preview_html": html})
+    return render(
+        request, "evaluation/cross_evaluation/perfect_answer.html#preview", {"preview_html": html}
+    )
 
 
 @require_POST
@@ -270,7 +274,9 @@ def query_overlaps(request: HttpRequest, pk: int) -> HttpResponse:
         ),
     }
     if request.htmx and request.htmx.target == "cell-detail":
-        return render(request, "evaluation/cross_evaluation/cross_evaluation_query.html#cell-detail", context)
+        return render(
+            request, "evaluation/cross_evaluation/cross_evaluation_query.html#cell-detail", context
+        )
     return render(request, "evaluation/cross_evaluation/cross_evaluation_query.html", context)
 
 
@@ -373,7 +379,9 @@ def dataset_cross_evaluation(request: HttpRequest, pk: int) -> HttpResponse:
         if can_manage
         else None,
     }
-    return render(request, "evaluation/cross_evaluation/cross_evaluation_dataset.html", context, status=status)
+    return render(
+        request, "evaluation/cross_evaluation/cross_evaluation_dataset.html", context, status=status
+    )
 
 
 def _query_rows(rows: list[counted.QueryRow]) -> list[tuple[counted.QueryRow, Query, Run | None]]:

@@ -44,21 +44,23 @@ from annotation.models import (
     Query,
 )
 from annotation.services.datasets import queue_purge
-from evaluation.models import AlertEvent, RegressionAlert, RunSchedule
 from evaluation.data import services as exports
 from evaluation.data.models import DatasetExport
 from evaluation.models import (
     Adjudication,
     AgreementCache,
+    AlertEvent,
     Answer,
     CrossEvaluationSettings,
     FormalityAdvice,
     GradedScore,
     HumanLabel,
     KeptQueueRow,
+    RegressionAlert,
     ReviewAssignment,
     ReviewRevision,
     Run,
+    RunSchedule,
     RunTask,
     Verdict,
 )

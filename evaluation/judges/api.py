@@ -3,8 +3,8 @@ from __future__ import annotations
 from rest_framework import viewsets
 
 from config.permissions import ModelPermsOrReadOnly
-from evaluation.models import Judge, Panel
 from evaluation.judges import serializers as s
+from evaluation.models import Judge, Panel
 
 
 class JudgeViewSet(viewsets.ModelViewSet):

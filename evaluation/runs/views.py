@@ -15,12 +15,12 @@ from annotation import roles
 from annotation.models import Query
 from annotation.permissions import access_dataset, dataset_permissions
 from evaluation.data.answers_upload import ImportRejected, decode_upload, import_answers
-from evaluation.data.rendering import render_answer
 from evaluation.data.forms import AnswersUploadForm
-from evaluation.runs.forms import QUERY_OPTIONS, RunForm
+from evaluation.data.rendering import render_answer
 from evaluation.models import Answer
 from evaluation.runs import grading, scores, selectors, snapshot
 from evaluation.runs import services as runs
+from evaluation.runs.forms import QUERY_OPTIONS, RunForm
 from evaluation.runs.overview import run_overview
 from evaluation.runs.permissions import access_run, access_run_with_perms, can_see_runs
 

@@ -12,9 +12,9 @@ from django.views.decorators.http import require_http_methods, require_POST
 from annotation import roles
 from annotation.permissions import access_dataset
 from config.form_pages import form_status, posted
-from evaluation.schedules.forms import ScheduleForm
 from evaluation.models import Run, RunSchedule
 from evaluation.schedules import services as schedules
+from evaluation.schedules.forms import ScheduleForm
 
 RECENT_RUNS = 20
 
@@ -40,7 +40,9 @@ def dataset_schedules(request: HttpRequest, pk: int) -> HttpResponse:
         else Run.objects.none()
     )[:RECENT_RUNS]
     context = {"dataset": dataset, "form": form, "rows": rows, "runs": runs}
-    return render(request, "evaluation/schedules/dataset_schedules.html", context, status=form_status(form))
+    return render(
+        request, "evaluation/schedules/dataset_schedules.html", context, status=form_status(form)
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -60,7 +62,9 @@ def schedule_edit(request: HttpRequest, pk: int, schedule_pk: int) -> HttpRespon
         messages.success(request, "Schedule saved.")
         return redirect("dataset-schedules", pk=dataset.pk)
     context = {"dataset": dataset, "form": form, "schedule": schedule}
-    return render(request, "evaluation/schedules/schedule_form.html", context, status=form_status(form))
+    return render(
+        request, "evaluation/schedules/schedule_form.html", context, status=form_status(form)
+    )
 
 
 @require_POST

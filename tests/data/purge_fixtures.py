@@ -14,12 +14,12 @@ from django.apps import apps
 from django.contrib.auth.models import Group, Permission
 from django.contrib.contenttypes.models import ContentType
 from django.utils import timezone
-from evaluation.alerts.models import AlertEvent, RegressionAlert
 from guardian.models import GroupObjectPermission, UserObjectPermission
 from guardian.shortcuts import assign_perm
 
 from annotation import roles, services
 from annotation.models import Checklist, Citation, Criterion, Dataset, DomainTag
+from evaluation.alerts.models import AlertEvent, RegressionAlert
 from evaluation.cross_evaluation.services import perfect_answer_save
 from evaluation.data.models import DatasetExport
 from evaluation.models import (

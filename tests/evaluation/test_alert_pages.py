@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 from django.urls import reverse
-from evaluation.alerts.models import AlertEvent, RegressionAlert
 
 from evaluation.alerts import services as alerts
+from evaluation.alerts.models import AlertEvent, RegressionAlert
 from tests.factories import AnswerFactory
 
 pytestmark = pytest.mark.django_db

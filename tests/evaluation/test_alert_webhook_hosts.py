@@ -12,10 +12,10 @@ import subprocess
 
 import pytest
 from django.urls import reverse
-from evaluation.alerts.models import AlertEvent, RegressionAlert
 
 from evaluation.alerts import services as alerts
 from evaluation.alerts import webhooks
+from evaluation.alerts.models import AlertEvent, RegressionAlert
 from tests.support.webhook_receiver import WebhookReceiver
 
 pytestmark = pytest.mark.django_db

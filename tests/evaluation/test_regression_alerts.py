@@ -12,9 +12,9 @@ import time
 
 import pytest
 from django.core import mail
-from evaluation.alerts.models import AlertEvent, RegressionAlert
 
 from evaluation.alerts import services as alerts
+from evaluation.alerts.models import AlertEvent, RegressionAlert
 from evaluation.models import Run, RunTask
 from tests.evaluation.analytics_fixtures import answer_shares, build_known
 from tests.support.webhook_receiver import WebhookReceiver

@@ -9,8 +9,8 @@ import pytest
 from django.urls import reverse
 
 from annotation import services
-from evaluation.runs import forms
 from evaluation.models import Judge, Panel, PanelMember
+from evaluation.runs import forms
 from evaluation.runs import views as views
 from tests.factories import AnswerFactory, QueryFactory, valid_criteria
 
