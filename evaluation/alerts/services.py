@@ -32,7 +32,6 @@ from evaluation.models import Run
 
 logger = logging.getLogger(__name__)
 
-ENDED_OK = (Run.Status.DONE, Run.Status.DONE_WITH_ERRORS)
 SIGNATURE_HEADER = "X-Workbench-Signature"
 WEBHOOK_TIMEOUT = 10.0
 USER_AGENT = "checklist-workbench-alerts"
@@ -45,7 +44,7 @@ def sign(body: bytes, secret: str) -> str:
 def previous_run(run: Run, system_id: int) -> Run | None:
     """The dataset's latest run that ended before this one and graded this system."""
     return (
-        Run.objects.filter(dataset=run.dataset_id, status__in=ENDED_OK)
+        Run.objects.filter(dataset=run.dataset_id, status__in=Run.FINISHED)
         .exclude(kind=Run.Kind.CROSS_EVALUATION)
         .exclude(pk=run.pk)
         .filter(finished_at__lte=run.finished_at, verdicts__answer__system=system_id)
@@ -117,7 +116,7 @@ def deliver(event: AlertEvent) -> Delivery:
 def check_run(run: Run, *, base_url: str = "") -> list[AlertEvent]:
     """Find this run's regressions for every active alert of its dataset, record and send
     each once. Safe to call twice: an event already recorded is not sent again."""
-    if run.status not in ENDED_OK or run.kind == Run.Kind.CROSS_EVALUATION:
+    if run.status not in Run.FINISHED or run.kind == Run.Kind.CROSS_EVALUATION:
         return []
     alerts = list(RegressionAlert.objects.filter(dataset=run.dataset_id, active=True))
     if not alerts:

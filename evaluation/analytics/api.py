@@ -18,10 +18,10 @@ from annotation import roles
 from annotation.models import Dataset
 from annotation.permissions import access_dataset, dataset_permissions
 from evaluation.analytics import figures
-from evaluation.analytics import selectors as sel
 from evaluation.metrics import analytics as am
 from evaluation.models import Run
 from evaluation.runs.permissions import can_see_runs
+from evaluation.runs.selectors import choose_run, graded_runs
 
 
 def _dataset(request: Request, pk: int, *, admin: bool = False) -> Dataset:
@@ -36,7 +36,7 @@ def _dataset(request: Request, pk: int, *, admin: bool = False) -> Dataset:
 
 def _run(dataset: Dataset, run_id: int | None) -> Run:
     try:
-        run = sel.choose_run(dataset, run_id, sel.analysable_runs(dataset))
+        run = choose_run(dataset, run_id, graded_runs(dataset), or_newest=True)
     except Run.DoesNotExist:
         raise Http404("No such run in this dataset.") from None
     if run is None:

@@ -26,6 +26,7 @@ from evaluation.data.formats import csv_safe
 from evaluation.metrics import analytics as am
 from evaluation.models import Run
 from evaluation.runs.permissions import can_see_runs
+from evaluation.runs.selectors import choose_run, graded_runs
 
 PANEL_OPTIONS = 10  # the best candidate panels shown
 
@@ -70,9 +71,9 @@ class Selection:
 
 
 def select_run(request: HttpRequest, dataset: Dataset, param: str = "run") -> Selection:
-    runs = sel.analysable_runs(dataset)
+    runs = graded_runs(dataset)
     try:
-        run = sel.choose_run(dataset, _int(request, param), runs)
+        run = choose_run(dataset, _int(request, param), runs, or_newest=True)
     except Run.DoesNotExist:
         raise Http404("No such run in this dataset.") from None
     return Selection(dataset, runs, run, _edges(request))
@@ -332,7 +333,7 @@ def _compared_runs(request: HttpRequest, dataset: Dataset, runs: list[Run]):
     if a_id is None or b_id is None:
         return None
     try:
-        return sel.choose_run(dataset, a_id, runs), sel.choose_run(dataset, b_id, runs)
+        return choose_run(dataset, a_id, runs), choose_run(dataset, b_id, runs)
     except Run.DoesNotExist:
         raise Http404("No such run in this dataset.") from None
 
@@ -341,7 +342,7 @@ def _compared_runs(request: HttpRequest, dataset: Dataset, runs: list[Run]):
 @login_required
 def compare_runs(request: HttpRequest, pk: int) -> HttpResponse:
     dataset = access_analytics(request, pk)
-    runs = sel.analysable_runs(dataset)
+    runs = graded_runs(dataset)
     context: dict = {"dataset": dataset, "runs": runs}
     pair = _compared_runs(request, dataset, runs)
     if pair is not None:
@@ -414,7 +415,7 @@ def analytics_freshness(request: HttpRequest, pk: int) -> HttpResponse:
                  "compare": "analytics-compare"}[part]  # fmt: skip
     reload_url = reverse(page_name, args=[dataset.pk]) + ("?" + urlencode(params) if params else "")
     if part == "compare":
-        pair = _compared_runs(request, dataset, sel.analysable_runs(dataset))
+        pair = _compared_runs(request, dataset, graded_runs(dataset))
         if pair is None:
             raise Http404("Two runs are needed to compare.")
         fresh = figures.comparison_is_fresh(*pair)
