@@ -20,26 +20,26 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# The settings a dataset admin may change (through the settings page or the API).
-DATASET_SETTINGS = frozenset(
-    {
-        "name",
-        "description",
-        "licence",
-        "guideline",
-        "experts_per_query",
-        "show_submitted_checklists",
-        "experts_create_queries",
-        "formality_check",
-        "pass_threshold",
-        "label_policy",
-        "label_share",
-    }
+# The settings a dataset admin may change, in the order the settings form and the API show
+# them: the one list the form (annotation.forms.DatasetForm), the API
+# (annotation.api.serializers.DatasetSerializer) and these services accept.
+DATASET_SETTINGS = (
+    "name",
+    "description",
+    "licence",
+    "guideline",
+    "experts_per_query",
+    "show_submitted_checklists",
+    "experts_create_queries",
+    "formality_check",
+    "pass_threshold",
+    "label_policy",
+    "label_share",
 )
 
 
 def _checked_settings(fields: dict[str, object]) -> dict[str, object]:
-    unknown = set(fields) - DATASET_SETTINGS
+    unknown = set(fields).difference(DATASET_SETTINGS)
     if unknown:
         raise TypeError(f"Not a dataset setting: {', '.join(sorted(unknown))}")
     return fields

@@ -47,6 +47,7 @@ from annotation.models import (
     SourceType,
 )
 from annotation.services import dataset_set_role
+from annotation.services.datasets import DATASET_SETTINGS
 from annotation.validation import (
     ChecklistInput,
     CitationInput,
@@ -370,10 +371,9 @@ def _target(meta: dict | None, options: ImportOptions, errors: _Errors) -> Datas
     return Dataset.objects.filter(name=str(meta["name"]).strip()).first()
 
 
-SETTINGS = (
-    "description", "licence", "experts_per_query", "show_submitted_checklists",
-    "formality_check", "pass_threshold", "label_policy", "label_share", "experts_create_queries",
-)  # fmt: skip
+# The dataset settings dataset.json carries as plain values: the name picks the dataset,
+# and the guideline, an object (name and version), is read apart.
+SETTINGS = tuple(f for f in DATASET_SETTINGS if f not in ("name", "guideline"))
 
 
 def _check_settings(meta: dict, errors: _Errors) -> None:
