@@ -59,9 +59,9 @@ from evaluation.agreement import revision
 from evaluation.cross_evaluation.services import REFERENCE_SYSTEM, reference_system
 from evaluation.cross_evaluation.services import run_label as perfect_run_label
 from evaluation.data import bulk, schema
-from evaluation.data.answers_upload import ImportRejected  # one refusal for every import
 from evaluation.data.export import criterion_key, perfect_label, query_key
 from evaluation.data.formats import FileRejected, cell
+from evaluation.data.rows import ImportRejected  # one refusal for every import
 from evaluation.data.source import Source
 from evaluation.models import (
     Adjudication,
