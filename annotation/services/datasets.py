@@ -65,11 +65,6 @@ def dataset_update(*, dataset: Dataset, **settings: object) -> Dataset:
     return dataset
 
 
-# The task that runs evaluation.data.purge (evaluation/data/tasks.py), queued by name: annotation
-# never imports the evaluation code that deletes the rows.
-PURGE_TASK = "evaluation.purge_dataset"
-
-
 @transaction.atomic
 def dataset_delete(*, dataset: Dataset) -> bool:
     """Mark a dataset for deletion, which hides it from every user at once, and queue the
@@ -91,7 +86,7 @@ def dataset_delete(*, dataset: Dataset) -> bool:
 def queue_purge(dataset_id: int) -> None:
     """Queue the deletion task (also the workers' sweep, for a deletion that stalled)."""
     try:
-        task_names.signature(PURGE_TASK, (dataset_id,)).apply_async()
+        task_names.signature(task_names.PURGE_TASK, (dataset_id,)).apply_async()
     except Exception:  # the broker is down: the mark is committed, and the sweep queues it
         logger.exception("Could not queue the deletion of dataset %s", dataset_id)
 
