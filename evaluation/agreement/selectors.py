@@ -49,7 +49,7 @@ from evaluation.metrics.agreement import (
     matrix_from_counts,
 )
 from evaluation.models import AgreementCache, Answer, HumanLabel, Run, Verdict
-from evaluation.runs.selectors import choose_run, graded_runs
+from evaluation.runs.selectors import choose_run, runs_of_system_answers
 
 # Figures whose pairs are (a judge label, the human reference).
 JUDGE_VS_HUMAN = ("panel", "judge", "kind", "source", "category", "system")
@@ -213,7 +213,7 @@ def agreement_report(dataset: Dataset, run_id: int | None = None) -> AgreementRe
     """Every figure of the dataset's agreement page. Raises Run.DoesNotExist for a run
     that is not the dataset's. The counts are read from the figure cache,
     or counted (one statement for the figures, one for the raters' days) and stored."""
-    runs = graded_runs(dataset)
+    runs = runs_of_system_answers(dataset)
     run = choose_run(dataset, run_id, runs)
     found = _Cells(_cached_cells(dataset, run))
     kind_labels = dict(Criterion.Kind.choices)
@@ -380,7 +380,7 @@ def drill_down(
 ) -> DrillDown:
     """A page of the items behind one figure (optionally one confusion-matrix cell: first,
     second), in (answer, criterion) order after `after`."""
-    run = choose_run(dataset, run_id, graded_runs(dataset))
+    run = choose_run(dataset, run_id, runs_of_system_answers(dataset))
     method, threshold = _method(run)
     where, params = figure_where(key, cell)
     answers = Answer.objects.filter(query__dataset=dataset).order_by("pk")

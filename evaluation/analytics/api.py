@@ -20,7 +20,7 @@ from evaluation.analytics import figures
 from evaluation.analytics.access import access_analytics
 from evaluation.metrics import analytics as am
 from evaluation.models import Run
-from evaluation.runs.selectors import choose_run, graded_runs
+from evaluation.runs.selectors import choose_run, runs_of_system_answers
 
 
 def _dataset(request: Request, pk: int, *, admin: bool = False) -> Dataset:
@@ -32,7 +32,7 @@ def _dataset(request: Request, pk: int, *, admin: bool = False) -> Dataset:
 
 def _run(dataset: Dataset, run_id: int | None) -> Run:
     try:
-        run = choose_run(dataset, run_id, graded_runs(dataset), or_newest=True)
+        run = choose_run(dataset, run_id, runs_of_system_answers(dataset), or_newest=True)
     except Run.DoesNotExist:
         raise Http404("No such run in this dataset.") from None
     if run is None:

@@ -25,7 +25,7 @@ from evaluation.charts.lines import PointInput, SeriesInput, line_chart
 from evaluation.data.formats import csv_safe
 from evaluation.metrics import analytics as am
 from evaluation.models import Run
-from evaluation.runs.selectors import choose_run, graded_runs
+from evaluation.runs.selectors import choose_run, runs_of_system_answers
 
 PANEL_OPTIONS = 10  # the best candidate panels shown
 
@@ -58,7 +58,7 @@ class Selection:
 
 
 def select_run(request: HttpRequest, dataset: Dataset, param: str = "run") -> Selection:
-    runs = graded_runs(dataset)
+    runs = runs_of_system_answers(dataset)
     try:
         run = choose_run(dataset, _int(request, param), runs, or_newest=True)
     except Run.DoesNotExist:
@@ -329,7 +329,7 @@ def _compared_runs(request: HttpRequest, dataset: Dataset, runs: list[Run]):
 @login_required
 def compare_runs(request: HttpRequest, pk: int) -> HttpResponse:
     dataset = access_analytics(request.user, pk)
-    runs = graded_runs(dataset)
+    runs = runs_of_system_answers(dataset)
     context: dict = {"dataset": dataset, "runs": runs}
     pair = _compared_runs(request, dataset, runs)
     if pair is not None:
@@ -402,7 +402,7 @@ def analytics_freshness(request: HttpRequest, pk: int) -> HttpResponse:
                  "compare": "analytics-compare"}[part]  # fmt: skip
     reload_url = reverse(page_name, args=[dataset.pk]) + ("?" + urlencode(params) if params else "")
     if part == "compare":
-        pair = _compared_runs(request, dataset, graded_runs(dataset))
+        pair = _compared_runs(request, dataset, runs_of_system_answers(dataset))
         if pair is None:
             raise Http404("Two runs are needed to compare.")
         fresh = figures.comparison_is_fresh(*pair)

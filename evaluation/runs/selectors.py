@@ -15,11 +15,11 @@ from evaluation.kept.figures import remembered, run_state
 from evaluation.metrics.aggregation import CriterionVerdict, Vote, aggregate
 from evaluation.models import Answer, GradedScore, Run, RunTask, Verdict
 
-# The runs offered on the agreement and analytics pages: the latest ones.
+# The runs the agreement and analytics pages offer: the latest ones.
 OFFERED_RUNS = 50
 
 
-def graded_runs(dataset: Dataset) -> list[Run]:
+def runs_of_system_answers(dataset: Dataset) -> list[Run]:
     """The dataset's runs that grade system answers or hold imported verdicts, newest first:
     the runs the agreement and analytics pages offer. Cross-evaluation runs grade perfect
     answers, which reviewers do not label and analytics do not score."""
@@ -33,12 +33,13 @@ def graded_runs(dataset: Dataset) -> list[Run]:
 def choose_run(
     dataset: Dataset, run_id: int | None, runs: Sequence[Run], *, or_newest: bool = False
 ) -> Run | None:
-    """The run the agreement and analytics pages and API show. `runs`: `graded_runs`.
+    """The run the agreement and analytics pages and API show, from `runs`
+    (runs_of_system_answers: the latest ones).
 
-    The run asked for (Run.DoesNotExist when it is not one of the dataset's graded runs),
-    else the latest finished one (Run.FINISHED: done, or done with errors), else, with
-    `or_newest` (analytics, which say when a run is still collecting verdicts), the newest
-    run; without it (agreement) None: the human-vs-human figures alone."""
+    The run asked for (Run.DoesNotExist unless it is one of the dataset's runs of system
+    answers), else the latest finished one (Run.FINISHED: done, or done with errors), else,
+    with `or_newest` (analytics, which say when a run is still collecting verdicts), the
+    newest run; without it (agreement) None: the human-vs-human figures alone."""
     if run_id is not None:
         found = next((r for r in runs if r.pk == run_id), None)
         if found is None:

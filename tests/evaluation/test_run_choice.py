@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from evaluation.models import Run
-from evaluation.runs.selectors import choose_run, graded_runs
+from evaluation.runs.selectors import choose_run, runs_of_system_answers
 from tests.evaluation.agreement_fixtures import build_labelled
 from tests.evaluation.analytics_fixtures import build_known
 
@@ -39,7 +39,7 @@ def ended_with_errors(run: Run) -> Run:
 def test_the_latest_finished_run_may_have_ended_with_errors(reviewed_dataset):
     newest = ended_with_errors(build_labelled(reviewed_dataset).run)
     older_done_run(newest)
-    runs = graded_runs(reviewed_dataset)
+    runs = runs_of_system_answers(reviewed_dataset)
     assert choose_run(reviewed_dataset, None, runs) == newest
     assert choose_run(reviewed_dataset, None, runs, or_newest=True) == newest
 
@@ -47,7 +47,7 @@ def test_the_latest_finished_run_may_have_ended_with_errors(reviewed_dataset):
 def test_without_a_finished_run_only_analytics_fall_back_to_the_newest(reviewed_dataset):
     run = build_labelled(reviewed_dataset).run
     Run.objects.filter(pk=run.pk).update(status=Run.Status.CANCELLED)
-    runs = graded_runs(reviewed_dataset)
+    runs = runs_of_system_answers(reviewed_dataset)
     assert choose_run(reviewed_dataset, None, runs) is None  # agreement: humans only
     assert choose_run(reviewed_dataset, None, runs, or_newest=True) == run
 
