@@ -5,25 +5,14 @@ from django.contrib.auth import get_user_model
 
 from annotation.models import Citation, Criterion, Dataset, Query, QueryCategory, SourceType
 from annotation.roles import DatasetRole
+from annotation.services.datasets import DATASET_SETTINGS
 from annotation.validation import RULES
 
 
 class DatasetForm(forms.ModelForm):
     class Meta:
         model = Dataset
-        fields = [
-            "name",
-            "description",
-            "licence",
-            "guideline",
-            "experts_per_query",
-            "show_submitted_checklists",
-            "experts_create_queries",
-            "formality_check",
-            "pass_threshold",
-            "label_policy",
-            "label_share",
-        ]
+        fields = list(DATASET_SETTINGS)
 
 
 class MemberForm(forms.Form):

@@ -82,9 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     from evaluation.analytics import figures
     from evaluation.analytics import selectors as sel
     from evaluation.models import AgreementCache
+    from evaluation.runs.selectors import choose_run, runs_of_system_answers
 
     dataset = Dataset.objects.get(pk=args.dataset)
-    run = sel.choose_run(dataset, args.run, sel.analysable_runs(dataset))
+    run = choose_run(dataset, args.run, runs_of_system_answers(dataset), or_newest=True)
     print(f"dataset {dataset.pk} ({dataset.name}), run {run.pk} ({run})")
     if args.after_label:
         return after_label(dataset, run, args)

@@ -1,3 +1,5 @@
+"""API permissions shared by every app's viewsets."""
+
 from __future__ import annotations
 
 from rest_framework import permissions

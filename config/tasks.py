@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from evaluation import task_names
 
-@shared_task(name="evaluation.ping", ignore_result=False, acks_late=False)
+
+@shared_task(name=task_names.PING_TASK, ignore_result=False, acks_late=False)
 def ping(token: str) -> str:
     """Health probe: answers with the token it was given, proving a worker is consuming."""
     return token

@@ -1,5 +1,6 @@
-"""Tasks queued by name: services and receivers never import a tasks module, so task code
-can import them freely (no import cycle)."""
+"""Every task's name, written once: the tasks modules register under these names and
+services and receivers queue by them (`signature`). Services and receivers never import a
+tasks module, so task code can import them freely (no import cycle)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,27 @@ from collections.abc import Iterable
 
 from celery import current_app
 from celery.canvas import Signature
+
+# One answer × one judge of a run (evaluation.runs.tasks, queued by evaluation.runs.queue).
+JUDGE_TASK = "evaluation.judge_answer"
+# A run's analytics figures when it ends, and again when a reader finds them stale
+# (evaluation.analytics.tasks, queued by its receivers and evaluation.analytics.refresh).
+WARM_TASK = "evaluation.warm_analytics"
+REFRESH_TASK = "evaluation.refresh_analytics"
+# The regression alerts of a run that ended (evaluation.alerts.tasks and receivers).
+CHECK_REGRESSIONS_TASK = "evaluation.check_regressions"
+# A schedule's run, sent by celery beat (evaluation.schedules.tasks and services).
+SCHEDULED_RUN_TASK = "evaluation.scheduled_run"
+# The formality advice on a criterion's wording (evaluation.formality).
+CHECK_FORMALITY_TASK = "evaluation.check_formality"
+# An LLM's draft of a perfect answer (evaluation.cross_evaluation).
+DRAFT_TASK = "evaluation.draft_perfect_answer"
+# Writing a dataset export, and deleting a dataset in batches (evaluation.data.tasks;
+# the purge is queued by annotation.services.datasets, which never imports evaluation.data).
+EXPORT_TASK = "evaluation.data.export_dataset"
+PURGE_TASK = "evaluation.purge_dataset"
+# The health probe /healthz sends (config.tasks, config.health).
+PING_TASK = "evaluation.ping"
 
 
 def signature(name: str, args: Iterable = ()) -> Signature:

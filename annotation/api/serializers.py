@@ -16,6 +16,7 @@ from annotation.models import (
     SourceType,
 )
 from annotation.services.checklists import CitationData, CriterionData
+from annotation.services.datasets import DATASET_SETTINGS
 from annotation.validation import Finding, Report
 from config import limits
 from evaluation.formality.selectors import current_advice
@@ -68,22 +69,7 @@ class DatasetSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Dataset
-        fields = [
-            "id",
-            "name",
-            "description",
-            "licence",
-            "guideline",
-            "experts_per_query",
-            "show_submitted_checklists",
-            "experts_create_queries",
-            "formality_check",
-            "pass_threshold",
-            "label_policy",
-            "label_share",
-            "query_count",
-            "created_at",
-        ]
+        fields = ["id", *DATASET_SETTINGS, "query_count", "created_at"]
         read_only_fields = ["id", "created_at", "query_count"]
 
 

@@ -13,7 +13,6 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import APIException, ValidationError
-from rest_framework.permissions import SAFE_METHODS, DjangoModelPermissions
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -23,6 +22,7 @@ from annotation.models import Checklist, Criterion, Dataset, Guideline, Query, S
 from annotation.services.checklists import CitationData
 from config.api_filters import IdFilterSet
 from config.pagination import CountlessPagination
+from config.permissions import ModelPermsOrReadOnly
 
 DATASET_ACTION_PERMS = {
     "retrieve": roles.VIEW,
@@ -53,15 +53,6 @@ class SourceTypeViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = s.SourceTypeSerializer
     filterset_fields = ["is_banned"]
     search_fields = ["name", "slug"]
-
-
-class ModelPermsOrReadOnly(DjangoModelPermissions):
-    """Any signed-in user reads; writing needs the model permission (the Admin group)."""
-
-    def has_permission(self, request, view) -> bool:
-        if request.method in SAFE_METHODS:
-            return bool(request.user and request.user.is_authenticated)
-        return super().has_permission(request, view)
 
 
 def _guideline_invalid(exc: services.GuidelineInvalid) -> ValidationError:

@@ -21,26 +21,26 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# The settings a dataset admin may change (through the settings page or the API).
-DATASET_SETTINGS = frozenset(
-    {
-        "name",
-        "description",
-        "licence",
-        "guideline",
-        "experts_per_query",
-        "show_submitted_checklists",
-        "experts_create_queries",
-        "formality_check",
-        "pass_threshold",
-        "label_policy",
-        "label_share",
-    }
+# The settings a dataset admin may change, in the order the settings form and the API show
+# them: the one list the form (annotation.forms.DatasetForm), the API
+# (annotation.api.serializers.DatasetSerializer) and these services accept.
+DATASET_SETTINGS = (
+    "name",
+    "description",
+    "licence",
+    "guideline",
+    "experts_per_query",
+    "show_submitted_checklists",
+    "experts_create_queries",
+    "formality_check",
+    "pass_threshold",
+    "label_policy",
+    "label_share",
 )
 
 
 def _checked_settings(fields: dict[str, object]) -> dict[str, object]:
-    unknown = set(fields) - DATASET_SETTINGS
+    unknown = set(fields).difference(DATASET_SETTINGS)
     if unknown:
         raise TypeError(f"Not a dataset setting: {', '.join(sorted(unknown))}")
     return fields
@@ -66,11 +66,6 @@ def dataset_update(*, dataset: Dataset, **settings: object) -> Dataset:
     return dataset
 
 
-# The task that runs evaluation.data.purge (evaluation/data/tasks.py), queued by name: annotation
-# never imports the evaluation code that deletes the rows.
-PURGE_TASK = "evaluation.purge_dataset"
-
-
 @transaction.atomic
 def dataset_delete(*, dataset: Dataset) -> bool:
     """Mark a dataset for deletion, which hides it from every user at once, and queue the
@@ -92,7 +87,7 @@ def dataset_delete(*, dataset: Dataset) -> bool:
 def queue_purge(dataset_id: int) -> None:
     """Queue the deletion task (also the workers' sweep, for a deletion that stalled)."""
     try:
-        task_names.signature(PURGE_TASK, (dataset_id,)).apply_async()
+        task_names.signature(task_names.PURGE_TASK, (dataset_id,)).apply_async()
     except Exception:  # the broker is down: the mark is committed, and the sweep queues it
         logger.exception("Could not queue the deletion of dataset %s", dataset_id)
 

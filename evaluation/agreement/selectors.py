@@ -8,9 +8,10 @@ drill-down lists the items behind a figure from the same item definition with th
 figure conditions (`figure_where`), a page at a time in (answer, criterion) order.
 
 Choices (documented in docs/metrics.md#agreement):
-- The run: the one asked for, else the dataset's latest finished run that grades system
-  answers or holds imported verdicts (cross-evaluation runs grade perfect answers, which
-  reviewers do not label). Human-vs-human figures do not depend on the run.
+- The run: the one asked for, else the dataset's latest finished run (done, or done with
+  errors) that grades system answers or holds imported verdicts (cross-evaluation runs
+  grade perfect answers, which reviewers do not label): evaluation.runs.selectors
+  .choose_run, shared with analytics. Human-vs-human figures do not depend on the run.
 - The human reference of an item: its adjudication if there is one, else the majority of
   its human labels; a tie leaves the item out of judge-vs-human figures (counted).
 - A judge's label on an item: the majority of its valid samples (one label per item and
@@ -48,6 +49,7 @@ from evaluation.metrics.agreement import (
     matrix_from_counts,
 )
 from evaluation.models import AgreementCache, Answer, HumanLabel, Run, Verdict
+from evaluation.runs.selectors import choose_run, runs_of_system_answers
 
 # Figures whose pairs are (a judge label, the human reference).
 JUDGE_VS_HUMAN = ("panel", "judge", "kind", "source", "category", "system")
@@ -135,31 +137,6 @@ class AgreementReport:
     reviewers: list[RaterStats] = field(default_factory=list)
 
 
-def candidate_runs(dataset: Dataset) -> list[Run]:
-    """Runs whose verdicts can be compared with human labels, newest first."""
-    return list(
-        dataset.runs.exclude(kind=Run.Kind.CROSS_EVALUATION)
-        .select_related("panel")
-        .order_by("-created_at", "-id")[:50]
-    )
-
-
-def choose_run(dataset: Dataset, run_id: int | None, runs: list[Run]) -> Run | None:
-    """The run asked for (it must belong to the dataset: Run.DoesNotExist otherwise), else
-    the latest finished one."""
-    if run_id is not None:
-        found = next((r for r in runs if r.pk == run_id), None)
-        if found is None:
-            found = (
-                dataset.runs.exclude(kind=Run.Kind.CROSS_EVALUATION)
-                .select_related("panel")
-                .get(pk=run_id)
-            )
-        return found
-    done = [r for r in runs if r.status == Run.Status.DONE]
-    return max(done, key=lambda r: (r.finished_at or r.created_at, r.pk), default=None)
-
-
 def _method(run: Run | None) -> tuple[str, float]:
     return (run.panel_method, run.panel_threshold) if run else (Method.MAJORITY, 0.5)
 
@@ -236,7 +213,7 @@ def agreement_report(dataset: Dataset, run_id: int | None = None) -> AgreementRe
     """Every figure of the dataset's agreement page. Raises Run.DoesNotExist for a run
     that is not the dataset's. The counts are read from the figure cache,
     or counted (one statement for the figures, one for the raters' days) and stored."""
-    runs = candidate_runs(dataset)
+    runs = runs_of_system_answers(dataset)
     run = choose_run(dataset, run_id, runs)
     found = _Cells(_cached_cells(dataset, run))
     kind_labels = dict(Criterion.Kind.choices)
@@ -403,7 +380,7 @@ def drill_down(
 ) -> DrillDown:
     """A page of the items behind one figure (optionally one confusion-matrix cell: first,
     second), in (answer, criterion) order after `after`."""
-    run = choose_run(dataset, run_id, candidate_runs(dataset))
+    run = choose_run(dataset, run_id, runs_of_system_answers(dataset))
     method, threshold = _method(run)
     where, params = figure_where(key, cell)
     answers = Answer.objects.filter(query__dataset=dataset).order_by("pk")

@@ -11,14 +11,12 @@ from evaluation.runs.signals import run_ended
 
 logger = logging.getLogger(__name__)
 
-CHECK_TASK = "evaluation.check_regressions"
-
 
 @receiver(run_ended, dispatch_uid="analytics-regressions-on-run-end")
 def check_regressions_on_end(sender: object, run_id: int, **kwargs: object) -> None:
     try:
         dataset_id = Run.objects.filter(pk=run_id).values_list("dataset_id", flat=True).first()
         if RegressionAlert.objects.filter(dataset_id=dataset_id, active=True).exists():
-            task_names.signature(CHECK_TASK, (run_id,)).apply_async()
+            task_names.signature(task_names.CHECK_REGRESSIONS_TASK, (run_id,)).apply_async()
     except Exception:  # the run ended; an alert that cannot be queued must not undo that
         logger.exception("Could not queue the regression check of run %s", run_id)

@@ -18,6 +18,7 @@ import json
 import logging
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.core.mail import send_mail
@@ -30,12 +31,50 @@ from evaluation.alerts.models import AlertEvent, RegressionAlert
 from evaluation.analytics import selectors as sel
 from evaluation.models import Run
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser
+
+    from annotation.models import Dataset
+
 logger = logging.getLogger(__name__)
 
-ENDED_OK = (Run.Status.DONE, Run.Status.DONE_WITH_ERRORS)
 SIGNATURE_HEADER = "X-Workbench-Signature"
 WEBHOOK_TIMEOUT = 10.0
 USER_AGENT = "checklist-workbench-alerts"
+
+
+# What a dataset's admin sets on an alert (evaluation.alerts.forms.AlertForm checks them).
+ALERT_FIELDS = frozenset({"system", "threshold", "emails", "webhook_url", "secret_env", "active"})
+
+
+@transaction.atomic
+def alert_save(
+    *,
+    dataset: Dataset,
+    alert: RegressionAlert | None = None,
+    by: AbstractBaseUser | None = None,
+    **fields: object,
+) -> RegressionAlert:
+    """Create (alert=None, set by `by`) or change one of the dataset's regression alerts.
+    The values are the form's, already checked (addresses, the webhook's host, the secret's
+    variable name)."""
+    unknown = set(fields) - ALERT_FIELDS
+    if unknown:
+        raise TypeError(f"Not an alert field: {', '.join(sorted(unknown))}")
+    if alert is None:
+        alert = RegressionAlert(dataset=dataset, created_by=by)
+    elif alert.dataset_id != dataset.pk:
+        raise ValueError("The alert belongs to another dataset.")
+    for field, value in fields.items():
+        setattr(alert, field, value)
+    alert.save()
+    return alert
+
+
+@transaction.atomic
+def alert_delete(*, alert: RegressionAlert) -> None:
+    """Delete the alert with what it found (its events go by cascade)."""
+    alert.delete()
 
 
 def sign(body: bytes, secret: str) -> str:
@@ -45,7 +84,7 @@ def sign(body: bytes, secret: str) -> str:
 def previous_run(run: Run, system_id: int) -> Run | None:
     """The dataset's latest run that ended before this one and graded this system."""
     return (
-        Run.objects.filter(dataset=run.dataset_id, status__in=ENDED_OK)
+        Run.objects.filter(dataset=run.dataset_id, status__in=Run.FINISHED)
         .exclude(kind=Run.Kind.CROSS_EVALUATION)
         .exclude(pk=run.pk)
         .filter(finished_at__lte=run.finished_at, verdicts__answer__system=system_id)
@@ -117,7 +156,7 @@ def deliver(event: AlertEvent) -> Delivery:
 def check_run(run: Run, *, base_url: str = "") -> list[AlertEvent]:
     """Find this run's regressions for every active alert of its dataset, record and send
     each once. Safe to call twice: an event already recorded is not sent again."""
-    if run.status not in ENDED_OK or run.kind == Run.Kind.CROSS_EVALUATION:
+    if run.status not in Run.FINISHED or run.kind == Run.Kind.CROSS_EVALUATION:
         return []
     alerts = list(RegressionAlert.objects.filter(dataset=run.dataset_id, active=True))
     if not alerts:

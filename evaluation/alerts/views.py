@@ -12,6 +12,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from annotation import roles
 from annotation.permissions import access_dataset
 from config.form_pages import form_status, posted
+from evaluation.alerts import services
 from evaluation.alerts.forms import AlertForm
 from evaluation.alerts.models import AlertEvent, RegressionAlert
 
@@ -24,9 +25,7 @@ def dataset_alerts(request: HttpRequest, pk: int) -> HttpResponse:
     dataset = access_dataset(request.user, pk, roles.CHANGE)
     form = AlertForm(posted(request), dataset=dataset)
     if request.method == "POST" and form.is_valid():
-        alert = form.save(commit=False)
-        alert.dataset, alert.created_by = dataset, request.user
-        alert.save()
+        services.alert_save(dataset=dataset, by=request.user, **form.cleaned_data)
         messages.success(request, "Alert added: it is checked each time a run ends.")
         return redirect("dataset-alerts", pk=dataset.pk)
     alerts = RegressionAlert.objects.filter(dataset=dataset).select_related("system")
@@ -48,7 +47,7 @@ def alert_edit(request: HttpRequest, pk: int, alert_pk: int) -> HttpResponse:
     alert = get_object_or_404(RegressionAlert, pk=alert_pk, dataset=dataset)
     form = AlertForm(posted(request), instance=alert, dataset=dataset)
     if request.method == "POST" and form.is_valid():
-        form.save()
+        services.alert_save(dataset=dataset, alert=alert, **form.cleaned_data)
         messages.success(request, "Alert saved.")
         return redirect("dataset-alerts", pk=dataset.pk)
     context = {"dataset": dataset, "form": form, "alert": alert}
@@ -59,6 +58,6 @@ def alert_edit(request: HttpRequest, pk: int, alert_pk: int) -> HttpResponse:
 @login_required
 def alert_delete(request: HttpRequest, pk: int, alert_pk: int) -> HttpResponse:
     dataset = access_dataset(request.user, pk, roles.CHANGE)
-    get_object_or_404(RegressionAlert, pk=alert_pk, dataset=dataset).delete()
+    services.alert_delete(alert=get_object_or_404(RegressionAlert, pk=alert_pk, dataset=dataset))
     messages.success(request, "Alert deleted, with what it had found.")
     return redirect("dataset-alerts", pk=dataset.pk)

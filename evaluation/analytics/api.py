@@ -4,6 +4,7 @@ admins (criterion health: admins). Same access rule and selectors as the pages."
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -14,29 +15,24 @@ from rest_framework.response import Response
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 from rest_framework.views import APIView
 
-from annotation import roles
 from annotation.models import Dataset
-from annotation.permissions import access_dataset, dataset_permissions
 from evaluation.analytics import figures
-from evaluation.analytics import selectors as sel
+from evaluation.analytics.access import access_analytics
 from evaluation.metrics import analytics as am
 from evaluation.models import Run
-from evaluation.runs.permissions import can_see_runs
+from evaluation.runs.selectors import choose_run, runs_of_system_answers
 
 
 def _dataset(request: Request, pk: int, *, admin: bool = False) -> Dataset:
-    dataset = access_dataset(request.user, pk)
-    perms = dataset_permissions(request.user, dataset)
-    if not can_see_runs(perms):
-        raise PermissionDenied("Analytics are for the dataset's reviewers and admins.")
-    if admin and roles.CHANGE not in perms:
-        raise PermissionDenied("Criterion health is for the dataset's admins.")
-    return dataset
+    try:
+        return access_analytics(request.user, pk, admin=admin)
+    except DjangoPermissionDenied as refused:  # DRF would answer it with a generic message
+        raise PermissionDenied(str(refused)) from None
 
 
 def _run(dataset: Dataset, run_id: int | None) -> Run:
     try:
-        run = sel.choose_run(dataset, run_id, sel.analysable_runs(dataset))
+        run = choose_run(dataset, run_id, runs_of_system_answers(dataset), or_newest=True)
     except Run.DoesNotExist:
         raise Http404("No such run in this dataset.") from None
     if run is None:

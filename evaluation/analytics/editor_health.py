@@ -21,6 +21,7 @@ from evaluation.analytics import selectors as sel
 from evaluation.metrics.analytics import CriterionHealth
 from evaluation.models import Run
 from evaluation.runs.permissions import can_see_runs
+from evaluation.runs.selectors import choose_run, runs_of_system_answers
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ def checklist_health(user, checklist: Checklist) -> ChecklistHealth | None:
     if not may_see(user, checklist):
         return None
     dataset = checklist.query.dataset
-    run = sel.choose_run(dataset, None, sel.analysable_runs(dataset))
+    run = choose_run(dataset, None, runs_of_system_answers(dataset), or_newest=True)
     if run is None:
         return None
     criteria = {c.pk: c for c in Criterion.objects.filter(checklist=checklist)}

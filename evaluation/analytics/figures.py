@@ -58,6 +58,7 @@ from evaluation.metrics.agreement import Agreement, Kappa
 from evaluation.metrics.calibration import PanelOption
 from evaluation.metrics.overlap import Interval
 from evaluation.models import AgreementCache, Run
+from evaluation.runs.selectors import choose_run, runs_of_system_answers
 
 VERSION = 5  # bump when what is stored changes shape or meaning
 BUCKET_ROWS = 500  # rows kept per bucket for the drill-down
@@ -475,7 +476,7 @@ def saturated_among(dataset, query_ids) -> set[int]:
     figures of an earlier state while a refresh runs, so that the marks do not vanish for
     the seconds after each label; nothing when none were ever kept. The query list never
     computes a run's figures, which at a million votes takes a minute."""
-    run = sel.choose_run(dataset, None, sel.analysable_runs(dataset))
+    run = choose_run(dataset, None, runs_of_system_answers(dataset), or_newest=True)
     if run is None or not query_ids:
         return set()
     figures = served(run, "page").figures

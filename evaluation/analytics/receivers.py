@@ -15,7 +15,6 @@ from evaluation.models import Run
 from evaluation.runs.signals import run_ended
 
 logger = logging.getLogger(__name__)
-WARM_TASK = "evaluation.warm_analytics"
 
 
 @receiver(run_ended, dispatch_uid="analytics-warm-on-run-end")
@@ -28,6 +27,6 @@ def warm_figures_on_end(sender: object, run_id: int, **kwargs: object) -> None:
             # The refresh marker, so that readers arriving while the task runs queue no
             # other recompute (taken or not, the run's end warms its figures).
             refresh.claim(run.dataset_id, run.pk, refresh.DEFAULT)
-            task_names.signature(WARM_TASK, (run_id,)).apply_async()
+            task_names.signature(task_names.WARM_TASK, (run_id,)).apply_async()
     except Exception:  # as above: the run ended whatever happens here
         logger.exception("Could not queue the analytics figures of run %s", run_id)

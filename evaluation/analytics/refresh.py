@@ -38,7 +38,6 @@ from evaluation.models import AgreementCache
 
 logger = logging.getLogger(__name__)
 
-REFRESH_TASK = "evaluation.refresh_analytics"
 DEFAULT = "default"
 # Longer than a recompute takes at full scale (about 10 s for every part at 200,000
 # items), short enough that a dead worker's marker does not leave a page updating for long.
@@ -164,7 +163,7 @@ def ensure(dataset_id: int, run_id: int, group: str) -> bool:
     if not claim(dataset_id, run_id, group):
         return False
     try:
-        task_names.signature(REFRESH_TASK, (run_id, group)).apply_async()
+        task_names.signature(task_names.REFRESH_TASK, (run_id, group)).apply_async()
     except Exception:  # the reader still gets the figures kept; the next one retries
         logger.exception("Could not queue the analytics refresh of run %s (%s)", run_id, group)
         release(dataset_id, run_id, group)

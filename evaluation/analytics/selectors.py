@@ -35,7 +35,7 @@ from typing import NamedTuple
 from django.db import connection, transaction
 from django.db.models import Sum
 
-from annotation.models import Checklist, Criterion, Dataset, Query
+from annotation.models import Checklist, Criterion, Query
 from evaluation.cross_evaluation.selectors import dataset_mean_overlap
 from evaluation.kept import figures as figure_cache
 from evaluation.metrics import analytics as am
@@ -122,33 +122,6 @@ class RunData:
     # (answer, group, value) -> score: computed once, used by every figure of a page.
     shares: dict[tuple[int, str, str], float] | None = None
     overall: list[tuple[int, float]] | None = None  # (answer, its overall score), in order
-
-
-def analysable_runs(dataset: Dataset) -> list[Run]:
-    """Runs that grade system answers or hold imported verdicts, newest first."""
-    return list(
-        dataset.runs.exclude(kind=Run.Kind.CROSS_EVALUATION)
-        .select_related("panel")
-        .order_by("-created_at", "-id")[:50]
-    )
-
-
-def choose_run(dataset: Dataset, run_id: int | None, runs: Sequence[Run]) -> Run | None:
-    """The run asked for (Run.DoesNotExist when it is not one of the dataset's analysable
-    runs), else the latest finished one, else the latest."""
-    if run_id is not None:
-        found = next((r for r in runs if r.pk == run_id), None)
-        if found is None:
-            found = (
-                dataset.runs.exclude(kind=Run.Kind.CROSS_EVALUATION)
-                .select_related("panel")
-                .get(pk=run_id)
-            )
-        return found
-    done = [r for r in runs if r.status in (Run.Status.DONE, Run.Status.DONE_WITH_ERRORS)]
-    if done:
-        return max(done, key=lambda r: (r.finished_at or r.created_at, r.pk))
-    return runs[0] if runs else None
 
 
 ITEMS_TABLE = "analytics_run_items"

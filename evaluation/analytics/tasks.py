@@ -7,14 +7,14 @@ from collections.abc import Callable
 
 from celery import shared_task
 
+from evaluation import task_names
 from evaluation.analytics import figures, refresh
 from evaluation.models import Run
 
-WARM_TASK = "evaluation.warm_analytics"
 logger = logging.getLogger(__name__)
 
 
-@shared_task(name=WARM_TASK, acks_late=True, reject_on_worker_lost=True)
+@shared_task(name=task_names.WARM_TASK, acks_late=True, reject_on_worker_lost=True)
 def warm_analytics(run_id: int) -> bool:
     """Compute and keep a run's analytics figures when it ends; safe to run twice (the
     second finds nothing to replace). False when the run is gone."""
@@ -26,7 +26,7 @@ def warm_analytics(run_id: int) -> bool:
     return _recompute(run, refresh.DEFAULT, lambda: figures.warm(run))
 
 
-@shared_task(name=refresh.REFRESH_TASK, acks_late=True, reject_on_worker_lost=True)
+@shared_task(name=task_names.REFRESH_TASK, acks_late=True, reject_on_worker_lost=True)
 def refresh_analytics(run_id: int, group: str = refresh.DEFAULT) -> bool:
     """Recompute a run's analytics figures for the current state, queued by the first
     reader who found them stale (`evaluation.analytics.refresh`). False when the run is

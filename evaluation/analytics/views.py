@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
@@ -18,28 +17,17 @@ from django.views.decorators.http import require_GET
 
 from annotation import roles
 from annotation.models import Criterion, Dataset, Query
-from annotation.permissions import access_dataset, dataset_permissions
+from annotation.permissions import dataset_permissions
 from evaluation.analytics import figures
 from evaluation.analytics import selectors as sel
+from evaluation.analytics.access import access_analytics
 from evaluation.charts.lines import PointInput, SeriesInput, line_chart
 from evaluation.data.formats import csv_safe
 from evaluation.metrics import analytics as am
 from evaluation.models import Run
-from evaluation.runs.permissions import can_see_runs
+from evaluation.runs.selectors import choose_run, runs_of_system_answers
 
 PANEL_OPTIONS = 10  # the best candidate panels shown
-
-
-def access_analytics(request: HttpRequest, pk: int, *, admin: bool = False) -> Dataset:
-    """The dataset for its reviewers and admins (404 for non-members, 403 for experts);
-    `admin`: for its admins only."""
-    dataset = access_dataset(request.user, pk)
-    perms = dataset_permissions(request.user, dataset)
-    if not can_see_runs(perms):
-        raise PermissionDenied("Analytics are for the dataset's reviewers and admins.")
-    if admin and roles.CHANGE not in perms:
-        raise PermissionDenied("Criterion health is for the dataset's admins.")
-    return dataset
 
 
 def _int(request: HttpRequest, name: str) -> int | None:
@@ -70,9 +58,9 @@ class Selection:
 
 
 def select_run(request: HttpRequest, dataset: Dataset, param: str = "run") -> Selection:
-    runs = sel.analysable_runs(dataset)
+    runs = runs_of_system_answers(dataset)
     try:
-        run = sel.choose_run(dataset, _int(request, param), runs)
+        run = choose_run(dataset, _int(request, param), runs, or_newest=True)
     except Run.DoesNotExist:
         raise Http404("No such run in this dataset.") from None
     return Selection(dataset, runs, run, _edges(request))
@@ -193,7 +181,7 @@ def _updating(request: HttpRequest, served: figures.Served, poll_url: str) -> di
 @require_GET
 @login_required
 def dataset_analytics(request: HttpRequest, pk: int) -> HttpResponse:
-    dataset = access_analytics(request, pk)
+    dataset = access_analytics(request.user, pk)
     selection = select_run(request, dataset)
     context: dict = {
         "dataset": dataset,
@@ -251,7 +239,7 @@ def _page_context(request: HttpRequest, selection: Selection, page: figures.Page
 def _curve_for(
     request: HttpRequest, pk: int
 ) -> tuple[Selection, sel.ComplexityCurve | None, figures.Served]:
-    dataset = access_analytics(request, pk)
+    dataset = access_analytics(request.user, pk)
     selection = select_run(request, dataset)
     if selection.run is None:
         raise Http404("No run to analyse yet.")
@@ -332,7 +320,7 @@ def _compared_runs(request: HttpRequest, dataset: Dataset, runs: list[Run]):
     if a_id is None or b_id is None:
         return None
     try:
-        return sel.choose_run(dataset, a_id, runs), sel.choose_run(dataset, b_id, runs)
+        return choose_run(dataset, a_id, runs), choose_run(dataset, b_id, runs)
     except Run.DoesNotExist:
         raise Http404("No such run in this dataset.") from None
 
@@ -340,8 +328,8 @@ def _compared_runs(request: HttpRequest, dataset: Dataset, runs: list[Run]):
 @require_GET
 @login_required
 def compare_runs(request: HttpRequest, pk: int) -> HttpResponse:
-    dataset = access_analytics(request, pk)
-    runs = sel.analysable_runs(dataset)
+    dataset = access_analytics(request.user, pk)
+    runs = runs_of_system_answers(dataset)
     context: dict = {"dataset": dataset, "runs": runs}
     pair = _compared_runs(request, dataset, runs)
     if pair is not None:
@@ -377,7 +365,7 @@ def compare_runs(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 @login_required
 def criterion_health(request: HttpRequest, pk: int) -> HttpResponse:
-    dataset = access_analytics(request, pk, admin=True)
+    dataset = access_analytics(request.user, pk, admin=True)
     selection = select_run(request, dataset)
     context: dict = {"dataset": dataset, "selection": selection, "run": selection.run}
     if selection.run is not None:
@@ -408,13 +396,13 @@ def analytics_freshness(request: HttpRequest, pk: int) -> HttpResponse:
     part = request.GET.get("part", "page")
     if part not in ("page", "health", "compare"):
         raise Http404("Unknown part.")
-    dataset = access_analytics(request, pk, admin=part == "health")
+    dataset = access_analytics(request.user, pk, admin=part == "health")
     params = {k: v for k, v in request.GET.items() if k != "part"}
     page_name = {"page": "dataset-analytics", "health": "analytics-criteria",
                  "compare": "analytics-compare"}[part]  # fmt: skip
     reload_url = reverse(page_name, args=[dataset.pk]) + ("?" + urlencode(params) if params else "")
     if part == "compare":
-        pair = _compared_runs(request, dataset, sel.analysable_runs(dataset))
+        pair = _compared_runs(request, dataset, runs_of_system_answers(dataset))
         if pair is None:
             raise Http404("Two runs are needed to compare.")
         fresh = figures.comparison_is_fresh(*pair)

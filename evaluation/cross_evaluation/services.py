@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 REFERENCE_SYSTEM = "Perfect answers"
-DRAFT_TASK = "evaluation.draft_perfect_answer"
 MAX_TEXT = drafting.MAX_ANSWER_CHARS
 
 
@@ -118,7 +117,7 @@ def perfect_answer_draft_request(*, checklist: Checklist, judge: Judge) -> str:
         raise CrossEvaluationRefused("Only an LLM judge can draft an answer.")
     task_id = str(uuid.uuid4())
     based_on = _version(checklist.pk)
-    draft = task_names.signature(DRAFT_TASK, (checklist.pk, judge.pk, based_on))
+    draft = task_names.signature(task_names.DRAFT_TASK, (checklist.pk, judge.pk, based_on))
     transaction.on_commit(lambda: draft.apply_async(task_id=task_id))
     return task_id
 

@@ -4,12 +4,13 @@ import random
 
 from celery import shared_task
 
+from evaluation import task_names
 from evaluation.cross_evaluation import services as cross_evaluation
 from evaluation.judging.client import JudgeUnavailable
 
 
 @shared_task(
-    name=cross_evaluation.DRAFT_TASK, bind=True, max_retries=3, ignore_result=False,
+    name=task_names.DRAFT_TASK, bind=True, max_retries=3, ignore_result=False,
     track_started=True,
 )  # fmt: skip
 def draft_perfect_answer(

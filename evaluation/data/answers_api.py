@@ -18,7 +18,8 @@ from annotation.selectors import datasets_for_user
 from config.pagination import CountlessPagination
 from config.permissions import ModelPermsOrReadOnly
 from config.uploads import validate_upload_size
-from evaluation.data.answers_upload import ImportRejected, decode_upload, import_answers
+from evaluation.data.answers_upload import decode_upload, import_answers
+from evaluation.data.rows import ImportRejected
 from evaluation.models import Answer, System
 
 

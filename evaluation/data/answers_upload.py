@@ -18,6 +18,7 @@ from annotation.models import Dataset
 from config import limits
 from config.ids import is_id
 from evaluation.data import formats
+from evaluation.data.rows import Checked, ImportRejected, check_rows, field_text
 from evaluation.models import Answer, System
 
 REQUIRED = ("query", "system", "text")
@@ -29,25 +30,6 @@ LIMITS = {
     "run_label": 100,
     "text": limits.ANSWER_TEXT,
 }
-MESSAGE_CHARS = 500  # one error line; a row's own text is never echoed at length
-
-
-class ImportRejected(Exception):
-    """The file has errors; nothing was written. `errors` lists each one."""
-
-    def __init__(self, errors: list[str]) -> None:
-        # Bounded: a file of a million bad rows must not make a response of a million lines.
-        listed = limits.ERRORS_LISTED
-        self.count = len(errors)
-        self.errors = [_short(e) for e in errors[:listed]]
-        if len(errors) > listed:
-            self.errors.append(f"… and {len(errors) - listed} more error(s) of the same file")
-        shown = "\n".join(self.errors)
-        super().__init__(f"{len(errors)} error(s); nothing was imported:\n{shown}")
-
-
-def _short(message: str) -> str:
-    return message if len(message) <= MESSAGE_CHARS else message[: MESSAGE_CHARS - 1] + "…"
 
 
 @dataclass(frozen=True)
@@ -87,61 +69,52 @@ def decode_upload(name: str, data: bytes) -> str:
         raise ImportRejected(exc.errors) from None
 
 
-def check_rows(name: str, raw: list[tuple[int, dict]], dataset: Dataset) -> list[AnswerRow]:
-    errors: list[str] = []
-    rows: list[AnswerRow] = []
+def check_answer_rows(name: str, raw: list[tuple[int, dict]], dataset: Dataset) -> list[AnswerRow]:
+    """The file's rows checked (ImportRejected lists every error): one answer per system,
+    query and run label."""
     query_ids = set(dataset.queries.values_list("pk", flat=True))
-    seen: dict[tuple[str, str, int, str], int] = {}
     if not raw:
         raise ImportRejected([f"{name}: no rows"])
-    for line, row in raw:
-        where = f"{name}:{line}"
-        if row.get("__not_an_object__"):
-            errors.append(f"{where}: each line must be a JSON object")
-            continue
-        problems = [f"{where}: field {f!r} is required" for f in REQUIRED if not _text(row, f)]
-        query = _text(row, "query")
-        if query and not is_id(query):
-            problems.append(f"{where}: field 'query' must be a query id (a number), not {query!r}")
-        elif query and int(query) not in query_ids:
-            problems.append(f"{where}: field 'query': no query {query} in dataset {dataset.pk}")
-        for field, limit in LIMITS.items():
-            if len(_text(row, field)) > limit:
-                problems.append(f"{where}: field {field!r} is longer than {limit} characters")
-        if problems:
-            errors.extend(problems)
-            continue
-        answer = AnswerRow(
-            line=line,
-            query_id=int(query),
-            system=_text(row, "system"),
-            system_version=_text(row, "system_version"),
-            text=str(row["text"]),
-            external_id=_text(row, "external_id"),
-            run_label=_text(row, "run_label"),
-        )
-        key = (answer.system, answer.system_version, answer.query_id, answer.run_label)
-        if key in seen:
-            errors.append(
-                f"{where}: same system, query and run label as line {seen[key]}; one answer each"
-            )
-            continue
-        seen[key] = line
-        rows.append(answer)
-    if errors:
-        raise ImportRejected(errors)
-    return rows
+    return check_rows(
+        name,
+        raw,
+        lambda line, row, where: _check_answer(line, row, where, dataset.pk, query_ids),
+        duplicate="same system, query and run label as line {line}; one answer each",
+    )
 
 
-def _text(row: dict, field: str) -> str:
-    value = row.get(field)
-    return "" if value is None else str(value).strip()
+def _check_answer(
+    line: int, row: dict, where: str, dataset_id: int, query_ids: set[int]
+) -> Checked[AnswerRow] | list[str]:
+    problems = [f"{where}: field {f!r} is required" for f in REQUIRED if not field_text(row, f)]
+    query = field_text(row, "query")
+    if query and not is_id(query):
+        problems.append(f"{where}: field 'query' must be a query id (a number), not {query!r}")
+    elif query and int(query) not in query_ids:
+        problems.append(f"{where}: field 'query': no query {query} in dataset {dataset_id}")
+    for field, limit in LIMITS.items():
+        if len(field_text(row, field)) > limit:
+            problems.append(f"{where}: field {field!r} is longer than {limit} characters")
+    if problems:
+        return problems
+    answer = AnswerRow(
+        line=line,
+        query_id=int(query),
+        system=field_text(row, "system"),
+        system_version=field_text(row, "system_version"),
+        text=str(row["text"]),
+        external_id=field_text(row, "external_id"),
+        run_label=field_text(row, "run_label"),
+    )
+    return Checked(
+        answer, (answer.system, answer.system_version, answer.query_id, answer.run_label)
+    )
 
 
 @transaction.atomic
 def import_answers(*, dataset: Dataset, name: str, content: str) -> ImportResult:
     """Check every row, then write them all (or raise ImportRejected and write nothing)."""
-    rows = check_rows(name, read_rows(name, content), dataset)
+    rows = check_answer_rows(name, read_rows(name, content), dataset)
     systems: dict[tuple[str, str], System] = {}
     systems_created = created = updated = 0
     for row in rows:

@@ -47,6 +47,7 @@ from annotation.models import (
     SourceType,
 )
 from annotation.services import dataset_set_role
+from annotation.services.datasets import DATASET_SETTINGS
 from annotation.validation import (
     ChecklistInput,
     CitationInput,
@@ -58,9 +59,9 @@ from evaluation.agreement import revision
 from evaluation.cross_evaluation.services import REFERENCE_SYSTEM, reference_system
 from evaluation.cross_evaluation.services import run_label as perfect_run_label
 from evaluation.data import bulk, schema
-from evaluation.data.answers_upload import ImportRejected  # one refusal for every import
 from evaluation.data.export import criterion_key, perfect_label, query_key
 from evaluation.data.formats import FileRejected, cell
+from evaluation.data.rows import ImportRejected  # one refusal for every import
 from evaluation.data.source import Source
 from evaluation.models import (
     Adjudication,
@@ -370,10 +371,9 @@ def _target(meta: dict | None, options: ImportOptions, errors: _Errors) -> Datas
     return Dataset.objects.filter(name=str(meta["name"]).strip()).first()
 
 
-SETTINGS = (
-    "description", "licence", "experts_per_query", "show_submitted_checklists",
-    "formality_check", "pass_threshold", "label_policy", "label_share", "experts_create_queries",
-)  # fmt: skip
+# The dataset settings dataset.json carries as plain values: the name picks the dataset,
+# and the guideline, an object (name and version), is read apart.
+SETTINGS = tuple(f for f in DATASET_SETTINGS if f not in ("name", "guideline"))
 
 
 def _check_settings(meta: dict, errors: _Errors) -> None:

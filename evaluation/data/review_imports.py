@@ -34,7 +34,8 @@ from annotation.permissions import dataset_permissions
 from config import limits
 from config.ids import is_id
 from evaluation.agreement import revision
-from evaluation.data.answers_upload import ImportRejected, decode_upload, read_rows
+from evaluation.data.answers_upload import decode_upload, read_rows
+from evaluation.data.rows import Checked, ImportRejected, check_rows, field_text
 from evaluation.models import (
     Answer,
     HumanLabel,
@@ -117,7 +118,7 @@ class _Resolver:
 
     def item(self, row: dict, where: str, errors: list[str]) -> _Item | None:
         answer_id = self._answer(row, where, errors)
-        criterion = _text(row, "criterion")
+        criterion = field_text(row, "criterion")
         if not criterion:
             errors.append(f"{where}: field 'criterion' is required")
             return None
@@ -138,19 +139,19 @@ class _Resolver:
         return _Item(answer_id, int(criterion))
 
     def _answer(self, row: dict, where: str, errors: list[str]) -> int | None:
-        answer = _text(row, "answer")
+        answer = field_text(row, "answer")
         if answer:
             if not is_id(answer) or int(answer) not in self.answers:
                 errors.append(f"{where}: field 'answer': no answer {answer!r} in this dataset")
                 return None
             return int(answer)
-        system, version = _text(row, "system"), _text(row, "system_version") or None
+        system, version = field_text(row, "system"), field_text(row, "system_version") or None
         if not system:
             errors.append(
                 f"{where}: field 'answer' is required (or 'system' with 'query' or 'external_id')"
             )
             return None
-        external_id, query = _text(row, "external_id"), _text(row, "query")
+        external_id, query = field_text(row, "external_id"), field_text(row, "query")
         if external_id:
             found = self.by_external.get((system, version, external_id), [])
             field, what = "external_id", f"with external id {external_id!r}"
@@ -158,7 +159,7 @@ class _Resolver:
             errors.append(f"{where}: field 'query' is required with 'system' (or 'external_id')")
             return None
         else:
-            run_label = _text(row, "run_label")
+            run_label = field_text(row, "run_label")
             key = (system, version, int(query), run_label) if is_id(query) else None
             found = self.by_query.get(key, []) if key else []
             field, what = "query", f"to query {query!r} with run label {run_label!r}"
@@ -172,11 +173,6 @@ class _Resolver:
         else:
             errors.append(f"{where}: field {field!r}: no answer of system {system!r} {what}")
         return None
-
-
-def _text(row: dict, field: str) -> str:
-    value = row.get(field)
-    return "" if value is None else str(value).strip()
 
 
 def _rows(name: str, content: str) -> list[tuple[int, dict]]:
@@ -200,37 +196,34 @@ class _LabelRow:
 
 def _check_labels(name: str, raw: list[tuple[int, dict]], dataset: Dataset) -> list[_LabelRow]:
     resolver = _Resolver(dataset)
-    errors: list[str] = []
-    rows: list[_LabelRow] = []
-    seen: dict[tuple[int, int, str], int] = {}
-    for line, row in raw:
-        where = f"{name}:{line}"
-        if row.get("__not_an_object__"):
-            errors.append(f"{where}: each line must be a JSON object")
-            continue
-        problems: list[str] = []
-        item = resolver.item(row, where, problems)
-        rater, label = _text(row, "rater"), _text(row, "label").lower()
-        if not rater:
-            problems.append(f"{where}: field 'rater' is required")
-        elif len(rater) > 150:
-            problems.append(f"{where}: field 'rater' is longer than 150 characters")
-        if label not in LABELS:
-            problems.append(f"{where}: field 'label' must be one of {', '.join(LABELS)}")
-        if len(_text(row, "note")) > limits.REVIEW_NOTE:
-            problems.append(f"{where}: field 'note' is longer than {limits.REVIEW_NOTE} characters")
-        if problems or item is None:
-            errors.extend(problems)
-            continue
-        key = (item.answer_id, item.criterion_id, rater)
-        if key in seen:
-            errors.append(f"{where}: same item and rater as line {seen[key]}; one label each")
-            continue
-        seen[key] = line
-        rows.append(_LabelRow(line, item, rater, label, _text(row, "note")))
-    if errors:
-        raise ImportRejected(errors)
-    return rows
+    return check_rows(
+        name,
+        raw,
+        lambda line, row, where: _check_label(line, row, where, resolver),
+        duplicate="same item and rater as line {line}; one label each",
+    )
+
+
+def _check_label(
+    line: int, row: dict, where: str, resolver: _Resolver
+) -> Checked[_LabelRow] | list[str]:
+    problems: list[str] = []
+    item = resolver.item(row, where, problems)
+    rater, label = field_text(row, "rater"), field_text(row, "label").lower()
+    if not rater:
+        problems.append(f"{where}: field 'rater' is required")
+    elif len(rater) > 150:
+        problems.append(f"{where}: field 'rater' is longer than 150 characters")
+    if label not in LABELS:
+        problems.append(f"{where}: field 'label' must be one of {', '.join(LABELS)}")
+    if len(field_text(row, "note")) > limits.REVIEW_NOTE:
+        problems.append(f"{where}: field 'note' is longer than {limits.REVIEW_NOTE} characters")
+    if problems or item is None:
+        return problems
+    return Checked(
+        _LabelRow(line, item, rater, label, field_text(row, "note")),
+        (item.answer_id, item.criterion_id, rater),
+    )
 
 
 def _members_by_username(dataset: Dataset, names: Iterable[str]) -> dict[str, object]:
@@ -326,53 +319,44 @@ def _check_verdicts(
     name: str, raw: list[tuple[int, dict]], dataset: Dataset, judges: dict[str, Judge]
 ) -> list[_VerdictRow]:
     resolver = _Resolver(dataset)
-    errors: list[str] = []
-    rows: list[_VerdictRow] = []
-    seen: dict[tuple[int, int, str, int], int] = {}
-    for line, row in raw:
-        where = f"{name}:{line}"
-        if row.get("__not_an_object__"):
-            errors.append(f"{where}: each line must be a JSON object")
-            continue
-        problems: list[str] = []
-        item = resolver.item(row, where, problems)
-        judge, outcome = _text(row, "judge"), _text(row, "outcome").lower()
-        sample, failure_kind = _text(row, "sample") or "0", _text(row, "failure_kind").lower()
-        if not judge:
-            problems.append(f"{where}: field 'judge' is required")
-        elif len(judge) > 100:
-            problems.append(f"{where}: field 'judge' is longer than 100 characters")
-        elif judge in judges and judges[judge].kind != Judge.Kind.EXTERNAL:
-            problems.append(
-                f"{where}: field 'judge': {judge!r} is an existing {judges[judge].kind} judge; "
-                "imported verdicts need an external judge (use another name)"
-            )
-        if outcome not in OUTCOMES:
-            problems.append(f"{where}: field 'outcome' must be one of {', '.join(OUTCOMES)}")
-        if not is_id(sample) or int(sample) > 1000:
-            problems.append(f"{where}: field 'sample' must be a whole number from 0 to 1000")
-        if failure_kind and failure_kind not in FAILURE_KINDS:
-            problems.append(
-                f"{where}: field 'failure_kind' must be empty or one of {', '.join(FAILURE_KINDS)}"
-            )
-        if problems or item is None:
-            errors.extend(problems)
-            continue
-        key = (item.answer_id, item.criterion_id, judge, int(sample))
-        if key in seen:
-            errors.append(
-                f"{where}: same item, judge and sample as line {seen[key]}; one verdict each"
-            )
-            continue
-        seen[key] = line
-        rows.append(
-            _VerdictRow(
-                line, item, judge, int(sample), outcome, failure_kind, _text(row, "rationale")
-            )
+    return check_rows(
+        name,
+        raw,
+        lambda line, row, where: _check_verdict(line, row, where, resolver, judges),
+        duplicate="same item, judge and sample as line {line}; one verdict each",
+    )
+
+
+def _check_verdict(
+    line: int, row: dict, where: str, resolver: _Resolver, judges: dict[str, Judge]
+) -> Checked[_VerdictRow] | list[str]:
+    problems: list[str] = []
+    item = resolver.item(row, where, problems)
+    judge, outcome = field_text(row, "judge"), field_text(row, "outcome").lower()
+    sample, failure_kind = field_text(row, "sample") or "0", field_text(row, "failure_kind").lower()
+    if not judge:
+        problems.append(f"{where}: field 'judge' is required")
+    elif len(judge) > 100:
+        problems.append(f"{where}: field 'judge' is longer than 100 characters")
+    elif judge in judges and judges[judge].kind != Judge.Kind.EXTERNAL:
+        problems.append(
+            f"{where}: field 'judge': {judge!r} is an existing {judges[judge].kind} judge; "
+            "imported verdicts need an external judge (use another name)"
         )
-    if errors:
-        raise ImportRejected(errors)
-    return rows
+    if outcome not in OUTCOMES:
+        problems.append(f"{where}: field 'outcome' must be one of {', '.join(OUTCOMES)}")
+    if not is_id(sample) or int(sample) > 1000:
+        problems.append(f"{where}: field 'sample' must be a whole number from 0 to 1000")
+    if failure_kind and failure_kind not in FAILURE_KINDS:
+        problems.append(
+            f"{where}: field 'failure_kind' must be empty or one of {', '.join(FAILURE_KINDS)}"
+        )
+    if problems or item is None:
+        return problems
+    verdict = _VerdictRow(
+        line, item, judge, int(sample), outcome, failure_kind, field_text(row, "rationale")
+    )
+    return Checked(verdict, (item.answer_id, item.criterion_id, judge, int(sample)))
 
 
 def import_verdict_rows(
@@ -382,7 +366,7 @@ def import_verdict_rows(
     run_name = run_name.strip() or f"Imported verdicts ({panel_name})"
     if not panel_name:
         raise ImportRejected([f"{name}: a panel name is required"])
-    judge_names = {_text(row, "judge") for _, row in raw} - {""}
+    judge_names = {field_text(row, "judge") for _, row in raw} - {""}
     judges = {j.name: j for j in Judge.objects.filter(name__in=judge_names)}
     rows = _check_verdicts(name, raw, dataset, judges)
     existing_panel = (

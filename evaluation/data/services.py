@@ -68,7 +68,7 @@ def export_start(
         rows_total=count_rows(dataset, options.include),
     )
     # Queued by name: services never import tasks (evaluation/data/tasks.py).
-    signature = task_names.signature("evaluation.data.export_dataset", (export.pk,))
+    signature = task_names.signature(task_names.EXPORT_TASK, (export.pk,))
     transaction.on_commit(signature.apply_async)
     return export
 

@@ -15,8 +15,6 @@ from evaluation.judges.services import judge_endpoint
 from evaluation.judging import client
 from evaluation.models import FormalityAdvice, Judge
 
-CHECK_FORMALITY_TASK = "evaluation.check_formality"
-
 
 def formality_judge() -> Judge | None:
     return Judge.objects.filter(is_formality_judge=True).order_by("name").first()
@@ -43,7 +41,9 @@ def formality_request(*, dataset: Dataset, criteria: Iterable[Criterion]) -> Non
         )
         if created:  # queued by name: the tasks module imports this one
             transaction.on_commit(
-                lambda pk=advice.pk: task_names.signature(CHECK_FORMALITY_TASK, (pk,)).apply_async()
+                lambda pk=advice.pk: task_names.signature(
+                    task_names.CHECK_FORMALITY_TASK, (pk,)
+                ).apply_async()
             )
 
 

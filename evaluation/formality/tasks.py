@@ -4,12 +4,12 @@ import random
 
 from celery import shared_task
 
-from evaluation import models
+from evaluation import models, task_names
 from evaluation.formality import services
 from evaluation.judging.client import JudgeUnavailable
 
 
-@shared_task(name=services.CHECK_FORMALITY_TASK, bind=True, max_retries=3)
+@shared_task(name=task_names.CHECK_FORMALITY_TASK, bind=True, max_retries=3)
 def check_formality(self, advice_id: int) -> None:
     """Only an unreachable judge is retried (after about 10, 20, 40 s, with jitter); the
     service is safe to run again."""

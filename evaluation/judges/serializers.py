@@ -1,10 +1,27 @@
+"""Judges and panels in the API. Writes go through evaluation.judges.services, as the
+pages' do: the same model checks, one transaction, the same audit history."""
+
 from __future__ import annotations
 
-from django.db import transaction
+from collections.abc import Callable
+from typing import TypeVar
+
+from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
+from evaluation.judges import services
 from evaluation.judging.keys import api_key_env_problem, base_url_problem
 from evaluation.models import Judge, Panel, PanelMember
+
+Saved = TypeVar("Saved", Judge, Panel)
+
+
+def _saved(save: Callable[[], Saved]) -> Saved:
+    """The service's result; the model checks it runs answer 400 like the serializer's."""
+    try:
+        return save()
+    except DjangoValidationError as exc:
+        raise serializers.ValidationError(serializers.as_serializer_error(exc)) from None
 
 
 class JudgeSerializer(serializers.ModelSerializer):
@@ -37,6 +54,12 @@ class JudgeSerializer(serializers.ModelSerializer):
             if data.get(field) is not None and data[field] < 0:
                 raise serializers.ValidationError({field: "A price cannot be negative."})
         return data
+
+    def create(self, validated: dict) -> Judge:
+        return _saved(lambda: services.judge_save(**validated))
+
+    def update(self, judge: Judge, validated: dict) -> Judge:
+        return _saved(lambda: services.judge_save(judge=judge, **validated))
 
 
 class PanelMemberSerializer(serializers.ModelSerializer):
@@ -73,9 +96,13 @@ class PanelSerializer(serializers.ModelSerializer):
             raise serializers.ValidationError("A judge may appear once; use samples instead.")
         return members
 
-    @transaction.atomic
     def create(self, validated: dict) -> Panel:
-        members = validated.pop("members")
-        panel = Panel.objects.create(**validated)
-        PanelMember.objects.bulk_create(PanelMember(panel=panel, **m) for m in members)
-        return panel
+        members = [
+            {
+                "judge": m["judge"],
+                "samples": m["samples"],
+                "temperatures": m.get("temperatures", []),
+            }
+            for m in validated.pop("members")
+        ]
+        return _saved(lambda: services.panel_save(members=members, **validated))

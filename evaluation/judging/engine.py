@@ -27,6 +27,9 @@ class Call:
     messages: list[dict[str, str]]
     endpoint: client.Endpoint
 
+    def result(self, **fields: Any) -> CallResult:
+        return CallResult(self.criterion_id, self.sample, self.cache_key, **fields)
+
 
 @dataclass(frozen=True)
 class CallResult:
@@ -77,6 +80,21 @@ class Asked:
             "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
             "attempts": self.attempts,
         }  # fmt: skip
+
+    def record(self, answered: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+        """The outcome and call record of the question's result, the same for every kind of
+        call: an error (its kind and message), an unparseable output (the last one), or
+        `answered(parsed)` (the outcome and what the judge said) with the output; each with
+        what the question cost."""
+        if self.error_kind:
+            return {
+                "outcome": "error", "error_kind": self.error_kind, "error": self.error,
+                **self.cost,
+            }  # fmt: skip
+        output = {"raw_output": self.raw_output, "latency_ms": self.latency_ms, **self.cost}
+        if self.parsed is None:
+            return {"outcome": "unparseable", **output}
+        return {**answered(self.parsed), **output}
 
 
 async def ask_json(
@@ -141,18 +159,14 @@ async def judge_one(call: Call, limiter: RateLimiter, policy: client.RetryPolicy
         call.endpoint, call.messages, schema_name="verdict", schema=prompts.SCHEMA,
         parse=prompts.parse, limiter=limiter, policy=policy,
     )  # fmt: skip
-    key, cost = (call.criterion_id, call.sample, call.cache_key), asked.cost
-    if asked.error_kind:
-        return CallResult(*key, "error", error_kind=asked.error_kind, error=asked.error, **cost)
-    if asked.parsed is None:
-        return CallResult(
-            *key, "unparseable", raw_output=asked.raw_output, latency_ms=asked.latency_ms, **cost
-        )
-    return CallResult(
-        *key, asked.parsed.verdict, failure_kind=asked.parsed.failure_kind,
-        rationale=asked.parsed.rationale, raw_output=asked.raw_output,
-        latency_ms=asked.latency_ms, **cost,
-    )  # fmt: skip
+    return call.result(**asked.record(_verdict))
+
+
+def _verdict(parsed: prompts.ParsedVerdict) -> dict[str, Any]:
+    return {
+        "outcome": parsed.verdict, "failure_kind": parsed.failure_kind,
+        "rationale": parsed.rationale,
+    }  # fmt: skip
 
 
 async def judge_all(

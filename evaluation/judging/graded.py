@@ -132,6 +132,9 @@ class GradeCall:
     messages: list[dict[str, str]]
     endpoint: client.Endpoint
 
+    def result(self, **fields: Any) -> GradeResult:
+        return GradeResult(self.sample, self.cache_key, **fields)
+
 
 @dataclass(frozen=True)
 class GradeResult:
@@ -157,17 +160,11 @@ async def grade_one(
         call.endpoint, call.messages, schema_name="graded", schema=SCHEMA, parse=parse,
         limiter=limiter, policy=policy,
     )  # fmt: skip
-    key, cost = (call.sample, call.cache_key), asked.cost
-    if asked.error_kind:
-        return GradeResult(*key, "error", error_kind=asked.error_kind, error=asked.error, **cost)
-    if asked.parsed is None:
-        return GradeResult(
-            *key, "unparseable", raw_output=asked.raw_output, latency_ms=asked.latency_ms, **cost
-        )
-    return GradeResult(
-        *key, "scored", score=asked.parsed.score, reasoning=asked.parsed.reasoning,
-        raw_output=asked.raw_output, latency_ms=asked.latency_ms, **cost,
-    )  # fmt: skip
+    return call.result(**asked.record(_grade))
+
+
+def _grade(parsed: ParsedGrade) -> dict[str, Any]:
+    return {"outcome": "scored", "score": parsed.score, "reasoning": parsed.reasoning}
 
 
 async def grade_all(

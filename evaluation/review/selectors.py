@@ -742,7 +742,7 @@ class ReviewRow:
         return [label for label in self.labels if label is not self.own]
 
 
-def graded_runs(answer: Answer) -> list[Run]:
+def offered_runs(answer: Answer) -> list[Run]:
     """Runs holding verdicts on the answer, newest first."""
     return list(
         Run.objects.filter(dataset=answer.query.dataset_id, verdicts__answer=answer)

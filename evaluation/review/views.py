@@ -245,7 +245,7 @@ def review_next(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def _page_run(answer: Answer, value: str | None) -> tuple[Run | None, list[Run]]:
-    runs = selectors.graded_runs(answer)
+    runs = selectors.offered_runs(answer)
     if value:
         chosen = next((r for r in runs if str(r.pk) == value), None)
         if chosen is None:
@@ -423,7 +423,7 @@ def _conflict_page(request: HttpRequest, answer: Answer, run: Run | None, criter
     dataset = answer.query.dataset
     context = {
         "dataset": dataset, "answer": answer, "answer_html": render_answer(answer.text),
-        "run": run, "runs": selectors.graded_runs(answer), "rows": rows,
+        "run": run, "runs": selectors.offered_runs(answer), "rows": rows,
         "queue": "disagreement", "current": str(criterion.pk),
         "labelled": sum(1 for r in rows if r.own is not None),
         "next_url": reverse("review-next", args=[dataset.pk]),

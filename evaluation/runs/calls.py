@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from django.conf import settings
 
@@ -49,6 +51,40 @@ def call_record(
     fields = {name: getattr(result, name) for name in JudgeCall.RECORD_FIELDS}
     fields["raw_output"], fields["error"] = text_of(result.raw_output), text_of(result.error)
     return {**fields, "judge_params": params[result.sample]}
+
+
+@dataclass(frozen=True)
+class Reuse:
+    """Which earlier results a call reuses instead of being made again: rows of `model`
+    (any run) with its cache key and one of `outcomes` (an unparseable output or an error
+    is worth asking again), copying `fields` into the new result."""
+
+    model: type[JudgeCall]
+    outcomes: tuple[str, ...]
+    fields: tuple[str, ...]
+
+
+AnyCall = TypeVar("AnyCall", engine.Call, graded.GradeCall)
+Result = TypeVar("Result", engine.CallResult, graded.GradeResult)
+
+
+def cached_or_made(
+    calls: Sequence[AnyCall], reuse: Reuse, make: Callable[[list[AnyCall]], list[Result]]
+) -> list[Result]:
+    """Every call's result: an earlier one with the same cache key, marked as a cache hit
+    and costing no attempt; else made now by `make`, given only those calls (not called
+    when there are none). The results made come first. One query for the cache."""
+    rows = reuse.model.objects.filter(
+        cache_key__in=[c.cache_key for c in calls], outcome__in=reuse.outcomes
+    )
+    cached = {row.cache_key: row for row in rows.only("cache_key", *reuse.fields)}
+    reused = [
+        c.result(attempts=0, cache_hit=True, **{f: getattr(hit, f) for f in reuse.fields})
+        for c in calls
+        if (hit := cached.get(c.cache_key))
+    ]
+    misses = [c for c in calls if c.cache_key not in cached]
+    return [*(make(misses) if misses else []), *reused]
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,8 @@ from evaluation.judging import client, graded
 from evaluation.models import Answer, GradedScore, Judge, JudgeCall, Run
 from evaluation.runs import scope, snapshot
 from evaluation.runs.calls import (
+    Reuse,
+    cached_or_made,
     call_controls,
     call_record,
     endpoint_for,
@@ -31,6 +33,11 @@ from evaluation.runs.calls import (
 from evaluation.runs.snapshot import MemberSnapshot
 
 UPSERT_FIELDS = ["outcome", "score", "reasoning", *JudgeCall.RECORD_FIELDS, "judge_params"]
+# Earlier scored grades with the same inputs are reused: an unparseable output or an error
+# is worth asking again.
+REUSED = Reuse(
+    GradedScore, (GradedScore.Outcome.SCORED,), ("outcome", "score", "reasoning", "raw_output")
+)
 
 
 def grades(member: MemberSnapshot) -> bool:
@@ -94,38 +101,16 @@ def _grade_with_llm(
             answer=answer.text,
         )  # fmt: skip
         calls.append(graded.GradeCall(sample, key, messages, endpoint))
-    cached = _cached_grades([c.cache_key for c in calls])
-    reused = [
-        graded.GradeResult(
-            c.sample,
-            c.cache_key,
-            GradedScore.Outcome.SCORED,
-            score=hit.score,
-            reasoning=hit.reasoning,
-            raw_output=hit.raw_output,
-            attempts=0,
-            cache_hit=True,
-        )
-        for c in calls
-        if (hit := cached.get(c.cache_key))
-    ]
-    misses = [c for c in calls if c.cache_key not in cached]
-    if not misses:
-        return reused
-    controls = call_controls(judge)
-    fresh = client.run_sync(
-        graded.grade_all(
-            misses, limiter=controls.limiter, policy=controls.policy, gate=controls.gate
-        )
-    )
-    return [*fresh, *reused]
 
+    def grade_misses(misses: list[graded.GradeCall]) -> list[graded.GradeResult]:
+        controls = call_controls(judge)
+        return client.run_sync(
+            graded.grade_all(
+                misses, limiter=controls.limiter, policy=controls.policy, gate=controls.gate
+            )
+        )
 
-def _cached_grades(keys: list[str]) -> dict[str, GradedScore]:
-    """Earlier scored grades made with the same inputs (any run). Unparseable outputs and
-    errors are asked again."""
-    rows = GradedScore.objects.filter(cache_key__in=keys, outcome=GradedScore.Outcome.SCORED)
-    return {g.cache_key: g for g in rows.only("cache_key", "score", "reasoning", "raw_output")}
+    return cached_or_made(calls, REUSED, grade_misses)
 
 
 def upsert(

@@ -22,6 +22,10 @@ class Run(models.Model):
 
     # A run in one of these has ended; every run reaches one (evaluation.runs.lifecycle).
     ENDED = (Status.DONE, Status.DONE_WITH_ERRORS, Status.CANCELLED, Status.FAILED)
+    # A run in one of these graded every answer it was asked to: its figures are final. One
+    # that ended with errors counts: its verdicts are real, and its failed calls are error
+    # votes, excluded from every figure and counted (docs/metrics.md).
+    FINISHED = (Status.DONE, Status.DONE_WITH_ERRORS)
 
     class Kind(models.TextChoices):
         SYSTEMS = "systems", "System answers"

@@ -10,16 +10,13 @@ from django.db import transaction
 
 from evaluation import task_names
 
-JUDGE_TASK = "evaluation.judge_answer"
-
 
 def send(run_id: int, work: Iterable[tuple[int, int]], attempt: int) -> int:
     """Queue one judging task per (answer, judge) for this attempt; returns how many."""
     sent = 0
     for answer_id, judge_id in work:
-        task_names.signature(JUDGE_TASK, (run_id, answer_id, judge_id, attempt)).apply_async(
-            queue=settings.RUNS_QUEUE  # None: the default queue
-        )
+        task = task_names.signature(task_names.JUDGE_TASK, (run_id, answer_id, judge_id, attempt))
+        task.apply_async(queue=settings.RUNS_QUEUE)  # None: the default queue
         sent += 1
     return sent
 

@@ -4,15 +4,55 @@ status allows, and each answer's votes. Scores are in scores.py, costs in costs.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from annotation.models import Checklist, Criterion
+from annotation.models import Checklist, Criterion, Dataset
 from evaluation.kept.figures import remembered, run_state
 from evaluation.metrics.aggregation import CriterionVerdict, Vote, aggregate
 from evaluation.models import Answer, GradedScore, Run, RunTask, Verdict
+
+# The runs the agreement and analytics pages offer: the latest ones.
+OFFERED_RUNS = 50
+
+
+def runs_of_system_answers(dataset: Dataset) -> list[Run]:
+    """The dataset's runs that grade system answers or hold imported verdicts, newest first:
+    the runs the agreement and analytics pages offer. Cross-evaluation runs grade perfect
+    answers, which reviewers do not label and analytics do not score."""
+    return list(
+        dataset.runs.exclude(kind=Run.Kind.CROSS_EVALUATION)
+        .select_related("panel")
+        .order_by("-created_at", "-id")[:OFFERED_RUNS]
+    )
+
+
+def choose_run(
+    dataset: Dataset, run_id: int | None, runs: Sequence[Run], *, or_newest: bool = False
+) -> Run | None:
+    """The run the agreement and analytics pages and API show, from `runs`
+    (runs_of_system_answers: the latest ones).
+
+    The run asked for (Run.DoesNotExist unless it is one of the dataset's runs of system
+    answers), else the latest finished one (Run.FINISHED: done, or done with errors), else,
+    with `or_newest` (analytics, which say when a run is still collecting verdicts), the
+    newest run; without it (agreement) None: the human-vs-human figures alone."""
+    if run_id is not None:
+        found = next((r for r in runs if r.pk == run_id), None)
+        if found is None:
+            found = (
+                dataset.runs.exclude(kind=Run.Kind.CROSS_EVALUATION)
+                .select_related("panel")
+                .get(pk=run_id)
+            )
+        return found
+    finished = [r for r in runs if r.status in Run.FINISHED]
+    if finished:
+        return max(finished, key=lambda r: (r.finished_at or r.created_at, r.pk))
+    return runs[0] if or_newest and runs else None
 
 
 @dataclass(frozen=True)

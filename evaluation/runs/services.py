@@ -139,7 +139,7 @@ def run_resume(*, run: Run) -> Run:
     if run.status == Run.Status.RUNNING:
         requeue_unheld(run)
         return run
-    if run.status in (Run.Status.DONE, Run.Status.DONE_WITH_ERRORS):
+    if run.status in Run.FINISHED:
         raise RunStateError(
             "The run has ended: nothing is missing."
             + (" Use “retry failed” to redo its failed calls." if run.reason else "")

@@ -5,11 +5,11 @@ from __future__ import annotations
 from celery import shared_task
 from celery.signals import worker_ready
 
+from evaluation import task_names
 from evaluation.runs import healing, lifecycle
-from evaluation.runs.queue import JUDGE_TASK
 
 
-@shared_task(name=JUDGE_TASK, bind=True, acks_late=True, reject_on_worker_lost=True)
+@shared_task(name=task_names.JUDGE_TASK, bind=True, acks_late=True, reject_on_worker_lost=True)
 def judge_answer(
     self, run_id: int, answer_id: int, judge_id: int, attempt: int | None = None
 ) -> None:

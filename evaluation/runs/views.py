@@ -14,9 +14,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from annotation import roles
 from annotation.models import Query
 from annotation.permissions import access_dataset, dataset_permissions
-from evaluation.data.answers_upload import ImportRejected, decode_upload, import_answers
+from evaluation.data.answers_upload import decode_upload, import_answers
 from evaluation.data.forms import AnswersUploadForm
 from evaluation.data.rendering import render_answer
+from evaluation.data.rows import ImportRejected
 from evaluation.models import Answer
 from evaluation.runs import grading, scores, selectors, snapshot
 from evaluation.runs import services as runs

@@ -18,6 +18,8 @@ from evaluation.judging import client, engine, graded, prompts
 from evaluation.models import Answer, GradedScore, Judge, JudgeCall, Run, Verdict
 from evaluation.runs import grading, scope, snapshot
 from evaluation.runs.calls import (
+    Reuse,
+    cached_or_made,
     call_controls,
     call_record,
     endpoint_for,
@@ -26,7 +28,13 @@ from evaluation.runs.calls import (
 )
 from evaluation.runs.snapshot import MemberSnapshot
 
-DECIDED = (Verdict.Outcome.PASS, Verdict.Outcome.FAIL)
+# Earlier decided verdicts with the same inputs are reused: an unparseable output or an
+# error is worth asking again.
+REUSED = Reuse(
+    Verdict,
+    (Verdict.Outcome.PASS, Verdict.Outcome.FAIL),
+    ("outcome", "failure_kind", "rationale", "raw_output"),
+)
 UPSERT_FIELDS = ["outcome", "failure_kind", "rationale", *JudgeCall.RECORD_FIELDS, "judge_params"]
 TASK_FAILED = "task_failed"  # error_kind of the votes a failed task owed
 
@@ -138,41 +146,17 @@ def _judge_with_llm(run: Run, work: Owed) -> list[engine.CallResult]:
             criterion=criterion.text,
         )  # fmt: skip
         calls.append(engine.Call(criterion.pk, sample, key, messages, endpoint))
-    cached = _cached_verdicts([c.cache_key for c in calls])
-    reused = [
-        engine.CallResult(
-            c.criterion_id,
-            c.sample,
-            c.cache_key,
-            hit.outcome,
-            failure_kind=hit.failure_kind,
-            rationale=hit.rationale,
-            raw_output=hit.raw_output,
-            attempts=0,
-            cache_hit=True,
-        )
-        for c in calls
-        if (hit := cached.get(c.cache_key))
-    ]
-    misses = [c for c in calls if c.cache_key not in cached]
-    controls = call_controls(judge)
-    fresh = client.run_sync(
-        engine.judge_all(
-            misses, concurrency=run.concurrency, limiter=controls.limiter,
-            policy=controls.policy, gate=controls.gate,
-        )
-    )  # fmt: skip
-    return [*fresh, *reused]
 
+    def judge_misses(misses: list[engine.Call]) -> list[engine.CallResult]:
+        controls = call_controls(judge)
+        return client.run_sync(
+            engine.judge_all(
+                misses, concurrency=run.concurrency, limiter=controls.limiter,
+                policy=controls.policy, gate=controls.gate,
+            )
+        )  # fmt: skip
 
-def _cached_verdicts(keys: list[str]) -> dict[str, Verdict]:
-    """Earlier decided verdicts made with the same inputs, by cache key (any run).
-
-    Only pass and fail are reused: an unparseable output or an error is worth asking again.
-    """
-    rows = Verdict.objects.filter(cache_key__in=keys, outcome__in=DECIDED)
-    fields = ("cache_key", "outcome", "failure_kind", "rationale", "raw_output")
-    return {v.cache_key: v for v in rows.only(*fields)}
+    return cached_or_made(calls, REUSED, judge_misses)
 
 
 def upsert(run: Run, work: Owed, results: list[engine.CallResult]) -> None:

@@ -21,6 +21,7 @@ from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, PeriodicTask, PeriodicTasks
 
 from annotation.models import Dataset
+from evaluation import task_names
 from evaluation.models import Answer, Panel, Run, RunSchedule, System
 from evaluation.runs import services as run_services
 from evaluation.schedules.forms import DAYS
@@ -64,8 +65,6 @@ def scheduled_run(*, dataset_id: int, panel_id: int, system_id: int, name: str =
 
 # --- schedules set in pages ----------------------------------------------------------------
 
-TASK = "evaluation.scheduled_run"
-
 
 class ScheduleError(Exception):
     """A schedule that cannot be saved; `field` names the form field at fault."""
@@ -103,8 +102,8 @@ def schedule_save(
         {"dataset_id": dataset.pk, "panel_id": panel.pk, "system_id": system.pk, "name": name}
     )
     # Beat's task names are unique site-wide: the dataset's id keeps datasets apart.
-    fields = {"name": f"Dataset {dataset.pk}: {name}"[:200], "task": TASK, "crontab": crontab,
-              "kwargs": kwargs, "enabled": enabled}  # fmt: skip
+    fields = {"name": f"Dataset {dataset.pk}: {name}"[:200], "task": task_names.SCHEDULED_RUN_TASK,
+              "crontab": crontab, "kwargs": kwargs, "enabled": enabled}  # fmt: skip
     if schedule is None:
         task = PeriodicTask.objects.create(**fields)
         return RunSchedule.objects.create(

@@ -145,7 +145,7 @@ def choose_run(dataset: Dataset, run_id: int | None, runs: list[Run]) -> Run | N
                 .get(pk=run_id)
             )
         return found
-    done = [r for r in runs if r.status == Run.Status.DONE]
+    done = [r for r in runs if r.status in (Run.Status.DONE, Run.Status.DONE_WITH_ERRORS)]
     return max(done, key=lambda r: (r.finished_at or r.created_at, r.pk), default=None)
 
 

@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation.models import Criterion
+from evaluation import task_names
 from evaluation.agreement import revision
 from evaluation.analytics import figures, refresh
 from evaluation.analytics import selectors as sel
@@ -78,7 +79,7 @@ def test_after_a_label_the_page_serves_the_old_figures_marked_updating(
     assert 'id="label-source"' in html and 'id="system-scores"' in html  # the old figures
     assert "Updating." in html and f"(review revision {before})" in html
     assert 'hx-trigger="every 2s"' in html and "analytics/freshness/" in html
-    assert queued == [(refresh.REFRESH_TASK, (known.run.pk, refresh.DEFAULT))]
+    assert queued == [(task_names.REFRESH_TASK, (known.run.pk, refresh.DEFAULT))]
     assert _marker(known.run) is not None
 
 
@@ -92,7 +93,7 @@ def test_many_readers_queue_one_refresh(
             assert client.get(reverse(name, args=[reviewed_dataset.pk])).status_code == 200
     api = reverse("api-evaluation:analytics", args=[reviewed_dataset.pk])
     assert reviewer_api.get(api).status_code == 200
-    assert queued == [(refresh.REFRESH_TASK, (known.run.pk, refresh.DEFAULT))]
+    assert queued == [(task_names.REFRESH_TASK, (known.run.pk, refresh.DEFAULT))]
 
 
 def test_a_dead_workers_marker_expires(
@@ -213,7 +214,7 @@ def test_a_run_whose_figures_never_computed_answers_503_after_a_failure(
     assert csv["X-Figures-Refresh-Failed-At"] and int(csv["Retry-After"]) > 5
     health = owner_api.get(reverse("api-evaluation:analytics-criteria", args=[reviewed_dataset.pk]))
     assert health.status_code == 503 and health.json()["refresh_failed"]["error"] == "RuntimeError"
-    assert queued == [(refresh.REFRESH_TASK, (known.run.pk, refresh.DEFAULT))]
+    assert queued == [(task_names.REFRESH_TASK, (known.run.pk, refresh.DEFAULT))]
 
 
 def test_the_warm_task_at_a_runs_end_records_its_failure_too(reviewed_dataset, monkeypatch, caplog):
@@ -319,7 +320,7 @@ def test_never_computed_figures_show_a_placeholder_not_a_recompute(
     assert api.json()["updating"] is True and "scores" not in api.json()
     csv = client.get(reverse("analytics-complexity-csv", args=[reviewed_dataset.pk]))
     assert csv.status_code == 503 and csv["Retry-After"]
-    assert queued == [(refresh.REFRESH_TASK, (known.run.pk, refresh.DEFAULT))]
+    assert queued == [(task_names.REFRESH_TASK, (known.run.pk, refresh.DEFAULT))]
 
 
 def test_the_query_list_keeps_its_too_easy_marks_while_the_figures_refresh(
@@ -335,7 +336,7 @@ def test_the_query_list_keeps_its_too_easy_marks_while_the_figures_refresh(
     with CaptureQueriesContext(connection) as captured:
         assert "too easy" not in client.get(url).content.decode()
     assert not any("evaluation_verdict" in q["sql"] for q in captured.captured_queries)
-    assert queued == [(refresh.REFRESH_TASK, (known.run.pk, refresh.DEFAULT))]
+    assert queued == [(task_names.REFRESH_TASK, (known.run.pk, refresh.DEFAULT))]
     refresh_analytics(known.run.pk, refresh.DEFAULT)  # the worker's part
     assert client.get(url).content.decode().count(">too easy<") == 3
     # A label makes the figures stale: the marks stay while the refresh runs.
@@ -353,7 +354,7 @@ def test_custom_bucket_edges_refresh_their_own_part(reviewed_dataset, client, re
     html = client.get(url, {"edges": "10,20,30"}).content.decode()
     # The default edges' figures are not these: a placeholder, not the wrong buckets.
     assert "Computing." in html
-    assert queued == [(refresh.REFRESH_TASK, (known.run.pk, "edges-10.20.30"))]
+    assert queued == [(task_names.REFRESH_TASK, (known.run.pk, "edges-10.20.30"))]
     assert refresh_analytics(known.run.pk, "edges-10.20.30") is True
     html = client.get(url, {"edges": "10,20,30"}).content.decode()
     assert "figures-updating" not in html and "20–29" in html
@@ -473,7 +474,7 @@ def test_a_real_worker_refreshes_once_for_many_readers_and_the_page_turns_fresh(
     for _ in range(20):
         response = client.get(url)
         assert response.status_code == 200
-    assert sent == [refresh.REFRESH_TASK]
+    assert sent == [task_names.REFRESH_TASK]
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and _marker(known.run) is not None:
         time.sleep(0.2)

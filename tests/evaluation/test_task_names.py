@@ -45,3 +45,20 @@ def test_an_eager_task_queued_by_name_runs_in_a_process_that_never_imported_it(t
     # Ran here (and failed here, on the empty database), never sent to the broker.
     assert "result: EagerResult FAILURE" in done.stdout, done.stdout + done.stderr[-2000:]
     assert "Connection refused" not in done.stderr
+
+
+def test_every_task_is_registered_under_a_name_of_task_names():
+    """task_names holds every task's name once: each names a registered task, and every
+    task of the project is registered under one of them."""
+    from celery import current_app
+
+    from evaluation import task_names
+
+    current_app.loader.import_default_modules()
+    names = {
+        value
+        for key, value in vars(task_names).items()
+        if key.endswith("_TASK") and isinstance(value, str)
+    }
+    ours = {name for name in current_app.tasks if not name.startswith("celery.")}
+    assert ours == names

@@ -16,7 +16,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Dataset
-from evaluation.data.answers_upload import ImportRejected, import_answers_file
+from evaluation.data.answers_upload import import_answers_file
+from evaluation.data.rows import ImportRejected
 from evaluation.models import Panel, Run
 from evaluation.runs import scores, selectors
 from evaluation.runs import services as runs
