@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from annotation import roles
 from annotation.services import dataset_create, dataset_set_role
-from evaluation.models import AgreementCache
+from evaluation.models import KeptFigure
 from tests.evaluation.agreement_fixtures import build_labelled
 
 
@@ -52,7 +52,7 @@ def counts(client, dataset, run, *, cached: bool) -> dict[str, int]:
     for name, url in pages(dataset, run).items():
         client.get(url)
         if not cached:
-            AgreementCache.objects.all().delete()
+            KeptFigure.objects.all().delete()
         with CaptureQueriesContext(connection) as captured:
             response = client.get(url)
         assert response.status_code == 200, (name, response.status_code)
