@@ -4,9 +4,9 @@ Writers say what happened: `events.bump(dataset_id, Event.LABEL)` (site-wide ren
 `bump_all`). One table, `events.MOVES`, says which of the dataset's review counters
 (`counters.Counter`, the ReviewRevision row) each event moves: a label of a system answer
 moves NUMBER only, its adjudication NUMBER and SCORES, a new system answer ANSWERS only, a
-change of structure or an import every figure's. Label and adjudication writers bump explicitly (review services,
-imports); criteria, queries, names and answers have many writers and bump by signal
-(`receivers`). Bulk writers that send no signal must bump themselves.
+change of structure or an import every figure's. Label and adjudication writers bump
+explicitly (review services, imports); criteria, queries, names and answers have many
+writers and bump by signal (`receivers`). A new bulk writer must bump itself.
 
 Readers declare what they read (`readers.Figure`: agreement NUMBER, queues NUMBER and
 ANSWERS, run scores SCORES, cross-evaluation CROSS_EVALUATION, analytics NUMBER, run-only

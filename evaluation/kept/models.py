@@ -10,7 +10,7 @@ class ReviewRevision(models.Model):
     computed from changes. Writers move them through `evaluation.kept.events.bump` (which
     event moves which counter: `events.MOVES`); readers key their figures by the counters
     they read (`evaluation.kept.readers`), so a figure is never served after such a change.
-    The column names predate the counters' names in `evaluation.kept.counters.Counter`."""
+    Each column is a `evaluation.kept.counters.Counter` of the same name."""
 
     dataset = models.OneToOneField(
         Dataset, on_delete=models.CASCADE, primary_key=True, related_name="review_revision"
@@ -29,6 +29,7 @@ class ReviewRevision(models.Model):
     # verdict of a finished run) but join the labelling queue: the queues are keyed by it
     # beside `number`, so that answers arriving one by one do not make every agreement and
     # analytics reader recount.
+    # db_default: the upsert of the time (migration 0017) left the column out.
     answers = models.BigIntegerField(default=0, db_default=0)
 
     def __str__(self) -> str:
