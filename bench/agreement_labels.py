@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench.agreement_figures import differences, rounded
     from evaluation.agreement.selectors import agreement_report
     from evaluation.agreement.serialize import report_data
-    from evaluation.models import AgreementCache, HumanLabel
+    from evaluation.models import HumanLabel, KeptFigure
     from evaluation.review import services as review
 
     dataset = Dataset.objects.get(pk=args.dataset)
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
                 started = time.perf_counter()
                 kept = report_data(agreement_report(dataset))
                 reads.append(time.perf_counter() - started)
-            AgreementCache.objects.filter(dataset=dataset).delete()
+            KeptFigure.objects.filter(dataset=dataset).delete()
             started = time.perf_counter()
             counted = report_data(agreement_report(dataset))
             recount = time.perf_counter() - started

@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     from annotation.models import Dataset
     from evaluation.analytics import figures
     from evaluation.analytics import selectors as sel
-    from evaluation.models import AgreementCache
+    from evaluation.models import KeptFigure
     from evaluation.runs.selectors import choose_run, runs_of_system_answers
 
     dataset = Dataset.objects.get(pk=args.dataset)
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         total = t + t1 + t2 + t3 + t4 + t5 + t6
         print(f"  total                                                {total:6.2f}")
 
-    kept = AgreementCache.objects.filter(dataset=dataset, key__startswith=f"analytics-{run.pk}")
+    kept = KeptFigure.objects.filter(dataset=dataset, kind="analytics", run_id=run.pk)
     if not args.skip_miss:
         print(
             "\n2. miss (kept figures deleted, then computed and kept): wall / Python CPU /"

@@ -1,8 +1,8 @@
 """What an answer arriving on its own (an API client posting answers one at a time) costs
 the next agreement read of a large dataset: now, and with the review-revision bump a new
-answer made before (`revision.changed(dataset, perfect_answers=False)`, called here after
-the same insert, as the old signal did). Rolls every answer back, so the data stays as
-seeded.
+answer made before (the review revision and the scores counter, as an adjudication of a
+system answer moves them: `bump(dataset, Event.ADJUDICATION)`, called here after the same
+insert, as the old signal did). Rolls every answer back, so the data stays as seeded.
 
     .venv/bin/python -m bench.answer_stream --dataset 1 --answers 5
 
@@ -31,8 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     from django.db import transaction
 
     from annotation.models import Dataset, Query
-    from evaluation.agreement import revision
     from evaluation.agreement.selectors import agreement_report
+    from evaluation.kept.events import Event, bump
     from evaluation.models import Answer
 
     dataset = Dataset.objects.get(pk=args.dataset)
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
                     text="An answer posted on its own.",
                 )  # fmt: skip
                 if bump_as_before:
-                    revision.changed(dataset.pk, perfect_answers=False)
+                    bump(dataset.pk, Event.ADJUDICATION)  # number and scores, as before
             started = time.perf_counter()
             agreement_report(dataset)
             reads.append(time.perf_counter() - started)

@@ -12,11 +12,12 @@ class EvaluationConfig(AppConfig):
 
         ensure_filesystem_broker_folders()
         # Regression alerts listen to evaluation.runs.signals.run_ended; automatic
-        # cross-evaluation listens to annotation's checklist_submitted signal. Cached agreement
-        # figures are keyed by a revision these signals bump.
-        from evaluation.agreement import revision
+        # cross-evaluation listens to annotation's checklist_submitted signal. Kept figures
+        # are keyed by review counters that the writes of criteria, queries, names and
+        # answers move through these receivers (evaluation.kept.receivers).
         from evaluation.alerts import receivers as alerts_receivers  # noqa: F401
         from evaluation.analytics import receivers as analytics_receivers  # noqa: F401
         from evaluation.cross_evaluation import receivers  # noqa: F401
+        from evaluation.kept import receivers as kept_receivers
 
-        revision.connect()
+        kept_receivers.connect()

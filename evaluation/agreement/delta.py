@@ -8,13 +8,13 @@ agreement page and API then stay warm while reviewers label, instead of the firs
 after every label paying the recount.
 
 Why it stays right: the change runs inside the writer's transaction, and its first step is
-the bump of the dataset's review revision, which locks the revision row until the
-transaction ends. No other writer's bump, and so no other label or adjudication, can commit
-between the counts read here and the ones stored, and readers see either the old revision
-with the old counts or the new revision with the new ones. Only counts stored under the
-revision before the bump are used (what a reader stored under an older number may include
-later labels: see `selectors._cached_cells`). Outside a transaction nothing is applied;
-the revision's own signals make the next reader recount, as every other write does.
+the bump of the dataset's review counters (`evaluation.kept.events.bump`), which locks the
+counter row until the transaction ends. No other writer's bump, and so no other label or
+adjudication, can commit between the counts read here and the ones stored, and readers see
+either the old revision with the old counts or the new revision with the new ones. Only
+counts kept under the revision before the bump are used (what a reader kept under an older
+number may include later labels: see `selectors._cached_cells`). Outside a transaction
+nothing is applied: the write is bumped after it is made, and the next reader recounts.
 """
 
 from __future__ import annotations
@@ -25,38 +25,39 @@ from contextlib import contextmanager
 from django.db import connection
 
 from evaluation.agreement import cells as sql
-from evaluation.agreement import revision
 from evaluation.agreement.cells import Cell
-from evaluation.agreement.selectors import _cache_key, _method, label_days
-from evaluation.kept import figures as figure_cache
-from evaluation.models import AgreementCache, Answer, HumanLabel, Run
+from evaluation.agreement.selectors import kept_state, label_days, run_method
+from evaluation.kept import events
+from evaluation.kept import figures as kept_figures
+from evaluation.kept.counters import Counters
+from evaluation.kept.readers import AGREEMENT
+from evaluation.models import Answer, HumanLabel, KeptFigure, Run
 
 Row = list  # a kept cell: [figure, value, other, first, second, n]
 
 
 @contextmanager
 def item_change(*, answer_id: int, criterion_id: int, label: bool) -> Iterator[None]:
-    """Wrap the write of one item's label (`label`) or adjudication, in a transaction: the
-    kept agreement counts of its dataset move with it."""
-    if not connection.in_atomic_block:
-        yield
-        return
+    """Wrap the write of one item's label (`label`) or adjudication: the dataset's review
+    counters move with it (the one bump of every label and adjudication write), and inside
+    a transaction the kept agreement counts of its dataset move with it too."""
     found = Answer.objects.filter(pk=answer_id).values_list("query__dataset_id", "checklist_id")
     dataset_id, checklist_id = found.get()
-    # Locks the dataset's revision row until commit.
-    number = revision.changed(
-        dataset_id, perfect_answers=checklist_id is not None, scores=not label
-    )
-    kept = _kept(dataset_id, number - 1)
+    event = events.item_event(perfect_answer=checklist_id is not None, adjudication=not label)
+    if not connection.in_atomic_block:
+        yield
+        events.bump(dataset_id, event)
+        return
+    moved = events.bump(dataset_id, event)  # locks the dataset's counter row until commit
+    kept = _kept(dataset_id, events.before(moved, event))
     item = (answer_id, criterion_id)
     before = {key: _item(dataset_id, run, *item) for key, (run, _) in kept.items()}
-    with revision.moved_for(answer_id):  # bumped above, once for the write
-        yield
+    yield
     for key, (run, rows) in kept.items():
         after = _item(dataset_id, run, *item)
-        moved = apply(rows, minus=before[key], plus=after)
-        if moved is not None:
-            figure_cache.store(dataset_id, key.split(":", 1)[0], _cache_key(run, number), moved)
+        counts = apply(rows, minus=before[key], plus=after)
+        if counts is not None:
+            kept_figures.store(kept_state(dataset_id, run, at=moved), counts)
 
 
 def apply(rows: list[Row], *, minus: list[Cell], plus: list[Cell]) -> list[Row] | None:
@@ -77,23 +78,29 @@ def apply(rows: list[Row], *, minus: list[Cell], plus: list[Cell]) -> list[Row] 
     return [[*key, n] for key, n in totals.items() if n or key[0] == "count"]
 
 
-def _kept(dataset_id: int, number: int) -> dict[str, tuple[Run | None, list[Row]]]:
-    """The agreement counts stored for the dataset at revision `number`, by cache key, with
-    the run each was counted for (None: without a run). Keys are `selectors._cache_key`'s:
-    the run's id first, the revision last; other figures' keys end in a hash."""
-    stored = dict(
-        AgreementCache.objects.filter(dataset_id=dataset_id, key__endswith=f":{number}")
-        .values_list("key", "cells")
-    )  # fmt: skip
-    run_ids = {int(p) for key in stored if (p := key.split(":", 1)[0]).isdigit()}
-    runs = Run.objects.filter(pk__in=run_ids, dataset_id=dataset_id) if run_ids else []
-    expected: dict[str, Run | None] = {f"no-run:{number}": None}
-    expected.update({_cache_key(run, number): run for run in runs})
-    return {key: (expected[key], rows) for key, rows in stored.items() if key in expected}
+def _kept(dataset_id: int, at: Counters) -> dict[str, tuple[Run | None, list[Row]]]:
+    """The agreement counts kept for the dataset at the counters `at`, by key, with the run
+    each was counted for (None: without a run): only those kept for the run's current
+    state (two queries)."""
+    stored = KeptFigure.objects.filter(
+        dataset_id=dataset_id, kind=AGREEMENT.kind, revision=at.number
+    ).values_list("key", "run_id", "cells")
+    rows = list(stored)
+    run_ids = {run_id for _, run_id, _ in rows if run_id is not None}
+    runs = {r.pk: r for r in Run.objects.filter(pk__in=run_ids, dataset_id=dataset_id)}
+    found = {}
+    for key, run_id, cells in rows:
+        run = runs.get(run_id)
+        if run_id is not None and run is None:
+            continue
+        state = kept_state(dataset_id, run, at=at)
+        if state.cacheable and state.key == key:
+            found[key] = (run, cells)
+    return found
 
 
 def _item(dataset_id: int, run: Run | None, answer_id: int, criterion_id: int) -> list[Cell]:
-    method, threshold = _method(run)
+    method, threshold = run_method(run)
     found = sql.item_cells(
         dataset_id, run.pk if run else None, method=method, threshold=threshold,
         answer_id=answer_id, criterion_id=criterion_id,

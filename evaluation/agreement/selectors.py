@@ -36,9 +36,10 @@ from django.db.models.functions import TruncDate
 
 from annotation.models import Criterion, Dataset
 from evaluation.agreement import cells as sql
-from evaluation.agreement import revision
 from evaluation.agreement.cells import NO_VALUE, Cell
-from evaluation.kept import figures as figure_cache
+from evaluation.kept import figures as kept_figures
+from evaluation.kept import readers
+from evaluation.kept.counters import Counters
 from evaluation.metrics import votes_sql
 from evaluation.metrics.aggregation import Method
 from evaluation.metrics.agreement import (
@@ -48,7 +49,7 @@ from evaluation.metrics.agreement import (
     krippendorff_alpha_counted,
     matrix_from_counts,
 )
-from evaluation.models import AgreementCache, Answer, HumanLabel, Run, Verdict
+from evaluation.models import Answer, HumanLabel, Run, Verdict
 from evaluation.runs.selectors import choose_run, runs_of_system_answers
 
 # Figures whose pairs are (a judge label, the human reference).
@@ -137,7 +138,8 @@ class AgreementReport:
     reviewers: list[RaterStats] = field(default_factory=list)
 
 
-def _method(run: Run | None) -> tuple[str, float]:
+def run_method(run: Run | None) -> tuple[str, float]:
+    """How the run's votes become one verdict (without a run: majority)."""
     return (run.panel_method, run.panel_threshold) if run else (Method.MAJORITY, 0.5)
 
 
@@ -175,37 +177,29 @@ class _Cells:
                                                              {})))  # fmt: skip
 
 
-def _cache_key(run: Run | None, number: int) -> str | None:
-    """What the cells depend on besides the dataset's review revision: the run, its method,
-    and what changes its verdicts (status, attempt, finish time). None while the run may
-    still be writing verdicts: then the cells are counted afresh on every request."""
-    if run is None:
-        return f"no-run:{number}"
-    if not run.ended:
-        return None
-    method, threshold = _method(run)
-    finished = run.finished_at.isoformat() if run.finished_at else ""
-    return f"{run.pk}:{run.status}:{run.attempt}:{finished}:{method}:{threshold!r}:{number}"
+def kept_state(dataset_id: int, run: Run | None, at: Counters | None = None) -> readers.State:
+    """What the cells are kept under: the dataset's review revision (at its counters now,
+    or `at`), the run, its method, and what changes its verdicts (status, attempt, finish
+    time). Not cacheable while the run may still be writing verdicts: then the cells are
+    counted afresh on every request."""
+    return readers.state(dataset_id, readers.AGREEMENT, run=run, at=at)
 
 
 def _cached_cells(dataset: Dataset, run: Run | None) -> list[Cell]:
-    """The counted cells, from AgreementCache when nothing they depend on has changed since
-    they were counted; else counted now (evaluation.agreement.cells) and stored."""
-    method, threshold = _method(run)
-    key = _cache_key(run, revision.current(dataset.pk))
-    if key is not None:
-        stored = AgreementCache.objects.filter(dataset=dataset, key=key).values_list(
-            "cells", flat=True
-        )
-        for rows in stored:
-            return [Cell(*row) for row in rows]
+    """The counted cells, as kept when nothing they depend on has changed since they were
+    counted; else counted now (evaluation.agreement.cells) and kept."""
+    method, threshold = run_method(run)
+    state = kept_state(dataset.pk, run)
+    if state.cacheable:
+        stored = kept_figures.kept(state)
+        if stored is not None:
+            return [Cell(*row) for row in stored]
     rows = sql.cells(dataset.pk, run.pk if run else None, method=method, threshold=threshold)
     rows += _label_days(dataset)
-    if key is not None:
+    if state.cacheable:
         # A revision read before counting: a label written meanwhile bumped it, so these
-        # cells are stored under the older number and never served for the newer one.
-        prefix = key.split(":", 1)[0]
-        figure_cache.store(dataset.pk, prefix, key, [list(astuple(c)) for c in rows])
+        # cells are kept under the older number and never served for the newer one.
+        kept_figures.store(state, [list(astuple(c)) for c in rows])
     return rows
 
 
@@ -381,7 +375,7 @@ def drill_down(
     """A page of the items behind one figure (optionally one confusion-matrix cell: first,
     second), in (answer, criterion) order after `after`."""
     run = choose_run(dataset, run_id, runs_of_system_answers(dataset))
-    method, threshold = _method(run)
+    method, threshold = run_method(run)
     where, params = figure_where(key, cell)
     answers = Answer.objects.filter(query__dataset=dataset).order_by("pk")
     position = after or (0, 0)

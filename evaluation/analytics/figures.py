@@ -39,8 +39,6 @@ into the same dataclasses: a cached page shows exactly what a computed one does
 
 from __future__ import annotations
 
-import hashlib
-import re
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from decimal import Decimal
@@ -49,15 +47,16 @@ from typing import Any
 from django.db.models import Case, Q, Value, When
 from django.utils import timezone
 
-from evaluation.agreement import revision
 from evaluation.analytics import refresh
 from evaluation.analytics import selectors as sel
-from evaluation.kept import figures as figure_cache
+from evaluation.kept import figures as kept_figures
+from evaluation.kept import readers
+from evaluation.kept.readers import State
 from evaluation.metrics import analytics as am
 from evaluation.metrics.agreement import Agreement, Kappa
 from evaluation.metrics.calibration import PanelOption
 from evaluation.metrics.overlap import Interval
-from evaluation.models import AgreementCache, Run
+from evaluation.models import Run
 from evaluation.runs.selectors import choose_run, runs_of_system_answers
 
 VERSION = 5  # bump when what is stored changes shape or meaning
@@ -258,41 +257,39 @@ def health_from_json(rows: list[list]) -> list[am.CriterionHealth]:
 # -- the cache ----------------------------------------------------------------------------------
 
 
-def state(run: Run, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> str:
+def state(run: Run, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> State:
     """Everything the figures depend on. Two queries (three when the dataset is not loaded):
     the run's own state, the review revision, the cross-evaluation runs (the human line),
     and under the "least certain" label policy the finished runs too, whose votes make the
-    labelling queue's draw that PPI++ undoes (evaluation.review.sampling)."""
+    labelling queue's draw that PPI++ undoes (evaluation.review.sampling). Kept in the
+    run's slots (`_kept_state`)."""
     dataset = run.dataset
     weighted = dataset.label_policy == "uncertain"
     counted = Q(kind=Run.Kind.CROSS_EVALUATION) | (Q(status=Run.Status.DONE) if weighted else Q())
     others = (
         Run.objects.filter(counted, dataset_id=run.dataset_id)
         .order_by("pk")
-        .values_list("pk", "status", "attempt", "finished_at")
+        .only("pk", "status", "attempt", "finished_at", "snapshot")
     )
-    runs = ";".join(f"{pk}.{s}.{a}.{f.isoformat() if f else ''}" for pk, s, a, f in others)
-    return "|".join(
-        [
-            f"v{VERSION}",
-            figure_cache.run_state(run),
-            f"rev{revision.current(run.dataset_id)}",
-            f"{dataset.label_policy}.{dataset.label_share!r}",
-            hashlib.sha256(runs.encode()).hexdigest()[:16],
-            ",".join(map(str, edges)),
-        ]
-    )
+    facts = [f"v{VERSION}", f"{dataset.label_policy}.{dataset.label_share!r}", edges]
+    return readers.state(run.dataset_id, readers.ANALYTICS, run=run, runs=others, facts=facts)
 
 
-def _prefixes(run: Run, edges: tuple[int, ...]) -> dict[str, str]:
+def _slots(edges: tuple[int, ...]) -> dict[str, str]:
+    """Each part's slot among the run's kept figures: the page and the bucket rows of
+    custom edges have their own (one set of custom edges at a time)."""
     custom = "" if edges == am.DEFAULT_EDGES else "-edges"
     return {
-        "page": f"analytics-{run.pk}{custom}",
-        "buckets": f"analytics-{run.pk}-buckets{custom}",
-        "queries": f"analytics-{run.pk}-queries",
-        "health": f"analytics-{run.pk}-health",
-        "health-top": f"analytics-{run.pk}-healthtop",
+        "page": f"page{custom}",
+        "buckets": f"buckets{custom}",
+        "queries": "queries",
+        "health": "health",
+        "health-top": "health-top",
     }
+
+
+def _kept_state(run: Run, part: str, edges: tuple[int, ...]) -> State:
+    return state(run, edges).for_part(_slots(edges)[part])
 
 
 HEALTH_FLAGS = ("never passed", "always passed", "split", "disagrees")
@@ -321,16 +318,15 @@ def _compute(part: str, data: sel.RunData) -> Any:
     return health_json(data)
 
 
-# Each row keeps the state it was computed for, so that a reader who finds the figures of
-# an earlier state can serve them saying which (stale-while-revalidate, `served`).
-def _wrap(state_: str, figures: Any) -> dict:
-    return {"v": VERSION, "state": state_, "figures": figures}
+# Each row keeps the state it was computed for (its digest, the same for every part) and
+# its bucket edges, so that a reader who finds the figures of an earlier state can serve
+# them saying which (stale-while-revalidate, `served`), if they are of the same edges.
+def _wrap(state_: State, edges: tuple[int, ...], figures: Any) -> dict:
+    return {"v": VERSION, "state": state_.digest, "edges": list(edges), "figures": figures}
 
 
-def _store(dataset_id: int, prefix: str, state_: str, figures: Any) -> None:
-    figure_cache.store(
-        dataset_id, prefix, figure_cache.key_for(prefix, state_), _wrap(state_, figures)
-    )
+def _store(state_: State, figures: Any, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> None:
+    kept_figures.store(state_, _wrap(state_, edges, figures))
 
 
 @dataclass(frozen=True)
@@ -342,7 +338,8 @@ class Served:
     figures: Any
     fresh: bool
     computed_at: datetime | None = None
-    state: str = ""
+    state: str = ""  # the digest of the state they were computed for
+    revision: int | None = None  # the dataset's review revision the figures reflect
     # The refresh's last try failed and the next waits (refresh.fail): the page and the
     # API say so instead of "being computed".
     failure: refresh.Failure | None = None
@@ -350,12 +347,6 @@ class Served:
     @property
     def updating(self) -> bool:
         return not self.fresh
-
-    @property
-    def revision(self) -> int | None:
-        """The dataset's review revision the figures reflect."""
-        found = re.search(r"\|rev(\d+)\|", self.state)
-        return int(found.group(1)) if found else None
 
     def facts(self) -> dict:
         """What the API answers carry about the state of the figures."""
@@ -377,26 +368,27 @@ class Served:
         return replace(self, figures=figures)
 
 
-def _read(dataset_id: int, prefix: str, state_: str, *, figures: bool = True) -> Served:
-    """The row kept for `state_` (fresh), else the latest kept under the prefix for an
-    earlier state with the same bucket edges (stale), else nothing. One query; `figures`
-    False reads only the row's state and time (the poll)."""
-    key = figure_cache.key_for(prefix, state_)
+def _read(
+    state_: State, *, edges: tuple[int, ...] = am.DEFAULT_EDGES, figures: bool = True
+) -> Served:
+    """The row kept for `state_` (fresh), else the latest kept in its slot for an earlier
+    state with the same bucket edges (stale), else nothing. One query; `figures` False
+    reads only the row's edges and time (the poll)."""
     rows = (
-        AgreementCache.objects.filter(
-            dataset_id=dataset_id, key__startswith=f"{prefix}:", cells__v=VERSION
-        )
-        .order_by(Case(When(key=key, then=Value(0)), default=Value(1)), "-computed_at")
-        .values_list("key", "computed_at", "cells" if figures else "cells__state")
+        kept_figures.slot(state_)
+        .filter(cells__v=VERSION)
+        .order_by(Case(When(key=state_.key, then=Value(0)), default=Value(1)), "-computed_at")
+        .values_list("key", "computed_at", "revision", "cells" if figures else "cells__edges")
     )
     found = rows.first()
     if found is None:
         return Served(None, False)
-    found_key, computed_at, cells = found
-    kept_state = cells["state"] if figures else cells
-    if kept_state.rsplit("|", 1)[-1] != state_.rsplit("|", 1)[-1]:
+    found_key, computed_at, revision, cells = found
+    if (cells["edges"] if figures else cells) != list(edges):
         return Served(None, False)  # kept for other bucket edges: not these figures
-    return Served(cells["figures"] if figures else None, found_key == key, computed_at, kept_state)
+    if not figures:
+        return Served(None, found_key == state_.key, computed_at, revision=revision)
+    return Served(cells["figures"], found_key == state_.key, computed_at, cells["state"], revision)
 
 
 def _group(part: str, edges: tuple[int, ...]) -> str:
@@ -413,11 +405,10 @@ def served(run: Run, part: str, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> Se
     """The part for a request: never computed here. Fresh when kept for the current state;
     else the figures of an earlier state (or none yet), a refresh being queued."""
     edges = tuple(edges)
-    state_ = state(run, edges)
-    prefix = _prefixes(run, edges)[part]
-    found = _read(run.dataset_id, prefix, state_)
+    state_ = _kept_state(run, part, edges)
+    found = _read(state_, edges=edges)
     if not found.fresh and _revalidate(run, _group(part, edges)):
-        found = _read(run.dataset_id, prefix, state_)
+        found = _read(state_, edges=edges)
     return _with_failure(found, [(run, _group(part, edges))])
 
 
@@ -438,9 +429,7 @@ def is_fresh(run: Run, part: str, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> 
     figures; queues a refresh when none is queued (the state moved again meanwhile, or the
     last refresh failed)."""
     edges = tuple(edges)
-    state_ = state(run, edges)
-    prefix = _prefixes(run, edges)[part]
-    if _read(run.dataset_id, prefix, state_, figures=False).fresh:
+    if _read(_kept_state(run, part, edges), edges=edges, figures=False).fresh:
         return True
     return _revalidate(run, _group(part, edges))
 
@@ -449,13 +438,12 @@ def _part(run: Run, part: str, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> Any
     """The part for the current state, computed here when it is not kept: for the worker
     and the dataset export, never for a request (`served`)."""
     edges = tuple(edges)
-    state_ = state(run, edges)
-    prefix = _prefixes(run, edges)[part]
-    found = figure_cache.kept(run.dataset_id, prefix, state_)
+    state_ = _kept_state(run, part, edges)
+    found = kept_figures.kept(state_)
     if found is not None:
         return found["figures"]
     value = _compute(part, sel.load_run(run, edges=edges, parts=_NEEDS.get(part, ())))
-    _store(run.dataset_id, prefix, state_, value)
+    _store(state_, value, edges)
     return value
 
 
@@ -466,7 +454,7 @@ _NEEDS = {"page": (sel.LABELLED,), "health": (sel.HEALTH,), "health-top": (sel.H
 def kept(run: Run, part: str, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> Any | None:
     """The part as kept for the run's current state, or None: never computed here."""
     edges = tuple(edges)
-    found = figure_cache.kept(run.dataset_id, _prefixes(run, edges)[part], state(run, edges))
+    found = kept_figures.kept(_kept_state(run, part, edges))
     return None if found is None else found["figures"]
 
 
@@ -547,7 +535,7 @@ def health_slice(
     if flag and flag not in HEALTH_FLAGS:
         raise ValueError(f"unknown flag {flag!r}")
     state_ = state(run)
-    head = _read(run.dataset_id, _chunk_prefix(run, flag, 0), state_)  # holds the total
+    head = _read(_chunk(state_, flag, 0))  # holds the total
     if not head.fresh and again and _revalidate(run, refresh.DEFAULT):
         return health_slice(run, flag, start, stop, again=False)
     head = _with_failure(head, [(run, refresh.DEFAULT)])
@@ -556,9 +544,7 @@ def health_slice(
     total, rows = head.figures["total"], []
     last = min(max(start, stop - 1), total - 1) // HEALTH_CHUNK
     for index in range(start // HEALTH_CHUNK, last + 1):
-        chunk = (
-            head if index == 0 else _read(run.dataset_id, _chunk_prefix(run, flag, index), state_)
-        )
+        chunk = head if index == 0 else _read(_chunk(state_, flag, index))
         if chunk.state != head.state:  # cut for another state: not these rows
             break
         first = index * HEALTH_CHUNK
@@ -566,16 +552,16 @@ def health_slice(
     return head.with_figures(None), total, rows
 
 
-def _chunk_prefix(run: Run, flag: str, index: int) -> str:
-    return f"analytics-{run.pk}-healthchunk-{flag or 'all'}-{index}"
+def _chunk(state_: State, flag: str, index: int) -> State:
+    return state_.for_part(f"health-chunk-{flag or 'all'}-{index}")
 
 
-def _store_health_chunks(run: Run, state_: str, every: list[list]) -> None:
+def _store_health_chunks(state_: State, every: list[list]) -> None:
     for flag in ("", *HEALTH_FLAGS):
         chosen = [r for r in every if flag in r[1]] if flag else every
         for n in range(0, max(len(chosen), 1), HEALTH_CHUNK):
             chunk = {"total": len(chosen), "rows": chosen[n : n + HEALTH_CHUNK]}
-            _store(run.dataset_id, _chunk_prefix(run, flag, n // HEALTH_CHUNK), state_, chunk)
+            _store(_chunk(state_, flag, n // HEALTH_CHUNK), chunk)
 
 
 def warm(run: Run) -> None:
@@ -592,18 +578,18 @@ def warm(run: Run) -> None:
         "health": health_rows_,
         "health-top": health_top(health_rows_),
     }
-    for part, prefix in _prefixes(run, edges).items():
-        _store(run.dataset_id, prefix, state_, computed[part])
-    _store_health_chunks(run, state_, health_rows_)
+    for part, slot in _slots(edges).items():
+        _store(state_.for_part(slot), computed[part], edges)
+    _store_health_chunks(state_, health_rows_)
 
 
 def warm_edges(run: Run, edges: tuple[int, ...]) -> None:
     """Compute and keep the page and bucket rows for custom bucket edges, from one load."""
     state_ = state(run, edges)
     data = sel.load_run(run, edges=edges, parts=(sel.LABELLED,))
-    prefixes = _prefixes(run, edges)
-    _store(run.dataset_id, prefixes["page"], state_, _compute("page", data))
-    _store(run.dataset_id, prefixes["buckets"], state_, _compute("buckets", data))
+    slots = _slots(edges)
+    _store(state_.for_part(slots["page"]), _compute("page", data), edges)
+    _store(state_.for_part(slots["buckets"]), _compute("buckets", data), edges)
 
 
 def refresh_group(run: Run, group: str) -> None:
@@ -627,8 +613,12 @@ def compare(
     )  # fmt: skip
 
 
-def _compare_prefix(run_a: Run, run_b: Run, system_a: int | None, system_b: int | None) -> str:
-    return f"analytics-compare-{run_a.pk}-{run_b.pk}-{system_a or 'all'}-{system_b or 'all'}"
+def _pair(state_a: State, state_b: State, system_a: int | None, system_b: int | None) -> State:
+    """What a comparison is computed from: both runs' states. Kept in run a's slot of the
+    pair of runs and systems, at run a's review revision."""
+    part = f"compare-{state_b.basis.run_id}-{system_a or 'all'}-{system_b or 'all'}"
+    text = f"{state_a.text}||{state_b.text}"
+    return replace(state_a, basis=replace(state_a.basis, part=part, text=text))
 
 
 def _comparison_json(a: Queries, b: Queries, system_a: int | None, system_b: int | None) -> dict:
@@ -665,12 +655,11 @@ def comparison(run_a: Run, run_b: Run, *, system_a: int | None, system_b: int | 
     drawn once, not on every view of the comparison page (hundreds of milliseconds at 2,000
     queries), and a view reads one row, not both runs' per-query scores. Computes what is
     not kept: for the worker and tests; requests use `served_comparison`."""
-    prefix = _compare_prefix(run_a, run_b, system_a, system_b)
-    pair = f"{state(run_a)}||{state(run_b)}"
-    kept_ = figure_cache.kept(run_a.dataset_id, prefix, pair)
+    pair = _pair(state(run_a), state(run_b), system_a, system_b)
+    kept_ = kept_figures.kept(pair)
     if kept_ is None:
         value = _comparison_json(queries(run_a), queries(run_b), system_a, system_b)
-        _store(run_a.dataset_id, prefix, pair, value)
+        _store(pair, value)
         return _comparison_from_json(value)
     return _comparison_from_json(kept_["figures"])
 
@@ -683,24 +672,19 @@ def served_comparison(
     paired bootstrap (about 0.2 s at 2,000 queries) is drawn here and kept. Else the
     comparison of earlier states (or none) is served, marked updating, and the stale runs'
     refresh is queued; once their scores are kept, the next reader draws it."""
-    prefix = _compare_prefix(run_a, run_b, system_a, system_b)
     state_a, state_b = state(run_a), state(run_b)
-    pair = f"{state_a}||{state_b}"
-    found = _read(run_a.dataset_id, prefix, pair)
+    pair = _pair(state_a, state_b, system_a, system_b)
+    found = _read(pair)
     if not found.fresh:
-        kept_a = figure_cache.kept(
-            run_a.dataset_id, _prefixes(run_a, am.DEFAULT_EDGES)["queries"], state_a
-        )
-        kept_b = figure_cache.kept(
-            run_b.dataset_id, _prefixes(run_b, am.DEFAULT_EDGES)["queries"], state_b
-        )
+        kept_a = kept_figures.kept(state_a.for_part(_slots(am.DEFAULT_EDGES)["queries"]))
+        kept_b = kept_figures.kept(state_b.for_part(_slots(am.DEFAULT_EDGES)["queries"]))
         if kept_a is not None and kept_b is not None:
             value = _comparison_json(
                 queries_from_json(kept_a["figures"]), queries_from_json(kept_b["figures"]),
                 system_a, system_b,
             )  # fmt: skip
-            _store(run_a.dataset_id, prefix, pair, value)
-            found = Served(value, True, timezone.now(), pair)
+            _store(pair, value)
+            found = Served(value, True, timezone.now(), pair.digest, pair.revision)
         else:
             stale = [(r, refresh.DEFAULT)
                      for r, k in ((run_a, kept_a), (run_b, kept_b)) if k is None]  # fmt: skip

@@ -2,8 +2,8 @@
 
 A reader that finds the figures of an earlier state serves those and calls `ensure`: the
 first one queues the refresh task, the others find its marker and queue nothing, so twenty
-readers after a label cost one recompute. The marker is an AgreementCache row
-(`analytics-refresh-<run>-<group>`) whose `computed_at` is when it was taken:
+readers after a label cost one recompute. The marker is a KeptRefresh row (per run and
+group) whose `claimed_at` is when it was taken:
 
 - taking it is an insert that a unique constraint lets only one reader win;
 - a marker older than REFRESH_TIMEOUT belongs to a worker that died (or a message that was
@@ -30,11 +30,12 @@ from datetime import datetime, timedelta
 
 from celery import current_app
 from django.db import IntegrityError, transaction
-from django.utils import dateparse, timezone
+from django.db.models import QuerySet
+from django.utils import timezone
 
 from evaluation import task_names
 from evaluation.metrics import analytics as am
-from evaluation.models import AgreementCache
+from evaluation.models import KeptRefresh
 
 logger = logging.getLogger(__name__)
 
@@ -82,78 +83,69 @@ def edges_of(group: str) -> tuple[int, ...]:
     return tuple(int(e) for e in group.removeprefix("edges-").split("."))
 
 
-def marker_key(run_id: int, group: str) -> str:
-    return f"analytics-refresh-{run_id}-{group}"
+def _marker(dataset_id: int, run_id: int, group: str) -> QuerySet[KeptRefresh]:
+    return KeptRefresh.objects.filter(dataset_id=dataset_id, run_id=run_id, group=group)
 
 
 def claim(dataset_id: int, run_id: int, group: str) -> bool:
     """Take the run's refresh marker; False when another reader holds a live one, or the
     last try failed and its backoff has not run out."""
-    key, now = marker_key(run_id, group), timezone.now()
-    held = AgreementCache.objects.filter(dataset_id=dataset_id, key=key)
-    found = held.values_list("computed_at", "cells").first()
+    now = timezone.now()
+    held = _marker(dataset_id, run_id, group)
+    found = held.first()
     if found is None:
         try:
             with transaction.atomic():
-                AgreementCache.objects.create(dataset_id=dataset_id, key=key, cells={})
+                KeptRefresh.objects.create(
+                    dataset_id=dataset_id, run_id=run_id, group=group, claimed_at=now
+                )
             return True
         except IntegrityError:  # another reader took it between the read and the insert
             return False
-    taken, cells = found
-    failure = _failure(cells)
+    failure = _failure(found)
     if failure is not None and now < failure.retry_at:
         return False
-    if failure is None and taken >= now - REFRESH_TIMEOUT:
+    if failure is None and found.claimed_at >= now - REFRESH_TIMEOUT:
         return False
     # A failure whose backoff ran out, or a dead worker's marker: one reader's update
     # matches the old time, the others' none (PostgreSQL re-reads the row after the winner
     # commits). The count of failed tries stays, so the next failure waits longer.
-    tries = {"tries": cells.get("tries", 0)} if isinstance(cells, dict) else {}
-    return held.filter(computed_at=taken).update(computed_at=now, cells=tries) == 1
+    taken = held.filter(claimed_at=found.claimed_at)
+    return taken.update(claimed_at=now, error="", failed_at=None, retry_at=None) == 1
 
 
 def release(dataset_id: int, run_id: int, group: str) -> None:
     """The recompute worked: the marker goes, with its count of failed tries."""
-    AgreementCache.objects.filter(dataset_id=dataset_id, key=marker_key(run_id, group)).delete()
+    _marker(dataset_id, run_id, group).delete()
 
 
 def fail(dataset_id: int, run_id: int, group: str, error: BaseException) -> Failure:
     """The recompute raised: keep the marker as a failure that blocks readers until its
     backoff runs out (written whether or not the marker is still there)."""
-    key, now = marker_key(run_id, group), timezone.now()
-    held = AgreementCache.objects.filter(dataset_id=dataset_id, key=key)
-    before = held.values_list("cells", flat=True).first()
-    tries = (before.get("tries", 0) if isinstance(before, dict) else 0) + 1
+    now = timezone.now()
+    before = _marker(dataset_id, run_id, group)
+    tries = (before.values_list("tries", flat=True).first() or 0) + 1
     failure = Failure(type(error).__name__, now, tries, now + backoff(tries))
-    cells = {"tries": tries, "failed": failure.error, "failed_at": now.isoformat(),
-             "retry_at": failure.retry_at.isoformat()}  # fmt: skip
-    AgreementCache.objects.update_or_create(
-        dataset_id=dataset_id, key=key, defaults={"cells": cells}
-    )
+    KeptRefresh.objects.update_or_create(
+        run_id=run_id, group=group,
+        defaults={
+            "dataset_id": dataset_id, "claimed_at": now, "error": failure.error,
+            "failed_at": now, "tries": tries, "retry_at": failure.retry_at,
+        },
+    )  # fmt: skip
     return failure
 
 
 def failure(dataset_id: int, run_id: int, group: str) -> Failure | None:
     """The refresh's last try failed and the next has not started: what the pages and the
     API say (None: no failure, or a new try is running)."""
-    key = marker_key(run_id, group)
-    cells = (
-        AgreementCache.objects.filter(dataset_id=dataset_id, key=key)
-        .values_list("cells", flat=True)
-        .first()
-    )
-    return _failure(cells)
+    return _failure(_marker(dataset_id, run_id, group).first())
 
 
-def _failure(cells: object) -> Failure | None:
-    if not isinstance(cells, dict) or "failed" not in cells:
+def _failure(marker: KeptRefresh | None) -> Failure | None:
+    if marker is None or not marker.error:
         return None
-    return Failure(
-        cells["failed"],
-        dateparse.parse_datetime(cells["failed_at"]),
-        cells["tries"],
-        dateparse.parse_datetime(cells["retry_at"]),
-    )
+    return Failure(marker.error, marker.failed_at, marker.tries, marker.retry_at)
 
 
 def ensure(dataset_id: int, run_id: int, group: str) -> bool:

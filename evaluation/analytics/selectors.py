@@ -37,7 +37,8 @@ from django.db.models import Sum
 
 from annotation.models import Checklist, Criterion, Query
 from evaluation.cross_evaluation.selectors import dataset_mean_overlap
-from evaluation.kept import figures as figure_cache
+from evaluation.kept import figures as kept_figures
+from evaluation.kept import readers
 from evaluation.metrics import analytics as am
 from evaluation.metrics import votes_sql
 from evaluation.metrics.agreement import Agreement, agreement_from_matrix, matrix_from_counts
@@ -198,7 +199,7 @@ class _Items:
     def __init__(self, cursor, run: Run, queries: Sequence[int] | None) -> None:
         self.cursor = cursor
         select, params = _items_select(run, queries)
-        self.temporary = not figure_cache.writes_refused()
+        self.temporary = not kept_figures.writes_refused()
         if self.temporary:
             cursor.execute(f"CREATE TEMPORARY TABLE {ITEMS_TABLE} AS {select}", params)
             self.source, self.params = ITEMS_TABLE, []
@@ -936,10 +937,8 @@ def panel_calibration(
     # The token sums scan every verdict of the run (a second at 600,000) and move only
     # with the run's state: kept per state, so a miss after a label does not pay them.
     if run.ended:
-        sums = figure_cache.remembered(
-            run.dataset_id, f"verdict-tokens-{run.pk}", figure_cache.run_state(run),
-            lambda: _verdict_tokens(run),
-        )  # fmt: skip
+        state = readers.state(run.dataset_id, readers.VERDICT_TOKENS, run=run)
+        sums = kept_figures.remembered(state, lambda: _verdict_tokens(run))
     else:
         sums = _verdict_tokens(run)
     judges = {j.pk: j for j in Judge.objects.filter(pk__in=[judge_id for judge_id, _, _ in sums])}

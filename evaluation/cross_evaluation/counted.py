@@ -15,7 +15,7 @@ computed by the same functions as before (`metrics.overlap`), so they are identi
 Cached under everything they depend on: the source, every cross-evaluation run's state
 (a running run is never cached), the dataset's review revision less the labels and
 adjudications of system answers, which no figure here reads (criteria, queries, perfect
-answers' labels and adjudications: `revision.cross_evaluation`) and a fingerprint of the
+answers' labels and adjudications: the `cross_evaluation` counter) and a fingerprint of the
 submitted checklists and perfect answers (count, ids, last change).
 """
 
@@ -29,7 +29,8 @@ from django.db.models import Count, Max, Sum
 
 from annotation.models import Checklist, Dataset
 from evaluation.cross_evaluation.sources import Source, UnknownSource, cross_evaluation_runs
-from evaluation.kept import figures as figure_cache
+from evaluation.kept import figures as kept_figures
+from evaluation.kept import readers
 from evaluation.metrics import overlap as om
 from evaluation.metrics import votes_sql
 from evaluation.models import Answer, Run
@@ -279,10 +280,8 @@ def _stale_queries(checklists: set[int]) -> set[int]:
     return set(Checklist.objects.filter(pk__in=checklists).values_list("query_id", flat=True))
 
 
-def _state(dataset: Dataset, source: Source) -> str | None:
+def _state(dataset: Dataset, source: Source) -> readers.State | None:
     """Everything the figures depend on, or None while a cross-evaluation runs."""
-    from evaluation.agreement.revision import cross_evaluation
-
     runs = list(cross_evaluation_runs(dataset))
     if any(not run.ended for run in runs):
         return None
@@ -292,23 +291,19 @@ def _state(dataset: Dataset, source: Source) -> str | None:
     answers = Answer.objects.filter(
         checklist__query__dataset=dataset, checklist__status=Checklist.Status.SUBMITTED
     ).aggregate(n=Count("id"), ids=Sum("id"), last=Max("updated_at"))
-    parts = [
-        str(source),
-        str(cross_evaluation(dataset.pk)),
-        *(f"{figure_cache.run_state(r)}.{r.created_at.isoformat()}" for r in runs),
-        *(f"{v}" for v in checklists.values()),
-        *(f"{v}" for v in answers.values()),
-    ]
-    return "|".join(parts)
+    return readers.state(
+        dataset.pk, readers.CROSS_EVALUATION, runs=runs,
+        part=f"{source.kind}-{source.run_id or 0}",
+        facts=[*checklists.values(), *answers.values()],
+    )  # fmt: skip
 
 
 def figures(dataset: Dataset, source: Source) -> dict:
-    """compute(), from the figure cache while nothing it depends on has changed."""
+    """compute(), kept while nothing it depends on has changed."""
     state = _state(dataset, source)
     if state is None:
         return compute(dataset, source)
-    prefix = f"cross-evaluation-{source.kind}-{source.run_id or 0}"
-    return figure_cache.remembered(dataset.pk, prefix, state, lambda: compute(dataset, source))
+    return kept_figures.remembered(state, lambda: compute(dataset, source))
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,6 @@ from annotation.validation import (
     GuidelineConfig,
     validate_checklist,
 )
-from evaluation.agreement import revision
 from evaluation.cross_evaluation.services import REFERENCE_SYSTEM, reference_system
 from evaluation.cross_evaluation.services import run_label as perfect_run_label
 from evaluation.data import bulk, schema
@@ -63,6 +62,7 @@ from evaluation.data.export import criterion_key, perfect_label, query_key
 from evaluation.data.formats import FileRejected, cell
 from evaluation.data.rows import ImportRejected  # one refusal for every import
 from evaluation.data.source import Source
+from evaluation.kept.events import Event, bump
 from evaluation.models import (
     Adjudication,
     Answer,
@@ -797,9 +797,9 @@ class _Writer:
         self._grades()
         self._labels()
         self._adjudications()
-        # Bulk writes send no signal: cached agreement figures and scores are keyed by the
-        # dataset's review revision, which an import may change in any of its tables.
-        revision.changed(dataset.pk)
+        # Bulk writes send no signal: kept figures are keyed by the dataset's review
+        # counters, which an import may change in any of its tables.
+        bump(dataset.pk, Event.DATASET_IMPORTED)
         return result
 
     # structure ---------------------------------------------------------------------

@@ -8,10 +8,10 @@ every row of every related table into Python first (and send a signal per row), 
 dataset with a million verdicts takes minutes in one transaction that a timeout rolls back.
 
 Raw deletes send no signals. What the signals would have done is done here instead or is
-moot: the agreement revision (`evaluation.agreement.revision`) and the kept figures belong
-to the dataset and are deleted with it; the audit history (django-simple-history) writes no
-"deleted" row per checklist, criterion, label and adjudication, and keeps the rows it has
-(see docs/operations.md).
+moot: the review counters (`evaluation.kept.events`), the kept figures and the analytics
+refresh markers belong to the dataset and are deleted with it; the audit history
+(django-simple-history) writes no "deleted" row per checklist, criterion, label and
+adjudication, and keeps the rows it has (see docs/operations.md).
 
 Killed at any point, the task leaves the dataset marked and partly deleted; run again it
 drains every step from the first (an emptied step costs one query) and the dataset row goes
@@ -48,14 +48,15 @@ from evaluation.data import services as exports
 from evaluation.data.models import DatasetExport
 from evaluation.models import (
     Adjudication,
-    AgreementCache,
     AlertEvent,
     Answer,
     CrossEvaluationSettings,
     FormalityAdvice,
     GradedScore,
     HumanLabel,
+    KeptFigure,
     KeptQueueRow,
+    KeptRefresh,
     RegressionAlert,
     ReviewAssignment,
     ReviewRevision,
@@ -121,7 +122,8 @@ STEPS: tuple[Step, ...] = (
     # Work queued for the dataset's runs: without its task row a judging delivery stops.
     Step("run tasks", _by(RunTask, "run__dataset", ANSWER)),
     Step("kept queue rows", _by(KeptQueueRow, "kept__dataset")),
-    Step("agreement cache", _by(AgreementCache, "dataset")),
+    Step("kept figures", _by(KeptFigure, "dataset")),
+    Step("analytics refreshes", _by(KeptRefresh, "dataset")),
     Step("alert events", _by(AlertEvent, "alert__dataset", "run__dataset", "previous__dataset")),
     Step("regression alerts", _by(RegressionAlert, "dataset")),
     Step("run schedules", _by(RunSchedule, "dataset")),

@@ -33,9 +33,9 @@ from annotation.models import Checklist, Criterion, Dataset
 from annotation.permissions import dataset_permissions
 from config import limits
 from config.ids import is_id
-from evaluation.agreement import revision
 from evaluation.data.answers_upload import decode_upload, read_rows
 from evaluation.data.rows import Checked, ImportRejected, check_rows, field_text
+from evaluation.kept.events import Event, bump
 from evaluation.models import (
     Answer,
     HumanLabel,
@@ -276,7 +276,7 @@ def import_label_rows(*, dataset: Dataset, name: str, raw: list[tuple[int, dict]
             changed, ["label", "note", "reviewer", "updated_at"], batch_size=500
         )
         if new or changed:
-            revision.changed(dataset.pk)
+            bump(dataset.pk, Event.LABELS_IMPORTED)
     return LabelsResult(
         created=len(new),
         updated=len(changed),

@@ -1,38 +1,37 @@
-"""Figures kept between requests in the database (AgreementCache rows), shared by every web
-process: `remembered(dataset_id, prefix, state, compute)` returns what `compute()` returned
-for the same `state`, or computes and stores it. Callers put in `state` everything the
-figure depends on (a run's status, attempt and finish time; the dataset's review
-revision), so a stored figure is never served after what it was computed from changed; a
-new state replaces the rows stored under the same prefix. Values are JSON."""
+"""Figures kept between requests in the database (KeptFigure rows), shared by every web
+process: `remembered(state, compute)` returns what `compute()` returned for the same state
+(`evaluation.kept.readers.state`), or computes and keeps it.
+
+A row lives in its figure's slot (dataset, kind, run, part); keeping a new state replaces
+the rows of the slot, in one transaction, so a reader finds the old state's rows or the
+new one's, never neither. Values are JSON.
+"""
 
 from __future__ import annotations
 
-import hashlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 
-from evaluation.models import AgreementCache, Run
+from evaluation.kept.models import KeptFigure
+from evaluation.kept.readers import Basis, State
 
-
-def run_state(run: Run) -> str:
-    """What moves whenever a run's verdicts may have changed: a run's verdicts are written
-    while it runs, and again only when it is resumed, retried or imported again, which
-    change its status, attempt or finish time."""
-    finished = run.finished_at.isoformat() if run.finished_at else ""
-    return f"{run.pk}.{run.status}.{run.attempt}.{finished}"
-
-
+# Set inside `read_only()`. A thread-local, not an argument: the figures of a dataset
+# export are computed deep inside readers shared with the pages (analytics, agreement,
+# scores), and every one of them would have to pass it down to `store`. One thread runs one
+# export's snapshot at a time, and the flag is restored on the way out.
 _reading = threading.local()
 
 
 @contextmanager
 def read_only() -> Iterator[None]:
-    """Figures computed inside are not stored: the caller reads in a READ ONLY transaction
-    (the dataset export's snapshot), where PostgreSQL refuses any write."""
+    """Inside, figures are computed but never kept: the caller reads in a READ ONLY
+    transaction (the dataset export's snapshot), where PostgreSQL refuses any write, a
+    temporary table included (`writes_refused`)."""
     before = getattr(_reading, "only", False)
     _reading.only = True
     try:
@@ -46,60 +45,61 @@ def writes_refused() -> bool:
     return getattr(_reading, "only", False)
 
 
-def store(dataset_id: int, prefix: str, key: str, cells: Any) -> None:
-    """Keep `cells` under `key`, replacing the rows stored under the same prefix; the one
-    place figures are written, so that read-only readers skip it."""
-    if getattr(_reading, "only", False):
-        return
-    # One transaction: a reader finds the old row or the new one, never neither (the
-    # analytics pages serve the old one while the new one is computed). No savepoint
-    # inside a caller's transaction: that one already makes the two writes one.
-    with transaction.atomic(savepoint=False):
-        stale = AgreementCache.objects.filter(dataset_id=dataset_id, key__startswith=f"{prefix}:")
-        stale.exclude(key=key).delete()
-        AgreementCache.objects.bulk_create(
-            [AgreementCache(dataset_id=dataset_id, key=key, cells=cells)], ignore_conflicts=True
-        )
-
-
-def store_many(dataset_id: int, prefix: str, cells_by_key: dict[str, Any]) -> None:
-    """Keep several rows of one figure (each key starting with `prefix:`), replacing every
-    other row stored under the prefix. They are inserted together (bulk_create runs its
-    batches in one transaction): a reader sees all of them or none."""
-    if getattr(_reading, "only", False):
-        return
-    stale = AgreementCache.objects.filter(dataset_id=dataset_id, key__startswith=f"{prefix}:")
-    stale.exclude(key__in=list(cells_by_key)).delete()
-    AgreementCache.objects.bulk_create(
-        [AgreementCache(dataset_id=dataset_id, key=k, cells=v) for k, v in cells_by_key.items()],
-        ignore_conflicts=True,
+def slot(where: Basis | State) -> QuerySet[KeptFigure]:
+    """Every row kept in the slot of a figure, whatever its state."""
+    b = where.basis if isinstance(where, State) else where
+    return KeptFigure.objects.filter(
+        dataset_id=b.dataset_id, kind=b.figure.kind, run_id=b.run_id, part=b.part
     )
 
 
-def key_for(prefix: str, state: str) -> str:
-    return f"{prefix}:{hashlib.sha256(state.encode()).hexdigest()}"
+def row(state: State, cells: Any, piece: str = "") -> KeptFigure:
+    """An unsaved row of `state` (one of its pieces)."""
+    b = state.basis
+    return KeptFigure(
+        dataset_id=b.dataset_id, kind=b.figure.kind, run_id=b.run_id, part=b.part,
+        revision=state.revision, key=state.key_of(piece), cells=cells,
+    )  # fmt: skip
 
 
-def kept(dataset_id: int, prefix: str, state: str) -> Any | None:
-    """What is stored for `state`, or None; never computes."""
-    return kept_key(dataset_id, key_for(prefix, state))
+def store(state: State, cells: Any) -> None:
+    """Keep `cells` for `state`, replacing every other row of its slot: the one place a
+    single figure is written, so that read-only readers skip it."""
+    store_pieces(state, {"": cells})
 
 
-def kept_key(dataset_id: int, key: str) -> Any | None:
-    """What is stored under `key` (from key_for), or None."""
-    found = AgreementCache.objects.filter(dataset_id=dataset_id, key=key)
+def store_pieces(state: State, pieces: dict[str, Any]) -> None:
+    """Keep several rows of one state (by piece name; "" is `kept(state)`'s), replacing
+    every other row of the slot. One transaction: a reader sees all of them or none, and
+    the old rows or the new ones. No savepoint inside a caller's transaction: that one
+    already makes the writes one."""
+    if writes_refused():
+        return
+    keys = [state.key_of(piece) for piece in pieces]
+    with transaction.atomic(savepoint=False):
+        slot(state).exclude(key__in=keys).delete()
+        KeptFigure.objects.bulk_create(
+            [row(state, cells, piece) for piece, cells in pieces.items()], ignore_conflicts=True
+        )
+
+
+def kept(state: State) -> Any | None:
+    """What is kept for `state`, or None; never computes."""
+    found = KeptFigure.objects.filter(dataset_id=state.dataset_id, key=state.key)
     return next(iter(found.values_list("cells", flat=True)), None)
 
 
-def kept_keys(dataset_id: int, keys: list[str]) -> dict[str, Any]:
-    """The rows stored under `keys`, by key, in one query; missing keys are left out."""
-    found = AgreementCache.objects.filter(dataset_id=dataset_id, key__in=keys)
-    return dict(found.values_list("key", "cells"))
+def kept_pieces(state: State, pieces: Iterable[str]) -> dict[str, Any]:
+    """The pieces kept for `state`, by piece name, in one query; missing ones left out."""
+    by_key = {state.key_of(piece): piece for piece in pieces}
+    found = KeptFigure.objects.filter(dataset_id=state.dataset_id, key__in=list(by_key))
+    return {by_key[key]: cells for key, cells in found.values_list("key", "cells")}
 
 
-def remembered(dataset_id: int, prefix: str, state: str, compute: Callable[[], Any]) -> Any:
-    value = kept(dataset_id, prefix, state)
+def remembered(state: State, compute: Callable[[], Any]) -> Any:
+    """What is kept for `state`, or `compute()`, kept now."""
+    value = kept(state)
     if value is None:
         value = compute()
-        store(dataset_id, prefix, key_for(prefix, state), value)
+        store(state, value)
     return value

@@ -6,14 +6,16 @@ from annotation.models import Dataset
 
 
 class ReviewRevision(models.Model):
-    """A number that goes up whenever something an agreement figure is computed from
-    changes in the dataset: a human label, an adjudication, a criterion's kind or source
-    types, a query's category, a system's or judge's name (evaluation.agreement.revision).
-    Cached figures are keyed by it, so they are never served after such a change."""
+    """A dataset's review counters: numbers that go up when something a kept figure is
+    computed from changes. Writers move them through `evaluation.kept.events.bump` (which
+    event moves which counter: `events.MOVES`); readers key their figures by the counters
+    they read (`evaluation.kept.readers`), so a figure is never served after such a change.
+    Each column is a `evaluation.kept.counters.Counter` of the same name."""
 
     dataset = models.OneToOneField(
         Dataset, on_delete=models.CASCADE, primary_key=True, related_name="review_revision"
     )
+    # Every change any figure reads but a new system answer (Counter.NUMBER).
     number = models.BigIntegerField(default=0)
     # The same, less the labels and adjudications of system answers: what the
     # cross-evaluation figures (which read perfect answers only) are keyed by, so that
@@ -27,46 +29,63 @@ class ReviewRevision(models.Model):
     # verdict of a finished run) but join the labelling queue: the queues are keyed by it
     # beside `number`, so that answers arriving one by one do not make every agreement and
     # analytics reader recount.
-    answers = models.BigIntegerField(default=0, db_default=0)  # raw upserts leave it out
+    # db_default: the upsert of the time (migration 0017) left the column out.
+    answers = models.BigIntegerField(default=0, db_default=0)
 
     def __str__(self) -> str:
         return f"Review revision {self.number} of dataset {self.dataset_id}"
 
 
-class AgreementCache(models.Model):
-    """The counted cells of a dataset's agreement figures for one run, as computed at one
-    revision of its labels (`key`: the run, its state and method, and the revision). A
-    later change makes a new key; old rows are replaced (evaluation.agreement.selectors)."""
+class KeptFigure(models.Model):
+    """One figure (or one piece of one) kept between requests, as computed at one state.
+
+    `kind`, `run_id` and `part` name its slot: the place one figure of one run lives (say
+    the agreement counts of run 12, or chunk 3 of run 12's criterion health); keeping a new
+    state of a figure replaces the rows of its slot (`evaluation.kept.figures`). `key` is the
+    hash of the slot and of everything the figure was computed from (`readers.State`), so a
+    changed state is a different key, never answered by the old row. `revision` is the
+    review counter the figure was keyed by at that state (`readers.Figure.reads`), for the
+    readers that ask which revision a figure reflects. The table kept its old name."""
 
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=40)
+    # A plain id, not a foreign key: the row is a derived copy, replaced when its slot is
+    # kept again, and must not slow the deletion of runs.
+    run_id = models.BigIntegerField(null=True)
+    part = models.CharField(max_length=100, blank=True)
+    revision = models.BigIntegerField(null=True)
     key = models.CharField(max_length=200)
     cells = models.JSONField()
     computed_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        db_table = "evaluation_agreementcache"
         constraints = [
             models.UniqueConstraint(fields=["dataset", "key"], name="one_agreement_cache_per_key")
         ]
+        indexes = [
+            models.Index(fields=["dataset", "kind", "run_id", "part"], name="kept_figure_slot"),
+        ]
 
     def __str__(self) -> str:
-        return f"Agreement cells of dataset {self.dataset_id} ({self.key})"
+        return f"Kept {self.kind} of dataset {self.dataset_id} (run {self.run_id}, {self.part!r})"
 
 
 class KeptQueueRow(models.Model):
     """One item of a review queue in the order computed at one state: `kept` is the
-    AgreementCache row whose key holds everything the order depends on (the runs' states and
-    methods, the label policy, the dataset's review revision), so a page reads
-    one index range of positions instead of ordering the whole queue on every request. A new
-    state makes a new key; keeping it deletes the old header and its rows, so a stale order
-    is never read (evaluation.review.kept)."""
+    KeptFigure row (the queue's header) whose key holds everything the order depends on
+    (the runs' states and methods, the label policy, the dataset's review counters), so a
+    page reads one index range of positions instead of ordering the whole queue on every
+    request. A new state makes a new key; keeping it deletes the old header and its rows, so
+    a stale order is never read (evaluation.review.kept)."""
 
-    # No cascade by Django: it would make every figure cache deletion collect first (two
-    # queries more per stored figure). evaluation.review.kept deletes the rows of the
-    # headers it replaces, and rows whose header went another way (a dataset deleted, the
-    # cache emptied) on its next write; ids are never reused (PostgreSQL sequences, SQLite
+    # No cascade by Django: it would make every figure deletion collect first (two queries
+    # more per stored figure). evaluation.review.kept deletes the rows of the headers it
+    # replaces, and rows whose header went another way (a dataset deleted, the figures
+    # emptied) on its next write; ids are never reused (PostgreSQL sequences, SQLite
     # AUTOINCREMENT), so such rows are never read. Not indexed alone: it leads both indexes.
     kept = models.ForeignKey(
-        AgreementCache, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False,
+        KeptFigure, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False,
         related_name="+",
     )  # fmt: skip
     # 1-based and gapless among the open items (adjudicated ones are numbered apart), so
@@ -97,3 +116,36 @@ class KeptQueueRow(models.Model):
 
     def __str__(self) -> str:
         return f"Queue item {self.position} of {self.kept_id}"
+
+
+class KeptRefresh(models.Model):
+    """The one recompute of a run's analytics figures under way, or the failure of the last
+    one (evaluation.analytics.refresh): a single-flight marker that readers race to take,
+    and the back-off that keeps a failing recompute from being tried by every reader.
+
+    `claimed_at`: when the recompute was taken (a marker older than the refresh timeout
+    belongs to a worker that died). After a failure, `error` is the exception's kind,
+    `failed_at` when, `tries` the failures in a row and `retry_at` when the next try may
+    start; a new try clears the failure but keeps `tries`, so the next failure waits
+    longer. The row goes when a recompute works."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="+")
+    # The unique constraint below leads with the run: no index of its own.
+    run = models.ForeignKey(
+        "evaluation.Run", on_delete=models.CASCADE, db_index=False, related_name="+"
+    )
+    # What one task computes from one load of the run (refresh.group_for).
+    group = models.CharField(max_length=100)
+    claimed_at = models.DateTimeField()
+    error = models.CharField(max_length=200, blank=True)
+    failed_at = models.DateTimeField(null=True)
+    tries = models.PositiveIntegerField(default=0)
+    retry_at = models.DateTimeField(null=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "group"], name="one_refresh_per_run_and_group")
+        ]
+
+    def __str__(self) -> str:
+        return f"Analytics refresh of run {self.run_id} ({self.group})"

@@ -13,7 +13,7 @@ criteria verdicts into the answer's score (evaluation.metrics.scoring).
 | evaluation.runs.models | Run, JudgeCall, Verdict, GradedScore, RunTask |
 | evaluation.review.models | Label, HumanLabel, Adjudication, ReviewAssignment |
 | evaluation.cross_evaluation.models | CrossEvaluationSettings |
-| evaluation.kept.models | ReviewRevision, AgreementCache, KeptQueueRow |
+| evaluation.kept.models | ReviewRevision, KeptFigure, KeptQueueRow, KeptRefresh |
 | evaluation.alerts.models | RegressionAlert, AlertEvent |
 | evaluation.schedules.models | RunSchedule |
 """
@@ -25,14 +25,14 @@ from evaluation.cross_evaluation.models import CrossEvaluationSettings
 from evaluation.data.models import Answer, DatasetExport, System
 from evaluation.formality.models import FormalityAdvice
 from evaluation.judges.models import Judge, Panel, PanelMember
-from evaluation.kept.models import AgreementCache, KeptQueueRow, ReviewRevision
+from evaluation.kept.models import KeptFigure, KeptQueueRow, KeptRefresh, ReviewRevision
 from evaluation.review.models import Adjudication, HumanLabel, Label, ReviewAssignment
 from evaluation.runs.models import GradedScore, JudgeCall, Run, RunTask, Verdict
 from evaluation.schedules.models import RunSchedule
 
 __all__ = [
-    "Adjudication", "AgreementCache", "AlertEvent", "Answer", "CrossEvaluationSettings",
-    "DatasetExport", "FormalityAdvice", "GradedScore", "HumanLabel", "Judge", "JudgeCall",
-    "KeptQueueRow", "Label", "Panel", "PanelMember", "RegressionAlert", "ReviewAssignment",
-    "ReviewRevision", "Run", "RunSchedule", "RunTask", "System", "Verdict",
+    "Adjudication", "AlertEvent", "Answer", "CrossEvaluationSettings", "DatasetExport",
+    "FormalityAdvice", "GradedScore", "HumanLabel", "Judge", "JudgeCall", "KeptFigure",
+    "KeptQueueRow", "KeptRefresh", "Label", "Panel", "PanelMember", "RegressionAlert",
+    "ReviewAssignment", "ReviewRevision", "Run", "RunSchedule", "RunTask", "System", "Verdict",
 ]  # fmt: skip

@@ -11,7 +11,6 @@ Every function here runs a fixed number of queries, whatever the size of the dat
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,7 +22,8 @@ from guardian.shortcuts import get_users_with_perms
 
 from annotation import roles
 from annotation.models import Checklist, Criterion, Dataset
-from evaluation.kept import figures as figure_cache
+from evaluation.kept import figures as kept_figures
+from evaluation.kept import readers
 from evaluation.metrics import votes_sql
 from evaluation.metrics.aggregation import CriterionVerdict, Vote, aggregate
 from evaluation.models import (
@@ -39,7 +39,7 @@ from evaluation.review import kept, queues, sampling
 
 if TYPE_CHECKING:
     from annotation.permissions import AnyUser
-    from evaluation.models import AgreementCache
+    from evaluation.models import KeptFigure
 
 LABELLING = ReviewAssignment.Queue.LABELLING
 DISAGREEMENT = ReviewAssignment.Queue.DISAGREEMENT
@@ -111,23 +111,16 @@ SELECT run_id, answer_id, p, f, count(*) FROM (
 
 def _vote_histogram(dataset: Dataset, runs: list[Run]) -> list[list[int]]:
     """(run, answer, passes, fails, criteria) rows: how many criteria of each answer got each
-    split of valid votes in each run. Counted in the database, and kept in the figure cache
-    while the runs have ended and not moved (their verdicts change only when a run is
-    resumed, retried or imported again, which moves its status, attempt or finish time)."""
-    from evaluation.models import AgreementCache
-
+    split of valid votes in each run. Counted in the database, and kept while the runs have
+    ended and not moved (their verdicts change only when a run is resumed, retried or
+    imported again, which moves its status, attempt or finish time)."""
     if not runs:
         return []
-    state = ",".join(
-        f"{r.pk}.{r.status}.{r.attempt}.{r.finished_at.isoformat() if r.finished_at else ''}"
-        for r in sorted(runs, key=lambda r: r.pk)
-    )
-    key = "queue-votes:" + hashlib.sha256(state.encode()).hexdigest()
-    cacheable = all(r.ended for r in runs)
-    if cacheable:
-        for rows in AgreementCache.objects.filter(dataset=dataset, key=key).values_list(
-            "cells", flat=True
-        ):
+    ordered = sorted(runs, key=lambda r: r.pk)
+    state = readers.state(dataset.pk, readers.QUEUE_VOTES, runs=ordered)
+    if state.cacheable:
+        rows = kept_figures.kept(state)
+        if rows is not None:
             return rows
     placeholders = ", ".join(["%s"] * len(runs))
     with connection.cursor() as cursor:
@@ -136,8 +129,8 @@ def _vote_histogram(dataset: Dataset, runs: list[Run]) -> list[list[int]]:
             [r.pk for r in runs],
         )
         rows = [[int(v) for v in row] for row in cursor.fetchall()]
-    if cacheable:
-        figure_cache.store(dataset.pk, "queue-votes", key, rows)
+    if state.cacheable:
+        kept_figures.store(state, rows)
     return rows
 
 
@@ -271,24 +264,18 @@ def _run_map(dataset: Dataset, run: Run | None) -> tuple[list[Run], dict[int, Ru
 
 
 def _kept_header(
-    dataset: Dataset, run: Run | None, runs: list[Run], *, name: str, base: str,
-    fill: Callable[[int], dict], recent: bool,
-) -> AgreementCache:  # fmt: skip
-    """The kept order a queue reads (evaluation.review.kept), per queue `name` and `run`:
-    under `recent`, the latest one kept for `base` (the state of the runs and policy) will
-    do; else the one of `base` and the current review revision, `fill`ed when missing. With
-    a run still going, the order is made for this request alone (not `cacheable`: verdicts
-    arrive without `base` moving)."""
-    from evaluation.agreement import revision
-
-    prefix = f"{name}{'-run' if run else ''}{run.pk if run else ''}"
-    cacheable = all(r.ended for r in runs)
-    header = kept.latest(dataset.pk, prefix, base) if recent and cacheable else None
+    dataset: Dataset, run: Run | None, runs: list[Run], *, figure: readers.Figure,
+    facts: tuple[object, ...], fill: Callable[[int], dict], recent: bool,
+) -> KeptFigure:  # fmt: skip
+    """The kept order a queue reads (evaluation.review.kept), per queue `figure` and `run`,
+    computed from `runs` (in their order) and `facts` (the policy): under `recent`, the
+    latest one kept for the same runs and facts will do; else the one of the current review
+    counters, `fill`ed when missing. With a run still going, the order is made for this
+    request alone (not cacheable: verdicts arrive without the runs' state moving)."""
+    basis = readers.basis(dataset.pk, figure, run=run, runs=runs, facts=facts)
+    header = kept.latest(basis) if recent and basis.cacheable else None
     if header is None:
-        header = kept.kept(
-            dataset.pk, prefix, f"{base}|{revision.queues(dataset.pk)}", fill,
-            cacheable=cacheable, base=base,
-        )  # fmt: skip
+        header = kept.kept(readers.state_of(basis), fill)
     return header
 
 
@@ -394,13 +381,6 @@ def labelling_design(dataset: Dataset) -> sampling.Design | None:
     )
 
 
-def _runs_state(runs: list[Run]) -> str:
-    return ",".join(
-        f"{figure_cache.run_state(r)}.{r.panel_method}.{r.panel_threshold!r}"
-        for r in sorted(runs, key=lambda r: r.pk)
-    )
-
-
 def labelling_queue(
     dataset: Dataset,
     user: AnyUser,
@@ -414,9 +394,9 @@ def labelling_queue(
     are made with their live per-answer facts (_labelling_items). `recent`: an order kept
     before the latest labels will do (kept.latest: moving on to the next item)."""
     runs, by_pk = _run_map(dataset, run)
-    base = f"{dataset.label_policy}.{dataset.label_share!r}|{_runs_state(runs)}"
     header = _kept_header(
-        dataset, run, runs, name="labelling-queue", base=base, recent=recent,
+        dataset, run, sorted(runs, key=lambda r: r.pk), figure=readers.LABELLING_QUEUE,
+        facts=(f"{dataset.label_policy}.{dataset.label_share!r}",), recent=recent,
         fill=lambda header_id: _fill_labelling(dataset, run, header_id),
     )  # fmt: skip
     queue = KeptQueue(
@@ -590,13 +570,10 @@ def disagreement_queue(
     if not runs:
         empty = KeptQueue(KeptQueueRow.objects.none(), lambda rows: [], 0)
         return DisagreementQueue(items=empty)
+    # In the ranked order, not the ids' order: it picks each answer's run.
     ranked = sorted(runs, key=lambda r: (r.finished_at or _EPOCH, r.pk))
-    # The ranked order, not the ids' order: it picks each answer's run.
-    state = ",".join(
-        f"{figure_cache.run_state(r)}.{r.panel_method}.{r.panel_threshold!r}" for r in ranked
-    )
     header = _kept_header(
-        dataset, run, runs, name="disagreement-queue", base=state, recent=recent,
+        dataset, run, ranked, figure=readers.DISAGREEMENT_QUEUE, facts=(), recent=recent,
         fill=lambda header_id: _fill_disagreements(dataset, ranked, header_id),
     )  # fmt: skip
     queue = KeptQueue(

@@ -97,7 +97,8 @@ def label_set(
 
 
 def _kept_counts_follow(answer_id: int, criterion_id: int, *, label: bool = True):
-    """The dataset's kept agreement counts move with the item's write (agreement.delta)."""
+    """The dataset's review counters and kept agreement counts move with the item's write
+    (agreement.delta): every label and adjudication write goes through here."""
     return delta.item_change(answer_id=answer_id, criterion_id=criterion_id, label=label)
 
 

@@ -8,7 +8,8 @@ from collections import defaultdict
 
 from django.db.models import Sum
 
-from evaluation.kept.figures import remembered, run_state
+from evaluation.kept import readers
+from evaluation.kept.figures import remembered
 from evaluation.metrics.cost import CostEstimate, JudgeUsage, run_cost
 from evaluation.models import GradedScore, Judge, Run, Verdict
 from evaluation.runs import snapshot
@@ -33,7 +34,8 @@ def run_cost_estimate(run: Run, *, done: int, expected: int) -> CostEstimate:
     """`done` / `expected`: the run's verdicts and grades so far and in all."""
     tokens: dict[int, list[int]] = defaultdict(lambda: [0, 0])
     if run.ended:  # a scan of every verdict: kept while the run's state does not move
-        sums = remembered(run.dataset_id, f"tokens-{run.pk}", run_state(run), lambda: sums_of(run))
+        state = readers.state(run.dataset_id, readers.TOKENS, run=run)
+        sums = remembered(state, lambda: sums_of(run))
     else:
         sums = sums_of(run)
     for judge_id, prompt, completion in sums:

@@ -18,7 +18,8 @@ from decimal import Decimal
 from django.db import connection, transaction
 
 from annotation.models import Checklist
-from evaluation.kept import figures as figure_cache
+from evaluation.kept import figures as kept_figures
+from evaluation.kept import readers
 from evaluation.metrics import votes_sql
 from evaluation.metrics.scoring import (
     AnswerScore,
@@ -128,28 +129,18 @@ def _counted(run: Run) -> list[tuple]:
 
 
 def _cached_counts(run: Run) -> list[tuple]:
-    """_counted(run), from the figure cache while nothing it depends on has changed: a run
-    that has ended keeps its votes until it is resumed, retried or imported again (which
-    move its status, attempt or finish time); adjudications and criterion weights, core and
-    scoring flags move the dataset's review revision (evaluation.agreement.revision; its
-    `scores` number, which human labels do not move: no score reads them)."""
-    from evaluation.agreement.revision import scores as current
-    from evaluation.models import AgreementCache
-
+    """_counted(run), kept while nothing it depends on has changed: a run that has ended
+    keeps its votes until it is resumed, retried or imported again (which move its status,
+    attempt or finish time); adjudications and criterion weights, core and scoring flags
+    move the dataset's `scores` counter, which human labels do not move: no score reads
+    them (evaluation.kept.readers.SCORE_COUNTS)."""
     if not run.ended:
         return _counted(run)
-    finished = run.finished_at.isoformat() if run.finished_at else ""
-    prefix = f"scores-{run.pk}"
-    key = (
-        f"{prefix}:{run.status}:{run.attempt}:{finished}:{run.panel_method}:"
-        f"{run.panel_threshold!r}:{current(run.dataset_id)}"
-    )
-    for rows in AgreementCache.objects.filter(dataset_id=run.dataset_id, key=key).values_list(
-        "cells", flat=True
-    ):
-        return rows
-    rows = [[int(v) if isinstance(v, int) else str(v) for v in row] for row in _counted(run)]
-    figure_cache.store(run.dataset_id, prefix, key, rows)
+    state = readers.state(run.dataset_id, readers.SCORE_COUNTS, run=run)
+    rows = kept_figures.kept(state)
+    if rows is None:
+        rows = [[int(v) if isinstance(v, int) else str(v) for v in row] for row in _counted(run)]
+        kept_figures.store(state, rows)
     return rows
 
 
@@ -267,16 +258,13 @@ class RunScores:
         return self._read(start, stop) if start < stop else []
 
 
-def _scores_state(run: Run) -> str:
+def _scores_state(run: Run) -> readers.State:
     """Everything the kept report is computed from: the run's state and method (its
-    verdicts and grades), the review revision (adjudications, criteria, systems' names,
+    verdicts and grades), the `scores` counter (adjudications, criteria, systems' names,
     answers deleted) and the dataset's pass threshold (the pass/fail column and the pass
-    rates), which moves no revision."""
-    from evaluation.agreement.revision import scores as current
-
-    return (
-        f"{figure_cache.run_state(run)}:{run.panel_method}:{run.panel_threshold!r}:"
-        f"{current(run.dataset_id)}:{run.dataset.pass_threshold!r}"
+    rates), which moves no counter."""
+    return readers.state(
+        run.dataset_id, readers.RUN_SCORES, run=run, facts=[repr(run.dataset.pass_threshold)]
     )
 
 
@@ -318,14 +306,13 @@ def run_scores(run: Run) -> RunScores:
             report.threshold, report.systems, len(report.answers),
             lambda start, stop: report.answers[start:stop],
         )  # fmt: skip
-    prefix = f"runscores-{run.pk}"
-    key = figure_cache.key_for(prefix, _scores_state(run))
-    summary = figure_cache.kept_key(run.dataset_id, key)
+    state = _scores_state(run)
+    summary = kept_figures.kept(state)
     built: list[AnswerReport] | None = None
     if summary is None:
-        # Counted afresh, not through the counts' own cache (run_report): the kept report
-        # takes its place for these pages, and keeping both would store the run twice.
-        # A change of the pass threshold alone thus counts again (0.7 s of SQL at
+        # Counted afresh, not through the counts' own kept rows (run_report): the kept
+        # report takes their place for these pages, and keeping both would store the run
+        # twice. A change of the pass threshold alone thus counts again (0.7 s of SQL at
         # 1,000,000 votes), once.
         report = _report(run, _counted(run))
         built = report.answers
@@ -335,22 +322,20 @@ def run_scores(run: Run) -> RunScores:
             "systems": [asdict(s) for s in report.systems],
             "count": len(rows),
         }
-        pieces = {f"{key}:{n // CHUNK}": rows[n : n + CHUNK] for n in range(0, len(rows), CHUNK)}
-        # Inserted in one transaction (bulk_create): whoever finds the summary finds every
-        # piece.
-        figure_cache.store_many(run.dataset_id, prefix, {**pieces, key: summary})
+        pieces = {str(n // CHUNK): rows[n : n + CHUNK] for n in range(0, len(rows), CHUNK)}
+        # Inserted in one transaction: whoever finds the summary finds every piece.
+        kept_figures.store_pieces(state, {**pieces, "": summary})
 
     def read(start: int, stop: int) -> list[AnswerReport]:
         if built is not None:
             return built[start:stop]
         first, last = start // CHUNK, (stop - 1) // CHUNK
-        pieces = figure_cache.kept_keys(
-            run.dataset_id, [f"{key}:{n}" for n in range(first, last + 1)]
-        )
-        if len(pieces) != last - first + 1:
+        wanted = [str(n) for n in range(first, last + 1)]
+        pieces = kept_figures.kept_pieces(state, wanted)
+        if len(pieces) != len(wanted):
             # Replaced by a newer state between the two reads: build this slice afresh.
             return run_report(run).answers[start:stop]
-        rows = [row for n in range(first, last + 1) for row in pieces[f"{key}:{n}"]]
+        rows = [row for n in wanted for row in pieces[n]]
         offset = first * CHUNK
         return _with_authors(rows[start - offset : stop - offset])
 

@@ -11,7 +11,8 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from annotation.models import Checklist, Criterion, Dataset
-from evaluation.kept.figures import remembered, run_state
+from evaluation.kept import readers
+from evaluation.kept.figures import remembered
 from evaluation.metrics.aggregation import CriterionVerdict, Vote, aggregate
 from evaluation.models import Answer, GradedScore, Run, RunTask, Verdict
 
@@ -84,8 +85,8 @@ def _verdict_totals(run: Run) -> dict:
     the figure cache (they change only with the run's state)."""
     if not run.ended:
         return _count_verdicts(run)
-    return remembered(run.dataset_id, f"progress-{run.pk}", run_state(run),
-                      lambda: _count_verdicts(run))  # fmt: skip
+    state = readers.state(run.dataset_id, readers.PROGRESS, run=run)
+    return remembered(state, lambda: _count_verdicts(run))
 
 
 def _count_verdicts(run: Run) -> dict:
@@ -153,9 +154,8 @@ def run_errors(
     # counts in run_progress.
     kinds = (calls, grades)
     if run.ended:
-        state = f"{run_state(run)}:{limit}:{kinds}"
-        found = remembered(run.dataset_id, f"errors-{run.pk}", state,
-                           lambda: _call_errors(run, limit, kinds))  # fmt: skip
+        state = readers.state(run.dataset_id, readers.ERRORS, run=run, facts=[limit, kinds])
+        found = remembered(state, lambda: _call_errors(run, limit, kinds))
     else:
         found = _call_errors(run, limit, kinds)
     for kind, message, n in found:

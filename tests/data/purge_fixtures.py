@@ -24,14 +24,15 @@ from evaluation.cross_evaluation.services import perfect_answer_save
 from evaluation.data.models import DatasetExport
 from evaluation.models import (
     Adjudication,
-    AgreementCache,
     Answer,
     CrossEvaluationSettings,
     FormalityAdvice,
     GradedScore,
     HumanLabel,
     Judge,
+    KeptFigure,
     KeptQueueRow,
+    KeptRefresh,
     Panel,
     PanelMember,
     ReviewAssignment,
@@ -136,8 +137,13 @@ def build_dataset(shared: Shared, name: str, *, queries: int = 2) -> Dataset:
         services.criterion_update(criterion=first, by=s.expert, text="States it anew.")
         services.checklist_submit(checklist=checklist, by=s.expert)
         perfect_answer_save(checklist=checklist, text="Revenue was $4.12 billion.", by=s.expert)
-    kept = AgreementCache.objects.create(dataset=dataset, key=f"queue:{name}", cells={})
+    kept = KeptFigure.objects.create(
+        dataset=dataset, kind="labelling-queue", key=f"queue:{name}", cells={}
+    )
     KeptQueueRow.objects.create(kept=kept, position=1, answer_id=answer.pk)
+    KeptRefresh.objects.create(
+        dataset=dataset, run=runs[0], group="default", claimed_at=timezone.now()
+    )
     CrossEvaluationSettings.objects.create(dataset=dataset, panel=s.panel)
     DatasetExport.objects.create(dataset=dataset, requested_by=s.admin)
     alert = RegressionAlert.objects.create(

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from django.utils import timezone
 
 from annotation.models import Checklist, Criterion, QueryCategory, SourceType
-from evaluation.agreement import revision
+from evaluation.kept.events import Event, bump
 from evaluation.models import (
     Adjudication,
     Answer,
@@ -131,5 +131,5 @@ def build_labelled(dataset, *, queries: int = 4, criteria: int = 6, systems: int
     Verdict.objects.bulk_create(verdicts)
     HumanLabel.objects.bulk_create(labels)
     Adjudication.objects.bulk_create(adjudications)
-    revision.changed(dataset.pk)  # bulk writes bump the review revision, as the app's writers do
+    bump(dataset.pk, Event.LABELS_IMPORTED)  # bulk writes say so, as the app's writers do
     return data

@@ -8,9 +8,19 @@ from collections.abc import Sequence
 from django.utils import timezone
 
 from annotation.models import Checklist, Criterion
+from evaluation.kept.events import bump, item_event
 from evaluation.models import Answer, Judge, Panel, PanelMember, Run, Verdict
 from evaluation.runs import snapshot
 from tests.factories import AnswerFactory, QueryFactory, UserFactory
+
+
+def written(answer_id: int, *, adjudication: bool = False) -> None:
+    """A test wrote a label (or an adjudication) of the answer straight to the database:
+    say so, as the review services do (evaluation.kept.events), so that kept figures move."""
+    dataset_id, checklist_id = Answer.objects.values_list("query__dataset_id", "checklist_id").get(
+        pk=answer_id
+    )
+    bump(dataset_id, item_event(perfect_answer=checklist_id is not None, adjudication=adjudication))
 
 
 def panel_of(judges: int = 3, method: str = "majority") -> Panel:

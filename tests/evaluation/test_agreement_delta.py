@@ -15,16 +15,18 @@ from django.utils import timezone
 
 from annotation import roles, services
 from evaluation.agreement import cells as sql
-from evaluation.agreement import delta, revision, selectors
+from evaluation.agreement import delta, selectors
 from evaluation.agreement.cells import Cell
-from evaluation.models import Adjudication, AgreementCache, HumanLabel, Run
+from evaluation.kept import figures
+from evaluation.kept.counters import counters
+from evaluation.models import Adjudication, HumanLabel, Run
 from evaluation.review import services as review
 from tests.evaluation.agreement_fixtures import build_labelled
 from tests.factories import UserFactory
 
 
 def recount(dataset, run) -> list[list]:
-    method, threshold = selectors._method(run)
+    method, threshold = selectors.run_method(run)
     rows = sql.cells(dataset.pk, run.pk if run else None, method=method, threshold=threshold)
     rows += selectors._label_days(dataset)
     return sorted([[c.figure, c.value, c.other, c.first, c.second, c.n] for c in rows], key=_order)
@@ -37,10 +39,13 @@ def _order(row: list) -> tuple:
 def kept(dataset, run) -> list[list] | None:
     """The counts stored under the dataset's current revision for the run, without
     computing anything."""
-    key = selectors._cache_key(run, revision.current(dataset.pk))
-    found = AgreementCache.objects.filter(dataset=dataset, key=key)
-    rows = next(iter(found.values_list("cells", flat=True)), None)
+    rows = figures.kept(selectors.kept_state(dataset.pk, run))
     return None if rows is None else sorted(rows, key=_order)
+
+
+def number(dataset) -> int:
+    """The dataset's review revision."""
+    return counters(dataset.pk).number
 
 
 def warm(dataset, runs) -> None:
@@ -92,9 +97,9 @@ def test_every_review_write_moves_the_kept_counts_to_a_recount(
                                   expected_version=_version(answer, criterion)),
     ]  # fmt: skip
     for write in writes:
-        before = revision.current(reviewed_dataset.pk)
+        before = number(reviewed_dataset)
         write()
-        assert revision.current(reviewed_dataset.pk) > before
+        assert number(reviewed_dataset) > before
         for run in two_runs:
             # Stored by the write itself: nothing has read the figures since.
             assert kept(reviewed_dataset, run) == recount(reviewed_dataset, run)
@@ -111,24 +116,20 @@ def test_a_new_system_answer_keeps_the_counts_and_a_perfect_answer_moves_cross_e
     from evaluation.models import Answer
 
     warm(reviewed_dataset, two_runs)
-    number, cross = (
-        revision.current(reviewed_dataset.pk),
-        revision.cross_evaluation(reviewed_dataset.pk),
-    )
-    queues = revision.queues(reviewed_dataset.pk)
+    before = counters(reviewed_dataset.pk)
     query = Query.objects.filter(dataset=reviewed_dataset).first()
     system = Answer.objects.filter(query=query).first().system  # a new name would bump
     Answer.objects.create(query=query, system=system, run_label="nightly", text="Streamed in.")
-    assert revision.current(reviewed_dataset.pk) == number
-    assert revision.queues(reviewed_dataset.pk) != queues
+    assert number(reviewed_dataset) == before.number
+    assert counters(reviewed_dataset.pk).answers != before.answers  # what the queues read
     for run in two_runs:
         assert kept(reviewed_dataset, run) == recount(reviewed_dataset, run)  # still kept
     checklist = Checklist.objects.filter(query=query).first()
     Answer.objects.create(
         query=query, system=system, run_label="perfect", checklist=checklist, text="Perfect."
     )
-    assert revision.current(reviewed_dataset.pk) > number
-    assert revision.cross_evaluation(reviewed_dataset.pk) > cross
+    assert number(reviewed_dataset) > before.number
+    assert counters(reviewed_dataset.pk).cross_evaluation > before.cross_evaluation
 
 
 def _version(answer, criterion) -> int | None:
@@ -197,7 +198,7 @@ def test_without_a_finished_run_the_human_counts_move_too(labelled, reviewed_dat
 def test_nothing_is_kept_when_the_write_fails(labelled, reviewed_dataset, reviewer):
     warm(reviewed_dataset, [labelled.run])
     before = kept(reviewed_dataset, labelled.run)
-    number = revision.current(reviewed_dataset.pk)
+    revision = number(reviewed_dataset)
     label = HumanLabel.objects.filter(answer__query__dataset=reviewed_dataset).first()
     with pytest.raises(review.ReviewError):
         review.label_set(answer=label.answer, criterion=label.criterion, reviewer=reviewer,
@@ -206,7 +207,7 @@ def test_nothing_is_kept_when_the_write_fails(labelled, reviewed_dataset, review
         review.label_set(answer=label.answer, criterion=label.criterion, reviewer=reviewer,
                          label="pass")  # fmt: skip
         raise RuntimeError("the request failed after the label")
-    assert revision.current(reviewed_dataset.pk) == number
+    assert number(reviewed_dataset) == revision
     assert kept(reviewed_dataset, labelled.run) == before
 
 

@@ -13,7 +13,7 @@ from annotation.models import Criterion, QueryCategory
 from evaluation.agreement import selectors
 from evaluation.agreement.serialize import report_data
 from evaluation.data.review_imports import import_labels
-from evaluation.models import Adjudication, AgreementCache, HumanLabel, Run
+from evaluation.models import Adjudication, HumanLabel, KeptFigure, Run
 from evaluation.review import services as review
 from tests.evaluation import agreement_oracle as oracle
 from tests.evaluation.agreement_fixtures import build_labelled
@@ -118,7 +118,7 @@ def test_cached_figures_follow_labels_adjudications_and_imports(
     labelled, reviewed_dataset, reviewer
 ):
     check(reviewed_dataset)
-    assert AgreementCache.objects.filter(dataset=reviewed_dataset).count() == 1
+    assert KeptFigure.objects.filter(dataset=reviewed_dataset).count() == 1
     label = HumanLabel.objects.filter(answer__query__dataset=reviewed_dataset).first()
     answer, criterion = label.answer, label.criterion
     before = report_data(selectors.agreement_report(reviewed_dataset))
@@ -148,7 +148,7 @@ def test_cached_figures_follow_labels_adjudications_and_imports(
         f'"rater": "dr-import", "label": "fail"}}\n',
     )  # fmt: skip
     check(reviewed_dataset)
-    assert AgreementCache.objects.filter(dataset=reviewed_dataset).count() == 1
+    assert KeptFigure.objects.filter(dataset=reviewed_dataset).count() == 1
 
 
 def test_cached_figures_follow_groups_and_runs(labelled, reviewed_dataset):
@@ -179,16 +179,17 @@ def test_cached_figures_follow_groups_and_runs(labelled, reviewed_dataset):
 def test_a_running_run_is_never_cached(labelled, reviewed_dataset):
     run = labelled.run
     Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
-    AgreementCache.objects.all().delete()
+    KeptFigure.objects.all().delete()
     check(reviewed_dataset, run.pk)
-    assert not AgreementCache.objects.exists()
+    assert not KeptFigure.objects.exists()
     run.verdicts.filter(outcome="fail").update(outcome="pass")
     check(reviewed_dataset, run.pk)
 
 
 def test_a_dataset_with_labels_can_be_deleted(transactional_db, reviewed_dataset, reviewer):
-    """Its labels' signals bump its review revision while the deletion runs; the row they
-    write goes with the dataset, so the deletion commits (foreign keys checked there)."""
+    """The receivers of its answers and criteria bump its review counters while the deletion
+    runs; the row they write goes with the dataset, so the deletion commits (foreign keys
+    checked there)."""
     from evaluation.models import ReviewRevision
 
     build_labelled(reviewed_dataset, queries=2, criteria=3, systems=2, seed=3)

@@ -12,8 +12,9 @@ from django.utils import timezone
 from evaluation.analytics import figures
 from evaluation.analytics import selectors as sel
 from evaluation.analytics.tasks import warm_analytics
+from evaluation.kept.events import Event, bump
 from evaluation.metrics import analytics as am
-from evaluation.models import AgreementCache, HumanLabel, Run
+from evaluation.models import HumanLabel, KeptFigure, Run
 from tests.evaluation.analytics_fixtures import build_known
 
 
@@ -23,12 +24,9 @@ def known(reviewed_dataset):
 
 
 def _kept(run) -> list[str]:
-    return sorted(
-        k.split(":")[0]
-        for k in AgreementCache.objects.filter(key__startswith=f"analytics-{run.pk}").values_list(
-            "key", flat=True
-        )
-    )
+    """The parts kept for the run (one row each)."""
+    found = KeptFigure.objects.filter(kind="analytics", run_id=run.pk)
+    return sorted(found.values_list("part", flat=True))
 
 
 @pytest.mark.parametrize("edges", [am.DEFAULT_EDGES, (12, 20)])
@@ -96,10 +94,11 @@ def test_kept_queries_and_health_equal_the_computed_ones(known, reviewed_dataset
 def test_a_label_change_is_never_served_stale(known, reviewed_dataset, client, reviewer):
     before = figures.page(known.run)
     assert len(_kept(known.run)) == 1
-    # Flip every human label: the human-only scores must move.
+    # Flip every human label (as an import does): the human-only scores must move.
     for label in HumanLabel.objects.filter(answer__query__dataset=reviewed_dataset):
         label.label = "fail" if label.label == "pass" else "pass"
         label.save()
+    bump(reviewed_dataset.pk, Event.LABELS_IMPORTED)
     after = figures.page(known.run)
     assert after.calibrated != before.calibrated
     assert after.calibrated == sel.calibrated_scores(sel.load_run(known.run))
@@ -142,16 +141,16 @@ def test_the_label_policy_and_under_least_certain_other_runs_move_the_state(
 def test_the_task_run_when_a_run_ends_keeps_every_part(known):
     assert warm_analytics(known.run.pk) is True
     assert _kept(known.run) == [
-        f"analytics-{known.run.pk}",
-        f"analytics-{known.run.pk}-buckets",
-        f"analytics-{known.run.pk}-health",
+        "buckets",
+        "health",
         # the API's criterion-health pages, cut in advance so that no request cuts them
         *(
-            f"analytics-{known.run.pk}-healthchunk-{f}-0"
+            f"health-chunk-{f}-0"
             for f in ("all", "always passed", "disagrees", "never passed", "split")
         ),
-        f"analytics-{known.run.pk}-healthtop",
-        f"analytics-{known.run.pk}-queries",
+        "health-top",
+        "page",
+        "queries",
     ]
     assert warm_analytics(10**9) is False  # a deleted run: nothing to do
 

@@ -208,7 +208,7 @@ def test_query_count_stays_flat_from_10_to_1000_answers(
 
 
 def test_saturated_queries_are_marked_too_easy(reviewed_dataset, client, reviewer, collaborator):
-    from evaluation.models import Adjudication, AgreementCache
+    from evaluation.models import Adjudication, KeptFigure
     from tests.evaluation.analytics_fixtures import answer_shares
 
     known = build_known(
@@ -230,7 +230,7 @@ def test_saturated_queries_are_marked_too_easy(reviewed_dataset, client, reviewe
     assert len(expected) == 2
     assert sel.saturated(sel.load_run(known.run)) == expected
     client.force_login(reviewer)
-    AgreementCache.objects.all().delete()  # where kept figures live
+    KeptFigure.objects.all().delete()  # where kept figures live
     # Never computed in a request (tests/evaluation/test_analytics_refresh.py); here Celery
     # is eager, so the page's refresh has kept them by the time it answers.
     body = client.get(reverse("dataset-analytics", args=[reviewed_dataset.pk])).content.decode()

@@ -20,11 +20,11 @@ from django.utils import timezone
 
 from annotation.models import Criterion
 from evaluation import task_names
-from evaluation.agreement import revision
 from evaluation.analytics import figures, refresh
 from evaluation.analytics import selectors as sel
 from evaluation.analytics.tasks import refresh_analytics
-from evaluation.models import AgreementCache, Answer
+from evaluation.kept.counters import counters
+from evaluation.models import Answer, KeptFigure, KeptRefresh
 from evaluation.review.services import label_set
 from tests.evaluation.analytics_fixtures import build_known
 from tests.factories import DatasetFactory
@@ -50,18 +50,21 @@ def _label(known, reviewer) -> None:
     label_set(answer=answer, criterion=criterion, reviewer=reviewer, label="fail")
 
 
-def _marker(run) -> AgreementCache | None:
-    key = refresh.marker_key(run.pk, refresh.DEFAULT)
-    return AgreementCache.objects.filter(dataset_id=run.dataset_id, key=key).first()
+def _marker(run) -> KeptRefresh | None:
+    return KeptRefresh.objects.filter(run=run, group=refresh.DEFAULT).first()
+
+
+def _revision(dataset) -> int:
+    return counters(dataset.pk).number
 
 
 @pytest.fixture
 def labelled_after_warm(reviewed_dataset, reviewer):
     known = build_known(reviewed_dataset)
     figures.warm(known.run)
-    before = revision.current(reviewed_dataset.pk)
+    before = _revision(reviewed_dataset)
     _label(known, reviewer)
-    assert revision.current(reviewed_dataset.pk) > before
+    assert _revision(reviewed_dataset) > before
     return known, before
 
 
@@ -109,15 +112,15 @@ def test_a_dead_workers_marker_expires(
     # still blocks; past it, the next reader queues a new refresh, and only that one.
     marker = _marker(known.run)
     young = timezone.now() - refresh.REFRESH_TIMEOUT + timedelta(seconds=30)
-    AgreementCache.objects.filter(pk=marker.pk).update(computed_at=young)
+    KeptRefresh.objects.filter(pk=marker.pk).update(claimed_at=young)
     client.get(url)
     assert len(queued) == 1
     old = timezone.now() - refresh.REFRESH_TIMEOUT - timedelta(seconds=1)
-    AgreementCache.objects.filter(pk=marker.pk).update(computed_at=old)
+    KeptRefresh.objects.filter(pk=marker.pk).update(claimed_at=old)
     client.get(url)
     client.get(url)
     assert len(queued) == 2
-    assert _marker(known.run).computed_at > old + timedelta(seconds=1)
+    assert _marker(known.run).claimed_at > old + timedelta(seconds=1)
 
 
 def _broken(run, *args):
@@ -127,8 +130,7 @@ def _broken(run, *args):
 def _past_backoff(run) -> None:
     """Time passes: the failed refresh's backoff runs out (its retry time moves back)."""
     marker = _marker(run)
-    marker.cells["retry_at"] = (timezone.now() - timedelta(seconds=1)).isoformat()
-    AgreementCache.objects.filter(pk=marker.pk).update(cells=marker.cells)
+    KeptRefresh.objects.filter(pk=marker.pk).update(retry_at=timezone.now() - timedelta(seconds=1))
 
 
 def test_a_task_that_raises_keeps_the_old_figures_and_says_when_it_tries_again(
@@ -197,7 +199,7 @@ def test_a_run_whose_figures_never_computed_answers_503_after_a_failure(
     reviewed_dataset, client, reviewer, reviewer_api, owner_api, queued, monkeypatch
 ):
     known = build_known(reviewed_dataset)
-    AgreementCache.objects.filter(key__startswith="analytics-").delete()
+    KeptFigure.objects.filter(kind="analytics").delete()
     monkeypatch.setattr(figures, "warm", _broken)
     api = reverse("api-evaluation:analytics", args=[reviewed_dataset.pk])
     assert reviewer_api.get(api).status_code == 202  # queued a refresh
@@ -221,7 +223,7 @@ def test_the_warm_task_at_a_runs_end_records_its_failure_too(reviewed_dataset, m
     from evaluation.analytics.tasks import warm_analytics
 
     known = build_known(reviewed_dataset)
-    AgreementCache.objects.filter(key__startswith="analytics-").delete()
+    KeptFigure.objects.filter(kind="analytics").delete()
     refresh.claim(known.run.dataset_id, known.run.pk, refresh.DEFAULT)  # as the receiver does
     monkeypatch.setattr(figures, "warm", _broken)
     with caplog.at_level(logging.ERROR, logger="evaluation.analytics.tasks"):
@@ -274,7 +276,7 @@ def test_fresh_figures_carry_no_mark_and_queue_nothing(
     assert b"Updating." not in html and b"figures-updating" not in html
     body = reviewer_api.get(reverse("api-evaluation:analytics", args=[reviewed_dataset.pk])).json()
     assert body["updating"] is False
-    assert body["review_revision"] == revision.current(reviewed_dataset.pk)
+    assert body["review_revision"] == _revision(reviewed_dataset)
     assert queued == []
 
 
@@ -282,7 +284,7 @@ def test_the_api_says_which_state_it_answers_from(
     labelled_after_warm, reviewed_dataset, reviewer_api, owner_api, client, owner, queued
 ):
     known, before = labelled_after_warm
-    kept_at = AgreementCache.objects.get(key__startswith=f"analytics-{known.run.pk}:").computed_at
+    kept_at = KeptFigure.objects.get(kind="analytics", run_id=known.run.pk, part="page").computed_at
     body = reviewer_api.get(reverse("api-evaluation:analytics", args=[reviewed_dataset.pk])).json()
     assert body["updating"] is True
     assert body["review_revision"] == before
@@ -307,7 +309,7 @@ def test_never_computed_figures_show_a_placeholder_not_a_recompute(
     reviewed_dataset, client, reviewer, reviewer_api, queued, django_assert_max_num_queries
 ):
     known = build_known(reviewed_dataset)  # the task at the run's end never ran
-    AgreementCache.objects.filter(key__startswith="analytics-").delete()
+    KeptFigure.objects.filter(kind="analytics").delete()
     client.force_login(reviewer)
     url = reverse("dataset-analytics", args=[reviewed_dataset.pk])
     with django_assert_max_num_queries(20), CaptureQueriesContext(connection) as captured:

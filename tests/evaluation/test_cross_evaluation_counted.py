@@ -26,15 +26,16 @@ from evaluation.cross_evaluation.services import perfect_answer_save
 from evaluation.metrics import overlap as om
 from evaluation.models import (
     Adjudication,
-    AgreementCache,
     Answer,
     HumanLabel,
     Judge,
+    KeptFigure,
     Panel,
     PanelMember,
     Run,
     Verdict,
 )
+from evaluation.review import services as review
 from tests.evaluation.cross_evaluation_fixtures import expert, submitted_checklist
 from tests.factories import AnswerFactory, DatasetFactory, QueryFactory, UserFactory
 
@@ -169,7 +170,7 @@ def test_cached_figures_follow_labels_answers_checklists_and_runs(mixed):
     dataset, _, (old, _, _) = mixed
     human = selectors.Source("human")
     first = counted.figures(dataset, human)
-    assert AgreementCache.objects.filter(dataset=dataset, key__startswith="cross-").count() == 1
+    assert KeptFigure.objects.filter(dataset=dataset, kind="cross-evaluation").count() == 1
     assert counted.figures(dataset, human) == first
 
     def fresh(source=human):
@@ -177,13 +178,14 @@ def test_cached_figures_follow_labels_answers_checklists_and_runs(mixed):
 
     answer = Answer.objects.filter(query__dataset=dataset, checklist__isnull=False).first()
     criterion = Criterion.objects.filter(checklist__query=answer.query_id).first()
-    HumanLabel.objects.update_or_create(
-        answer=answer, criterion=criterion, rater="r9", defaults={"label": "fail"}
-    )
+    reviewer = UserFactory(username="r9")
+    review.label_set(answer=answer, criterion=criterion, reviewer=reviewer, label="fail")
     fresh()
-    Adjudication.objects.update_or_create(
-        answer=answer, criterion=criterion, defaults={"label": "pass"}
-    )
+    current = Adjudication.objects.filter(answer=answer, criterion=criterion).first()
+    review.adjudicate(
+        answer=answer, criterion=criterion, by=reviewer, label="pass",
+        expected_version=current.version if current else None,
+    )  # fmt: skip
     fresh()
     checklist = Checklist.objects.filter(query__dataset=dataset, status="submitted").last()
     checklist.status = Checklist.Status.REOPENED
@@ -228,11 +230,11 @@ def test_dataset_page_queries_do_not_grow_with_its_rows(mixed, client, monkeypat
     for size in (1, 2, 6):
         monkeypatch.setattr(counted, "PAGE", size)
         monkeypatch.setattr(counted, "SHOWN", size)
-        AgreementCache.objects.all().delete()
+        KeptFigure.objects.all().delete()
         client.get(url)  # computes and stores the figures
         with CaptureQueriesContext(connection) as cached:
             assert client.get(url).status_code == 200
-        AgreementCache.objects.all().delete()
+        KeptFigure.objects.all().delete()
         with CaptureQueriesContext(connection) as computed:
             assert client.get(url).status_code == 200
         found.append((len(cached), len(computed)))

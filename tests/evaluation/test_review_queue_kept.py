@@ -13,9 +13,10 @@ from django.urls import reverse
 
 from annotation import roles
 from annotation.services import dataset_create, dataset_set_role
-from evaluation.models import Adjudication, AgreementCache, HumanLabel, KeptQueueRow, Run
+from evaluation.models import Adjudication, HumanLabel, KeptFigure, KeptQueueRow, Run
 from evaluation.review import selectors
 from tests.evaluation.agreement_fixtures import build_labelled
+from tests.evaluation.review_fixtures import written
 
 # The workload fixture (every vote known) is shared with the selection tests: imported, pytest
 # finds it here, and the tests' parameter of the same name is what ruff calls a redefinition.
@@ -30,8 +31,9 @@ from tests.factories import AnswerFactory
 pytestmark = pytest.mark.django_db
 
 
-def kept_headers(dataset, prefix: str) -> list[AgreementCache]:
-    return list(AgreementCache.objects.filter(dataset=dataset, key__startswith=f"{prefix}:"))
+def kept_headers(dataset, kind: str, run=None) -> list[KeptFigure]:
+    """The headers kept for the queue `kind` (of `run`, or of every finished run)."""
+    return list(KeptFigure.objects.filter(dataset=dataset, kind=kind, run_id=run and run.pk))
 
 
 def test_an_adjudication_or_a_label_is_in_the_next_read_and_the_old_order_is_gone(
@@ -42,6 +44,7 @@ def test_an_adjudication_or_a_label_is_in_the_next_read_and_the_old_order_is_gon
     assert keys(before.items)[0] == (a1.pk, c[2].pk) and before.adjudicated == 1
     (old,) = kept_headers(reviewed_dataset, "disagreement-queue")
     Adjudication.objects.create(answer=a1, criterion=c[2], label="pass", decided_by=owner)
+    written(a1.pk, adjudication=True)
     after = selectors.disagreement_queue(reviewed_dataset, reviewer)
     assert (a1.pk, c[2].pk) not in keys(after.items) and after.adjudicated == 2
     assert len(after.items) == len(before.items) - 1
@@ -87,7 +90,7 @@ def test_a_running_run_is_never_kept(workload, reviewed_dataset, reviewer):
     queue = selectors.disagreement_queue(reviewed_dataset, reviewer, run=running)
     assert keys(queue.items) == [(a1.pk, c[0].pk)]
     # Each read replaced the previous one's rows: one order of the running run is stored.
-    assert len(kept_headers(reviewed_dataset, f"disagreement-queue-run{running.pk}")) == 1
+    assert len(kept_headers(reviewed_dataset, "disagreement-queue", running)) == 1
 
 
 def test_slices_filters_and_mine_read_the_kept_rows(workload, reviewed_dataset, reviewer):
@@ -172,6 +175,7 @@ def test_next_after_a_label_reads_the_order_kept_before_it_without_ordering_agai
         Adjudication.objects.create(
             answer_id=answer_id, criterion_id=criterion_id, label="pass", decided_by=owner
         )
+        written(answer_id, adjudication=True)
     item, _position = selectors.next_item(
         reviewed_dataset, reviewer, queue="disagreement", current=first
     )
@@ -185,6 +189,7 @@ def mark(answer, criterion, user) -> None:
     HumanLabel.objects.update_or_create(
         answer=answer, criterion=criterion, rater=user.get_username(), defaults={"label": "pass"}
     )
+    written(answer.pk)
 
 
 def test_next_in_the_labelling_queue_skips_what_the_reader_labelled_since(

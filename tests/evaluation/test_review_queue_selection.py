@@ -10,13 +10,14 @@ import pytest
 
 from evaluation.models import Adjudication, HumanLabel, Run
 from evaluation.review import queues, selectors
-from tests.evaluation.review_fixtures import checklist_query, finished_run, panel_of
+from tests.evaluation.review_fixtures import checklist_query, finished_run, panel_of, written
 
 pytestmark = pytest.mark.django_db
 
 
 def label(answer, criterion, rater, value):
     HumanLabel.objects.create(answer=answer, criterion=criterion, rater=rater, label=value)
+    written(answer.pk)
 
 
 @pytest.fixture

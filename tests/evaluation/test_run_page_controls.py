@@ -109,13 +109,13 @@ def test_retry_failed_redoes_only_the_failed_calls(client, owner, keyless_run, m
 
 
 def test_an_ended_runs_errors_are_kept_until_it_runs_again(client, owner, keyless_run, monkeypatch):
-    from evaluation.models import AgreementCache
+    from evaluation.models import KeptFigure
 
     deliver_all(keyless_run)
     keyless_run.refresh_from_db()
     client.force_login(owner)
     assert "missing_key" in page(client, keyless_run).split("data-errors", 1)[1]
-    assert AgreementCache.objects.filter(key__startswith=f"errors-{keyless_run.pk}:").exists()
+    assert KeptFigure.objects.filter(kind="errors", run_id=keyless_run.pk).exists()
     monkeypatch.setenv(VARIABLE, "sk-test")
     run = runs.run_retry_failed(run=keyless_run)
     deliver_all(run)

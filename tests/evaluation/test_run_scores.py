@@ -21,8 +21,10 @@ from evaluation.models import (
     System,
     Verdict,
 )
+from evaluation.review import services as review
 from evaluation.runs import scope, scores, snapshot
 from evaluation.runs import services as runs
+from tests.evaluation.review_fixtures import written
 from tests.factories import QueryFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -129,7 +131,10 @@ def test_scores_by_hand_then_an_adjudication_decides(scored_run, owner):
     assert (a1.graded, a2.graded) == (4.5, 2.5)
 
     # A reviewer decides (A2, c3) is a pass: it replaces the panel's fail in every score.
-    Adjudication.objects.create(answer=answers["A2"], criterion=criteria["c3"], label="pass")
+    review.adjudicate(
+        answer=answers["A2"], criterion=criteria["c3"], by=owner, label="pass",
+        expected_version=None,
+    )  # fmt: skip
     a2 = by_name(scores.run_report(run), answers)["A2"]
     assert (a2.score, a2.weighted, a2.core) == (0.75, 0.875, 0.5)
     assert (a2.passed, a2.adjudicated) == (True, 1)
@@ -271,6 +276,7 @@ def test_run_page_query_count_is_flat(
                 run=run, answer=answer, criterion=criterion, judge=judge, outcome="pass"
             )
             Adjudication.objects.create(answer=answer, criterion=criterion, label="fail")
+            written(answer.pk, adjudication=True)  # the run page counts its scores again
             for sample in (0, 1):
                 GradedScore.objects.create(
                     run=run, answer=answer, judge=judge, sample=sample, score=3, outcome="scored"

@@ -12,7 +12,8 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from annotation.models import Criterion
-from evaluation.models import AgreementCache, Run
+from evaluation.kept.events import Event, bump
+from evaluation.models import KeptFigure, Run
 from evaluation.runs import scores
 from tests.evaluation.agreement_fixtures import build_labelled
 from tests.evaluation.test_run_scores_sql import same
@@ -51,7 +52,7 @@ def test_every_slice_equals_the_whole_report_built_and_kept(
     run.snapshot = {**run.snapshot, "method": method, "threshold": threshold}
     run.save(update_fields=["snapshot"])
     equal_to_the_whole_report(run)  # built now
-    assert AgreementCache.objects.filter(key__startswith=f"runscores-{run.pk}:").count() == 5
+    assert KeptFigure.objects.filter(kind="run-scores", run_id=run.pk).count() == 5
     equal_to_the_whole_report(run)  # read back
 
 
@@ -106,9 +107,9 @@ def test_a_running_run_is_never_kept_and_a_resumed_one_is_built_again(
     run = build_labelled(reviewed_dataset, queries=3, criteria=4, systems=3, seed=43).run
     equal_to_the_whole_report(run)
     Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING, finished_at=None)
-    AgreementCache.objects.all().delete()
+    KeptFigure.objects.all().delete()
     equal_to_the_whole_report(run)
-    assert not AgreementCache.objects.filter(key__startswith=f"runscores-{run.pk}:").exists()
+    assert not KeptFigure.objects.filter(kind="run-scores", run_id=run.pk).exists()
     run.verdicts.filter(outcome="fail").update(outcome="pass")
     equal_to_the_whole_report(run)
     # Ended again (a new finish time): the votes changed while it ran; the kept report too.
@@ -154,7 +155,9 @@ def test_a_human_label_leaves_the_kept_report_an_adjudication_moves_it(
     review.label_set(answer=answer, criterion=criterion, reviewer=reviewer, label="fail")
     mine = HumanLabel.objects.get(answer=answer, criterion=criterion, rater="reviewer")
     review.label_delete(label=mine, by=reviewer)
+    # A label written elsewhere (a writer that says so, as the review services do).
     HumanLabel.objects.create(answer=answer, criterion=criterion, rater="elsewhere", label="pass")
+    bump(reviewed_dataset.pk, Event.LABEL)
     built = []
     original = scores._report
     monkeypatch.setattr(scores, "_report", lambda *a: built.append(1) or original(*a))

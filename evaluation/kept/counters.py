@@ -1,0 +1,47 @@
+"""The review counters of a dataset (ReviewRevision), as readers see them.
+
+Each counter goes up when something some figures read changes, and is left alone by what
+those figures never read (which events move which counter: `events.MOVES`; which figure
+reads which counter: `readers`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from evaluation.kept.models import ReviewRevision
+
+
+class Counter(StrEnum):
+    """A counter, named by its ReviewRevision column."""
+
+    # Everything any figure reads, but new system answers: labels, adjudications, criteria,
+    # queries, names, answers deleted, perfect answers added, imports.
+    NUMBER = "number"
+    # NUMBER less the labels and adjudications of system answers: the cross-evaluation
+    # figures read perfect answers only.
+    CROSS_EVALUATION = "cross_evaluation"
+    # NUMBER less human labels: run scores read verdicts and adjudications, never a label.
+    SCORES = "scores"
+    # System answers added: they change no figure, but join the labelling queue.
+    ANSWERS = "answers"
+
+
+@dataclass(frozen=True)
+class Counters:
+    """The four counters of one dataset at one moment (all zero before its first write)."""
+
+    number: int = 0
+    cross_evaluation: int = 0
+    scores: int = 0
+    answers: int = 0
+
+    def __getitem__(self, counter: Counter) -> int:
+        return getattr(self, counter.value)
+
+
+def counters(dataset_id: int) -> Counters:
+    """The dataset's counters now: one query."""
+    found = ReviewRevision.objects.filter(dataset_id=dataset_id).values_list(*Counter)
+    return next((Counters(*row) for row in found), Counters())

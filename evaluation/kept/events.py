@@ -1,0 +1,113 @@
+"""What happened to a dataset, and which review counters it moves: `bump(dataset_id,
+event)` is the one way a counter moves, and `MOVES` the one table of which event moves
+which counter.
+
+Call `bump` inside the writer's transaction, as its first write when the writer reads kept
+figures after it (evaluation.agreement.delta): the upsert locks the dataset's counter row
+until the transaction ends, so no other writer's bump, and so no other write that moves a
+figure, commits in between, and a reader sees the new counters with the write or neither.
+A writer outside any transaction bumps after its write: a reader between the two keeps
+figures under the old counters, which nobody reads again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from enum import Enum
+from types import MappingProxyType
+
+from django.db import connection
+from django.db.models import F
+
+from evaluation.kept.counters import Counter, Counters
+from evaluation.kept.models import ReviewRevision
+
+
+class Event(Enum):
+    """What happened. Bulk writers, which send no signal, say it themselves; so do the
+    review services for each label and adjudication. Criteria, queries, names and answers
+    have many writers: receivers say it for them (evaluation.kept.receivers)."""
+
+    LABEL = "a human label of a system answer was saved or deleted"
+    PERFECT_ANSWER_LABEL = "a human label of a perfect answer was saved or deleted"
+    ADJUDICATION = "an adjudication of a system answer was saved or deleted"
+    PERFECT_ANSWER_ADJUDICATION = "an adjudication of a perfect answer was saved or deleted"
+    SYSTEM_ANSWER_ADDED = "a system answer was added"
+    PERFECT_ANSWER_ADDED = "a perfect answer was added"
+    ANSWER_DELETED = "an answer was deleted, with its labels and adjudications"
+    CRITERION_CHANGED = "a criterion was saved or deleted, or its source types changed"
+    QUERY_CHANGED = "a query was saved or deleted"
+    NAME_CHANGED = "a system, judge, source type or category was saved (site-wide)"
+    LABELS_IMPORTED = "human labels (and adjudications) were written in bulk"
+    DATASET_IMPORTED = "a dataset file was imported into the dataset"
+
+
+# Every figure's counters: what a change of structure (criteria, queries, names) or a bulk
+# write moves. Imports move all three although a label alone leaves SCORES: an import may
+# write any table, and its readers recount once.
+_EVERY_FIGURE = frozenset({Counter.NUMBER, Counter.CROSS_EVALUATION, Counter.SCORES})
+
+MOVES: MappingProxyType[Event, frozenset[Counter]] = MappingProxyType({
+    # Run scores never read a label; cross-evaluation reads perfect answers only.
+    Event.LABEL: frozenset({Counter.NUMBER}),
+    Event.PERFECT_ANSWER_LABEL: frozenset({Counter.NUMBER, Counter.CROSS_EVALUATION}),
+    Event.ADJUDICATION: frozenset({Counter.NUMBER, Counter.SCORES}),
+    Event.PERFECT_ANSWER_ADJUDICATION: _EVERY_FIGURE,
+    # A system answer carries no label, adjudication or verdict of a finished run: only
+    # the queues, which list it, read it.
+    Event.SYSTEM_ANSWER_ADDED: frozenset({Counter.ANSWERS}),
+    Event.PERFECT_ANSWER_ADDED: _EVERY_FIGURE,
+    Event.ANSWER_DELETED: _EVERY_FIGURE,
+    Event.CRITERION_CHANGED: _EVERY_FIGURE,
+    Event.QUERY_CHANGED: _EVERY_FIGURE,
+    Event.NAME_CHANGED: _EVERY_FIGURE,
+    Event.LABELS_IMPORTED: _EVERY_FIGURE,
+    Event.DATASET_IMPORTED: _EVERY_FIGURE,
+})  # fmt: skip
+
+
+def item_event(*, perfect_answer: bool, adjudication: bool) -> Event:
+    """The event of one label or adjudication write on an answer of either kind."""
+    if adjudication:
+        return Event.PERFECT_ANSWER_ADJUDICATION if perfect_answer else Event.ADJUDICATION
+    return Event.PERFECT_ANSWER_LABEL if perfect_answer else Event.LABEL
+
+
+def _steps(event: Event) -> list[int]:
+    """What the event adds to each counter, in Counter order."""
+    return [int(counter in MOVES[event]) for counter in Counter]
+
+
+def bump(dataset_id: int, event: Event) -> Counters | None:
+    """Move the dataset's counters as `event` says; the counters after (None for a dataset
+    that is gone).
+
+    One upsert, only for a dataset that still exists: deleting a dataset deletes its
+    criteria and queries, whose receivers land here, and when the collector cannot order
+    the deletion (criteria name their previous versions) some come after the dataset's own
+    row. PostgreSQL and SQLite 3.24+ both speak the upsert: a write costs one statement
+    more, and two writers of one dataset queue on its row only until they commit."""
+    steps = _steps(event)
+    columns = ", ".join(Counter)
+    moved = ", ".join(f"{c} = evaluation_reviewrevision.{c} + %s" for c in Counter)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO evaluation_reviewrevision (dataset_id, {columns}) "  # noqa: S608
+            f"SELECT id, %s, %s, %s, %s FROM annotation_dataset WHERE id = %s "
+            f"ON CONFLICT (dataset_id) DO UPDATE SET {moved} RETURNING {columns}",
+            [*steps, dataset_id, *steps],
+        )  # only the Counter names go into the text; every value is a parameter
+        found = cursor.fetchone()
+    return Counters(*found) if found else None
+
+
+def bump_all(event: Event) -> None:
+    """Move every dataset's counters as `event` says: a site-wide name changed."""
+    ReviewRevision.objects.update(
+        **{counter.value: F(counter.value) + 1 for counter in MOVES[event]}
+    )
+
+
+def before(counters: Counters, event: Event) -> Counters:
+    """The counters as they were before `bump` moved them to `counters` for `event`."""
+    return replace(counters, **{counter.value: counters[counter] - 1 for counter in MOVES[event]})

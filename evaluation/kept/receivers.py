@@ -1,0 +1,78 @@
+"""The writes with many writers, said as events by signal receivers (connected in
+EvaluationConfig.ready()): criteria, queries, site-wide names and answers are saved by
+services, forms, the admin, imports of several kinds and tests, and a receiver is the one
+place that sees them all. Each receiver runs in the writer's transaction.
+
+Human labels and adjudications have no receiver: their writers (the review services, the
+label and dataset imports) bump explicitly, and cascades reach them only through the
+deletion of an answer, a criterion, a query or a dataset, which bump here.
+"""
+
+from __future__ import annotations
+
+from django.db.models.signals import m2m_changed, post_delete, post_save, pre_delete
+
+from annotation.models import Criterion, Dataset, Query, QueryCategory, SourceType
+from evaluation.kept.events import Event, bump, bump_all
+from evaluation.models import Answer, Judge, ReviewRevision, System
+
+
+def _criterion_changed(sender, instance, **kwargs) -> None:
+    if not isinstance(instance, Criterion):  # source_types changed from the source type side
+        bump_all(Event.CRITERION_CHANGED)
+        return
+    dataset_id = (
+        Query.objects.filter(checklists__criteria=instance.pk)
+        .values_list("dataset_id", flat=True)
+        .first()
+    )
+    if dataset_id is not None:
+        bump(dataset_id, Event.CRITERION_CHANGED)
+
+
+def _query_changed(sender, instance, **kwargs) -> None:
+    bump(instance.dataset_id, Event.QUERY_CHANGED)
+
+
+def _names_changed(sender, instance, **kwargs) -> None:
+    bump_all(Event.NAME_CHANGED)
+
+
+def _answer_deleted(sender, instance, **kwargs) -> None:
+    found = Query.objects.filter(pk=instance.query_id).values_list("dataset_id", flat=True)
+    for dataset_id in found:
+        bump(dataset_id, Event.ANSWER_DELETED)
+
+
+def _answer_added(sender, instance, created: bool = False, **kwargs) -> None:
+    """A new system answer only joins the labelling queue; a new perfect answer moves the
+    cross-evaluation figures. An edited answer changes neither."""
+    if created:
+        dataset_id = Query.objects.filter(pk=instance.query_id).values_list("dataset_id")[0][0]
+        if instance.checklist_id is None:
+            bump(dataset_id, Event.SYSTEM_ANSWER_ADDED)
+        else:
+            bump(dataset_id, Event.PERFECT_ANSWER_ADDED)
+
+
+def _dataset_deleted(sender, instance, **kwargs) -> None:
+    """Deleting a dataset deletes its criteria and answers first, and their receivers bump
+    its counters: an upsert that can create the row after the deletion collected the
+    dataset's rows. That row goes here, in the same transaction (foreign keys are checked
+    at commit)."""
+    ReviewRevision.objects.filter(dataset_id=instance.pk).delete()
+
+
+def connect() -> None:
+    post_delete.connect(_dataset_deleted, sender=Dataset, dispatch_uid="rev-dataset-delete")
+    post_save.connect(_criterion_changed, sender=Criterion, dispatch_uid="rev-criterion")
+    pre_delete.connect(_criterion_changed, sender=Criterion, dispatch_uid="rev-criterion-del")
+    pre_delete.connect(_answer_deleted, sender=Answer, dispatch_uid="rev-answer-delete")
+    post_save.connect(_answer_added, sender=Answer, dispatch_uid="rev-answer-add")
+    m2m_changed.connect(
+        _criterion_changed, sender=Criterion.source_types.through, dispatch_uid="rev-sources"
+    )
+    post_save.connect(_query_changed, sender=Query, dispatch_uid="rev-query")
+    post_delete.connect(_query_changed, sender=Query, dispatch_uid="rev-query-delete")
+    for model in (System, Judge, SourceType, QueryCategory):
+        post_save.connect(_names_changed, sender=model, dispatch_uid=f"rev-{model.__name__}")
