@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     from django.urls import reverse
 
     from annotation.models import Dataset
-    from evaluation.analytics import figures
+    from evaluation.analytics import figures, summaries
     from evaluation.analytics import selectors as sel
     from evaluation.models import KeptFigure
     from evaluation.runs.selectors import choose_run, runs_of_system_answers
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n1. computed from the items (the selectors: every request before, a miss now), s")
         data, t = _timed(lambda: sel.load_run(run))
         print(f"  load_run: {data.item_count:,} items, {data.labelled:,} labelled   {t:6.2f}")
-        cells, t1 = _timed(lambda: sel.system_scores(data))
+        cells, t1 = _timed(lambda: summaries.system_scores(data))
         print(f"  system scores: {len(cells)} intervals                      {t1:6.2f}")
         calibrated, t2 = _timed(lambda: sel.calibrated_scores(data))
         print(f"  judge-only, human-only, PPI++                        {t2:6.2f}")
@@ -103,9 +103,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  complexity curve                                     {t3:6.2f}")
         panels, t4 = _timed(lambda: sel.panel_calibration(data))
         print(f"  judge calibration ({len(panels)} panel options)              {t4:6.2f}")
-        health, t5 = _timed(lambda: sel.criterion_health(data))
+        health, t5 = _timed(lambda: summaries.criterion_health(data))
         print(f"  criterion health ({len(health):,} criteria)               {t5:6.2f}")
-        saturated, t6 = _timed(lambda: sel.saturated(data))
+        saturated, t6 = _timed(lambda: summaries.saturated(data))
         print(f"  saturation                                           {t6:6.2f}")
         total = t + t1 + t2 + t3 + t4 + t5 + t6
         print(f"  total                                                {total:6.2f}")
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
                 page.curve != curve,
                 page.saturated != saturated,
                 figures.health(run) != health,
-                queries.of(None) != sel.query_scores(data, None),
+                queries.of(None) != summaries.query_scores(data, None),
             ]
         )
         print(f"\n3. same numbers: {diffs} differences between kept and computed figures")

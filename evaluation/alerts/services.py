@@ -29,6 +29,7 @@ from evaluation.alerts import webhooks
 from evaluation.alerts.forms import SECRET_PREFIX, secret_variable_allowed
 from evaluation.alerts.models import AlertEvent, RegressionAlert
 from evaluation.analytics import selectors as sel
+from evaluation.analytics import summaries
 from evaluation.models import Run
 
 if TYPE_CHECKING:
@@ -162,10 +163,10 @@ def check_run(run: Run, *, base_url: str = "") -> list[AlertEvent]:
     if not alerts:
         return []
     data = sel.load_run(run, parts=())  # the per-query scores only
-    systems = dict(sel.systems_of(data))
+    systems = dict(summaries.systems_of(data))
     base_url = base_url or getattr(settings, "SITE_URL", "")
     events = []
-    loaded: dict[int, sel.RunData] = {}
+    loaded: dict[int, summaries.RunData] = {}
     for alert in alerts:
         for system_id, name in systems.items():
             if alert.system_id is not None and alert.system_id != system_id:
@@ -175,7 +176,7 @@ def check_run(run: Run, *, base_url: str = "") -> list[AlertEvent]:
                 continue
             if previous.pk not in loaded:
                 loaded[previous.pk] = sel.load_run(previous, parts=())
-            comparison = sel.compare_runs(
+            comparison = summaries.compare_runs(
                 loaded[previous.pk], data, system_a=system_id, system_b=system_id
             )
             t = comparison.test

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from annotation.models import Checklist, Criterion
 from annotation.permissions import dataset_permissions
 from evaluation.analytics import selectors as sel
+from evaluation.analytics import summaries
 from evaluation.metrics.analytics import CriterionHealth
 from evaluation.models import Run
 from evaluation.runs.permissions import can_see_runs
@@ -48,7 +49,7 @@ def checklist_health(user, checklist: Checklist) -> ChecklistHealth | None:
     criteria = {c.pk: c for c in Criterion.objects.filter(checklist=checklist)}
     # Only the query's answers: a criterion's health depends on no other query's items.
     data = sel.load_run(run, queries=[checklist.query_id], parts=[sel.HEALTH])
-    health = [h for h in sel.criterion_health(data) if h.criterion in criteria]
+    health = [h for h in summaries.criterion_health(data) if h.criterion in criteria]
     return ChecklistHealth(
         run, [(criteria[h.criterion], h) for h in health if h.flags], graded=len(health)
     )

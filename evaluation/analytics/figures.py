@@ -47,7 +47,7 @@ from typing import Any
 from django.db.models import Case, Q, Value, When
 from django.utils import timezone
 
-from evaluation.analytics import refresh
+from evaluation.analytics import refresh, summaries
 from evaluation.analytics import selectors as sel
 from evaluation.kept import figures as kept_figures
 from evaluation.kept import readers
@@ -71,12 +71,12 @@ class Page:
     items: int
     adjudicated: int
     labelled: int
-    cells: list[sel.Cell]
-    calibrated: list[sel.Calibrated]
+    cells: list[summaries.Cell]
+    calibrated: list[summaries.Calibrated]
     panels: list[PanelOption]
-    judges: list[sel.JudgeAgreement]  # each judge and the panel vs people, by kind, source
+    judges: list[summaries.JudgeAgreement]  # each judge and the panel vs people, by kind, source
     saturated: list[int]
-    curve: sel.ComplexityCurve
+    curve: summaries.ComplexityCurve
 
     @property
     def ppi_labelled(self) -> int:
@@ -123,8 +123,8 @@ def _panel(d: dict) -> PanelOption:
     return PanelOption(tuple(d["judges"]), d["method"], agreement, d["undecided"], cost)
 
 
-def _calibrated(d: dict) -> sel.Calibrated:
-    return sel.Calibrated(
+def _calibrated(d: dict) -> summaries.Calibrated:
+    return summaries.Calibrated(
         d["system_id"],
         d["system"],
         _estimate(d["judge_only"]),
@@ -134,24 +134,24 @@ def _calibrated(d: dict) -> sel.Calibrated:
     )
 
 
-def page_json(data: sel.RunData, human: Interval) -> dict:
-    cells = sel.system_scores(data)
+def page_json(data: summaries.RunData, human: Interval) -> dict:
+    cells = summaries.system_scores(data)
     curve = sel.complexity_curve(data, cells, human=human)
-    labelled = sel.calibration_items(data)  # one read for the panels and the judges
+    labelled = summaries.calibration_items(data)  # one read for the panels and the judges
     return {
         "items": data.item_count,
         "adjudicated": data.adjudicated,
         "labelled": data.labelled,
-        "systems": [list(s) for s in sel.systems_of(data)],
+        "systems": [list(s) for s in summaries.systems_of(data)],
         "cells": [[c.system_id, c.system, c.group, c.value, c.estimate.as_dict()] for c in cells],
         "calibrated": [c.as_dict() for c in sel.calibrated_scores(data)],
         "panels": [_panel_json(o) for o in sel.panel_calibration(data, labelled)],
         "judges": [
             [a.rater, a.group, a.value, a.agreement.n, a.agreement.agree, a.agreement.percent,
              asdict(a.agreement.kappa)]
-            for a in sel.judge_agreement(data, labelled)
+            for a in summaries.judge_agreement(data, labelled)
         ],
-        "saturated": sel.saturated(data),
+        "saturated": summaries.saturated(data),
         "buckets": [{"low": b.low, "high": b.high} for b in data.buckets],
         "checklists": curve.checklists,
         "human": asdict(human),
@@ -159,24 +159,24 @@ def page_json(data: sel.RunData, human: Interval) -> dict:
 
 
 def page_from_json(d: dict) -> Page:
-    cells = [sel.Cell(s, name, g, v, _estimate(e)) for s, name, g, v, e in d["cells"]]
+    cells = [summaries.Cell(s, name, g, v, _estimate(e)) for s, name, g, v, e in d["cells"]]
     buckets = tuple(_bucket(b) for b in d["buckets"])
     found = {(c.system_id, c.value): c for c in cells if c.group == "bucket"}
     systems = sorted((name, system_id) for system_id, name in d["systems"])
     empty = am.Estimate(None, None, None, 0, 0, "")
     lines = tuple(
-        sel.CurveLine(
+        summaries.CurveLine(
             system_id,
             name,
             tuple(
-                sel.CurvePoint(b, found[system_id, b.key].estimate
+                summaries.CurvePoint(b, found[system_id, b.key].estimate
                                if (system_id, b.key) in found else empty)
                 for b in buckets
             ),
         )
         for name, system_id in systems
     )  # fmt: skip
-    curve = sel.ComplexityCurve(buckets, lines, Interval(**d["human"]), d["checklists"])
+    curve = summaries.ComplexityCurve(buckets, lines, Interval(**d["human"]), d["checklists"])
     return Page(
         d["items"],
         d["adjudicated"],
@@ -185,7 +185,9 @@ def page_from_json(d: dict) -> Page:
         [_calibrated(c) for c in d["calibrated"]],
         [_panel(o) for o in d["panels"]],
         [
-            sel.JudgeAgreement(rater, group, value, Agreement(n, agree, pct, Kappa(**k), None))
+            summaries.JudgeAgreement(
+                rater, group, value, Agreement(n, agree, pct, Kappa(**k), None)
+            )
             for rater, group, value, n, agree, pct, k in d["judges"]
         ],
         d["saturated"],
@@ -193,21 +195,21 @@ def page_from_json(d: dict) -> Page:
     )
 
 
-def buckets_json(data: sel.RunData) -> dict[str, list[list]]:
+def buckets_json(data: summaries.RunData) -> dict[str, list[list]]:
     """Each bucket's BUCKET_ROWS lowest (answer, checklist) rows, for the drill-down."""
     return {
         key: [
             [r.answer_id, r.query_id, r.system, r.checklist_id, r.criteria, r.passed, r.decided]
             for r in rows
         ]
-        for key, rows in sel.every_bucket_rows(data, limit=BUCKET_ROWS).items()
+        for key, rows in summaries.every_bucket_rows(data, limit=BUCKET_ROWS).items()
     }
 
 
-def queries_json(data: sel.RunData) -> dict:
-    systems = sel.systems_of(data)
-    scores = {"all": sel.query_scores(data, None)}
-    scores.update({str(s): sel.query_scores(data, s) for s, _ in systems})
+def queries_json(data: summaries.RunData) -> dict:
+    systems = summaries.systems_of(data)
+    scores = {"all": summaries.query_scores(data, None)}
+    scores.update({str(s): summaries.query_scores(data, s) for s, _ in systems})
     return {
         "systems": [list(s) for s in systems],
         "scores": {k: [[q, s, a] for q, (s, a) in v.items()] for k, v in scores.items()},
@@ -228,11 +230,11 @@ HEALTH_FIELDS = ("passed", "failed", "split", "judged", "compared", "disagreed",
                  "systems_passing", "systems")  # fmt: skip
 
 
-def health_json(data: sel.RunData) -> list[list]:
+def health_json(data: summaries.RunData) -> list[list]:
     """Flagged first (the selectors' order): [criterion, flags, counts...] per criterion."""
     return [
         [h.criterion, list(h.flags), *(getattr(h.items, f) for f in HEALTH_FIELDS)]
-        for h in sel.criterion_health(data)
+        for h in summaries.criterion_health(data)
     ]
 
 
@@ -306,7 +308,7 @@ def health_top(rows: list[list]) -> dict[str, dict]:
     return out
 
 
-def _compute(part: str, data: sel.RunData) -> Any:
+def _compute(part: str, data: summaries.RunData) -> Any:
     if part == "page":
         return page_json(data, sel.dataset_mean_overlap(data.run.dataset))
     if part == "queries":
@@ -484,13 +486,13 @@ def served_page(run: Run, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> Served:
 def bucket_rows(run: Run, key: str, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> list:
     """One bucket's drill-down rows (`selectors.bucket_rows`), kept apart from the page so
     that the page does not read them."""
-    return [sel.BucketRow(*r) for r in _part(run, "buckets", edges).get(key, [])]
+    return [summaries.BucketRow(*r) for r in _part(run, "buckets", edges).get(key, [])]
 
 
 def served_bucket_rows(run: Run, key: str, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> Served:
     found = served(run, "buckets", edges)
     rows = (found.figures or {}).get(key, [])
-    return found.with_figures([sel.BucketRow(*r) for r in rows])
+    return found.with_figures([summaries.BucketRow(*r) for r in rows])
 
 
 def queries(run: Run) -> Queries:
@@ -603,9 +605,9 @@ def refresh_group(run: Run, group: str) -> None:
 def compare(
     a: Queries, b: Queries, *, system_a: int | None, system_b: int | None,
     resamples: int = am.BOOTSTRAP_RESAMPLES,
-) -> sel.Comparison:  # fmt: skip
+) -> summaries.Comparison:  # fmt: skip
     """`selectors.compare_runs` from the two runs' kept per-query scores (`queries`)."""
-    return sel.compare_scores(
+    return summaries.compare_scores(
         a.of(system_a), b.of(system_b),
         dict(a.systems).get(system_a, "every system") if system_a else "every system",
         dict(b.systems).get(system_b, "every system") if system_b else "every system",
@@ -633,11 +635,11 @@ def _comparison_json(a: Queries, b: Queries, system_a: int | None, system_b: int
 
 
 def _comparison_from_json(kept_: dict) -> Compared:
-    found = sel.Comparison(
+    found = summaries.Comparison(
         kept_["systems"][0],
         kept_["systems"][1],
         am.PairedComparison(**kept_["test"]),
-        [sel.QueryDelta(*d) for d in kept_["deltas"]],
+        [summaries.QueryDelta(*d) for d in kept_["deltas"]],
     )
     return (
         found,
@@ -646,7 +648,7 @@ def _comparison_from_json(kept_: dict) -> Compared:
     )
 
 
-Compared = tuple[sel.Comparison, list[tuple[int, str]], list[tuple[int, str]]]
+Compared = tuple[summaries.Comparison, list[tuple[int, str]], list[tuple[int, str]]]
 
 
 def comparison(run_a: Run, run_b: Run, *, system_a: int | None, system_b: int | None) -> Compared:

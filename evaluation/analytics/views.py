@@ -18,8 +18,7 @@ from django.views.decorators.http import require_GET
 from annotation import roles
 from annotation.models import Criterion, Dataset, Query
 from annotation.permissions import dataset_permissions
-from evaluation.analytics import figures
-from evaluation.analytics import selectors as sel
+from evaluation.analytics import figures, summaries
 from evaluation.analytics.access import access_analytics
 from evaluation.charts.lines import PointInput, SeriesInput, line_chart
 from evaluation.data.formats import csv_safe
@@ -76,7 +75,7 @@ def _query(selection: Selection, **extra: str) -> str:
     return "?" + urlencode(params) if params else ""
 
 
-def curve_chart(selection: Selection, curve: sel.ComplexityCurve):
+def curve_chart(selection: Selection, curve: summaries.ComplexityCurve):
     base = reverse("dataset-analytics", args=[selection.dataset.pk])
     categories = [
         (b.label, f"{base}{_query(selection, bucket=b.key)}#bucket") for b in curve.buckets
@@ -108,7 +107,7 @@ def curve_chart(selection: Selection, curve: sel.ComplexityCurve):
     )
 
 
-def _score_tables(cells: list[sel.Cell], bucket_labels: dict[str, str]) -> list[dict]:
+def _score_tables(cells: list[summaries.Cell], bucket_labels: dict[str, str]) -> list[dict]:
     """One table per grouping; a bucket's row reads as the chart's axis does ("<10", not
     its key "lt10", which the API and CSV keep)."""
     titles = {
@@ -118,7 +117,7 @@ def _score_tables(cells: list[sel.Cell], bucket_labels: dict[str, str]) -> list[
         "source": "By source type",
     }
     tables = []
-    for group in sel.GROUPS:
+    for group in summaries.GROUPS:
         rows: dict[str, dict] = {}
         systems: list[str] = []
         for c in cells:
@@ -144,7 +143,7 @@ def _score_tables(cells: list[sel.Cell], bucket_labels: dict[str, str]) -> list[
     return tables
 
 
-def _judge_tables(rows: list[sel.JudgeAgreement]) -> list[dict]:
+def _judge_tables(rows: list[summaries.JudgeAgreement]) -> list[dict]:
     """One table per group (every item, kind, source type): a row per value, a column per
     rater (the run's panel first, then each judge)."""
     raters: list[str] = []
@@ -238,7 +237,7 @@ def _page_context(request: HttpRequest, selection: Selection, page: figures.Page
 
 def _curve_for(
     request: HttpRequest, pk: int
-) -> tuple[Selection, sel.ComplexityCurve | None, figures.Served]:
+) -> tuple[Selection, summaries.ComplexityCurve | None, figures.Served]:
     dataset = access_analytics(request.user, pk)
     selection = select_run(request, dataset)
     if selection.run is None:

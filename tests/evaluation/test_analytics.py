@@ -13,6 +13,7 @@ import pytest
 from scipy.stats import binomtest
 
 from evaluation.analytics import selectors as sel
+from evaluation.analytics import summaries
 from evaluation.metrics import analytics as am
 from evaluation.runs.scores import run_report
 from tests.evaluation.analytics_fixtures import answer_shares, build_known, human, panel
@@ -34,7 +35,9 @@ def numpy_cluster_bootstrap(by_cluster: dict, resamples: int, seed: int):
 
 def test_overall_scores_and_intervals(known):
     data = sel.load_run(known.run)
-    cells = {c.system_id: c for c in sel.system_scores(data, resamples=400) if c.group == "all"}
+    cells = {
+        c.system_id: c for c in summaries.system_scores(data, resamples=400) if c.group == "all"
+    }
     shares = answer_shares(known)
     report = {s.system_id: s for s in run_report(known.run).systems}
     for system_id in known.systems:
@@ -54,7 +57,7 @@ def test_overall_scores_and_intervals(known):
 
 def test_bucket_means(known):
     data = sel.load_run(known.run)
-    cells = sel.system_scores(data, resamples=50)
+    cells = summaries.system_scores(data, resamples=50)
     got = {(c.system_id, c.value): c.estimate.mean for c in cells if c.group == "bucket"}
     shares = answer_shares(known)
     # By hand: sizes 8, 12, 12, 17, 22, 36 fall in <10, 10–14 (two), 15–19, 20–24, ≥35.
@@ -72,7 +75,7 @@ def test_bucket_means(known):
 
 def test_scores_by_kind_and_category(known):
     data = sel.load_run(known.run)
-    cells = {(c.system_id, c.group, c.value): c.estimate for c in sel.system_scores(data)}
+    cells = {(c.system_id, c.group, c.value): c.estimate for c in summaries.system_scores(data)}
     for kind in ("fact", "methodology", "format"):
         shares = answer_shares(known, keep=lambda c, kind=kind: known.criteria[c][1] == kind)
         for system_id in known.systems:
@@ -200,7 +203,7 @@ def test_ppi_under_the_least_certain_policy_weighs_each_drawn_answer(known, revi
         )
         wsum, imp, count = (np.array([rows[k][i] for k in keys]) for i in (1, 2, 3))
         draws = np.random.default_rng(am.BOOTSTRAP_SEED).integers(
-            0, len(keys), size=(sel.PAGE_RESAMPLES, len(keys))
+            0, len(keys), size=(summaries.PAGE_RESAMPLES, len(keys))
         )
         ok = wsum[draws].sum(axis=1) > 0
         estimates = (
@@ -223,7 +226,7 @@ def test_ppi_under_the_least_certain_policy_weighs_each_drawn_answer(known, revi
 
 def test_criterion_health_finds_the_criterion_nobody_passes(known):
     data = sel.load_run(known.run)
-    health = {h.criterion: h for h in sel.criterion_health(data)}
+    health = {h.criterion: h for h in summaries.criterion_health(data)}
     firsts = {crits[0].pk for _, _, crits in known.plan}
     for criterion in firsts:
         if any(key[1] == criterion and adj == "pass" for key, adj in known.adjudications.items()):
@@ -240,7 +243,7 @@ def test_complexity_curve_carries_the_human_line(known):
 
     data = sel.load_run(known.run)
     line = Interval(0.29, 0.2, 0.38, 10, 5, "test")
-    curve = sel.complexity_curve(data, sel.system_scores(data, resamples=20), human=line)
+    curve = sel.complexity_curve(data, summaries.system_scores(data, resamples=20), human=line)
     assert curve.human.mean == 0.29
     assert curve.buckets[0].key == "lt10"
     assert len(curve.lines) == 2 and all(len(line.points) == 7 for line in curve.lines)
@@ -255,7 +258,7 @@ def test_run_comparison_paired_test(reviewed_dataset):
     )  # fmt: skip
     alpha = next(pk for pk, name in first.systems.items() if name == "Alpha")
     a, b = sel.load_run(first.run), sel.load_run(second.run)
-    comparison = sel.compare_runs(a, b, system_a=alpha, system_b=alpha, resamples=500)
+    comparison = summaries.compare_runs(a, b, system_a=alpha, system_b=alpha, resamples=500)
     sa, sb = answer_shares(first), answer_shares(second)
     by_query_a = {first.answers[x][0]: s for x, s in sa.items() if first.answers[x][1] == alpha}
     by_query_b = {second.answers[x][0]: s for x, s in sb.items() if second.answers[x][1] == alpha}
@@ -303,7 +306,7 @@ def test_judge_agreement_by_kind_and_source_equals_sklearn(known):
     from tests.evaluation.analytics_fixtures import JUDGES
 
     data = sel.load_run(known.run)
-    rows = {(a.rater, a.group, a.value): a for a in sel.judge_agreement(data)}
+    rows = {(a.rater, a.group, a.value): a for a in summaries.judge_agreement(data)}
     judge_names = list(JUDGES)
     for n, judge in enumerate(judge_names):
         for kind in ("fact", "methodology", "format"):
@@ -329,18 +332,18 @@ def test_judge_agreement_by_kind_and_source_equals_sklearn(known):
             if len({p for pair in pairs for p in pair}) > 1:
                 expected = cohen_kappa_score(*zip(*pairs, strict=True), labels=["pass", "fail"])
                 assert got.kappa.kappa == pytest.approx(expected)
-    panel = [a for a in rows.values() if a.rater == sel.PANEL and a.group == "all"]
+    panel = [a for a in rows.values() if a.rater == summaries.PANEL and a.group == "all"]
     assert len(panel) == 1 and panel[0].agreement.n > 0
     assert {a.group for a in rows.values()} == {"all", "kind", "source"}
 
 
-def _figures(data: sel.RunData) -> tuple:
+def _figures(data: summaries.RunData) -> tuple:
     return (
-        sel.system_scores(data, resamples=50),
+        summaries.system_scores(data, resamples=50),
         sel.calibrated_scores(data, resamples=50),
-        sel.criterion_health(data),
-        sel.judge_agreement(data),
-        sel.every_bucket_rows(data),
+        summaries.criterion_health(data),
+        summaries.judge_agreement(data),
+        summaries.every_bucket_rows(data),
         (data.item_count, data.adjudicated, data.labelled, data.checklist_size),
     )
 

@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from evaluation.analytics import figures
+from evaluation.analytics import figures, summaries
 from evaluation.analytics import selectors as sel
 from evaluation.analytics.tasks import warm_analytics
 from evaluation.kept.events import Event, bump
@@ -32,7 +32,7 @@ def _kept(run) -> list[str]:
 @pytest.mark.parametrize("edges", [am.DEFAULT_EDGES, (12, 20)])
 def test_kept_page_equals_the_computed_one(known, edges):
     data = sel.load_run(known.run, edges=edges)
-    cells = sel.system_scores(data)
+    cells = summaries.system_scores(data)
     human = sel.dataset_mean_overlap(known.run.dataset)
     for _ in range(2):  # the miss, then the kept figure read back from the database
         page = figures.page(known.run, edges)
@@ -42,9 +42,9 @@ def test_kept_page_equals_the_computed_one(known, edges):
             o.as_dict() for o in sel.panel_calibration(data)
         ]
         assert [a.as_dict() for a in page.judges] == [
-            a.as_dict() for a in sel.judge_agreement(data)
+            a.as_dict() for a in summaries.judge_agreement(data)
         ]
-        assert page.saturated == sel.saturated(data)
+        assert page.saturated == summaries.saturated(data)
         assert page.curve == sel.complexity_curve(data, cells, human=human)
         assert (page.items, page.adjudicated, page.labelled) == (
             data.item_count,
@@ -52,7 +52,9 @@ def test_kept_page_equals_the_computed_one(known, edges):
             data.labelled,
         )
         for b in data.buckets:
-            assert figures.bucket_rows(known.run, b.key, edges) == sel.bucket_rows(data, b.key)
+            assert figures.bucket_rows(known.run, b.key, edges) == summaries.bucket_rows(
+                data, b.key
+            )
     assert len(_kept(known.run)) == 2  # the page and the buckets
 
 
@@ -60,11 +62,11 @@ def test_kept_queries_and_health_equal_the_computed_ones(known, reviewed_dataset
     data = sel.load_run(known.run)
     for _ in range(2):
         queries = figures.queries(known.run)
-        assert queries.systems == sel.systems_of(data)
-        assert queries.of(None) == sel.query_scores(data, None)
+        assert queries.systems == summaries.systems_of(data)
+        assert queries.of(None) == summaries.query_scores(data, None)
         for system_id, _ in queries.systems:
-            assert queries.of(system_id) == sel.query_scores(data, system_id)
-        health = sel.criterion_health(data)
+            assert queries.of(system_id) == summaries.query_scores(data, system_id)
+        health = summaries.criterion_health(data)
         assert figures.health(known.run) == health
         assert figures.health_page(known.run) == (len(health), health[:200])
         flagged = [h for h in health if "never passed" in h.flags]
@@ -75,7 +77,7 @@ def test_kept_queries_and_health_equal_the_computed_ones(known, reviewed_dataset
     other = build_known(reviewed_dataset, seed=9, queries=known.plan)
     a, b = sel.load_run(known.run), sel.load_run(other.run)
     s = next(iter(known.systems))
-    expected = sel.compare_runs(a, b, system_a=s, system_b=s)
+    expected = summaries.compare_runs(a, b, system_a=s, system_b=s)
     kept = figures.compare(
         figures.queries(known.run), figures.queries(other.run), system_a=s, system_b=s
     )
@@ -86,9 +88,9 @@ def test_kept_queries_and_health_equal_the_computed_ones(known, reviewed_dataset
             known.run, other.run, system_a=s, system_b=s
         )
         assert comparison == expected
-        assert (systems_a, systems_b) == (sel.systems_of(a), sel.systems_of(b))
+        assert (systems_a, systems_b) == (summaries.systems_of(a), summaries.systems_of(b))
     every = figures.comparison(known.run, other.run, system_a=None, system_b=None)[0]
-    assert every == sel.compare_runs(a, b, system_a=None, system_b=None)
+    assert every == summaries.compare_runs(a, b, system_a=None, system_b=None)
 
 
 def test_a_label_change_is_never_served_stale(known, reviewed_dataset, client, reviewer):

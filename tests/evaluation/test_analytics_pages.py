@@ -13,6 +13,7 @@ import pytest
 from django.urls import reverse
 
 from evaluation.analytics import selectors as sel
+from evaluation.analytics import summaries
 from tests.evaluation.analytics_fixtures import build_known
 
 PAGES = (
@@ -130,7 +131,7 @@ def test_csv_and_svg_downloads(known, reviewed_dataset, client, owner):
     response = client.get(reverse("analytics-complexity-csv", args=[reviewed_dataset.pk]))
     rows = list(csv.DictReader(io.StringIO(response.content.decode())))
     data = sel.load_run(known.run)
-    curve = sel.complexity_curve(data, sel.system_scores(data))
+    curve = sel.complexity_curve(data, summaries.system_scores(data))
     expected = {
         (line.system, p.bucket.label): p.estimate.mean for line in curve.lines for p in line.points
     }
@@ -176,7 +177,7 @@ def test_api_figures(known, reviewed_dataset, reviewer_api):
     assert body["complexity"]["buckets"][0]["key"] == "lt10"
     assert "human_line" in body["complexity"]
     judges = {(a["rater"], a["group"]) for a in body["judge_agreement"]}
-    assert {("j1", "kind"), ("j1", "source"), (sel.PANEL, "all")} <= judges
+    assert {("j1", "kind"), ("j1", "source"), (summaries.PANEL, "all")} <= judges
     bad = reviewer_api.get(
         reverse("api-evaluation:analytics", args=[reviewed_dataset.pk]), {"edges": "x"}
     )
@@ -228,7 +229,7 @@ def test_saturated_queries_are_marked_too_easy(reviewed_dataset, client, reviewe
         by_query.setdefault(known.answers[a][0], []).append(share)
     expected = sorted(q for q, v in by_query.items() if all(s == 1.0 for s in v))
     assert len(expected) == 2
-    assert sel.saturated(sel.load_run(known.run)) == expected
+    assert summaries.saturated(sel.load_run(known.run)) == expected
     client.force_login(reviewer)
     KeptFigure.objects.all().delete()  # where kept figures live
     # Never computed in a request (tests/evaluation/test_analytics_refresh.py); here Celery
@@ -251,7 +252,7 @@ def test_saturated_queries_are_in_the_dataset_export(reviewed_dataset):
         reviewed_dataset, sizes=(3, 3, 3), skill={"Alpha": 1.0, "Beta": 1.0}, hard_first=False,
         label_share=0.0,
     )  # fmt: skip
-    expected = sel.saturated(sel.load_run(known.run))
+    expected = summaries.saturated(sel.load_run(known.run))
     assert expected  # every answer passes everything: every query is saturated
     keys = {q.pk: query_key(q.pk, q.external_id) for q in Query.objects.filter(pk__in=expected)}
     options = ExportOptions.parse(["scores"], ["jsonl", "csv"])
