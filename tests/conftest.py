@@ -158,7 +158,7 @@ def eager_refresh():
     """Celery tasks run inside `apply_async` (CELERY_TASK_ALWAYS_EAGER), as in a demo
     without a worker: an analytics page that finds its figures stale or missing has them
     recomputed in the request. For tests about what the pages show; stale-while-revalidate
-    itself is tested with a real worker (tests/evaluation/test_analytics_refresh.py)."""
+    itself is tested with a real worker (tests/evaluation/analytics/test_refresh.py)."""
     from celery import current_app
 
     before = current_app.conf.task_always_eager

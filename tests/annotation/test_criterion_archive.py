@@ -15,7 +15,7 @@ from annotation import services
 from annotation.models import Checklist, Criterion
 from evaluation.models import Adjudication, HumanLabel, Verdict
 from evaluation.review import services as review
-from tests.evaluation.review_fixtures import checklist_query, finished_run, panel_of
+from tests.support.builders import checklist_query, finished_run, panel_of
 
 pytestmark = pytest.mark.django_db
 

@@ -9,8 +9,8 @@ from django.urls import reverse
 from annotation import services
 from annotation.models import Checklist, Criterion
 from evaluation.models import Adjudication, HumanLabel, Judge, Panel
-from tests.evaluation.review_fixtures import checklist_query, finished_run, panel_of
 from tests.factories import UserFactory, valid_criteria
+from tests.support.builders import checklist_query, finished_run, panel_of
 
 pytestmark = pytest.mark.django_db
 

@@ -15,7 +15,7 @@ from annotation.models import Checklist
 from evaluation.demo.loader import load_demo
 from evaluation.models import Adjudication, Answer, HumanLabel, Panel
 from tests.browser.conftest import log_in
-from tests.evaluation.review_fixtures import finished_run, panel_of
+from tests.support.builders import finished_run, panel_of
 
 pytestmark = pytest.mark.browser
 SERIOUS = {"serious", "critical"}

@@ -20,8 +20,8 @@ from evaluation.models import Answer
 from evaluation.review.services import label_set
 from tests.browser.conftest import log_in
 from tests.browser.test_checklist_editor import snap
-from tests.evaluation.analytics_fixtures import build_known
-from tests.evaluation.cross_evaluation_fixtures import (
+from tests.evaluation.analytics.known import build_known
+from tests.evaluation.cross_evaluation.two_queries import (
     codes,
     expert,
     grade_directly,

@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 from evaluation.cross_evaluation.services import perfect_answer_save
 from tests.browser.conftest import log_in
 from tests.browser.test_checklist_editor import snap
-from tests.evaluation.cross_evaluation_fixtures import (
+from tests.evaluation.cross_evaluation.two_queries import (
     codes,
     expert,
     grade_directly,

@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 from evaluation.models import HumanLabel
 from tests.browser.conftest import log_in
 from tests.browser.test_checklist_editor import snap
-from tests.evaluation.review_fixtures import checklist_query, finished_run, panel_of
+from tests.support.builders import checklist_query, finished_run, panel_of
 
 pytestmark = pytest.mark.browser
 

@@ -17,8 +17,8 @@ from annotation import services
 from annotation.models import Checklist, Criterion
 from config import limits
 from evaluation.models import Answer, HumanLabel
-from tests.evaluation.review_fixtures import checklist_query
 from tests.factories import valid_criteria
+from tests.support.builders import checklist_query
 
 pytestmark = pytest.mark.django_db
 
