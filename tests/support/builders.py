@@ -1,48 +1,81 @@
-"""Review workloads with known votes: a query with a submitted checklist, answers, a panel
-of external judges and finished runs whose verdicts the test spells out."""
+"""The test data every concept builds on: a query with one submitted checklist (and answers),
+and a finished run holding exactly the votes a test spells out. The scenarios of each
+concept (tests/evaluation/<concept>/) are made of these."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from django.utils import timezone
 
-from annotation.models import Checklist, Criterion
-from evaluation.models import Answer, Judge, Panel, PanelMember, Run, Verdict
+from annotation.models import Checklist, Criterion, Dataset, Query
+from evaluation.models import Answer, HumanLabel, Panel, Run, Verdict
 from evaluation.runs import snapshot
 from tests.factories import AnswerFactory, QueryFactory, UserFactory
 
 
-def panel_of(judges: int = 3, method: str = "majority") -> Panel:
-    number = Panel.objects.count() + 1
-    panel = Panel.objects.create(
-        name=f"Review panel {number} of {judges} ({method})", method=method
-    )
-    for j in range(judges):
-        judge, _ = Judge.objects.get_or_create(
-            name=f"Reviewed judge {j}", defaults={"kind": Judge.Kind.EXTERNAL}
-        )
-        PanelMember.objects.create(panel=panel, judge=judge)
-    return panel
+@dataclass(frozen=True)
+class Checklisted:
+    query: Query
+    checklist: Checklist
+    criteria: list[Criterion]  # in position order
+    answers: list[Answer]
 
 
-def checklist_query(dataset, *, criteria: int, author=None, answers: int = 1):
-    """A query with one submitted checklist of `criteria` criteria and `answers` answers."""
-    author = author or UserFactory(username="review-author")
-    query = QueryFactory(dataset=dataset)
+def checklisted_query(
+    dataset: Dataset | None = None,
+    *,
+    criteria: int | Sequence[str | tuple[str, str]],
+    answers: int = 0,
+    author=None,
+    query: Query | None = None,
+    first_position: int = 1,
+    timestamps: bool = True,
+    save_each: bool = False,
+    **query_fields,
+) -> Checklisted:
+    """A query of `dataset` (or `query`, already made) with one submitted checklist.
+
+    - criteria: how many ("States figure {i} of the query.", of the model's default kind), or
+      their texts, or (text, kind) pairs; at positions from `first_position` on.
+    - answers: how many, each by a system of its own ("Answer {n}: revenue was ...").
+    - author: the checklist's author; by default a user "checklist-author".
+    - timestamps: stamp `submitted_at` and `first_submitted_at` as submitting does; without
+      them the checklist is submitted with neither, as an imported one can be.
+    - save_each: save the criteria one by one (history rows, revision signals), as the
+      editor does, instead of in one insert.
+    - query_fields: QueryFactory's fields for a new query (text, category, reference_answer).
+    """
+    if query is None:
+        query = QueryFactory(dataset=dataset, **query_fields)
+    now = timezone.now() if timestamps else None
     checklist = Checklist.objects.create(
-        query=query, author=author, status=Checklist.Status.SUBMITTED,
-        first_submitted_at=timezone.now(), submitted_at=timezone.now(),
-    )  # fmt: skip
-    Criterion.objects.bulk_create(
-        Criterion(checklist=checklist, position=i + 1, text=f"States figure {i} of the query.")
-        for i in range(criteria)
+        query=query,
+        author=author or UserFactory(username="checklist-author"),
+        status=Checklist.Status.SUBMITTED,
+        submitted_at=now,
+        first_submitted_at=now,
     )
+    if isinstance(criteria, int):
+        criteria = [f"States figure {i} of the query." for i in range(criteria)]
+    rows = []
+    for n, spec in enumerate(criteria):
+        text, kind = spec if isinstance(spec, tuple) else (spec, None)
+        fields = {"kind": kind} if kind else {}
+        rows.append(
+            Criterion(checklist=checklist, position=first_position + n, text=text, **fields)
+        )
+    if save_each:
+        for row in rows:
+            row.save()
+    else:
+        rows = Criterion.objects.bulk_create(rows)
     made = [
         AnswerFactory(query=query, text=f"Answer {n}: revenue was **$4.{n} billion**.")
         for n in range(answers)
     ]
-    return query, list(checklist.criteria.order_by("position")), made
+    return Checklisted(query, checklist, rows, made)
 
 
 def finished_run(
@@ -70,3 +103,8 @@ def finished_run(
     run.expected = sum(len(o) for o in votes.values())
     run.save(update_fields=["expected"])
     return run
+
+
+def human_label(answer, criterion, rater: str, value: str) -> HumanLabel:
+    """A reviewer's label, written directly (as an import would): no review service."""
+    return HumanLabel.objects.create(answer=answer, criterion=criterion, rater=rater, label=value)

@@ -8,18 +8,19 @@ import pytest
 from django.urls import reverse
 
 from evaluation.agreement.selectors import agreement_report
-from evaluation.models import HumanLabel, Judge, Panel, PanelMember
-from tests.support.builders import checklist_query, finished_run
+from evaluation.models import HumanLabel, Judge
+from tests.factories import PanelFactory
+from tests.support.builders import checklisted_query, finished_run
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def always_pass(reviewed_dataset):
-    panel = Panel.objects.create(name="Offline checks")
     judge = Judge.objects.create(name="Offline checks", kind=Judge.Kind.EXTERNAL)
-    PanelMember.objects.create(panel=panel, judge=judge)
-    _q, crits, (answer,) = checklist_query(reviewed_dataset, criteria=4)
+    panel = PanelFactory(name="Offline checks", judges=[judge])
+    made = checklisted_query(reviewed_dataset, criteria=4, answers=1)
+    crits, (answer,) = made.criteria, made.answers
     finished_run(reviewed_dataset, panel, {(answer, c): ("pass",) for c in crits})
     for criterion, label in zip(crits, ("pass", "fail", "pass", "fail"), strict=True):
         HumanLabel.objects.create(answer=answer, criterion=criterion, rater="reviewer", label=label)

@@ -6,17 +6,19 @@ from __future__ import annotations
 import pytest
 
 from evaluation.models import Adjudication, HumanLabel
-from tests.support.builders import checklist_query, finished_run, panel_of
+from tests.factories import PanelFactory, external_judges
+from tests.support.builders import checklisted_query, finished_run
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def items(reviewed_dataset):
-    _q, crits, (answer,) = checklist_query(reviewed_dataset, criteria=3)
+    made = checklisted_query(reviewed_dataset, criteria=3, answers=1)
+    crits, (answer,) = made.criteria, made.answers
     finished_run(
         reviewed_dataset,
-        panel_of(3),
+        PanelFactory(judges=external_judges(3)),
         {(answer, crits[0]): ("pass", "pass", "fail"), (answer, crits[1]): ("fail",) * 3,
          (answer, crits[2]): ("pass",) * 3},
     )  # fmt: skip
@@ -68,7 +70,7 @@ def test_label_input_errors_name_the_field(items, reviewer_api, reviewed_dataset
         "/api/labels/", {"answer": answer.pk, "criterion": crits[0].pk, "label": "yes"}
     )
     assert bad.status_code == 400 and "label" in bad.json()
-    _q, other, _a = checklist_query(reviewed_dataset, criteria=1)
+    other = checklisted_query(reviewed_dataset, criteria=1, answers=1).criteria
     foreign = {"answer": answer.pk, "criterion": other[0].pk, "label": "pass"}
     assert reviewer_api.post("/api/labels/", foreign).status_code == 404
     assert not HumanLabel.objects.exists()

@@ -5,12 +5,9 @@ get 403, outsiders 404."""
 from __future__ import annotations
 
 import pytest
-from rest_framework.test import APIClient
 
-from annotation import roles, services
 from evaluation.models import ReviewAssignment
-from tests.factories import UserFactory
-from tests.support.builders import checklist_query
+from tests.support.builders import checklisted_query
 
 pytestmark = pytest.mark.django_db
 URL = "/api/review-assignments/"
@@ -18,17 +15,8 @@ URL = "/api/review-assignments/"
 
 @pytest.fixture
 def items(reviewed_dataset):
-    _q, crits, (answer,) = checklist_query(reviewed_dataset, criteria=2)
-    return answer, crits
-
-
-@pytest.fixture
-def second_reviewer(reviewed_dataset):
-    user = UserFactory(username="second-reviewer")
-    services.dataset_set_role(dataset=reviewed_dataset, user=user, role=roles.DatasetRole.REVIEWER)
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
+    made = checklisted_query(reviewed_dataset, criteria=2, answers=1)
+    return made.answers[0], made.criteria
 
 
 def test_admin_assigns_anyone_who_reviews_and_lists_by_assignee(
@@ -55,21 +43,21 @@ def test_admin_assigns_anyone_who_reviews_and_lists_by_assignee(
 
 
 def test_reviewers_take_free_items_and_release_only_their_own(
-    items, reviewer_api, second_reviewer, owner_api
+    items, reviewer_api, second_reviewer_api, owner_api
 ):
     answer, _crits = items
     item = {"queue": "labelling", "answer": answer.pk}
     taken = reviewer_api.post(URL, item)
     assert taken.status_code == 201 and taken.json()["assignee"] == "reviewer"
     # Someone else's item cannot be taken over, nor can a reviewer assign others.
-    assert second_reviewer.post(URL, item).status_code == 400
-    assert second_reviewer.post(URL, {**item, "assignee": "reviewer"}).status_code == 403
+    assert second_reviewer_api.post(URL, item).status_code == 400
+    assert second_reviewer_api.post(URL, {**item, "assignee": "reviewer"}).status_code == 403
     pk = taken.json()["id"]
-    assert second_reviewer.delete(f"{URL}{pk}/").status_code == 403
+    assert second_reviewer_api.delete(f"{URL}{pk}/").status_code == 403
     assert reviewer_api.delete(f"{URL}{pk}/").status_code == 204
     assert not ReviewAssignment.objects.exists()
     # An admin clears anybody's.
-    pk = second_reviewer.post(URL, item).json()["id"]
+    pk = second_reviewer_api.post(URL, item).json()["id"]
     assert owner_api.delete(f"{URL}{pk}/").status_code == 204
 
 

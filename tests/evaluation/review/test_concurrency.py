@@ -14,7 +14,7 @@ from annotation import roles, services
 from evaluation.models import Adjudication
 from evaluation.review import services as review
 from tests.factories import UserFactory
-from tests.support.builders import checklist_query
+from tests.support.builders import checklisted_query
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -30,8 +30,8 @@ def item(dataset, reviewer):
     services.dataset_set_role(dataset=dataset, user=reviewer, role=roles.DatasetRole.REVIEWER)
     second = UserFactory(username="second-reviewer")
     services.dataset_set_role(dataset=dataset, user=second, role=roles.DatasetRole.REVIEWER)
-    _q, crits, (answer,) = checklist_query(dataset, criteria=1)
-    return answer, crits[0], reviewer, second
+    made = checklisted_query(dataset, criteria=1, answers=1)
+    return made.answers[0], made.criteria[0], reviewer, second
 
 
 def in_thread(target, results: dict, name: str) -> threading.Thread:

@@ -10,16 +10,17 @@ from django.urls import reverse
 
 from annotation import roles, services
 from evaluation.models import Adjudication, HumanLabel, ReviewAssignment
-from tests.factories import UserFactory
-from tests.support.builders import checklist_query, finished_run, panel_of
+from tests.factories import PanelFactory, UserFactory, external_judges
+from tests.support.builders import checklisted_query, finished_run
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
 
 def build(dataset, criteria: int, answers: int = 1):
-    _query, crits, made = checklist_query(dataset, criteria=criteria, answers=answers)
-    panel = panel_of(3)
+    query = checklisted_query(dataset, criteria=criteria, answers=answers)
+    crits, made = query.criteria, query.answers
+    panel = PanelFactory(judges=external_judges(3))
     pattern = [("pass", "pass", "fail"), ("fail", "fail", "fail"), ("pass", "unparseable", "pass")]
     votes = {(a, c): pattern[i % 3] for a in made for i, c in enumerate(crits)}
     run = finished_run(dataset, panel, votes)
@@ -94,7 +95,7 @@ def test_criteria_of_other_queries_or_drafts_are_not_found(
     client, small, reviewed_dataset, reviewer
 ):
     _run, crits, (answer,) = small
-    _q, other, _a = checklist_query(reviewed_dataset, criteria=1)
+    other = checklisted_query(reviewed_dataset, criteria=1, answers=1).criteria
     client.force_login(reviewer)
     url = reverse("answer-review-label", args=[answer.pk])
     assert client.post(url, {"criterion": other[0].pk, "label": "pass"}).status_code == 404
@@ -153,7 +154,8 @@ def test_queue_page_assignment_and_next(client, small, reviewed_dataset, reviewe
 
 
 def test_a_perfect_answer_without_a_run_can_be_reviewed(client, reviewed_dataset, reviewer):
-    _q, crits, (answer,) = checklist_query(reviewed_dataset, criteria=2)
+    made = checklisted_query(reviewed_dataset, criteria=2, answers=1)
+    crits, (answer,) = made.criteria, made.answers
     other_checklist = crits[0].checklist
     answer.checklist = other_checklist  # written for a checklist, graded against the others
     answer.save()

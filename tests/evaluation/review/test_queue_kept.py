@@ -1,4 +1,3 @@
-# ruff: noqa: F811
 """The review queues are kept in order as rows between requests (issue 14): a page reads a
 slice of them, and a kept order is never served once what it was computed from changed
 (labels, adjudications, answers, the label policy, runs); a running run is never kept. The
@@ -16,16 +15,9 @@ from annotation.services import dataset_create, dataset_set_role
 from evaluation.models import Adjudication, AgreementCache, HumanLabel, KeptQueueRow, Run
 from evaluation.review import selectors
 from tests.evaluation.agreement.labelled import build_labelled
-
-# The workload fixture (every vote known) is shared with the selection tests: imported, pytest
-# finds it here, and the tests' parameter of the same name is what ruff calls a redefinition.
-from tests.evaluation.review.test_queue_selection import (  # noqa: F401
-    by_priority,
-    keys,
-    label,
-    workload,
-)
+from tests.evaluation.review.queue_order import by_priority, keys
 from tests.factories import AnswerFactory
+from tests.support.builders import human_label
 
 pytestmark = pytest.mark.django_db
 
@@ -49,13 +41,13 @@ def test_an_adjudication_or_a_label_is_in_the_next_read_and_the_old_order_is_gon
     (new,) = kept_headers(reviewed_dataset, "disagreement-queue")
     assert new.pk != old.pk and not KeptQueueRow.objects.filter(kept_id=old.pk).exists()
     # A human now contradicts the unanimous pass on a1·c4: it joins the queue.
-    label(a1, c[4], "owner", "fail")
+    human_label(a1, c[4], "owner", "fail")
     assert (a1.pk, c[4].pk) in keys(selectors.disagreement_queue(reviewed_dataset, reviewer).items)
 
     reviewed_dataset.label_policy = "all"
     assert keys(selectors.labelling_queue(reviewed_dataset, reviewer)) == [(a1.pk,), (a2.pk,)]
     for n in (0, 1, 2):  # a1 now has more human labels than a2: a2 comes first
-        label(a1, c[n], "owner", "pass")
+        human_label(a1, c[n], "owner", "pass")
     items = selectors.labelling_queue(reviewed_dataset, reviewer)
     assert keys(items) == [(a2.pk,), (a1.pk,)]
     assert items[1].facts.labels == 6 and items[1].mine == 2

@@ -3,73 +3,12 @@ disagreeing items, split votes first, from the latest finished run (or the chose
 
 from __future__ import annotations
 
-import hashlib
-import math
-
 import pytest
 
-from evaluation.models import Adjudication, HumanLabel, Run
 from evaluation.review import queues, selectors
-from tests.support.builders import checklist_query, finished_run, panel_of
+from tests.evaluation.review.queue_order import by_priority, keys
 
 pytestmark = pytest.mark.django_db
-
-
-def label(answer, criterion, rater, value):
-    HumanLabel.objects.create(answer=answer, criterion=criterion, rater=rater, label=value)
-
-
-@pytest.fixture
-def workload(reviewed_dataset, reviewer, owner):
-    _query, c, (a1, a2) = checklist_query(reviewed_dataset, criteria=7, answers=2)
-    panel = panel_of(3)
-    p, f, u, e = "pass", "fail", "unparseable", "error"
-    old = finished_run(reviewed_dataset, panel, {(a1, c[0]): (f, f, p), (a2, c[4]): (p, f, u)})
-    latest = finished_run(
-        reviewed_dataset,
-        panel,
-        {
-            (a1, c[0]): (p, p, p),  # agreement, no human: out
-            (a1, c[1]): (p, p, f),  # split 2–1
-            (a1, c[2]): (p, f, u),  # split 1–1, the most even
-            (a1, c[3]): (f, f, f),  # a human says pass
-            (a1, c[4]): (p, p, p),  # a human agrees
-            (a1, c[5]): (p, u, e),  # invalid votes are never fails: out
-            (a1, c[6]): (f, f, p),  # adjudicated: out
-            (a2, c[0]): (p, f, f),  # split 1–2, and a human disagrees
-            (a2, c[1]): (p, p, p),  # two humans say fail
-            (a2, c[2]): (u, u, u),  # no valid vote: nothing to contradict
-            (a2, c[3]): (p, p, p),  # agreement, no human: out
-        },
-    )
-    # A newer run that has not finished does not count by default.
-    finished_run(reviewed_dataset, panel, {(a1, c[0]): (f, f, f)}, status=Run.Status.RUNNING)
-    label(a1, c[3], "reviewer", "pass")
-    label(a1, c[4], "reviewer", "pass")
-    label(a2, c[0], "owner", "pass")
-    label(a2, c[1], "reviewer", "fail")
-    label(a2, c[1], "owner", "fail")
-    label(a2, c[2], "owner", "fail")
-    Adjudication.objects.create(answer=a1, criterion=c[6], label="fail", decided_by=owner)
-    return {"a1": a1, "a2": a2, "c": c, "old": old, "latest": latest}
-
-
-def keys(items):
-    return [i.key for i in items]
-
-
-def by_priority(dataset, facts: dict) -> list[int]:
-    """Answers in the "least certain" draw's order, computed here from its definition
-    (evaluation/review/sampling.py): sqrt(judged criteria × (uncertainty / 2 + 0.05)) over
-    a uniform draw from SHA-256("dataset:answer"). `facts`: answer -> (uncertainty, judged)."""
-
-    def priority(answer):
-        uncertainty, judged = facts[answer]
-        digest = hashlib.sha256(f"{dataset.pk}:{answer.pk}".encode()).digest()
-        draw = (int.from_bytes(digest[:8], "big") + 0.5) / 2**64
-        return math.sqrt(judged * (uncertainty / 2 + 0.05)) / draw
-
-    return [a.pk for a in sorted(facts, key=lambda a: -priority(a))]
 
 
 def test_the_disagreement_queue_lists_exactly_the_disagreeing_items_split_first(

@@ -5,26 +5,17 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import PermissionDenied
 
-from annotation import roles, services
 from evaluation.models import Adjudication, HumanLabel, ReviewAssignment
 from evaluation.review import services as review
-from tests.factories import UserFactory
-from tests.support.builders import checklist_query
+from tests.support.builders import checklisted_query
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def item(reviewed_dataset):
-    _query, criteria, answers = checklist_query(reviewed_dataset, criteria=3)
-    return answers[0], criteria[0]
-
-
-@pytest.fixture
-def second_reviewer(reviewed_dataset):
-    user = UserFactory(username="second-reviewer")
-    services.dataset_set_role(dataset=reviewed_dataset, user=user, role=roles.DatasetRole.REVIEWER)
-    return user
+    made = checklisted_query(reviewed_dataset, criteria=3, answers=1)
+    return made.answers[0], made.criteria[0]
 
 
 def test_a_label_is_one_per_rater_and_keeps_who_and_when(item, reviewer, owner):
@@ -70,7 +61,7 @@ def test_bad_labels_and_foreign_criteria_are_refused(item, reviewer, reviewed_da
     answer, criterion = item
     with pytest.raises(review.ReviewError, match="pass, fail"):
         review.label_set(answer=answer, criterion=criterion, reviewer=reviewer, label="Pass")
-    _other_query, other_criteria, _ = checklist_query(reviewed_dataset, criteria=1)
+    other_criteria = checklisted_query(reviewed_dataset, criteria=1, answers=1).criteria
     with pytest.raises(review.ReviewError, match="query"):
         review.label_set(
             answer=answer, criterion=other_criteria[0], reviewer=reviewer, label="pass"

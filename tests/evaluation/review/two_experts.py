@@ -7,12 +7,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.utils import timezone
-
-from annotation.models import Checklist, Criterion
+from annotation.models import Criterion
 from evaluation.models import Answer, Run
-from tests.factories import AnswerFactory, QueryFactory, SystemFactory, UserFactory
-from tests.support.builders import finished_run, panel_of
+from tests.factories import (
+    AnswerFactory,
+    PanelFactory,
+    QueryFactory,
+    SystemFactory,
+    UserFactory,
+    external_judges,
+)
+from tests.support.builders import checklisted_query, finished_run
 
 TWIN = "States Q3 revenue of $4.12 billion."
 
@@ -29,15 +34,9 @@ class TwoExperts:
     systems: dict[str, object]
 
 
-def _checklist(query, author, criteria: list[tuple[str, str]]) -> list[Criterion]:
-    checklist = Checklist.objects.create(
-        query=query, author=author, status=Checklist.Status.SUBMITTED,
-        first_submitted_at=timezone.now(), submitted_at=timezone.now(),
-    )  # fmt: skip
-    return [
-        Criterion.objects.create(checklist=checklist, position=i + 1, text=text, kind=kind)
-        for i, (text, kind) in enumerate(criteria)
-    ]
+def checklist(query, author, criteria: list[tuple[str, str]]) -> list[Criterion]:
+    """A submitted checklist whose criteria are saved one by one, as the editor saves them."""
+    return checklisted_query(query=query, author=author, criteria=criteria, save_each=True).criteria
 
 
 def build_two_experts(dataset) -> TwoExperts:
@@ -45,11 +44,11 @@ def build_two_experts(dataset) -> TwoExperts:
     bob = UserFactory(username="bob")
     query = QueryFactory(dataset=dataset, text="Summarise Acme's Q3 earnings call.")
     second = QueryFactory(dataset=dataset, text="How did Globex guide for 2027?")
-    (a_twin,) = _checklist(query, alice, [(TWIN, "fact")])
-    b_twin, table = _checklist(
+    (a_twin,) = checklist(query, alice, [(TWIN, "fact")])
+    b_twin, table = checklist(
         query, bob, [(TWIN, "fact"), ("Presents the figures in a table.", "format")]
     )
-    (other,) = _checklist(second, alice, [("States the 2027 revenue guidance.", "fact")])
+    (other,) = checklist(second, alice, [("States the 2027 revenue guidance.", "fact")])
     systems = {"alpha": SystemFactory(name="Alpha"), "beta": SystemFactory(name="Beta")}
     answers = {
         "alpha": AnswerFactory(query=query, system=systems["alpha"], text="Revenue $4.12bn."),
@@ -62,5 +61,5 @@ def build_two_experts(dataset) -> TwoExperts:
         for criterion in (a_twin, b_twin, table)
     }
     votes[answers["other"], other] = ("pass", "pass", "fail")
-    run = finished_run(dataset, panel_of(3), votes)
+    run = finished_run(dataset, PanelFactory(judges=external_judges(3)), votes)
     return TwoExperts(run, alice, bob, (a_twin, b_twin), table, other, answers, systems)

@@ -9,9 +9,15 @@ import pytest
 from django.urls import reverse
 
 from annotation import services
-from evaluation.models import Judge, Panel, PanelMember, Run, RunTask
+from evaluation.models import Judge, Run, RunTask
 from evaluation.runs import services as runs
-from tests.factories import AnswerFactory, valid_criteria
+from tests.factories import (
+    AnswerFactory,
+    PanelFactory,
+    external_judges,
+    offline_judge,
+    valid_criteria,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -22,13 +28,6 @@ def answered(dataset, query, collaborator):
         query=query, by=collaborator, criteria=valid_criteria(), submit=True
     )
     return AnswerFactory(query=query, run_label="nightly-2026-11-21")
-
-
-def panel_of(*judges: Judge) -> Panel:
-    panel = Panel.objects.create(name="Panel " + ", ".join(j.name for j in judges))
-    for judge in judges:
-        PanelMember.objects.create(panel=panel, judge=judge)
-    return panel
 
 
 def closed_port() -> int:
@@ -54,7 +53,7 @@ def test_a_missing_key_is_refused_by_judge_and_variable(
         model="m",
         api_key_env="JUDGE_KEY_WB_PREFLIGHT",
     )
-    panel = panel_of(judge, Judge.objects.create(name="Checks", kind=Judge.Kind.NO_LLM))
+    panel = PanelFactory(judges=[judge, offline_judge("Checks")])
     message = "Judge “GPT”: its API key variable JUDGE_KEY_WB_PREFLIGHT is not set on this server."
     assert refused(owner_api, dataset, panel) == {"panel": [message]}
     client.force_login(owner)
@@ -74,7 +73,7 @@ def test_a_variable_judges_may_not_read_is_named_as_such_not_as_unset(
     judge = Judge.objects.create(
         name="Old", base_url=loopback_openai.base_url, model="m", api_key_env="SECRET_KEY"
     )
-    (message,) = refused(owner_api, dataset, panel_of(judge))["panel"]
+    (message,) = refused(owner_api, dataset, PanelFactory(judges=[judge]))["panel"]
     assert message == (
         "Judge “Old”: SECRET_KEY may not hold a judge key; name a JUDGE_KEY_* variable (or one "
         "JUDGE_KEY_VARIABLES lists) instead."
@@ -83,7 +82,7 @@ def test_a_variable_judges_may_not_read_is_named_as_such_not_as_unset(
 
 
 def test_an_external_judge_is_refused(owner_api, dataset, answered):
-    panel = panel_of(Judge.objects.create(name="Imported", kind=Judge.Kind.EXTERNAL))
+    panel = PanelFactory(judges=[Judge.objects.create(name="Imported", kind=Judge.Kind.EXTERNAL)])
     assert refused(owner_api, dataset, panel)["panel"] == [
         "Judge “Imported” is external (imported verdicts): it is never called, so it cannot grade."
     ]
@@ -92,7 +91,7 @@ def test_an_external_judge_is_refused(owner_api, dataset, answered):
 def test_an_unreachable_endpoint_is_refused(owner_api, dataset, answered):
     port = closed_port()
     judge = Judge.objects.create(name="Local", base_url=f"http://127.0.0.1:{port}/v1", model="m")
-    assert refused(owner_api, dataset, panel_of(judge))["panel"] == [
+    assert refused(owner_api, dataset, PanelFactory(judges=[judge]))["panel"] == [
         f"Judge “Local”: cannot reach 127.0.0.1:{port} (connection refused)."
     ]
 
@@ -102,12 +101,14 @@ def test_the_reachability_check_can_be_turned_off(owner_api, dataset, answered, 
     judge = Judge.objects.create(
         name="Far", base_url=f"http://127.0.0.1:{closed_port()}/v1", model="m"
     )
-    response = owner_api.post("/api/runs/", {"dataset": dataset.pk, "panel": panel_of(judge).pk})
+    response = owner_api.post(
+        "/api/runs/", {"dataset": dataset.pk, "panel": PanelFactory(judges=[judge]).pk}
+    )
     assert response.status_code == 201
 
 
 def test_a_run_matching_no_answers_names_what_it_asked_for(owner_api, dataset, answered):
-    panel = panel_of(Judge.objects.create(name="Checks", kind=Judge.Kind.NO_LLM))
+    panel = PanelFactory(judges=[offline_judge("Checks")])
     errors = refused(owner_api, dataset, panel, answer_run_label="nightly-2026-11-12")
     assert errors == {
         "non_field_errors": [
@@ -119,7 +120,7 @@ def test_a_run_matching_no_answers_names_what_it_asked_for(owner_api, dataset, a
 
 def test_answers_without_a_checklist_to_grade_are_refused(owner_api, dataset, query):
     AnswerFactory(query=query)
-    panel = panel_of(Judge.objects.create(name="Checks", kind=Judge.Kind.NO_LLM))
+    panel = PanelFactory(judges=[offline_judge("Checks")])
     assert "no submitted checklist" in refused(owner_api, dataset, panel)["non_field_errors"][0]
 
 
@@ -132,7 +133,7 @@ def test_the_panel_is_checked_again_on_resume(dataset, answered, loopback_openai
         api_key_env="JUDGE_KEY_WB_PREFLIGHT",
     )
     run = runs.run_cancel(
-        run=runs.run_start(run=runs.run_create(dataset=dataset, panel=panel_of(judge)))
+        run=runs.run_start(run=runs.run_create(dataset=dataset, panel=PanelFactory(judges=[judge])))
     )
     monkeypatch.delenv("JUDGE_KEY_WB_PREFLIGHT")
     with pytest.raises(runs.RunRefused, match="JUDGE_KEY_WB_PREFLIGHT"):
@@ -143,11 +144,11 @@ def test_the_panel_is_checked_again_on_resume(dataset, answered, loopback_openai
 
 def test_imported_runs_are_never_run_and_keep_their_error_verdicts(owner_api, dataset):
     from evaluation.models import Verdict
-    from tests.support import builders as review_fixtures
+    from tests.support.builders import checklisted_query, finished_run
 
-    _, criteria, answers = review_fixtures.checklist_query(dataset, criteria=2)
-    panel = review_fixtures.panel_of(judges=3)
-    run = review_fixtures.finished_run(dataset, panel, {(answers[0], criteria[0]): ["error"] * 3})
+    made = checklisted_query(dataset, criteria=2, answers=1)
+    panel = PanelFactory(judges=external_judges(3))
+    run = finished_run(dataset, panel, {(made.answers[0], made.criteria[0]): ["error"] * 3})
     for action in ("resume", "retry-failed", "cancel"):
         assert owner_api.post(f"/api/runs/{run.pk}/{action}/").status_code == 409
     assert Verdict.objects.filter(run=run, outcome="error").count() == 3

@@ -14,10 +14,10 @@ from django_celery_beat.models import PeriodicTask
 
 from annotation import roles
 from annotation import services as annotation_services
-from evaluation.models import Judge, Panel, PanelMember, Run, RunSchedule
+from evaluation.models import Run, RunSchedule
 from evaluation.schedules import services as schedules
-from tests.factories import AnswerFactory
-from tests.support.builders import checklist_query
+from tests.factories import AnswerFactory, PanelFactory, offline_judge
+from tests.support.builders import checklisted_query
 
 pytestmark = pytest.mark.django_db
 
@@ -30,12 +30,10 @@ def admin_client(client, owner):
 
 @pytest.fixture
 def setting(dataset):
-    _query, _criteria, (answer,) = checklist_query(dataset, criteria=2)
+    (answer,) = checklisted_query(dataset, criteria=2, answers=1).answers
     answer.run_label = "nightly-1"
     answer.save(update_fields=["run_label"])
-    panel = Panel.objects.create(name="Night panel")
-    checks = Judge.objects.create(name="Offline checks", kind=Judge.Kind.NO_LLM)
-    PanelMember.objects.create(panel=panel, judge=checks, samples=1)
+    panel = PanelFactory(name="Night panel", judges=[offline_judge("Offline checks")])
     return answer.system, panel
 
 
