@@ -17,7 +17,7 @@ from django.db import connection
 from rest_framework.test import APIClient
 
 from annotation import roles, services
-from tests.factories import PASSWORD, QueryFactory, UserFactory
+from tests.factories import PASSWORD, PanelFactory, QueryFactory, UserFactory, offline_judge
 from tests.support.celery_worker import WorkerProcess, database_url
 
 
@@ -82,6 +82,19 @@ def reviewed_dataset(dataset, reviewer):
 @pytest.fixture
 def query(dataset):
     return QueryFactory(dataset=dataset)
+
+
+@pytest.fixture
+def owner_client(client, owner):
+    """The test client, logged in as `owner`."""
+    client.force_login(owner)
+    return client
+
+
+@pytest.fixture
+def offline_panel(db):
+    """ "Offline panel", of one no-LLM judge "Offline": its runs call no endpoint."""
+    return PanelFactory(name="Offline panel", judges=[offline_judge()])
 
 
 def _api_client(user) -> APIClient:

@@ -9,21 +9,20 @@ from dataclasses import dataclass, field
 
 from django.utils import timezone
 
-from annotation.models import Checklist, Criterion, QueryCategory, SourceType
+from annotation.models import QueryCategory, SourceType
 from evaluation.agreement import revision
 from evaluation.models import (
     Adjudication,
     Answer,
     HumanLabel,
     Judge,
-    Panel,
-    PanelMember,
     Run,
     System,
     Verdict,
 )
 from evaluation.runs import snapshot
-from tests.factories import QueryFactory, UserFactory
+from tests.factories import PanelFactory, UserFactory
+from tests.support.builders import checklisted_query
 
 RATERS = ("ana", "bo", "cy")
 KINDS = ("fact", "fact", "methodology", "format")
@@ -50,12 +49,14 @@ def build_labelled(dataset, *, queries: int = 4, criteria: int = 6, systems: int
         QueryCategory.objects.get_or_create(name=name)[0]
         for name in ("Point-fact retrieval", "Event digests")
     ]
-    panel = Panel.objects.create(name=f"Agreement panel {seed}")
     judges = {"judge-a": 1, "judge-b": 1, "judge-c": 3}
-    judge_rows = {}
-    for name, samples in judges.items():
-        judge_rows[name], _ = Judge.objects.get_or_create(name=name, kind=Judge.Kind.EXTERNAL)
-        PanelMember.objects.create(panel=panel, judge=judge_rows[name], samples=samples)
+    judge_rows = {
+        name: Judge.objects.get_or_create(name=name, kind=Judge.Kind.EXTERNAL)[0] for name in judges
+    }
+    panel = PanelFactory(
+        name=f"Agreement panel {seed}",
+        judges=[(judge_rows[name], {"samples": samples}) for name, samples in judges.items()],
+    )
     now = timezone.now()
     run = Run.objects.create(
         dataset=dataset, panel=panel, status=Run.Status.DONE, started_at=now, finished_at=now,
@@ -68,16 +69,16 @@ def build_labelled(dataset, *, queries: int = 4, criteria: int = 6, systems: int
     verdicts, labels, adjudications = [], [], []
     for q in range(queries):
         category = categories[q % 2]
-        query = QueryFactory(dataset=dataset, text=f"Agreement query {seed}-{q}", category=category)
-        checklist = Checklist.objects.create(
-            query=query, author=author, status=Checklist.Status.SUBMITTED
+        made = checklisted_query(
+            dataset,
+            text=f"Agreement query {seed}-{q}",
+            category=category,
+            author=author,
+            criteria=[(f"States fact {i} of {q}.", KINDS[i % 4]) for i in range(criteria)],
+            first_position=0,
+            timestamps=False,
         )
-        crits = Criterion.objects.bulk_create(
-            Criterion(
-                checklist=checklist, position=i, text=f"States fact {i} of {q}.", kind=KINDS[i % 4]
-            )
-            for i in range(criteria)
-        )
+        query, crits = made.query, made.criteria
         for n, criterion in enumerate(crits):
             data.kinds[criterion.pk] = criterion.kind
             data.categories[criterion.pk] = category.name

@@ -50,6 +50,7 @@ def warm(dataset, runs) -> None:
 
 @pytest.fixture
 def labelled(reviewed_dataset):
+    """This module's sizes and seed, in place of the folder's (conftest.py)."""
     return build_labelled(reviewed_dataset, queries=3, criteria=5, systems=2, seed=3)
 
 

@@ -56,11 +56,6 @@ def assert_matches(figure, pairs):
     )
 
 
-@pytest.fixture
-def labelled(reviewed_dataset):
-    return build_labelled(reviewed_dataset)
-
-
 def test_judge_vs_human_figures_equal_the_oracles(labelled, reviewed_dataset):
     report = agreement_report(reviewed_dataset)
     assert report.run == labelled.run

@@ -43,6 +43,7 @@ def check(dataset, run_id=None) -> None:
 
 @pytest.fixture
 def labelled(reviewed_dataset):
+    """This module's sizes and seed, in place of the folder's (conftest.py)."""
     return build_labelled(reviewed_dataset, queries=5, criteria=7, systems=3, seed=11)
 
 

@@ -15,12 +15,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def admin_client(client, owner):
-    client.force_login(owner)
-    return client
-
-
-@pytest.fixture
 def example_hooks(settings):
     """Webhooks on example.com hosts allowed as they are: they resolve nowhere here, and a
     host off the list must resolve to a public address (test_webhook_hosts.py)."""
@@ -28,12 +22,12 @@ def example_hooks(settings):
 
 
 def test_an_admin_adds_changes_and_deletes_an_alert(
-    admin_client, owner, dataset, query, example_hooks
+    owner_client, owner, dataset, query, example_hooks
 ):
     system = AnswerFactory(query=query).system
-    page = admin_client.get(reverse("dataset-alerts", args=[dataset.pk]))
+    page = owner_client.get(reverse("dataset-alerts", args=[dataset.pk]))
     assert page.status_code == 200 and system.name in page.content.decode()
-    response = admin_client.post(
+    response = owner_client.post(
         reverse("dataset-alerts", args=[dataset.pk]),
         {
             "system": system.pk, "threshold": "0.1", "emails": " a@example.com \n\nb@example.com",
@@ -47,13 +41,13 @@ def test_an_admin_adds_changes_and_deletes_an_alert(
         system, 0.1, "a@example.com\nb@example.com", owner
     )  # fmt: skip
     edit = reverse("alert-edit", args=[dataset.pk, alert.pk])
-    assert admin_client.post(
+    assert owner_client.post(
         edit, {"threshold": "0.2", "emails": "a@example.com", "active": "on"}
     ).status_code == 302  # fmt: skip
     alert.refresh_from_db()
     assert (alert.system, alert.threshold, alert.webhook_url) == (None, 0.2, "")
     delete = reverse("alert-delete", args=[dataset.pk, alert.pk])
-    assert admin_client.post(delete).status_code == 302
+    assert owner_client.post(delete).status_code == 302
     assert not RegressionAlert.objects.exists()
 
 
@@ -71,22 +65,22 @@ def test_an_admin_adds_changes_and_deletes_an_alert(
     ],
 )  # fmt: skip
 def test_bad_settings_are_refused_naming_the_field(
-    admin_client, dataset, data, field, message, example_hooks
+    owner_client, dataset, data, field, message, example_hooks
 ):
-    response = admin_client.post(reverse("dataset-alerts", args=[dataset.pk]), data)
+    response = owner_client.post(reverse("dataset-alerts", args=[dataset.pk]), data)
     assert response.status_code == 400
     errors = response.context["form"].errors
     assert field in errors and message in " ".join(errors[field])
     assert not RegressionAlert.objects.exists()
 
 
-def test_another_datasets_alert_is_not_found(admin_client, owner, dataset):
+def test_another_datasets_alert_is_not_found(owner_client, owner, dataset):
     from annotation import services
 
     other = services.dataset_create(name="Other", by=owner)
     alert = RegressionAlert.objects.create(dataset=other, emails="a@example.com")
-    assert admin_client.get(reverse("alert-edit", args=[dataset.pk, alert.pk])).status_code == 404
-    response = admin_client.post(reverse("alert-delete", args=[dataset.pk, alert.pk]))
+    assert owner_client.get(reverse("alert-edit", args=[dataset.pk, alert.pk])).status_code == 404
+    response = owner_client.post(reverse("alert-delete", args=[dataset.pk, alert.pk]))
     assert response.status_code == 404 and RegressionAlert.objects.filter(pk=alert.pk).exists()
 
 
@@ -101,19 +95,19 @@ def test_a_secret_variable_outside_the_prefix_is_never_read(dataset, monkeypatch
     assert delivery.status is None and "may not hold a webhook secret" in delivery.error
 
 
-def test_the_pages_show_the_shared_form_and_row_buttons(admin_client, dataset):
+def test_the_pages_show_the_shared_form_and_row_buttons(owner_client, dataset):
     """The list and edit pages share their form card and row buttons (includes): each still
     shows its own form id, button words and the alert's own Edit and Delete addresses; an
     empty POST is a submitted form with errors (400), not a GET."""
     alert = RegressionAlert.objects.create(dataset=dataset, emails="a@example.com")
-    page = admin_client.get(reverse("dataset-alerts", args=[dataset.pk])).content.decode()
+    page = owner_client.get(reverse("dataset-alerts", args=[dataset.pk])).content.decode()
     assert 'id="alert-form"' in page and "Add an alert</h2>" in page
     assert '<button type="submit" class="primary">Add alert</button>' in page
     assert f'href="{reverse("alert-edit", args=[dataset.pk, alert.pk])}"' in page
     assert f'action="{reverse("alert-delete", args=[dataset.pk, alert.pk])}"' in page
-    edit = admin_client.get(reverse("alert-edit", args=[dataset.pk, alert.pk])).content.decode()
+    edit = owner_client.get(reverse("alert-edit", args=[dataset.pk, alert.pk])).content.decode()
     assert (
         'id="alert-form"' in edit and '<button type="submit" class="primary">Save</button>' in edit
     )
     assert "<h2>" not in edit.split('id="alert-form"')[0].rsplit('<section class="card">', 1)[1]
-    assert admin_client.post(reverse("dataset-alerts", args=[dataset.pk])).status_code == 400
+    assert owner_client.post(reverse("dataset-alerts", args=[dataset.pk])).status_code == 400

@@ -164,7 +164,8 @@ def test_a_nightly_run_fired_by_beat_finds_a_regression_and_signs_the_webhook(
 
     from evaluation.models import Answer
     from loopback import LoopbackOpenAI
-    from tests.evaluation.runs.workload import loopback_panel, scripted_judge
+    from tests.evaluation.runs.workload import scripted_judge
+    from tests.factories import PanelFactory, loopback_judges
     from tests.support.celery_worker import database_url
 
     # Yesterday: every criterion passed.
@@ -182,7 +183,7 @@ def test_a_nightly_run_fired_by_beat_finds_a_regression_and_signs_the_webhook(
         dataset=reviewed_dataset, threshold=0.1, webhook_url=receiver.url, secret_env=SECRET_ENV
     )
     with LoopbackOpenAI(responder=scripted_judge) as server:
-        panel = loopback_panel(server, judges=1)
+        panel = PanelFactory(judges=loopback_judges(server, 1))
         every_second = IntervalSchedule.objects.create(every=1, period=IntervalSchedule.SECONDS)
         PeriodicTask.objects.create(
             name="Nightly Alpha", task="evaluation.scheduled_run", interval=every_second,

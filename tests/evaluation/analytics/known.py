@@ -11,20 +11,20 @@ from dataclasses import dataclass, field
 
 from django.utils import timezone
 
-from annotation.models import Checklist, Criterion, QueryCategory
+from annotation.models import QueryCategory
 from evaluation.models import (
     Adjudication,
     Answer,
     HumanLabel,
     Judge,
     Panel,
-    PanelMember,
     Run,
     System,
     Verdict,
 )
 from evaluation.runs import snapshot
-from tests.factories import QueryFactory, UserFactory
+from tests.factories import PanelFactory, UserFactory
+from tests.support.builders import checklisted_query
 
 JUDGES = ("j1", "j2", "j3")
 
@@ -64,9 +64,10 @@ def build_known(
     rng = random.Random(seed)
     skill = skill or {"Alpha": 0.7, "Beta": 0.45}
     judges = _judges()
-    panel, _ = Panel.objects.get_or_create(name="Analytics panel")
-    for judge in judges:
-        PanelMember.objects.get_or_create(panel=panel, judge=judge)
+    # One panel for every run of the dataset: a second call grades the same queries again.
+    panel = Panel.objects.filter(name="Analytics panel").first() or PanelFactory(
+        name="Analytics panel", judges=judges
+    )
     now = timezone.now()
     run = Run.objects.create(
         dataset=dataset, panel=panel, name=run_name or f"Run {seed}", status=Run.Status.DONE,
@@ -82,22 +83,19 @@ def build_known(
         author = UserFactory()
         plan = []
         for q, size in enumerate(sizes):
-            query = QueryFactory(
-                dataset=dataset, text=f"Analytics query {q}", category=categories[q % 2]
+            made = checklisted_query(
+                dataset,
+                text=f"Analytics query {q}",
+                category=categories[q % 2],
+                author=author,
+                criteria=[
+                    (f"States fact {i} of query {q}.", ("fact", "methodology", "format")[i % 3])
+                    for i in range(size)
+                ],
+                first_position=0,
+                timestamps=False,
             )
-            checklist = Checklist.objects.create(
-                query=query, author=author, status=Checklist.Status.SUBMITTED
-            )
-            crits = Criterion.objects.bulk_create(
-                Criterion(
-                    checklist=checklist,
-                    position=i,
-                    text=f"States fact {i} of query {q}.",
-                    kind=("fact", "methodology", "format")[i % 3],
-                )
-                for i in range(size)
-            )
-            plan.append((query, checklist, crits))
+            plan.append((made.query, made.checklist, made.criteria))
     else:
         plan = queries
     known.plan = plan

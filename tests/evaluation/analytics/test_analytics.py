@@ -18,11 +18,6 @@ from evaluation.runs.scores import run_report
 from tests.evaluation.analytics.known import answer_shares, build_known, human, panel
 
 
-@pytest.fixture
-def known(reviewed_dataset):
-    return build_known(reviewed_dataset)
-
-
 def numpy_cluster_bootstrap(by_cluster: dict, resamples: int, seed: int):
     keys = sorted(by_cluster, key=str)
     sums = np.array([sum(by_cluster[k]) for k in keys])

@@ -12,12 +12,11 @@ from django.utils import timezone
 from annotation import roles, services
 from annotation.models import Checklist
 from evaluation.analytics.editor_health import checklist_health
-from tests.evaluation.analytics.known import build_known
 
 
 @pytest.fixture
-def known(reviewed_dataset):
-    known = build_known(reviewed_dataset)
+def known(known, reviewed_dataset):
+    """The analytics dataset, its checklists' authors experts of it."""
     expert_group = Group.objects.get(name=roles.Group.EXPERT.value)
     for checklist in Checklist.objects.filter(pk__in=known.checklists):
         checklist.author.groups.add(expert_group)

@@ -17,11 +17,6 @@ from evaluation.models import AgreementCache, HumanLabel, Run
 from tests.evaluation.analytics.known import build_known
 
 
-@pytest.fixture
-def known(reviewed_dataset):
-    return build_known(reviewed_dataset)
-
-
 def _kept(run) -> list[str]:
     return sorted(
         k.split(":")[0]

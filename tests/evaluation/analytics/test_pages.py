@@ -26,11 +26,6 @@ PAGES = (
 pytestmark = pytest.mark.usefixtures("eager_refresh")
 
 
-@pytest.fixture
-def known(reviewed_dataset):
-    return build_known(reviewed_dataset)
-
-
 def test_pages_access_by_role(
     known, reviewed_dataset, client, owner, reviewer, collaborator, outsider
 ):

@@ -55,8 +55,7 @@ def _marker(run) -> AgreementCache | None:
 
 
 @pytest.fixture
-def labelled_after_warm(reviewed_dataset, reviewer):
-    known = build_known(reviewed_dataset)
+def labelled_after_warm(known, reviewed_dataset, reviewer):
     figures.warm(known.run)
     before = revision.current(reviewed_dataset.pk)
     _label(known, reviewer)

@@ -13,9 +13,9 @@ from tests.evaluation.cross_evaluation.two_queries import (
     codes,
     expert,
     grade_directly,
-    submitted_checklist,
 )
 from tests.factories import QueryFactory
+from tests.support.builders import checklisted_query
 
 pytestmark = pytest.mark.django_db
 
@@ -25,8 +25,8 @@ def setup(reviewed_dataset, query, owner, collaborator):
     """collaborator and bob submitted for the query, with perfect answers; cid has only a
     draft checklist (still annotating blind)."""
     bob, cid = expert(reviewed_dataset, "bob"), expert(reviewed_dataset, "cid")
-    mine = submitted_checklist(query, collaborator, codes(1, 2))
-    bobs = submitted_checklist(query, bob, codes(1, 3))
+    mine = checklisted_query(query=query, author=collaborator, criteria=codes(1, 2)).checklist
+    bobs = checklisted_query(query=query, author=bob, criteria=codes(1, 3)).checklist
     Checklist.objects.create(query=query, author=cid)
     services.perfect_answer_save(checklist=mine, text="Mine: K1 and K2.", by=collaborator)
     services.perfect_answer_save(checklist=bobs, text="Bob's: K1 and K3.", by=bob)
@@ -147,9 +147,11 @@ def test_perfect_answer_api_follows_the_same_rules(
     )
 
     # A new submitted checklist gets its first perfect answer through the API.
-    other = submitted_checklist(
-        QueryFactory(dataset=mine.query.dataset), owner_api.handler._force_user, codes(5)
-    )
+    other = checklisted_query(
+        query=QueryFactory(dataset=mine.query.dataset),
+        author=owner_api.handler._force_user,
+        criteria=codes(5),
+    ).checklist
     created = owner_api.post("/api/perfect-answers/", {"checklist": other.pk, "text": "K5."})
     assert created.status_code == 201 and created.json()["author"] == "owner"
     draft = Checklist.objects.create(query=other.query, author=setup["bob"])
@@ -206,9 +208,9 @@ def _grow(dataset, owner, queries: int, experts: int) -> None:
     for q in range(queries):
         query = QueryFactory(dataset=dataset)
         for i, person in enumerate(people):
-            checklist = submitted_checklist(
-                query, person, codes(*range(q * 10 + i, q * 10 + i + 5))
-            )
+            checklist = checklisted_query(
+                query=query, author=person, criteria=codes(*range(q * 10 + i, q * 10 + i + 5))
+            ).checklist
             services.perfect_answer_save(checklist=checklist, text=f"K{q * 10 + i}", by=owner)
 
 

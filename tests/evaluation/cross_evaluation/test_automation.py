@@ -17,10 +17,9 @@ from tests.evaluation.cross_evaluation.two_queries import (
     code_judge,
     codes,
     expert,
-    loopback_judge_panel,
-    submitted_checklist,
 )
-from tests.factories import valid_criteria
+from tests.factories import PanelFactory, loopback_judges, valid_criteria
+from tests.support.builders import checklisted_query
 
 
 def cross_runs(query):
@@ -32,10 +31,10 @@ def test_new_perfect_answers_and_submissions_start_runs_that_reuse_the_cache(
     celery_worker, client, dataset, query, owner, collaborator
 ):
     bob = expert(dataset, "bob")
-    mine = submitted_checklist(query, collaborator, codes(1, 2, 3))
-    bobs = submitted_checklist(query, bob, codes(1, 4))
+    mine = checklisted_query(query=query, author=collaborator, criteria=codes(1, 2, 3)).checklist
+    bobs = checklisted_query(query=query, author=bob, criteria=codes(1, 4)).checklist
     with LoopbackOpenAI(responder=code_judge) as server:
-        panel = loopback_judge_panel(server)
+        panel = PanelFactory(judges=loopback_judges(server, 1))
         # The settings form on the dataset's cross-evaluation page turns automation on.
         client.force_login(owner)
         url = reverse("dataset-cross-evaluation", args=[dataset.pk])
@@ -76,8 +75,8 @@ def test_new_perfect_answers_and_submissions_start_runs_that_reuse_the_cache(
 @pytest.mark.worker
 def test_without_the_setting_nothing_starts(celery_worker, dataset, query, owner, collaborator):
     bob = expert(dataset, "bob")
-    mine = submitted_checklist(query, collaborator, codes(1))
-    bobs = submitted_checklist(query, bob, codes(2))
+    mine = checklisted_query(query=query, author=collaborator, criteria=codes(1)).checklist
+    bobs = checklisted_query(query=query, author=bob, criteria=codes(2)).checklist
     services.perfect_answer_save(checklist=mine, text="K1.", by=collaborator)
     services.perfect_answer_save(checklist=bobs, text="K2.", by=bob)
     assert not cross_runs(query).exists()

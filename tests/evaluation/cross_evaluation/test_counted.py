@@ -30,13 +30,18 @@ from evaluation.models import (
     Answer,
     HumanLabel,
     Judge,
-    Panel,
-    PanelMember,
     Run,
     Verdict,
 )
-from tests.evaluation.cross_evaluation.two_queries import expert, submitted_checklist
-from tests.factories import AnswerFactory, DatasetFactory, QueryFactory, UserFactory
+from tests.evaluation.cross_evaluation.two_queries import expert
+from tests.factories import (
+    AnswerFactory,
+    DatasetFactory,
+    PanelFactory,
+    QueryFactory,
+    UserFactory,
+)
+from tests.support.builders import checklisted_query
 
 pytestmark = pytest.mark.django_db
 
@@ -44,9 +49,7 @@ OUTCOMES = ["pass", "pass", "fail", "fail", "unparseable", "error"]
 
 
 def _run(dataset, judges, method: str, threshold: float, created: dt.datetime) -> Run:
-    panel = Panel.objects.create(name=f"panel {Panel.objects.count()}", method=method)
-    for judge in judges:
-        PanelMember.objects.create(panel=panel, judge=judge)
+    panel = PanelFactory(method=method, judges=judges)
     run = Run.objects.create(
         dataset=dataset, panel=panel, kind=Run.Kind.CROSS_EVALUATION, status=Run.Status.DONE,
         snapshot={"method": method, "threshold": threshold}, finished_at=created,
@@ -83,7 +86,9 @@ def mixed(db):
         for e in range(rng.randint(2, 4)):
             author = expert(dataset, f"expert-{q}-{e}")
             n = 0 if (q, e) == (1, 0) else rng.randint(2, 6)
-            checklist = submitted_checklist(query, author, [f"C{q}.{e}.{i}" for i in range(n)])
+            checklist = checklisted_query(
+                query=query, author=author, criteria=[f"C{q}.{e}.{i}" for i in range(n)]
+            ).checklist
             lists.append(checklist)
             if (q, e) != (2, 1):  # one submitted checklist without a perfect answer
                 answers.append(perfect_answer_save(checklist=checklist, text=f"P{q}{e}", by=author))

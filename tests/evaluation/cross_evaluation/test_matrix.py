@@ -21,9 +21,9 @@ from tests.evaluation.cross_evaluation.two_queries import (
     EXPECTED,
     EXPECTED_MEAN,
     code_judge,
-    loopback_judge_panel,
     two_queries,
 )
+from tests.factories import PanelFactory, loopback_judges
 
 
 def overlap_of(passed: int, failed: int) -> float | None:
@@ -34,7 +34,7 @@ def overlap_of(passed: int, failed: int) -> float | None:
 def graded(celery_worker, dataset, owner):
     lists = two_queries(dataset, owner)
     with LoopbackOpenAI(responder=code_judge) as server:
-        panel = loopback_judge_panel(server)
+        panel = PanelFactory(judges=loopback_judges(server, 1))
         run = services.cross_evaluation_start(dataset=dataset, panel=panel, by=owner)
         run = runs.wait_for(run, timeout=120)
     assert run.status == Run.Status.DONE

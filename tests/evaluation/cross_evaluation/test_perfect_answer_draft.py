@@ -13,7 +13,8 @@ from django.urls import reverse
 from evaluation.judging import drafting
 from evaluation.models import Answer, Judge
 from loopback import LoopbackOpenAI
-from tests.evaluation.cross_evaluation.two_queries import codes, submitted_checklist
+from tests.evaluation.cross_evaluation.two_queries import codes
+from tests.support.builders import checklisted_query
 
 
 def poll(client, checklist, timeout: float = 60.0):
@@ -34,7 +35,7 @@ def test_an_llm_drafts_then_the_expert_edits(celery_worker, client, query, colla
     query.query_date = dt.date(2025, 3, 31)
     query.text = "Summarise the quarter of company one."
     query.save()
-    checklist = submitted_checklist(query, collaborator, codes(1, 2))
+    checklist = checklisted_query(query=query, author=collaborator, criteria=codes(1, 2)).checklist
     prompts = []
 
     def drafter(request):
@@ -102,7 +103,7 @@ def test_drafting_prompt_and_parser():
 def test_a_late_or_repeated_draft_never_overwrites_an_edit(query, collaborator):
     from evaluation.cross_evaluation import services
 
-    checklist = submitted_checklist(query, collaborator, codes(1, 2))
+    checklist = checklisted_query(query=query, author=collaborator, criteria=codes(1, 2)).checklist
     services.perfect_answer_save(checklist=checklist, text="First version K1.", by=collaborator)
     with LoopbackOpenAI(responder=lambda r: {"answer": "Drafted: K1 and K2."}) as server:
         judge = Judge.objects.create(name="Drafter", base_url=server.base_url, model="m")
@@ -137,7 +138,7 @@ def test_without_an_llm_judge_the_page_explains_instead_of_an_empty_dropdown(
     client, query, collaborator, owner
 ):
     """Issue 15: "Draft with an LLM" showed a required dropdown with nothing to choose."""
-    checklist = submitted_checklist(query, collaborator, codes(1, 2))
+    checklist = checklisted_query(query=query, author=collaborator, criteria=codes(1, 2)).checklist
     page = reverse("perfect-answer", args=[checklist.pk])
     Judge.objects.create(name="Offline", kind=Judge.Kind.NO_LLM)
     client.force_login(collaborator)

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import re
 
-from django.utils import timezone
-
 from annotation import roles, services
 from annotation.models import Checklist, Criterion
 from evaluation.cross_evaluation.services import perfect_answer_save
-from evaluation.models import Judge, Panel, PanelMember
+from evaluation.models import Answer, Run, Verdict
 from evaluation.runs import snapshot
-from tests.factories import QueryFactory, UserFactory
+from tests.factories import PanelFactory, QueryFactory, UserFactory, offline_judge
+from tests.support.builders import checklisted_query
 
 CODE = re.compile(r"\bK\d+\b")
 
@@ -43,30 +42,8 @@ def expert(dataset, username: str):
     return user
 
 
-def submitted_checklist(query, author, criteria: list[str]) -> Checklist:
-    now = timezone.now()
-    checklist = Checklist.objects.create(
-        query=query, author=author, status=Checklist.Status.SUBMITTED, submitted_at=now,
-        first_submitted_at=now,
-    )  # fmt: skip
-    Criterion.objects.bulk_create(
-        Criterion(checklist=checklist, position=i, text=text)
-        for i, text in enumerate(criteria, start=1)
-    )
-    return checklist
-
-
 def codes(*numbers: int) -> list[str]:
     return [f"States figure K{n}." for n in numbers]
-
-
-def loopback_judge_panel(server, name: str = "Cross panel") -> Panel:
-    judge = Judge.objects.create(
-        name=f"{name} judge", base_url=server.base_url, model="model-x", timeout=5.0
-    )
-    panel = Panel.objects.create(name=name)
-    PanelMember.objects.create(panel=panel, judge=judge)
-    return panel
 
 
 def two_queries(dataset, by) -> dict[str, Checklist]:
@@ -82,11 +59,14 @@ def two_queries(dataset, by) -> dict[str, Checklist]:
     q1 = QueryFactory(dataset=dataset, text="Summarise the quarter of company one.")
     q2 = QueryFactory(dataset=dataset, text="Summarise the quarter of company two.")
     lists = {
-        "A": submitted_checklist(q1, ann, codes(1, 2, 3)),
-        "B": submitted_checklist(q1, bob, codes(1, 4, 5, 6)),
-        "C": submitted_checklist(q1, cat, [*codes(2, 7), "States figure K9 UNPARSEABLE."]),
-        "D": submitted_checklist(q2, ann, codes(11, 12)),
-        "E": submitted_checklist(q2, bob, codes(11, 13, 14, 15)),
+        key: checklisted_query(query=query, author=author, criteria=criteria).checklist
+        for key, query, author, criteria in (
+            ("A", q1, ann, codes(1, 2, 3)),
+            ("B", q1, bob, codes(1, 4, 5, 6)),
+            ("C", q1, cat, [*codes(2, 7), "States figure K9 UNPARSEABLE."]),
+            ("D", q2, ann, codes(11, 12)),
+            ("E", q2, bob, codes(11, 13, 14, 15)),
+        )
     }
     texts = {
         "A": "Figures: K1, K2 and K3; also K4.",
@@ -115,12 +95,8 @@ def grade_directly(dataset, outcome_of=None):
     """A finished cross-evaluation run holding a verdict for every perfect answer × scored
     criterion of its query, written directly rather than through the engine (the worker
     tests exercise that). By default the verdicts are those code_judge would give."""
-    from annotation.models import Checklist
-    from evaluation.models import Answer, Run, Verdict
-
-    judge = Judge.objects.create(name="Offline", kind=Judge.Kind.NO_LLM)
-    panel = Panel.objects.create(name="Offline panel")
-    PanelMember.objects.create(panel=panel, judge=judge)
+    judge = offline_judge()
+    panel = PanelFactory(name="Offline panel", judges=[judge])
     run = Run.objects.create(
         dataset=dataset, panel=panel, kind=Run.Kind.CROSS_EVALUATION, status=Run.Status.DONE,
         name="Cross-evaluation", snapshot=snapshot.take(panel),

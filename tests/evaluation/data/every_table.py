@@ -33,7 +33,6 @@ from evaluation.models import (
     Judge,
     KeptQueueRow,
     Panel,
-    PanelMember,
     ReviewAssignment,
     Run,
     RunTask,
@@ -41,7 +40,7 @@ from evaluation.models import (
     Verdict,
 )
 from evaluation.schedules.services import schedule_save
-from tests.factories import QueryFactory, UserFactory, valid_criteria
+from tests.factories import PanelFactory, QueryFactory, UserFactory, offline_judge, valid_criteria
 
 # Tables whose rows datasets share or that keep rows about a deleted dataset on purpose:
 # the audit history stays (evaluation.data.purge, docs/operations.md).
@@ -60,9 +59,8 @@ class Shared:
 
 
 def build_shared() -> Shared:
-    judge = Judge.objects.create(name="Purge checks", kind=Judge.Kind.NO_LLM)
-    panel = Panel.objects.create(name="Purge panel")
-    PanelMember.objects.create(panel=panel, judge=judge)
+    judge = offline_judge("Purge checks")
+    panel = PanelFactory(name="Purge panel", judges=[judge])
     DomainTag.objects.get_or_create(name="purge-tag")
     return Shared(
         admin=UserFactory(username="purge-admin"),

@@ -10,7 +10,7 @@ from django.core.management.base import CommandError
 
 from annotation import services
 from evaluation.data.answers_upload import ImportRejected, import_answers
-from evaluation.models import Answer, Judge, Panel, PanelMember, System
+from evaluation.models import Answer, System
 from tests.factories import valid_criteria
 
 
@@ -71,14 +71,6 @@ def test_a_bad_file_names_file_row_and_field_and_imports_nothing(dataset, query)
 def test_broken_json_names_the_line(dataset):
     with pytest.raises(ImportRejected, match=r"nightly.jsonl:2: not valid JSON"):
         import_answers(dataset=dataset, name="nightly.jsonl", content='{"a": 1}\n{"b": \n')
-
-
-@pytest.fixture
-def offline_panel(db):
-    judge = Judge.objects.create(name="Offline", kind=Judge.Kind.NO_LLM)
-    panel = Panel.objects.create(name="Offline panel")
-    PanelMember.objects.create(panel=panel, judge=judge)
-    return panel
 
 
 def test_evaluate_imports_runs_waits_and_summarises(

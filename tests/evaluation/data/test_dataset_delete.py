@@ -10,7 +10,8 @@ from django.urls import reverse
 
 from annotation.models import Dataset, Query
 from evaluation.models import Run
-from tests.factories import UserFactory
+from tests.evaluation.data.imports import META, checklist_files, write, zipped
+from tests.factories import PanelFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -72,7 +73,7 @@ def test_a_broker_down_at_delete_still_hides_the_dataset_and_the_sweep_deletes_i
 def test_a_deleted_dataset_is_404_for_its_admin_and_members_at_once(
     client, owner, collaborator, owner_api, collaborator_api, dataset, query
 ):
-    run = Run.objects.create(dataset=dataset, panel=_panel())
+    run = Run.objects.create(dataset=dataset, panel=PanelFactory(name="Panel"))
     assert owner_api.delete(f"/api/datasets/{dataset.pk}/").status_code == 202
 
     for api in (owner_api, collaborator_api):
@@ -154,18 +155,10 @@ def test_the_admin_sites_bulk_delete_marks_each_dataset(
     assert Dataset.objects.filter(pk__in=pks, deleting_since__isnull=False).count() == 2
 
 
-def _panel():
-    from evaluation.models import Panel
-
-    return Panel.objects.create(name="Panel")
-
-
 def test_importing_into_the_name_of_a_dataset_being_deleted_is_refused_and_says_why(
     client, owner, owner_api, dataset, query, tmp_path
 ):
-    from tests.evaluation.data.test_dataset_import import META, _zip, checklist_files, write
-
-    data = _zip(write(tmp_path / "in", {**checklist_files(), "dataset.json": {
+    data = zipped(write(tmp_path / "in", {**checklist_files(), "dataset.json": {
         **META, "name": dataset.name}}))  # fmt: skip
     assert owner_api.delete(f"/api/datasets/{dataset.pk}/").status_code == 202
     client.force_login(owner)

@@ -4,11 +4,7 @@ import (warn or refuse), the same file twice, two imports at once, and who may i
 
 from __future__ import annotations
 
-import io
-import json
 import threading
-import zipfile
-from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -17,36 +13,7 @@ from django.db import connection
 from annotation.models import Checklist, ChecklistEvent, Criterion, Dataset, Guideline, Query
 from evaluation.data.importer import ImportOptions, ImportRejected, import_dataset
 from evaluation.models import Answer
-
-META = {"schema_version": 1, "name": "Imported benchmark", "description": "From files."}
-QUERY = {"external_id": "q1", "text": "What did Northwind report?", "query_date": "2026-10-01"}
-
-
-def write(folder: Path, files: dict[str, object]) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, content in files.items():
-        if isinstance(content, bytes):
-            (folder / name).write_bytes(content)
-        elif isinstance(content, list):
-            (folder / name).write_text("".join(json.dumps(r) + "\n" for r in content))
-        elif isinstance(content, dict):
-            (folder / name).write_text(json.dumps(content))
-        else:
-            (folder / name).write_text(str(content))
-    return folder
-
-
-def checklist_files(status: str = "submitted", texts=("States revenue.",)) -> dict:
-    return {
-        "dataset.json": META,
-        "queries.jsonl": [QUERY],
-        "checklists.jsonl": [{"query": "q1", "author": "ann", "status": status}],
-        "criteria.jsonl": [
-            {"query": "q1", "author": "ann", "external_id": f"c{i}", "position": i, "text": t,
-             "kind": "fact"}
-            for i, t in enumerate(texts, start=1)
-        ],
-    }  # fmt: skip
+from tests.evaluation.data.imports import META, checklist_files, write, zipped
 
 
 def answers_csv(rows: int, bad: int | None = None, bom: bool = False) -> bytes:
@@ -181,18 +148,10 @@ def test_two_imports_of_the_same_file_at_once_give_the_result_of_one(tmp_path):
     assert Answer.objects.count() == 2_000 and Criterion.objects.count() == 1
 
 
-def _zip(folder: Path) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for path in folder.iterdir():
-            archive.write(path, f"bench/{path.name}")
-    return buffer.getvalue()
-
-
 def test_who_may_import_through_the_page_and_the_api(
     client, owner, collaborator, outsider, dataset, tmp_path
 ):
-    data = _zip(write(tmp_path / "in", {**checklist_files(), "dataset.json": {
+    data = zipped(write(tmp_path / "in", {**checklist_files(), "dataset.json": {
         **META, "name": dataset.name}}))  # fmt: skip
     for user in (collaborator, outsider):
         client.force_login(user)

@@ -15,7 +15,7 @@ from bench.data_io.generate import generate
 from evaluation.data.export import ExportOptions, export_chunks
 from evaluation.data.importer import ImportRejected, import_dataset
 from evaluation.models import Answer, HumanLabel, Verdict
-from tests.evaluation.data.test_round_trip import _empty_the_database
+from tests.evaluation.data.imports import empty_the_database
 
 pytestmark = pytest.mark.django_db
 
@@ -36,7 +36,7 @@ def _export_with(tmp_path: Path, change) -> Path:
             target.writestr(item, content)
     path = tmp_path / "export.zip"
     path.write_bytes(out.getvalue())
-    _empty_the_database()
+    empty_the_database()
     return path
 
 

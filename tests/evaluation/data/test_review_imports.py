@@ -12,22 +12,27 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from annotation import roles
-from annotation.models import Checklist
 from annotation.services import dataset_set_role
 from evaluation.agreement.selectors import agreement_report
 from evaluation.data.review_imports import ImportRejected, import_labels, import_verdicts
 from evaluation.models import HumanLabel, Judge, Panel, Run, Verdict
-from tests.factories import AnswerFactory, CriterionFactory, SystemFactory, UserFactory
+from tests.factories import (
+    AnswerFactory,
+    CriterionFactory,
+    PanelFactory,
+    SystemFactory,
+    UserFactory,
+)
+from tests.support.builders import checklisted_query
 
 
 @pytest.fixture
 def items(reviewed_dataset, query):
     """Two answers (systems A and B) to one query with a submitted checklist of 3 criteria."""
     author = UserFactory(username="import-author")
-    checklist = Checklist.objects.create(
-        query=query, author=author, status=Checklist.Status.SUBMITTED
-    )
-    criteria = [CriterionFactory(checklist=checklist) for _ in range(3)]
+    criteria = checklisted_query(
+        query=query, author=author, criteria=3, timestamps=False, save_each=True
+    ).criteria
     a = AnswerFactory(system=SystemFactory(name="A"), query=query, external_id="ext-1")
     b = AnswerFactory(system=SystemFactory(name="B"), query=query, run_label="nightly")
     return {"answers": [a, b], "criteria": criteria, "query": query}
@@ -102,13 +107,9 @@ def test_a_bad_labels_file_names_every_error_and_writes_nothing(items, reviewed_
 
 
 def test_a_criterion_of_another_query_is_refused(items, reviewed_dataset):
-    from tests.factories import QueryFactory
-
-    other_query = QueryFactory(dataset=reviewed_dataset)
-    checklist = Checklist.objects.create(
-        query=other_query, author=UserFactory(), status=Checklist.Status.SUBMITTED
-    )
-    foreign = CriterionFactory(checklist=checklist)
+    (foreign,) = checklisted_query(
+        reviewed_dataset, author=UserFactory(), criteria=1, timestamps=False, save_each=True
+    ).criteria
     a = items["answers"][0]
     row = {"answer": a.pk, "criterion": foreign.pk, "rater": "r", "label": "pass"}
     with pytest.raises(ImportRejected, match="belongs to another query"):
@@ -207,11 +208,8 @@ def test_verdicts_csv_with_samples_and_errors(items, reviewed_dataset):
 
 
 def test_an_existing_llm_panel_is_not_extended(items, reviewed_dataset):
-    from evaluation.models import PanelMember
-
     llm = Judge.objects.create(name="gpt-live", base_url="http://x.test/v1", model="m")
-    panel = Panel.objects.create(name="LLM panel")
-    PanelMember.objects.create(panel=panel, judge=llm)
+    PanelFactory(name="LLM panel", judges=[llm])
     a, c = items["answers"][0], items["criteria"][0]
     row = {"answer": a.pk, "criterion": c.pk, "judge": "ext", "outcome": "pass"}
     with pytest.raises(ImportRejected, match="not external"):

@@ -18,14 +18,11 @@ from annotation.models import Dataset
 from bench.data_io.generate import generate
 from evaluation.data.export import export_chunks
 from evaluation.data.importer import import_dataset
-from evaluation.models import Judge, Panel, System
+from evaluation.models import Judge
+from tests.evaluation.data.imports import empty_the_database
+from tests.evaluation.data.zips import members
 
 pytestmark = pytest.mark.django_db
-
-
-def _files(data: bytes) -> dict[str, bytes]:
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        return {Path(n).name: archive.read(n) for n in archive.namelist()}
 
 
 def _comparable(files: dict[str, bytes]) -> dict[str, object]:
@@ -48,28 +45,17 @@ def _comparable(files: dict[str, bytes]) -> dict[str, object]:
     return out
 
 
-def _empty_the_database() -> None:
-    """What a fresh installation holds: reference data (source types, guidelines,
-    categories, groups) and no dataset, user, system, judge or panel."""
-    for dataset in Dataset.objects.all():
-        dataset.delete()
-    System.objects.all().delete()
-    Panel.objects.all().delete()
-    Judge.objects.all().delete()
-    get_user_model().objects.all().delete()
-
-
 def _round_trip(dataset: Dataset, tmp_path: Path) -> tuple[dict, dict]:
     first = b"".join(export_chunks(dataset))
     path = tmp_path / "first.zip"
     path.write_bytes(first)
-    _empty_the_database()
+    empty_the_database()
     result = import_dataset(path)
     assert result.dataset_created
     second = b"".join(export_chunks(result.dataset))
     again = import_dataset(path)
     assert not again.changed, again.rows
-    return _files(first), _files(second)
+    return members(first), members(second)
 
 
 def test_round_trip_of_a_generated_dataset_with_verdicts_labels_and_adjudications(tmp_path):
@@ -226,7 +212,7 @@ def test_a_grade_out_of_range_is_refused_with_its_file_line_and_field(tmp_path):
                 target.writestr(item, content)
     path = tmp_path / "bad.zip"
     path.write_bytes(out.getvalue())
-    _empty_the_database()
+    empty_the_database()
     with pytest.raises(ImportRejected) as rejected:
         import_dataset(path)
     assert any(

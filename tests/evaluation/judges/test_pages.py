@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from evaluation.models import Judge, Panel, PanelMember
 from loopback import LoopbackOpenAI
+from tests.factories import PanelFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -273,8 +274,7 @@ def test_a_running_runs_panel_can_be_edited_and_the_run_keeps_its_snapshot(
     from evaluation.models import Run
     from evaluation.runs import snapshot
 
-    panel = Panel.objects.create(name="Busy")
-    PanelMember.objects.create(panel=panel, judge=judges[0])
+    panel = PanelFactory(name="Busy", judges=[judges[0]])
     run = Run.objects.create(
         dataset=dataset, panel=panel, status=Run.Status.RUNNING, snapshot=snapshot.take(panel)
     )
@@ -293,10 +293,10 @@ def test_panel_list_query_count_is_flat(client, owner, django_assert_max_num_que
 
     def make(n: int, start: int) -> None:
         for i in range(start, start + n):
-            panel = Panel.objects.create(name=f"P{i}")
-            for j in range(3):
-                judge, _ = Judge.objects.get_or_create(name=f"J{j}", model="m")
-                PanelMember.objects.create(panel=panel, judge=judge, samples=j + 1)
+            judges = [Judge.objects.get_or_create(name=f"J{j}", model="m")[0] for j in range(3)]
+            PanelFactory(
+                name=f"P{i}", judges=[(judge, {"samples": j + 1}) for j, judge in enumerate(judges)]
+            )
 
     make(2, 0)
     with django_assert_max_num_queries(12) as few:

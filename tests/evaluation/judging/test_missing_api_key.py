@@ -16,7 +16,8 @@ from evaluation.models import Judge, Run, Verdict
 from evaluation.runs import lifecycle, scope
 from evaluation.runs import services as runs
 from loopback import LoopbackOpenAI
-from tests.evaluation.runs.workload import build_workload, loopback_panel, scripted_judge
+from tests.evaluation.runs.workload import build_workload, scripted_judge
+from tests.factories import PanelFactory, loopback_judges
 
 VARIABLE = "JUDGE_KEY_TEST_NOT_SET"
 MESSAGE = f"The API key variable {VARIABLE} is not set on this worker."
@@ -117,7 +118,7 @@ def test_a_run_records_missing_key_verdicts_beside_the_other_judges(
 ):
     loopback_openai.responder = scripted_judge
     build_workload(dataset, queries=1, answers_per_query=2, criteria=3)
-    panel = loopback_panel(loopback_openai, judges=2)
+    panel = PanelFactory(judges=loopback_judges(loopback_openai, 2))
     Judge.objects.filter(name="Judge 1").update(api_key_env=VARIABLE)
     monkeypatch.setenv(VARIABLE, "sk-test")  # set where the run starts (pre-flight passes)…
     run = runs.run_start(run=runs.run_create(dataset=dataset, panel=panel))

@@ -7,10 +7,10 @@ import pytest
 from django.urls import reverse
 
 from annotation import roles, services
-from evaluation.models import Judge, Panel, PanelMember, Verdict
+from evaluation.models import Judge, Panel, Verdict
 from evaluation.runs import lifecycle
 from evaluation.runs import services as runs
-from tests.factories import AnswerFactory, UserFactory, valid_criteria
+from tests.factories import AnswerFactory, PanelFactory, UserFactory, valid_criteria
 
 pytestmark = pytest.mark.django_db
 
@@ -20,14 +20,6 @@ def reviewer(dataset):
     user = UserFactory(username="reviewer")
     services.dataset_set_role(dataset=dataset, user=user, role=roles.DatasetRole.REVIEWER)
     return user
-
-
-@pytest.fixture
-def offline_panel():
-    judge = Judge.objects.create(name="Offline", kind=Judge.Kind.NO_LLM)
-    panel = Panel.objects.create(name="Offline panel")
-    PanelMember.objects.create(panel=panel, judge=judge)
-    return panel
 
 
 @pytest.fixture
@@ -152,7 +144,6 @@ def test_start_run_page_for_chosen_queries(client, owner, dataset, offline_panel
 
 
 def test_bad_panels_are_refused_whole(owner_api):
-    from evaluation.models import Judge, Panel
 
     judge = Judge.objects.create(name="J", base_url="http://127.0.0.1:9/v1", model="m")
     twice = {"name": "Twice", "members": [{"judge": judge.pk}, {"judge": judge.pk}]}
@@ -167,9 +158,9 @@ def test_bad_panels_are_refused_whole(owner_api):
 
 
 def test_a_run_that_cannot_start_is_not_kept(owner_api, client, owner, dataset):
-    from evaluation.models import Panel, Run
+    from evaluation.models import Run
 
-    panel = Panel.objects.create(name="No judges")
+    panel = PanelFactory(name="No judges")
     response = owner_api.post("/api/runs/", {"dataset": dataset.pk, "panel": panel.pk})
     assert response.status_code == 400 and "panel" in response.json()
     client.force_login(owner)

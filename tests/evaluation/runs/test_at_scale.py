@@ -13,9 +13,9 @@ from loopback import FaultKind, LoopbackOpenAI
 from tests.evaluation.runs.workload import (
     build_workload,
     expected_verdict,
-    loopback_panel,
     scripted_judge,
 )
+from tests.factories import PanelFactory, loopback_judges
 
 TRANSIENT = (
     FaultKind.RATE_LIMIT,
@@ -58,7 +58,7 @@ def test_12000_verdicts_with_10_percent_faults_then_cache_then_one_edit(celery_w
         timeout_delay=1.0,
         seed=7,
     ) as server:
-        panel = loopback_panel(server, judges=JUDGES, timeout=0.5)
+        panel = PanelFactory(judges=loopback_judges(server, JUDGES, timeout=0.5))
         first = start_and_wait(dataset, panel)
         progress = selectors.run_progress(first)
         assert first.status == Run.Status.DONE

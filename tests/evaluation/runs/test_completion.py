@@ -10,21 +10,25 @@ from __future__ import annotations
 import pytest
 
 from annotation import services
-from evaluation.models import Answer, Judge, Panel, PanelMember, Run, RunTask, Verdict
+from evaluation.models import Answer, Run, RunTask, Verdict
 from evaluation.runs import lifecycle, selectors
 from evaluation.runs import services as runs
-from tests.factories import AnswerFactory, QueryFactory, valid_criteria
+from tests.factories import (
+    AnswerFactory,
+    PanelFactory,
+    QueryFactory,
+    offline_judge,
+    valid_criteria,
+)
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def offline_panel():
-    panel = Panel.objects.create(name="Offline, twice")
-    for name in ("Offline A", "Offline B"):
-        judge = Judge.objects.create(name=name, kind=Judge.Kind.NO_LLM)
-        PanelMember.objects.create(panel=panel, judge=judge)
-    return panel
+def offline_panel_of_two():
+    return PanelFactory(
+        name="Offline, twice", judges=[offline_judge("Offline A"), offline_judge("Offline B")]
+    )
 
 
 @pytest.fixture
@@ -52,10 +56,10 @@ def deliver(run: Run, answer_id: int, judge_id: int, attempt: int | None = None)
 
 
 def test_a_checklist_reopened_mid_run_does_not_leave_the_run_running(
-    dataset, offline_panel, two_queries, collaborator
+    dataset, offline_panel_of_two, two_queries, collaborator
 ):
     _, second = two_queries
-    run = runs.run_start(run=runs.run_create(dataset=dataset, panel=offline_panel))
+    run = runs.run_start(run=runs.run_create(dataset=dataset, panel=offline_panel_of_two))
     assert run.expected == 2 * 6 * 2  # two answers × six criteria × two judges
     work = tasks_of(run)
     assert len(work) == 4
@@ -73,8 +77,8 @@ def test_a_checklist_reopened_mid_run_does_not_leave_the_run_running(
     assert selectors.run_progress(run).percent == 100.0
 
 
-def test_the_run_waits_for_its_last_task(dataset, offline_panel, two_queries):
-    run = runs.run_start(run=runs.run_create(dataset=dataset, panel=offline_panel))
+def test_the_run_waits_for_its_last_task(dataset, offline_panel_of_two, two_queries):
+    run = runs.run_start(run=runs.run_create(dataset=dataset, panel=offline_panel_of_two))
     work = tasks_of(run)
     for answer_id, judge_id in work[:-1]:
         deliver(run, answer_id, judge_id)
@@ -86,9 +90,9 @@ def test_the_run_waits_for_its_last_task(dataset, offline_panel, two_queries):
 
 
 def test_a_cancelled_run_resumes_its_unfinished_tasks_and_repeats_nothing(
-    dataset, offline_panel, two_queries
+    dataset, offline_panel_of_two, two_queries
 ):
-    run = runs.run_start(run=runs.run_create(dataset=dataset, panel=offline_panel))
+    run = runs.run_start(run=runs.run_create(dataset=dataset, panel=offline_panel_of_two))
     work = tasks_of(run)
     for answer_id, judge_id in work[:2]:
         deliver(run, answer_id, judge_id)
@@ -108,8 +112,8 @@ def test_a_cancelled_run_resumes_its_unfinished_tasks_and_repeats_nothing(
     assert Verdict.objects.filter(run=run).count() == 24
 
 
-def test_actions_follow_the_status(dataset, offline_panel, two_queries):
-    run = runs.run_start(run=runs.run_create(dataset=dataset, panel=offline_panel))
+def test_actions_follow_the_status(dataset, offline_panel_of_two, two_queries):
+    run = runs.run_start(run=runs.run_create(dataset=dataset, panel=offline_panel_of_two))
     assert selectors.run_actions(run, has_errors=False) == ["cancel"]
     with pytest.raises(runs.RunStateError):
         runs.run_retry_failed(run=run)
@@ -128,8 +132,10 @@ def test_actions_follow_the_status(dataset, offline_panel, two_queries):
             action(run=run)
 
 
-def test_two_deliveries_of_one_task_cannot_both_claim_it(dataset, offline_panel, two_queries):
-    run = runs.run_start(run=runs.run_create(dataset=dataset, panel=offline_panel))
+def test_two_deliveries_of_one_task_cannot_both_claim_it(
+    dataset, offline_panel_of_two, two_queries
+):
+    run = runs.run_start(run=runs.run_create(dataset=dataset, panel=offline_panel_of_two))
     answer_id, judge_id = tasks_of(run)[0]
     ids = {"run_id": run.pk, "answer_id": answer_id, "judge_id": judge_id, "attempt": 1}
     first = lifecycle.claim(**ids, worker="one")
@@ -139,10 +145,10 @@ def test_two_deliveries_of_one_task_cannot_both_claim_it(dataset, offline_panel,
     assert lifecycle.claim(**ids, worker="three") is None  # done
 
 
-def test_a_stale_delivery_cannot_finish_a_newer_attempt(dataset, offline_panel, two_queries):
+def test_a_stale_delivery_cannot_finish_a_newer_attempt(dataset, offline_panel_of_two, two_queries):
     """A delivery of attempt 1 still in flight when the run is cancelled and resumed: its
     finish neither marks the task done nor ends attempt 2; it hands the task over."""
-    run = runs.run_start(run=runs.run_create(dataset=dataset, panel=offline_panel))
+    run = runs.run_start(run=runs.run_create(dataset=dataset, panel=offline_panel_of_two))
     work = tasks_of(run)
     ids = {"run_id": run.pk, "answer_id": work[0][0], "judge_id": work[0][1]}
     stale = lifecycle.claim(**ids, attempt=1, worker="old")
@@ -166,8 +172,8 @@ def test_a_stale_delivery_cannot_finish_a_newer_attempt(dataset, offline_panel, 
     assert Verdict.objects.filter(run=run).count() == 24
 
 
-def test_a_run_whose_answers_are_deleted_still_ends(dataset, offline_panel, two_queries):
-    run = runs.run_start(run=runs.run_create(dataset=dataset, panel=offline_panel))
+def test_a_run_whose_answers_are_deleted_still_ends(dataset, offline_panel_of_two, two_queries):
+    run = runs.run_start(run=runs.run_create(dataset=dataset, panel=offline_panel_of_two))
     work = tasks_of(run)
     deliver(run, *work[0])
     deliver(run, *work[1])
@@ -178,10 +184,10 @@ def test_a_run_whose_answers_are_deleted_still_ends(dataset, offline_panel, two_
 
 
 def test_a_run_started_before_tasks_were_recorded_resumes_with_tasks(
-    dataset, offline_panel, two_queries
+    dataset, offline_panel_of_two, two_queries
 ):
     """The migration fails such runs ("resume it"); resume records the tasks they lack."""
-    run = runs.run_start(run=runs.run_create(dataset=dataset, panel=offline_panel))
+    run = runs.run_start(run=runs.run_create(dataset=dataset, panel=offline_panel_of_two))
     work = tasks_of(run)
     run.tasks.all().delete()
     Run.objects.filter(pk=run.pk).update(status=Run.Status.FAILED, reason="no tasks")

@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from annotation.models import Checklist, Criterion
 from evaluation.judging import engine, graded
-from evaluation.models import Answer, GradedScore, Judge, Panel, PanelMember, Run, System, Verdict
+from evaluation.models import Answer, GradedScore, Judge, Run, System, Verdict
 from evaluation.runs import lifecycle, scope, scores
 from evaluation.runs import services as runs
 from tests.evaluation.runs.workload import scripted_judge
-from tests.factories import QueryFactory, UserFactory
+from tests.factories import PanelFactory, UserFactory, offline_judge
+from tests.support.builders import checklisted_query
 
 REFERENCE = "REF-ONE: revenue was $4.12 billion."
 PERFECT = "PERFECT-TWO: margin was 61.5%."
@@ -45,30 +45,28 @@ def build(dataset, server, *, graded_panel: bool = True):
     good, bad = System.objects.create(name="Good"), System.objects.create(name="Bad")
     reference_system = System.objects.create(name="Perfect answers", is_reference=True)
     for q in range(3):
-        query = QueryFactory(
-            dataset=dataset, text=f"Query {q}", reference_answer=REFERENCE if q == 0 else ""
+        made = checklisted_query(
+            dataset,
+            text=f"Query {q}",
+            reference_answer=REFERENCE if q == 0 else "",
+            author=author,
+            criteria=[f"States fact {i} of query {q}." for i in (1, 2)],
+            timestamps=False,
         )
-        checklist = Checklist.objects.create(
-            query=query, author=author, status=Checklist.Status.SUBMITTED
-        )
-        Criterion.objects.bulk_create(
-            Criterion(checklist=checklist, position=i, text=f"States fact {i} of query {q}.")
-            for i in (1, 2)
-        )
+        query, checklist = made.query, made.checklist
         if q == 1:
             Answer.objects.create(
                 system=reference_system, query=query, checklist=checklist, text=PERFECT
             )
         Answer.objects.create(system=good, query=query, text=f"A good answer to query {q}.")
         Answer.objects.create(system=bad, query=query, text=f"A bad answer to query {q}.")
-    panel = Panel.objects.create(name="Graded panel", graded=graded_panel)
     a = Judge.objects.create(name="A", base_url=server.base_url, model="model-a", timeout=5)
     b = Judge.objects.create(name="B", base_url=server.base_url, model="model-b", timeout=5)
-    offline = Judge.objects.create(name="Offline", kind=Judge.Kind.NO_LLM)
-    PanelMember.objects.create(panel=panel, judge=a, samples=2, temperatures=[0, 0.7])
-    PanelMember.objects.create(panel=panel, judge=b)
-    PanelMember.objects.create(panel=panel, judge=offline)
-    return panel
+    return PanelFactory(
+        name="Graded panel",
+        graded=graded_panel,
+        judges=[(a, {"samples": 2, "temperatures": [0, 0.7]}), b, offline_judge()],
+    )
 
 
 def graded_calls(server) -> list:

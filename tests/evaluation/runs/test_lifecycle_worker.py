@@ -29,9 +29,9 @@ from loopback import LoopbackOpenAI
 from tests.evaluation.runs.workload import (
     build_workload,
     expected_verdict,
-    loopback_panel,
     scripted_judge,
 )
+from tests.factories import PanelFactory, loopback_judges
 from tests.support.celery_worker import WorkerProcess, database_url
 
 pytestmark = pytest.mark.worker
@@ -59,7 +59,7 @@ def test_a_key_missing_on_the_workers_ends_the_run_with_errors_in_seconds(
 ):
     build_workload(dataset, queries=1, answers_per_query=4, criteria=5)
     with LoopbackOpenAI(responder=scripted_judge) as server:
-        panel = loopback_panel(server, judges=1)
+        panel = PanelFactory(judges=loopback_judges(server, 1))
         panel.judges.update(api_key_env=KEY)
         # Not set anywhere: the start is refused, naming the judge and the variable.
         monkeypatch.delenv(KEY, raising=False)
@@ -91,7 +91,7 @@ def test_a_key_missing_on_the_workers_ends_the_run_with_errors_in_seconds(
 def test_a_task_that_raises_ends_its_task_and_the_run(celery_worker, dataset):
     build_workload(dataset, queries=1, answers_per_query=3, criteria=4)
     with LoopbackOpenAI(responder=scripted_judge, latency=2.0) as server:
-        panel = loopback_panel(server, judges=1)
+        panel = PanelFactory(judges=loopback_judges(server, 1))
         run = runs.run_start(run=runs.run_create(dataset=dataset, panel=panel))
         # While all three tasks wait on the LLM, a criterion is deleted: writing its
         # verdicts then violates the foreign key (an IntegrityError inside each task).
@@ -119,7 +119,7 @@ def test_a_killed_worker_heals_without_resume(transactional_db, dataset, setting
     url = database_url(connection.settings_dict)
     env = {"RUNS_LEASE_TIMEOUT": "8", "RUNS_HEARTBEAT": "1", "RUNS_SWEEP": "1"}
     with LoopbackOpenAI(responder=scripted_judge, latency=0.5) as server:
-        panel = loopback_panel(server, judges=1)
+        panel = PanelFactory(judges=loopback_judges(server, 1))
         first = WorkerProcess(queue=queue, database=url, concurrency=2, env=env).start()
         run = runs.run_start(run=runs.run_create(dataset=dataset, panel=panel, concurrency=5))
         holding = RunTask.objects.filter(run=run).exclude(lease="")
@@ -148,7 +148,7 @@ def test_a_killed_worker_heals_without_resume(transactional_db, dataset, setting
 def test_resume_pressed_twice_during_a_run_makes_each_call_once(celery_worker, dataset, owner_api):
     build_workload(dataset, queries=2, answers_per_query=5, criteria=6)
     with LoopbackOpenAI(responder=scripted_judge, latency=0.3) as server:
-        panel = loopback_panel(server, judges=2)
+        panel = PanelFactory(judges=loopback_judges(server, 2))
         run = runs.run_start(run=runs.run_create(dataset=dataset, panel=panel, concurrency=4))
         assert wait_until(lambda: Verdict.objects.filter(run=run).exists(), timeout=30)
         for _ in range(2):
@@ -174,7 +174,7 @@ def split_judge(request) -> dict:
 def test_a_panel_edited_after_a_run_does_not_change_its_scores(celery_worker, dataset):
     build_workload(dataset, queries=2, answers_per_query=3, criteria=6)
     with LoopbackOpenAI(responder=split_judge) as server:
-        panel = loopback_panel(server, judges=3)
+        panel = PanelFactory(judges=loopback_judges(server, 3))
         run = runs.wait_for(
             runs.run_start(run=runs.run_create(dataset=dataset, panel=panel)), timeout=60
         )
@@ -222,7 +222,7 @@ def test_a_run_whose_queued_messages_are_lost_heals_without_resume(
     url = database_url(connection.settings_dict)
     env = {"RUNS_LEASE_TIMEOUT": "6", "RUNS_HEARTBEAT": "1", "RUNS_SWEEP": "1"}
     with LoopbackOpenAI(responder=scripted_judge, latency=0.3) as server:
-        panel = loopback_panel(server, judges=1)
+        panel = PanelFactory(judges=loopback_judges(server, 1))
         worker = WorkerProcess(queue=queue, database=url, concurrency=1, env=env).start()
         try:
             run = runs.run_start(run=runs.run_create(dataset=dataset, panel=panel))
@@ -247,7 +247,7 @@ def test_a_worker_started_after_every_message_was_lost_finishes_the_run(
     url = database_url(connection.settings_dict)
     env = {"RUNS_LEASE_TIMEOUT": "5", "RUNS_HEARTBEAT": "1", "RUNS_SWEEP": "1"}
     with LoopbackOpenAI(responder=scripted_judge) as server:
-        panel = loopback_panel(server, judges=1)
+        panel = PanelFactory(judges=loopback_judges(server, 1))
         run = runs.run_start(run=runs.run_create(dataset=dataset, panel=panel))
         assert drop_queued_messages(queue) == 3  # no worker ever saw them
         worker = WorkerProcess(queue=queue, database=url, concurrency=2, env=env).start()

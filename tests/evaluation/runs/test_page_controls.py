@@ -9,7 +9,8 @@ from django.urls import reverse
 from evaluation.models import Judge, Run
 from evaluation.runs import lifecycle
 from evaluation.runs import services as runs
-from tests.evaluation.runs.workload import build_workload, loopback_panel, scripted_judge
+from tests.evaluation.runs.workload import build_workload, scripted_judge
+from tests.factories import PanelFactory, loopback_judges
 
 pytestmark = pytest.mark.django_db
 
@@ -34,7 +35,7 @@ def keyless_run(dataset, loopback_openai, monkeypatch):
     """A run whose second judge's key is set where it starts and missing where it runs."""
     loopback_openai.responder = scripted_judge
     build_workload(dataset, queries=1, answers_per_query=2, criteria=3)
-    panel = loopback_panel(loopback_openai, judges=2)
+    panel = PanelFactory(judges=loopback_judges(loopback_openai, 2))
     Judge.objects.filter(name="Judge 1").update(api_key_env=VARIABLE)
     monkeypatch.setenv(VARIABLE, "sk-test")
     run = runs.run_start(run=runs.run_create(dataset=dataset, panel=panel))

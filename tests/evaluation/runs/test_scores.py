@@ -15,15 +15,14 @@ from evaluation.models import (
     Answer,
     GradedScore,
     Judge,
-    Panel,
-    PanelMember,
     Run,
     System,
     Verdict,
 )
 from evaluation.runs import scope, scores, snapshot
 from evaluation.runs import services as runs
-from tests.factories import QueryFactory, UserFactory
+from tests.factories import PanelFactory, QueryFactory, UserFactory, offline_judge
+from tests.support.builders import checklisted_query
 
 pytestmark = pytest.mark.django_db
 
@@ -76,9 +75,7 @@ def scored_run(reviewed_dataset, owner):
         )
         for i in (1, 2, 3)
     ]
-    panel = Panel.objects.create(name="Majority of three", graded=True)
-    for judge in judges:
-        PanelMember.objects.create(panel=panel, judge=judge)
+    panel = PanelFactory(name="Majority of three", graded=True, judges=judges)
     run = Run.objects.create(
         dataset=dataset, panel=panel, status=Run.Status.DONE, expected=36, created_by=owner,
         snapshot=snapshot.take(panel),
@@ -253,8 +250,7 @@ def test_run_page_query_count_is_flat(
 ):
     """The run page (scores, graded means, cost) costs the same with 2 or 40 answers."""
     judge = Judge.objects.create(name="J", base_url="http://x/v1", model="m")
-    panel = Panel.objects.create(name="P", graded=True)
-    PanelMember.objects.create(panel=panel, judge=judge, samples=2)
+    panel = PanelFactory(name="P", graded=True, judges=[judge], judges__samples=2)
     run = Run.objects.create(
         dataset=reviewed_dataset, panel=panel, status="done", snapshot=snapshot.take(panel)
     )
@@ -262,9 +258,10 @@ def test_run_page_query_count_is_flat(
 
     def add(n: int) -> None:
         for _ in range(n):
-            query = QueryFactory(dataset=reviewed_dataset)
-            checklist = Checklist.objects.create(query=query, author=author, status="submitted")
-            criterion = Criterion.objects.create(checklist=checklist, position=1, text="c")
+            made = checklisted_query(
+                reviewed_dataset, author=author, criteria=["c"], timestamps=False, save_each=True
+            )
+            query, (criterion,) = made.query, made.criteria
             system = System.objects.create(name=f"S{Answer.objects.count()}")
             answer = Answer.objects.create(system=system, query=query, text="a")
             Verdict.objects.create(
@@ -288,17 +285,18 @@ def test_run_page_query_count_is_flat(
 
 
 def test_a_systems_run_never_includes_perfect_answers(reviewed_dataset, owner, client):
-    query = QueryFactory(dataset=reviewed_dataset)
-    checklist = Checklist.objects.create(
-        query=query, author=UserFactory(username="x"), status="submitted"
+    made = checklisted_query(
+        reviewed_dataset,
+        author=UserFactory(username="x"),
+        criteria=["States X."],
+        timestamps=False,
+        save_each=True,
     )
-    Criterion.objects.create(checklist=checklist, position=1, text="States X.")
+    query, checklist = made.query, made.checklist
     perfect = System.objects.create(name="Perfect answers", is_reference=True)
     Answer.objects.create(system=perfect, query=query, checklist=checklist, text="X.")
     graded = Answer.objects.create(system=System.objects.create(name="S"), query=query, text="X")
-    judge = Judge.objects.create(name="Offline", kind=Judge.Kind.NO_LLM)
-    panel = Panel.objects.create(name="Offline")
-    PanelMember.objects.create(panel=panel, judge=judge)
+    panel = PanelFactory(name="Offline", judges=[offline_judge()])
     run = runs.run_start(run=runs.run_create(dataset=reviewed_dataset, panel=panel))
     assert run.kind == Run.Kind.SYSTEMS and run.expected == 1
     assert list(scope.run_answers(run)) == [graded]

@@ -15,7 +15,7 @@ from annotation.models import Criterion
 from evaluation.models import AgreementCache, Run
 from evaluation.runs import scores
 from tests.evaluation.agreement.labelled import build_labelled
-from tests.evaluation.runs.test_scores_sql import same
+from tests.evaluation.runs.compare import same
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ core and disabled criteria, adjudications and multi-sample judges."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict
 
 import pytest
@@ -13,21 +12,7 @@ from annotation.models import Criterion
 from evaluation.runs import scores
 from tests.evaluation.agreement.labelled import build_labelled
 from tests.evaluation.runs import scores_oracle
-
-
-def same(expected, actual, path="") -> None:
-    if isinstance(expected, dict):
-        assert set(expected) == set(actual), path
-        for key in expected:
-            same(expected[key], actual[key], f"{path}/{key}")
-    elif isinstance(expected, list | tuple):
-        assert len(expected) == len(actual), path
-        for n, (e, a) in enumerate(zip(expected, actual, strict=True)):
-            same(e, a, f"{path}[{n}]")
-    elif isinstance(expected, float) and isinstance(actual, float):
-        assert math.isclose(expected, actual, rel_tol=1e-12, abs_tol=1e-12), path
-    else:
-        assert expected == actual, path
+from tests.evaluation.runs.compare import same
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,6 @@ import pytest
 from django.urls import reverse
 
 from annotation import services
-from evaluation.models import Judge, Panel, PanelMember
 from evaluation.runs import forms
 from evaluation.runs import views as views
 from tests.factories import AnswerFactory, QueryFactory, valid_criteria
@@ -31,14 +30,6 @@ def queries(dataset, collaborator, monkeypatch):
         AnswerFactory(query=query)
         made.append(query)
     return made
-
-
-@pytest.fixture
-def panel():
-    judge = Judge.objects.create(name="Offline", kind=Judge.Kind.NO_LLM)
-    panel = Panel.objects.create(name="Offline panel")
-    PanelMember.objects.create(panel=panel, judge=judge)
-    return panel
 
 
 def options(page: str) -> dict[int, bool]:
@@ -79,18 +70,24 @@ def test_a_small_dataset_lists_every_query_without_a_search(client, owner, datas
 
 
 def test_any_query_of_the_dataset_can_be_chosen_listed_or_not(
-    client, owner, dataset, queries, panel
+    client, owner, dataset, queries, offline_panel
 ):
     client.force_login(owner)
     url = reverse("dataset-runs", args=[dataset.pk])
     unlisted = queries[5]
     # Refused for another reason: the unlisted query chosen stays chosen in the form.
-    refused = client.post(url, {"panel": panel.pk, "concurrency": 0, "queries": [unlisted.pk]})
+    refused = client.post(
+        url, {"panel": offline_panel.pk, "concurrency": 0, "queries": [unlisted.pk]}
+    )
     assert refused.status_code == 200 and "concurrency" in refused.context["form"].errors
     assert options(refused.content.decode())[unlisted.pk] is True
     foreign = QueryFactory(dataset=services.dataset_create(name="Elsewhere", by=owner))
-    refused = client.post(url, {"panel": panel.pk, "concurrency": 4, "queries": [foreign.pk]})
+    refused = client.post(
+        url, {"panel": offline_panel.pk, "concurrency": 4, "queries": [foreign.pk]}
+    )
     assert "queries" in refused.context["form"].errors and not dataset.runs.exists()
-    started = client.post(url, {"panel": panel.pk, "concurrency": 4, "queries": [unlisted.pk]})
+    started = client.post(
+        url, {"panel": offline_panel.pk, "concurrency": 4, "queries": [unlisted.pk]}
+    )
     assert started.status_code == 302
     assert list(dataset.runs.get().queries.all()) == [unlisted]

@@ -1,13 +1,14 @@
-"""Building graded workloads for run tests: queries with one submitted checklist each,
-answers from several systems, judges on the loopback server, and the known verdicts."""
+"""Graded workloads for run tests: queries with one submitted checklist each, answers from
+several systems, and the verdict the loopback judge gives each (answer, criterion), known in
+advance. The judges are `loopback_judges` (tests/factories.py) in a PanelFactory."""
 
 from __future__ import annotations
 
 import hashlib
 
-from annotation.models import Checklist, Criterion
-from evaluation.models import Answer, Judge, Panel, PanelMember, System
-from tests.factories import QueryFactory, UserFactory
+from evaluation.models import Answer, System
+from tests.factories import UserFactory
+from tests.support.builders import checklisted_query
 
 
 def expected_verdict(criterion_text: str, answer_text: str) -> str:
@@ -29,28 +30,19 @@ def scripted_judge(request) -> dict:
 
 
 def build_workload(dataset, *, queries: int, answers_per_query: int, criteria: int):
+    """`queries` queries with a submitted checklist of `criteria` criteria each, answered by
+    every one of `answers_per_query` systems (inserted at once: a workload has thousands)."""
     author = UserFactory(username="workload-author")
     systems = [System.objects.create(name=f"System {i}") for i in range(answers_per_query)]
     for q in range(queries):
-        query = QueryFactory(dataset=dataset, text=f"Query {q}: what did company {q} report?")
-        checklist = Checklist.objects.create(
-            query=query, author=author, status=Checklist.Status.SUBMITTED
-        )
-        Criterion.objects.bulk_create(
-            Criterion(checklist=checklist, position=i + 1, text=f"States figure {i} of query {q}.")
-            for i in range(criteria)
-        )
+        query = checklisted_query(
+            dataset,
+            text=f"Query {q}: what did company {q} report?",
+            author=author,
+            criteria=[f"States figure {i} of query {q}." for i in range(criteria)],
+            timestamps=False,
+        ).query
         Answer.objects.bulk_create(
             Answer(system=system, query=query, text=f"Answer of {system.name} to query {q}.")
             for system in systems
         )
-
-
-def loopback_panel(server, *, judges: int, samples: int = 1, timeout: float = 5.0) -> Panel:
-    panel = Panel.objects.create(name=f"Panel of {judges}")
-    for j in range(judges):
-        judge = Judge.objects.create(
-            name=f"Judge {j}", base_url=server.base_url, model=f"model-{j}", timeout=timeout
-        )
-        PanelMember.objects.create(panel=panel, judge=judge, samples=samples)
-    return panel
