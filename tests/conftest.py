@@ -152,6 +152,38 @@ def celery_worker(transactional_db, celery_worker_process):
 
 
 @pytest.fixture
+def start_worker(transactional_db):
+    """Starts workers of the test's own, `start_worker(queue=..., concurrency=2, env={...})`,
+    on the test database, and stops them after the test: for tests that kill a worker or lose
+    its messages, which the shared `celery_worker` must survive."""
+    url = database_url(connection.settings_dict)
+    started: list[WorkerProcess] = []
+
+    def start(*, queue: str, concurrency: int = 2, env: dict | None = None) -> WorkerProcess:
+        worker = WorkerProcess(queue=queue, database=url, concurrency=concurrency, env=env)
+        started.append(worker)
+        return worker.start()
+
+    yield start
+    for worker in started:
+        worker.stop()
+
+
+# The fixtures that start a worker process; a test that uses one is marked `worker`.
+WORKER_FIXTURES = frozenset({"celery_worker_process", "start_worker"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Marks `worker` every test that starts a worker process, through either fixture (also
+    through a fixture of its own that asks for one), so that `-m "not worker"` is a loop
+    without them and no module has to remember the marker."""
+    for item in items:
+        if WORKER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.worker)
+
+
+@pytest.fixture
 def loopback_openai():
     """An OpenAI-compatible server on 127.0.0.1 for the real openai client."""
     from loopback import LoopbackOpenAI

@@ -91,7 +91,6 @@ def test_a_tampered_body_fails_the_signature():
     assert not valid_signature(headers, b'{"difference": -0.0}')
 
 
-@pytest.mark.worker
 def test_the_end_of_a_run_triggers_the_check_on_a_real_worker(
     celery_worker, reviewed_dataset, receiver
 ):
@@ -154,7 +153,6 @@ class BeatProcess:
             self.process.kill()
 
 
-@pytest.mark.worker
 def test_a_nightly_run_fired_by_beat_finds_a_regression_and_signs_the_webhook(
     celery_worker, reviewed_dataset, receiver
 ):

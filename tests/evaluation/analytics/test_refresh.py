@@ -452,7 +452,6 @@ def test_a_stale_comparison_is_served_while_the_runs_refresh(
     assert 'id="paired-test"' in html and "figures-updating" not in html
 
 
-@pytest.mark.worker
 def test_a_real_worker_refreshes_once_for_many_readers_and_the_page_turns_fresh(
     celery_worker, reviewed_dataset, client, reviewer, monkeypatch
 ):

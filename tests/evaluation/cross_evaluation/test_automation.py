@@ -4,7 +4,6 @@ makes only the new pairs cost judge calls. Real worker, real openai client, loop
 
 from __future__ import annotations
 
-import pytest
 from django.urls import reverse
 
 from annotation import services as annotation_services
@@ -26,7 +25,6 @@ def cross_runs(query):
     return Run.objects.filter(kind=Run.Kind.CROSS_EVALUATION, queries=query).order_by("id")
 
 
-@pytest.mark.worker
 def test_new_perfect_answers_and_submissions_start_runs_that_reuse_the_cache(
     celery_worker, client, dataset, query, owner, collaborator
 ):
@@ -72,7 +70,6 @@ def test_new_perfect_answers_and_submissions_start_runs_that_reuse_the_cache(
         assert server.call_count == 10 + 12 + 11  # only bob's new text, on all 11 criteria
 
 
-@pytest.mark.worker
 def test_without_the_setting_nothing_starts(celery_worker, dataset, query, owner, collaborator):
     bob = expert(dataset, "bob")
     mine = checklisted_query(query=query, author=collaborator, criteria=codes(1)).checklist

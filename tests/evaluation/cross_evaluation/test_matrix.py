@@ -45,7 +45,6 @@ def graded(celery_worker, dataset, owner):
     return run, lists
 
 
-@pytest.mark.worker
 def test_matrix_and_mean_match_the_hand_computed_values_in_page_and_api(
     graded, client, owner, owner_api, dataset
 ):
@@ -117,7 +116,6 @@ def test_matrix_and_mean_match_the_hand_computed_values_in_page_and_api(
     assert download.content.decode() == out.getvalue()
 
 
-@pytest.mark.worker
 def test_drill_down_lists_each_criterion_of_b_with_its_verdict(graded, client, owner):
     run, lists = graded
     a, c = lists["A"], lists["C"]

@@ -30,7 +30,6 @@ def poll(client, checklist, timeout: float = 60.0):
     raise AssertionError("the draft did not finish")
 
 
-@pytest.mark.worker
 def test_an_llm_drafts_then_the_expert_edits(celery_worker, client, query, collaborator):
     query.query_date = dt.date(2025, 3, 31)
     query.text = "Summarise the quarter of company one."

@@ -16,8 +16,6 @@ from evaluation.data.models import DatasetExport
 from evaluation.data.services import export_dir as services_dir
 from tests.evaluation.data.zips import members
 
-pytestmark = pytest.mark.worker
-
 
 def _wait(export: DatasetExport, timeout: float = 60) -> DatasetExport:
     deadline = time.monotonic() + timeout

@@ -3,7 +3,6 @@ client and the loopback server: faults retried, nothing lost or doubled, cache r
 
 from __future__ import annotations
 
-import pytest
 from django.conf import settings
 
 from evaluation.models import Run, Verdict
@@ -45,7 +44,6 @@ ANSWERS, CRITERIA, JUDGES = (200, 20, 3) if FULL_SIZE else (40, 20, 3)
 TOTAL = ANSWERS * CRITERIA * JUDGES
 
 
-@pytest.mark.worker
 def test_12000_verdicts_with_10_percent_faults_then_cache_then_one_edit(celery_worker, dataset):
     # One query answered by 200 systems; its checklist has 20 criteria; 3 judges.
     build_workload(dataset, queries=1, answers_per_query=ANSWERS, criteria=CRITERIA)

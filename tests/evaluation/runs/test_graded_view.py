@@ -82,7 +82,6 @@ def judge_everything(run: Run) -> None:
             )
 
 
-@pytest.mark.worker
 def test_graded_run_end_to_end_then_from_the_cache(
     celery_worker, dataset, owner, loopback_openai, client
 ):

@@ -17,9 +17,6 @@ import time
 import uuid
 from collections import Counter
 
-import pytest
-from django.db import connection
-
 from annotation.models import Criterion
 from evaluation.judges import services as judges
 from evaluation.models import Panel, Run, RunTask, Verdict
@@ -32,9 +29,6 @@ from tests.evaluation.runs.workload import (
     scripted_judge,
 )
 from tests.factories import PanelFactory, loopback_judges
-from tests.support.celery_worker import WorkerProcess, database_url
-
-pytestmark = pytest.mark.worker
 
 KEY = "JUDGE_KEY_WB_TEST"  # set in this (web) process only, never in the workers'
 
@@ -110,17 +104,16 @@ def test_a_task_that_raises_ends_its_task_and_the_run(celery_worker, dataset):
     assert len(votes_of(run)) == len(set(votes_of(run))) == 3 * 3
 
 
-def test_a_killed_worker_heals_without_resume(transactional_db, dataset, settings):
+def test_a_killed_worker_heals_without_resume(start_worker, dataset, settings):
     """SIGKILL mid-run; a new worker's sweep requeues the lost tasks (their leases went
     silent) well before Redis's visibility timeout (left at its default of an hour)."""
     build_workload(dataset, queries=1, answers_per_query=20, criteria=10)
     queue = f"heal-{uuid.uuid4().hex[:8]}"
     settings.RUNS_QUEUE = queue
-    url = database_url(connection.settings_dict)
     env = {"RUNS_LEASE_TIMEOUT": "8", "RUNS_HEARTBEAT": "1", "RUNS_SWEEP": "1"}
     with LoopbackOpenAI(responder=scripted_judge, latency=0.5) as server:
         panel = PanelFactory(judges=loopback_judges(server, 1))
-        first = WorkerProcess(queue=queue, database=url, concurrency=2, env=env).start()
+        first = start_worker(queue=queue, concurrency=2, env=env)
         run = runs.run_start(run=runs.run_create(dataset=dataset, panel=panel, concurrency=5))
         holding = RunTask.objects.filter(run=run).exclude(lease="")
         assert wait_until(
@@ -131,7 +124,7 @@ def test_a_killed_worker_heals_without_resume(transactional_db, dataset, setting
         killed_at = Verdict.objects.filter(run=run).count()
         assert 0 < killed_at < run.expected
 
-        second = WorkerProcess(queue=queue, database=url, concurrency=2, env=env).start()
+        second = start_worker(queue=queue, concurrency=2, env=env)
         try:
             run = runs.wait_for(run, timeout=180)  # nobody presses Resume
         finally:
@@ -213,17 +206,14 @@ def drop_queued_messages(queue: str) -> int:
     return len(lost)
 
 
-def test_a_run_whose_queued_messages_are_lost_heals_without_resume(
-    transactional_db, dataset, settings
-):
+def test_a_run_whose_queued_messages_are_lost_heals_without_resume(start_worker, dataset, settings):
     build_workload(dataset, queries=1, answers_per_query=12, criteria=4)
     queue = f"lost-{uuid.uuid4().hex[:8]}"
     settings.RUNS_QUEUE = queue
-    url = database_url(connection.settings_dict)
     env = {"RUNS_LEASE_TIMEOUT": "6", "RUNS_HEARTBEAT": "1", "RUNS_SWEEP": "1"}
     with LoopbackOpenAI(responder=scripted_judge, latency=0.3) as server:
         panel = PanelFactory(judges=loopback_judges(server, 1))
-        worker = WorkerProcess(queue=queue, database=url, concurrency=1, env=env).start()
+        worker = start_worker(queue=queue, concurrency=1, env=env)
         try:
             run = runs.run_start(run=runs.run_create(dataset=dataset, panel=panel))
             assert wait_until(lambda: Verdict.objects.filter(run=run).exists(), timeout=30)
@@ -237,20 +227,19 @@ def test_a_run_whose_queued_messages_are_lost_heals_without_resume(
 
 
 def test_a_worker_started_after_every_message_was_lost_finishes_the_run(
-    transactional_db, dataset, settings
+    start_worker, dataset, settings
 ):
     """Nothing is delivered to the new worker: its sweep starts with it (worker_ready),
     finds the stalled run and queues its tasks again."""
     build_workload(dataset, queries=1, answers_per_query=3, criteria=2)
     queue = f"empty-{uuid.uuid4().hex[:8]}"
     settings.RUNS_QUEUE = queue
-    url = database_url(connection.settings_dict)
     env = {"RUNS_LEASE_TIMEOUT": "5", "RUNS_HEARTBEAT": "1", "RUNS_SWEEP": "1"}
     with LoopbackOpenAI(responder=scripted_judge) as server:
         panel = PanelFactory(judges=loopback_judges(server, 1))
         run = runs.run_start(run=runs.run_create(dataset=dataset, panel=panel))
         assert drop_queued_messages(queue) == 3  # no worker ever saw them
-        worker = WorkerProcess(queue=queue, database=url, concurrency=2, env=env).start()
+        worker = start_worker(queue=queue, concurrency=2, env=env)
         try:
             run = runs.wait_for(run, timeout=120)
         finally:
