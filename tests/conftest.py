@@ -2,8 +2,13 @@
 
 People: `owner` (admin of `dataset`), `collaborator` (an expert on it) and `outsider` (a
 user with no access). Every endpoint test uses all three. Real components: `celery_worker`
-is a worker process on the configured broker; `loopback_openai` is an OpenAI-compatible
-server on 127.0.0.1 (see docs/loopback.md).
+is a worker process on the configured broker (`start_worker` starts a test's own);
+`loopback_openai` is an OpenAI-compatible server on 127.0.0.1 (see docs/loopback.md). A test
+that uses a worker fixture is marked `worker` here, so `-m "not worker"` leaves it out.
+
+Each folder of tests/evaluation/ has a conftest.py of its own for what its tests share;
+rows are made by tests/factories.py (PanelFactory among them) and
+tests/support/builders.py (checklisted_query, finished_run).
 """
 
 from __future__ import annotations

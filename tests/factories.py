@@ -82,10 +82,11 @@ class AnswerFactory(factory.django.DjangoModelFactory):
 
 
 class PanelFactory(factory.django.DjangoModelFactory):
-    """Every panel of the tests: `PanelFactory(judges=[a, b], method="unanimity")`. Members
-    follow the order of `judges` (finished_run gives a run's i-th vote to the i-th member). A
-    judge may come with its member's options, `(judge, {"samples": 2, "temperatures": [0,
-    0.7]})`; `judges__samples=3` gives them to every member."""
+    """Every panel of the tests: `PanelFactory(judges=[a, b], method="unanimity")`.
+
+    Members follow the order of `judges` (finished_run gives a run's i-th vote to the i-th
+    member). A judge may come with its member's options, `(judge, {"samples": 2})`;
+    `judges__samples=3` gives them to every member."""
 
     class Meta:
         model = Panel
