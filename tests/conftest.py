@@ -2,8 +2,13 @@
 
 People: `owner` (admin of `dataset`), `collaborator` (an expert on it) and `outsider` (a
 user with no access). Every endpoint test uses all three. Real components: `celery_worker`
-is a worker process on the configured broker; `loopback_openai` is an OpenAI-compatible
-server on 127.0.0.1 (see docs/loopback.md).
+is a worker process on the configured broker (`start_worker` starts a test's own);
+`loopback_openai` is an OpenAI-compatible server on 127.0.0.1 (see docs/loopback.md). A test
+that uses a worker fixture is marked `worker` here, so `-m "not worker"` leaves it out.
+
+Each folder of tests/evaluation/ has a conftest.py of its own for what its tests share;
+rows are made by tests/factories.py (PanelFactory among them) and
+tests/support/builders.py (checklisted_query, finished_run).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from django.db import connection
 from rest_framework.test import APIClient
 
 from annotation import roles, services
-from tests.factories import PASSWORD, QueryFactory, UserFactory
+from tests.factories import PASSWORD, PanelFactory, QueryFactory, UserFactory, offline_judge
 from tests.support.celery_worker import WorkerProcess, database_url
 
 
@@ -84,6 +89,19 @@ def query(dataset):
     return QueryFactory(dataset=dataset)
 
 
+@pytest.fixture
+def owner_client(client, owner):
+    """The test client, logged in as `owner`."""
+    client.force_login(owner)
+    return client
+
+
+@pytest.fixture
+def offline_panel(db):
+    """ "Offline panel", of one no-LLM judge "Offline": its runs call no endpoint."""
+    return PanelFactory(name="Offline panel", judges=[offline_judge()])
+
+
 def _api_client(user) -> APIClient:
     client = APIClient()
     client.force_authenticate(user)
@@ -139,6 +157,38 @@ def celery_worker(transactional_db, celery_worker_process):
 
 
 @pytest.fixture
+def start_worker(transactional_db):
+    """Starts workers of the test's own, `start_worker(queue=..., concurrency=2, env={...})`,
+    on the test database, and stops them after the test: for tests that kill a worker or lose
+    its messages, which the shared `celery_worker` must survive."""
+    url = database_url(connection.settings_dict)
+    started: list[WorkerProcess] = []
+
+    def start(*, queue: str, concurrency: int = 2, env: dict | None = None) -> WorkerProcess:
+        worker = WorkerProcess(queue=queue, database=url, concurrency=concurrency, env=env)
+        started.append(worker)
+        return worker.start()
+
+    yield start
+    for worker in started:
+        worker.stop()
+
+
+# The fixtures that start a worker process; a test that uses one is marked `worker`.
+WORKER_FIXTURES = frozenset({"celery_worker_process", "start_worker"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Marks `worker` every test that starts a worker process, through either fixture (also
+    through a fixture of its own that asks for one), so that `-m "not worker"` is a loop
+    without them and no module has to remember the marker."""
+    for item in items:
+        if WORKER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.worker)
+
+
+@pytest.fixture
 def loopback_openai():
     """An OpenAI-compatible server on 127.0.0.1 for the real openai client."""
     from loopback import LoopbackOpenAI
@@ -158,7 +208,7 @@ def eager_refresh():
     """Celery tasks run inside `apply_async` (CELERY_TASK_ALWAYS_EAGER), as in a demo
     without a worker: an analytics page that finds its figures stale or missing has them
     recomputed in the request. For tests about what the pages show; stale-while-revalidate
-    itself is tested with a real worker (tests/evaluation/test_analytics_refresh.py)."""
+    itself is tested with a real worker (tests/evaluation/analytics/test_refresh.py)."""
     from celery import current_app
 
     before = current_app.conf.task_always_eager

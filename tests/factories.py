@@ -1,4 +1,5 @@
-"""factory_boy factories. Datasets get members through services, never by writing perms."""
+"""factory_boy factories, and the judges panels are made of. Datasets get members through
+services, never by writing perms."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import factory
 from django.contrib.auth import get_user_model
 
 from annotation.models import Checklist, Criterion, Dataset, Query, QueryCategory
-from evaluation.models import Answer, System
+from evaluation.models import Answer, Judge, Panel, PanelMember, System
 
 PASSWORD = "correct horse battery staple"
 
@@ -78,6 +79,53 @@ class AnswerFactory(factory.django.DjangoModelFactory):
     system = factory.SubFactory(SystemFactory)
     query = factory.SubFactory(QueryFactory)
     text = "Revenue was **$4.1 billion**."
+
+
+class PanelFactory(factory.django.DjangoModelFactory):
+    """Every panel of the tests: `PanelFactory(judges=[a, b], method="unanimity")`.
+
+    Members follow the order of `judges` (finished_run gives a run's i-th vote to the i-th
+    member). A judge may come with its member's options, `(judge, {"samples": 2})`;
+    `judges__samples=3` gives them to every member."""
+
+    class Meta:
+        model = Panel
+        skip_postgeneration_save = True
+
+    name = factory.Sequence(lambda n: f"Panel {n}")
+
+    @factory.post_generation
+    def judges(panel, create, extracted, **every_member):
+        for entry in extracted or ():
+            judge, options = entry if isinstance(entry, tuple) else (entry, {})
+            PanelMember.objects.create(panel=panel, judge=judge, **{**every_member, **options})
+
+
+def offline_judge(name: str = "Offline") -> Judge:
+    """A no-LLM judge: runs of its panels call no endpoint."""
+    return Judge.objects.create(name=name, kind=Judge.Kind.NO_LLM)
+
+
+def loopback_judges(server, count: int, *, timeout: float = 5.0) -> list[Judge]:
+    """LLM judges on the loopback server, "Judge 0", "Judge 1", ... with models "model-0",
+    "model-1", ...: a responder tells them apart by `request.model`."""
+    return [
+        Judge.objects.create(
+            name=f"Judge {j}", base_url=server.base_url, model=f"model-{j}", timeout=timeout
+        )
+        for j in range(count)
+    ]
+
+
+def external_judges(count: int) -> list[Judge]:
+    """Judges whose verdicts are imported, never called ("Reviewed judge 0", ...): the same
+    rows for every panel of as many judges in a test."""
+    return [
+        Judge.objects.get_or_create(
+            name=f"Reviewed judge {j}", defaults={"kind": Judge.Kind.EXTERNAL}
+        )[0]
+        for j in range(count)
+    ]
 
 
 def source_types(*slugs: str):

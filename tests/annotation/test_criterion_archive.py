@@ -15,7 +15,8 @@ from annotation import services
 from annotation.models import Checklist, Criterion
 from evaluation.models import Adjudication, HumanLabel, Verdict
 from evaluation.review import services as review
-from tests.evaluation.review_fixtures import checklist_query, finished_run, panel_of
+from tests.factories import PanelFactory, external_judges
+from tests.support.builders import checklisted_query, finished_run
 
 pytestmark = pytest.mark.django_db
 
@@ -24,14 +25,19 @@ pytestmark = pytest.mark.django_db
 def reviewed(reviewed_dataset, reviewer, collaborator):
     """A reopened checklist by `collaborator` of 3 criteria; criterion 2 carries 1 label,
     1 adjudication and 3 verdicts."""
-    _query, criteria, (answer,) = checklist_query(reviewed_dataset, criteria=3, author=collaborator)
+    made = checklisted_query(reviewed_dataset, criteria=3, answers=1, author=collaborator)
+    criteria, (answer,) = made.criteria, made.answers
     second = criteria[1]
     review.label_set(answer=answer, criterion=second, reviewer=reviewer, label="pass")
     review.adjudicate(
         answer=answer, criterion=second, by=reviewer, label="pass", reason="ok",
         expected_version=None,
     )  # fmt: skip
-    finished_run(reviewed_dataset, panel_of(3), {(answer, second): ["pass", "fail", "pass"]})
+    finished_run(
+        reviewed_dataset,
+        PanelFactory(judges=external_judges(3)),
+        {(answer, second): ["pass", "fail", "pass"]},
+    )
     checklist = second.checklist
     services.checklist_reopen(checklist=checklist, by=collaborator)
     return checklist, criteria, answer

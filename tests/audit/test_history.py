@@ -9,8 +9,8 @@ from django.urls import reverse
 from annotation import services
 from annotation.models import Checklist, Criterion
 from evaluation.models import Adjudication, HumanLabel, Judge, Panel
-from tests.evaluation.review_fixtures import checklist_query, finished_run, panel_of
-from tests.factories import UserFactory, valid_criteria
+from tests.factories import PanelFactory, UserFactory, external_judges, valid_criteria
+from tests.support.builders import checklisted_query, finished_run
 
 pytestmark = pytest.mark.django_db
 
@@ -18,7 +18,8 @@ pytestmark = pytest.mark.django_db
 def test_criterion_edits_archives_and_versions_are_recorded_with_their_author(
     client, collaborator, reviewer, reviewed_dataset
 ):
-    _query, criteria, (answer,) = checklist_query(reviewed_dataset, criteria=2, author=collaborator)
+    made = checklisted_query(reviewed_dataset, criteria=2, answers=1, author=collaborator)
+    criteria, (answer,) = made.criteria, made.answers
     from evaluation.review import services as review
 
     review.label_set(answer=answer, criterion=criteria[0], reviewer=reviewer, label="pass")
@@ -39,8 +40,13 @@ def test_criterion_edits_archives_and_versions_are_recorded_with_their_author(
 
 
 def test_labels_and_adjudications_keep_their_history(client, reviewer, reviewed_dataset):
-    _query, criteria, (answer,) = checklist_query(reviewed_dataset, criteria=1)
-    finished_run(reviewed_dataset, panel_of(3), {(answer, criteria[0]): ["pass"] * 3})
+    made = checklisted_query(reviewed_dataset, criteria=1, answers=1)
+    criteria, (answer,) = made.criteria, made.answers
+    finished_run(
+        reviewed_dataset,
+        PanelFactory(judges=external_judges(3)),
+        {(answer, criteria[0]): ["pass"] * 3},
+    )
     client.force_login(reviewer)
     url = reverse("answer-review-label", args=[answer.pk])
     client.post(url, {"criterion": criteria[0].pk, "label": "pass"})

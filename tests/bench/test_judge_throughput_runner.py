@@ -32,6 +32,8 @@ def bench_database_url(tmp_path: Path) -> str:
     return f"{base}/bench_{name}"
 
 
+# The benchmark starts its own worker process, out of sight of the fixtures that mark the
+# others (tests/conftest.py): the marker is written here.
 @pytest.mark.worker
 def test_the_runner_judges_a_tiny_workload_and_prints_its_figures(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_VERSION"}

@@ -12,7 +12,7 @@ from django.db import connection
 from evaluation.agreement import selectors
 from evaluation.agreement.serialize import report_data
 from evaluation.models import Adjudication, HumanLabel, Verdict
-from tests.evaluation import agreement_oracle
+from tests.evaluation.agreement import oracle as agreement_oracle
 
 pytestmark = pytest.mark.skipif(
     connection.vendor != "postgresql", reason="bench.seed_scale writes with PostgreSQL's COPY"

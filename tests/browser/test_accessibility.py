@@ -15,7 +15,8 @@ from annotation.models import Checklist
 from evaluation.demo.loader import load_demo
 from evaluation.models import Adjudication, Answer, HumanLabel, Panel
 from tests.browser.conftest import log_in
-from tests.evaluation.review_fixtures import finished_run, panel_of
+from tests.factories import PanelFactory, external_judges
+from tests.support.builders import finished_run
 
 pytestmark = pytest.mark.browser
 SERIOUS = {"serious", "critical"}
@@ -39,7 +40,7 @@ def demo(db):
         ]
         for n, criterion in enumerate(criteria):
             votes[answer, criterion] = patterns[n % 3]
-    run = finished_run(dataset, panel_of(3), votes)
+    run = finished_run(dataset, PanelFactory(judges=external_judges(3)), votes)
     first = answers[0]
     labelled = [c for (a, c) in votes if a == first]
     for n, criterion in enumerate(labelled[:4]):

@@ -10,21 +10,21 @@ from playwright.sync_api import expect
 from evaluation.cross_evaluation.services import perfect_answer_save
 from tests.browser.conftest import log_in
 from tests.browser.test_checklist_editor import snap
-from tests.evaluation.cross_evaluation_fixtures import (
+from tests.evaluation.cross_evaluation.two_queries import (
     codes,
     expert,
     grade_directly,
-    submitted_checklist,
 )
+from tests.support.builders import checklisted_query
 
 pytestmark = pytest.mark.browser
 
 
 def test_admin_opens_the_heatmap_and_drills_into_a_cell(page, dataset, query, owner):
     ann, bob, cat = expert(dataset, "ann"), expert(dataset, "bob"), expert(dataset, "cat")
-    a = submitted_checklist(query, ann, codes(1, 2, 3))
-    b = submitted_checklist(query, bob, codes(1, 4, 5, 6))
-    c = submitted_checklist(query, cat, codes(2, 7))
+    a = checklisted_query(query=query, author=ann, criteria=codes(1, 2, 3)).checklist
+    b = checklisted_query(query=query, author=bob, criteria=codes(1, 4, 5, 6)).checklist
+    c = checklisted_query(query=query, author=cat, criteria=codes(2, 7)).checklist
     perfect_answer_save(checklist=a, text="Figures: **K1**, K2, K3 and K4.", by=ann)
     perfect_answer_save(checklist=b, text="Figures: K1, K4, K5, K6 and K2.", by=bob)
     perfect_answer_save(checklist=c, text="Figures: K2 and K7.", by=cat)

@@ -11,7 +11,8 @@ from playwright.sync_api import expect
 from evaluation.models import HumanLabel
 from tests.browser.conftest import log_in
 from tests.browser.test_checklist_editor import snap
-from tests.evaluation.review_fixtures import checklist_query, finished_run, panel_of
+from tests.factories import PanelFactory, external_judges
+from tests.support.builders import checklisted_query, finished_run
 
 pytestmark = pytest.mark.browser
 
@@ -28,7 +29,8 @@ def wait_for_labels(count: int, timeout: float = 10.0) -> list[tuple[int, str]]:
 
 
 def test_reviewer_labels_ten_criteria_from_the_keyboard(page, reviewed_dataset, reviewer):
-    _q, crits, (answer,) = checklist_query(reviewed_dataset, criteria=42)
+    made = checklisted_query(reviewed_dataset, criteria=42, answers=1)
+    crits, (answer,) = made.criteria, made.answers
     answer.text = (
         "## Q3 FY2026\n\nRevenue was **$4.12 billion**, up 18% year on year, with a gross "
         "margin of 61.5%.\n\n| | Guidance | Actual |\n|---|---|---|\n| Revenue | $3.9–4.1bn "
@@ -37,7 +39,7 @@ def test_reviewer_labels_ten_criteria_from_the_keyboard(page, reviewed_dataset, 
     )
     answer.save()
     pattern = [("pass", "pass", "fail"), ("fail", "fail", "fail"), ("pass", "unparseable", "pass")]
-    finished_run(reviewed_dataset, panel_of(3),
+    finished_run(reviewed_dataset, PanelFactory(judges=external_judges(3)),
                  {(answer, c): pattern[i % 3] for i, c in enumerate(crits)})  # fmt: skip
     log_in(page, reviewer.username)
     page.goto(f"/answers/{answer.pk}/review/")

@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 from evaluation.models import HumanLabel, Judge, Panel
 from tests.browser.conftest import log_in
 from tests.browser.test_checklist_editor import snap
-from tests.evaluation.review_two_experts import TWIN, build_two_experts
+from tests.evaluation.review.two_experts import TWIN, build_two_experts
 
 pytestmark = pytest.mark.browser
 

@@ -9,7 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from evaluation.models import HumanLabel, Verdict
-from tests.evaluation.agreement_fixtures import build_labelled
+from tests.evaluation.agreement.labelled import build_labelled
 
 pytestmark = pytest.mark.django_db
 

@@ -17,8 +17,8 @@ from annotation import services
 from annotation.models import Checklist, Criterion
 from config import limits
 from evaluation.models import Answer, HumanLabel
-from tests.evaluation.review_fixtures import checklist_query
 from tests.factories import valid_criteria
+from tests.support.builders import checklisted_query
 
 pytestmark = pytest.mark.django_db
 
@@ -39,7 +39,8 @@ def test_malformed_ids_in_api_detail_routes_are_404(owner_api, prefix):
 
 def test_unicode_digits_in_query_parameters(client, owner_api, owner, reviewed_dataset, dataset):
     client.force_login(owner)
-    query, _, (answer,) = checklist_query(reviewed_dataset, criteria=2)
+    made = checklisted_query(reviewed_dataset, criteria=2, answers=1)
+    query, (answer,) = made.query, made.answers
     pages = [
         reverse("review-queue", args=[dataset.pk]),
         reverse("review-next", args=[dataset.pk]),
@@ -68,7 +69,8 @@ def test_json_nested_1000_deep_is_a_400(collaborator_api, query):
 
 
 def test_nul_bytes_are_refused_everywhere(client, collaborator_api, reviewer, reviewed_dataset):
-    query, criteria, (answer,) = checklist_query(reviewed_dataset, criteria=2)
+    made = checklisted_query(reviewed_dataset, criteria=2, answers=1)
+    query, criteria, (answer,) = made.query, made.criteria, made.answers
     client.force_login(reviewer)
     page = client.post(
         reverse("answer-review-label", args=[answer.pk]),

@@ -26,13 +26,19 @@ from evaluation.models import (
     HumanLabel,
     Judge,
     Panel,
-    PanelMember,
     ReviewAssignment,
     Run,
     System,
     Verdict,
 )
-from tests.factories import AnswerFactory, QueryFactory, UserFactory, valid_criteria
+from tests.factories import (
+    AnswerFactory,
+    PanelFactory,
+    QueryFactory,
+    UserFactory,
+    offline_judge,
+    valid_criteria,
+)
 
 ROLES = (
     "anonymous", "no_role", "outsider", "other_expert", "reviewer", "expert",
@@ -104,9 +110,8 @@ def build_world() -> World:
     w.answer = AnswerFactory(query=w.query)
     w.system = w.answer.system
     # A no-LLM judge: "Test connection" and runs call no endpoint from the sweep.
-    w.judge = Judge.objects.create(name="World checks", kind=Judge.Kind.NO_LLM)
-    w.panel = Panel.objects.create(name="World panel")
-    PanelMember.objects.create(panel=w.panel, judge=w.judge)
+    w.judge = offline_judge("World checks")
+    w.panel = PanelFactory(name="World panel", judges=[w.judge])
     w.run = Run.objects.create(
         dataset=w.dataset, panel=w.panel, status=Run.Status.DONE, kind=Run.Kind.IMPORTED,
         finished_at=timezone.now(), expected=1,

@@ -1,0 +1,288 @@
+"""A label or an adjudication moves the kept agreement counts by the item's own counts
+(evaluation.agreement.delta) instead of leaving the next reader to recount every labelled
+item: after every kind of review write, the counts kept under the new revision exist
+before anyone reads them, and equal a recount, for every run and without one; two
+reviewers labelling at once (PostgreSQL, two connections) leave counts equal to a recount."""
+
+from __future__ import annotations
+
+import random
+import threading
+
+import pytest
+from django.db import connection, transaction
+from django.utils import timezone
+
+from annotation import roles, services
+from evaluation.agreement import cells as sql
+from evaluation.agreement import delta, selectors
+from evaluation.agreement.cells import Cell
+from evaluation.kept import figures
+from evaluation.kept.counters import counters
+from evaluation.models import Adjudication, HumanLabel, Run
+from evaluation.review import services as review
+from tests.evaluation.agreement.labelled import build_labelled
+from tests.factories import UserFactory
+
+
+def recount(dataset, run) -> list[list]:
+    method, threshold = selectors.run_method(run)
+    rows = sql.cells(dataset.pk, run.pk if run else None, method=method, threshold=threshold)
+    rows += selectors._label_days(dataset)
+    return sorted([[c.figure, c.value, c.other, c.first, c.second, c.n] for c in rows], key=_order)
+
+
+def _order(row: list) -> tuple:
+    return tuple("" if v is None else str(v) for v in row)
+
+
+def kept(dataset, run) -> list[list] | None:
+    """The counts stored under the dataset's current revision for the run, without
+    computing anything."""
+    rows = figures.kept(selectors.kept_state(dataset.pk, run))
+    return None if rows is None else sorted(rows, key=_order)
+
+
+def number(dataset) -> int:
+    """The dataset's review revision."""
+    return counters(dataset.pk).number
+
+
+def warm(dataset, runs) -> None:
+    for run in runs:
+        selectors.agreement_report(dataset, run.pk)
+
+
+@pytest.fixture
+def labelled(reviewed_dataset):
+    """This module's sizes and seed, in place of the folder's (conftest.py)."""
+    return build_labelled(reviewed_dataset, queries=3, criteria=5, systems=2, seed=3)
+
+
+@pytest.fixture
+def two_runs(labelled, reviewed_dataset):
+    """The fixture's run and an older one of another method over the same votes: the page
+    keeps counts for each run it was asked about and for the no-run view."""
+    older = Run.objects.create(
+        dataset=reviewed_dataset, panel=labelled.run.panel, status=Run.Status.DONE,
+        snapshot={**labelled.run.snapshot, "method": "unanimity"},
+        started_at=timezone.now(), finished_at=timezone.now(),
+    )  # fmt: skip
+    for verdict in labelled.run.verdicts.all():
+        verdict.pk, verdict.run = None, older
+        verdict.save()
+    return [labelled.run, older]
+
+
+def test_every_review_write_moves_the_kept_counts_to_a_recount(
+    two_runs, reviewed_dataset, reviewer
+):
+    warm(reviewed_dataset, two_runs)
+    label = HumanLabel.objects.filter(answer__query__dataset=reviewed_dataset).first()
+    answer, criterion = label.answer, label.criterion
+    writes = [
+        lambda: review.label_set(answer=answer, criterion=criterion, reviewer=reviewer,
+                                 label="pass"),
+        lambda: review.label_set(answer=answer, criterion=criterion, reviewer=reviewer,
+                                 label="fail"),
+        lambda: review.label_delete(
+            label=HumanLabel.objects.get(answer=answer, criterion=criterion, rater="reviewer"),
+            by=reviewer),
+        lambda: review.label_set(answer=answer, criterion=criterion, reviewer=reviewer,
+                                 label="pass", note="Back."),
+        lambda: review.label_restore(answer=answer, criterion=criterion, reviewer=reviewer,
+                                     previous=None),
+        lambda: review.adjudicate(answer=answer, criterion=criterion, by=reviewer, label="fail",
+                                  expected_version=_version(answer, criterion)),
+        lambda: review.adjudicate(answer=answer, criterion=criterion, by=reviewer, label="pass",
+                                  expected_version=_version(answer, criterion)),
+    ]  # fmt: skip
+    for write in writes:
+        before = number(reviewed_dataset)
+        write()
+        assert number(reviewed_dataset) > before
+        for run in two_runs:
+            # Stored by the write itself: nothing has read the figures since.
+            assert kept(reviewed_dataset, run) == recount(reviewed_dataset, run)
+
+
+def test_a_new_system_answer_keeps_the_counts_and_a_perfect_answer_moves_cross_evaluation(
+    two_runs, reviewed_dataset, client, owner
+):
+    """A system answer carries no label, adjudication or verdict of a finished run: the
+    kept counts stay valid (answers arriving one by one through the API used to make the
+    next agreement reader recount, seconds at scale); only the queues' key moves. A new
+    perfect answer still moves the cross-evaluation figures."""
+    from annotation.models import Checklist, Query
+    from evaluation.models import Answer
+
+    warm(reviewed_dataset, two_runs)
+    before = counters(reviewed_dataset.pk)
+    query = Query.objects.filter(dataset=reviewed_dataset).first()
+    system = Answer.objects.filter(query=query).first().system  # a new name would bump
+    Answer.objects.create(query=query, system=system, run_label="nightly", text="Streamed in.")
+    assert number(reviewed_dataset) == before.number
+    assert counters(reviewed_dataset.pk).answers != before.answers  # what the queues read
+    for run in two_runs:
+        assert kept(reviewed_dataset, run) == recount(reviewed_dataset, run)  # still kept
+    checklist = Checklist.objects.filter(query=query).first()
+    Answer.objects.create(
+        query=query, system=system, run_label="perfect", checklist=checklist, text="Perfect."
+    )
+    assert number(reviewed_dataset) > before.number
+    assert counters(reviewed_dataset.pk).cross_evaluation > before.cross_evaluation
+
+
+def _version(answer, criterion) -> int | None:
+    found = Adjudication.objects.filter(answer=answer, criterion=criterion).first()
+    return found.version if found else None
+
+
+def test_a_group_whose_last_label_goes_disappears_as_in_a_recount(
+    labelled, reviewed_dataset, reviewer
+):
+    warm(reviewed_dataset, [labelled.run])
+    label = HumanLabel.objects.filter(answer__query__dataset=reviewed_dataset).first()
+    review.label_set(
+        answer=label.answer, criterion=label.criterion, reviewer=reviewer, label="pass"
+    )
+    assert "reviewer" in selectors.agreement_report(reviewed_dataset).raters
+    mine = HumanLabel.objects.get(pk__gt=0, rater="reviewer")
+    review.label_delete(label=mine, by=reviewer)
+    report = selectors.agreement_report(reviewed_dataset)
+    assert "reviewer" not in report.raters
+    assert kept(reviewed_dataset, labelled.run) == recount(reviewed_dataset, labelled.run)
+
+
+def test_a_random_day_of_labelling_keeps_every_count_exact(labelled, reviewed_dataset, reviewer):
+    second = UserFactory(username="second-reviewer")
+    services.dataset_set_role(
+        dataset=reviewed_dataset, user=second, role=roles.DatasetRole.REVIEWER
+    )
+    warm(reviewed_dataset, [labelled.run])
+    rng = random.Random(5)
+    items = list(
+        HumanLabel.objects.filter(answer__query__dataset=reviewed_dataset)
+        .select_related("answer", "criterion")
+        .order_by("pk")[:12]
+    )
+    for _ in range(40):
+        item = rng.choice(items)
+        who = rng.choice([reviewer, second])
+        action = rng.choice(["label", "label", "delete", "adjudicate"])
+        if action == "label":
+            review.label_set(answer=item.answer, criterion=item.criterion, reviewer=who,
+                             label=rng.choice(["pass", "fail"]))  # fmt: skip
+        elif action == "delete":
+            mine = HumanLabel.objects.filter(
+                answer=item.answer, criterion=item.criterion, rater=who.get_username()
+            ).first()
+            if mine:
+                review.label_delete(label=mine, by=who)
+        else:
+            review.adjudicate(answer=item.answer, criterion=item.criterion, by=who,
+                              label=rng.choice(["pass", "fail"]),
+                              expected_version=_version(item.answer, item.criterion))  # fmt: skip
+        assert kept(reviewed_dataset, labelled.run) == recount(reviewed_dataset, labelled.run)
+
+
+def test_without_a_finished_run_the_human_counts_move_too(labelled, reviewed_dataset, reviewer):
+    Run.objects.filter(pk=labelled.run.pk).update(status=Run.Status.CANCELLED)
+    selectors.agreement_report(reviewed_dataset)  # no finished run: human-vs-human only
+    label = HumanLabel.objects.filter(answer__query__dataset=reviewed_dataset).first()
+    review.label_set(
+        answer=label.answer, criterion=label.criterion, reviewer=reviewer, label="fail"
+    )
+    assert kept(reviewed_dataset, None) == recount(reviewed_dataset, None)
+
+
+def test_nothing_is_kept_when_the_write_fails(labelled, reviewed_dataset, reviewer):
+    warm(reviewed_dataset, [labelled.run])
+    before = kept(reviewed_dataset, labelled.run)
+    revision = number(reviewed_dataset)
+    label = HumanLabel.objects.filter(answer__query__dataset=reviewed_dataset).first()
+    with pytest.raises(review.ReviewError):
+        review.label_set(answer=label.answer, criterion=label.criterion, reviewer=reviewer,
+                         label="maybe")  # fmt: skip
+    with pytest.raises(RuntimeError), transaction.atomic():
+        review.label_set(answer=label.answer, criterion=label.criterion, reviewer=reviewer,
+                         label="pass")  # fmt: skip
+        raise RuntimeError("the request failed after the label")
+    assert number(reviewed_dataset) == revision
+    assert kept(reviewed_dataset, labelled.run) == before
+
+
+def test_counts_that_do_not_match_the_item_are_dropped_not_patched():
+    rows = [["panel", "", "", "pass", "pass", 1], ["count", "items", "", None, None, 1]]
+    minus = [Cell("panel", "", "", "fail", "pass", 1), Cell("count", "items", "", None, None, 1)]
+    assert delta.apply(rows, minus=minus, plus=[]) is None
+    same = [Cell("panel", "", "", "pass", "pass", 1), Cell("count", "items", "", None, None, 1)]
+    moved = delta.apply(rows, minus=same, plus=[])
+    assert moved == [["count", "items", "", None, None, 0]]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="SQLite serialises writers on one file lock: the revision row lock needs PostgreSQL",
+)
+def test_two_reviewers_labelling_at_once_leave_counts_equal_to_a_recount(reviewed_dataset):
+    data = build_labelled(reviewed_dataset, queries=2, criteria=4, systems=2, seed=9)
+    raters = [UserFactory(username=f"concurrent-{n}") for n in range(2)]
+    for user in raters:
+        services.dataset_set_role(
+            dataset=reviewed_dataset, user=user, role=roles.DatasetRole.REVIEWER
+        )
+    warm(reviewed_dataset, [data.run])
+    distinct = {}
+    for label in HumanLabel.objects.filter(answer__query__dataset=reviewed_dataset).select_related(
+        "answer", "criterion"
+    ):
+        distinct.setdefault((label.answer_id, label.criterion_id), label)
+    items = list(distinct.values())[:8]
+    assert len(items) == 8
+    first_in, release = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def label(user, mine, hold: bool) -> None:
+        try:
+            with transaction.atomic():
+                for n, item in enumerate(mine):
+                    review.label_set(answer=item.answer, criterion=item.criterion,
+                                     reviewer=user, label="pass" if n % 2 else "fail")  # fmt: skip
+                if hold:  # keep the transaction open: the other must wait for it
+                    first_in.set()
+                    release.wait(10)
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    first = threading.Thread(target=label, args=(raters[0], items[:4], True))
+    first.start()
+    assert first_in.wait(10)
+    second = threading.Thread(target=label, args=(raters[1], items[4:], False))
+    second.start()
+    second.join(0.5)
+    assert second.is_alive(), "the second writer should wait for the first's revision lock"
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert not errors
+    assert HumanLabel.objects.filter(rater__startswith="concurrent-").count() == 8
+    assert kept(reviewed_dataset, data.run) == recount(reviewed_dataset, data.run)
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's JIT")
+def test_a_label_write_compiles_no_statement(labelled, reviewed_dataset, reviewer):
+    """One item's counts never pay for JIT compilation (cells.item_cells): on this unanalysed
+    test database it cost about 1.5 s per statement, twice per label write."""
+    warm(reviewed_dataset, [labelled.run])
+    label = HumanLabel.objects.filter(answer__query__dataset=reviewed_dataset).first()
+    with transaction.atomic(), connection.cursor() as cursor:
+        review.label_set(
+            answer=label.answer, criterion=label.criterion, reviewer=reviewer, label="fail"
+        )
+        cursor.execute("SHOW jit")
+        assert cursor.fetchone()[0] == "off"
+    assert kept(reviewed_dataset, labelled.run) == recount(reviewed_dataset, labelled.run)

@@ -1,0 +1,1 @@
+"""Tests of evaluation/kept/: events, counters, readers and kept rows."""

@@ -1,0 +1,160 @@
+"""The kept figures' write path and keys (evaluation/kept): each event moves exactly the
+counters its row of MOVES names, every label and adjudication write through the review
+services bumps once, a figure's state moves with the counters it reads and only with them,
+and keeping a state replaces the rows of its own slot only."""
+
+from __future__ import annotations
+
+import pytest
+
+from annotation.models import Dataset
+from evaluation.kept import figures, readers
+from evaluation.kept.counters import Counter, Counters, counters
+from evaluation.kept.events import MOVES, Event, before, bump, bump_all, item_event
+from evaluation.models import Answer, KeptFigure
+from evaluation.review import services as review
+from tests.factories import DatasetFactory, PanelFactory, external_judges
+from tests.support.builders import checklisted_query, finished_run
+
+pytestmark = pytest.mark.django_db
+
+
+def moved(after: Counters, earlier: Counters) -> set[Counter]:
+    return {c for c in Counter if after[c] != earlier[c]}
+
+
+@pytest.mark.parametrize("event", list(Event))
+def test_every_event_moves_exactly_its_counters_by_one(reviewed_dataset, event):
+    bump(reviewed_dataset.pk, Event.QUERY_CHANGED)  # a row to move
+    earlier = counters(reviewed_dataset.pk)
+    after = bump(reviewed_dataset.pk, event)
+    assert after == counters(reviewed_dataset.pk)
+    assert moved(after, earlier) == MOVES[event]
+    assert all(after[c] - earlier[c] == 1 for c in MOVES[event])
+    assert before(after, event) == earlier
+
+
+def test_every_event_is_in_the_table():
+    assert set(MOVES) == set(Event)
+    assert all(MOVES[e] for e in Event)
+
+
+def test_a_site_wide_event_moves_every_dataset(reviewed_dataset):
+    other = DatasetFactory()
+    for dataset in (reviewed_dataset, other):
+        bump(dataset.pk, Event.LABEL)
+    earlier = {d.pk: counters(d.pk) for d in (reviewed_dataset, other)}
+    bump_all(Event.NAME_CHANGED)
+    for dataset in (reviewed_dataset, other):
+        assert moved(counters(dataset.pk), earlier[dataset.pk]) == MOVES[Event.NAME_CHANGED]
+
+
+def test_a_dataset_that_is_gone_is_not_bumped():
+    gone = DatasetFactory()
+    pk = gone.pk
+    Dataset.objects.filter(pk=pk).delete()
+    assert bump(pk, Event.LABEL) is None
+    assert counters(pk) == Counters()
+
+
+def test_each_review_write_bumps_once_with_its_event(reviewed_dataset, reviewer):
+    """The review services are the writers of single labels and adjudications: no receiver
+    bumps behind them, so each write moves the counters by its event exactly once."""
+    made = checklisted_query(reviewed_dataset, criteria=2, answers=1)
+    criterion, (system_answer,) = made.criteria[0], made.answers
+    perfect = Answer.objects.create(
+        query=system_answer.query, system=system_answer.system, text="Perfect.",
+        checklist=criterion.checklist, run_label="perfect",
+    )  # fmt: skip
+    writes = []
+    for answer in (system_answer, perfect):
+        writes += [
+            (answer, False, lambda a=answer: review.label_set(
+                answer=a, criterion=criterion, reviewer=reviewer, label="pass")),
+            (answer, False, lambda a=answer: review.label_restore(
+                answer=a, criterion=criterion, reviewer=reviewer, previous=None)),
+            (answer, False, lambda a=answer: review.label_set(
+                answer=a, criterion=criterion, reviewer=reviewer, label="fail")),
+            (answer, False, lambda a=answer: review.label_delete(
+                label=a.human_labels.get(rater="reviewer"), by=reviewer)),
+            (answer, True, lambda a=answer: review.adjudicate(
+                answer=a, criterion=criterion, by=reviewer, label="fail",
+                expected_version=None)),
+            (answer, True, lambda a=answer: review.adjudicate(
+                answer=a, criterion=criterion, by=reviewer, label="pass", expected_version=1)),
+        ]  # fmt: skip
+    for answer, adjudication, write in writes:
+        event = item_event(
+            perfect_answer=answer.checklist_id is not None, adjudication=adjudication
+        )
+        earlier = counters(reviewed_dataset.pk)
+        write()
+        after = counters(reviewed_dataset.pk)
+        assert moved(after, earlier) == MOVES[event], event
+        assert before(after, event) == earlier, event
+
+
+FIGURES = [
+    readers.AGREEMENT, readers.LABELLING_QUEUE, readers.DISAGREEMENT_QUEUE,
+    readers.SCORE_COUNTS, readers.RUN_SCORES, readers.CROSS_EVALUATION, readers.ANALYTICS,
+    readers.QUEUE_VOTES, readers.PROGRESS, readers.TOKENS, readers.ERRORS,
+    readers.VERDICT_TOKENS,
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("figure", FIGURES, ids=lambda f: f.kind)
+def test_a_figures_state_moves_with_the_counters_it_reads_only(reviewed_dataset, figure):
+    run = finished_run(reviewed_dataset, PanelFactory(judges=external_judges(1)), {})
+    for event in Event:
+        earlier = readers.state(reviewed_dataset.pk, figure, run=run)
+        bump(reviewed_dataset.pk, event)
+        now = readers.state(reviewed_dataset.pk, figure, run=run)
+        if set(figure.reads) & MOVES[event]:
+            assert now.key != earlier.key, event
+            assert now.revision == counters(reviewed_dataset.pk)[figure.reads[0]]
+        else:
+            assert now == earlier, event
+
+
+def test_a_run_still_going_is_not_cacheable_and_its_state_names_its_method(reviewed_dataset):
+    panel = PanelFactory(judges=external_judges(1))
+    done = finished_run(reviewed_dataset, panel, {})
+    going = finished_run(reviewed_dataset, panel, {}, status="running")
+    assert readers.state(reviewed_dataset.pk, readers.PROGRESS, run=done).cacheable
+    assert not readers.state(reviewed_dataset.pk, readers.QUEUE_VOTES, runs=[done, going]).cacheable
+    other = readers.state(reviewed_dataset.pk, readers.PROGRESS, run=done)
+    done.snapshot = {**done.snapshot, "method": "unanimity"}
+    assert readers.state(reviewed_dataset.pk, readers.PROGRESS, run=done).key != other.key
+
+
+def test_keeping_a_state_replaces_its_own_slot_only(reviewed_dataset):
+    panel = PanelFactory(judges=external_judges(1))
+    first, second = (
+        finished_run(reviewed_dataset, panel, {}),
+        finished_run(reviewed_dataset, panel, {}),
+    )
+
+    def state(run, part="", fact="a"):
+        return readers.state(
+            reviewed_dataset.pk, readers.ANALYTICS, run=run, part=part, facts=[fact]
+        )
+
+    figures.store(state(first), {"n": 1})
+    figures.store(state(first, "health"), {"n": 2})
+    figures.store(state(second), {"n": 3})
+    figures.store(state(first, fact="b"), {"n": 4})  # a new state of the first slot
+    assert figures.kept(state(first)) is None
+    assert figures.kept(state(first, fact="b")) == {"n": 4}
+    assert figures.kept(state(first, "health")) == {"n": 2}
+    assert figures.kept(state(second)) == {"n": 3}
+    row = KeptFigure.objects.get(key=state(first, fact="b").key)
+    assert (row.kind, row.run_id, row.part) == ("analytics", first.pk, "")
+    assert row.revision == counters(reviewed_dataset.pk).number
+    # Pieces of one state: all kept together, the state's other rows replaced.
+    figures.store_pieces(state(second, fact="c"), {"": {"n": 5}, "0": [1], "1": [2]})
+    assert figures.kept(state(second)) is None
+    assert figures.kept_pieces(state(second, fact="c"), ["1", "0", "9"]) == {"0": [1], "1": [2]}
+    with figures.read_only():
+        figures.store(state(first, fact="d"), {"n": 6})
+    assert figures.kept(state(first, fact="d")) is None
+    assert figures.kept(state(first, fact="b")) == {"n": 4}

@@ -1,0 +1,175 @@
+"""A run's scores as the app computed them before issue 14 (every vote loaded into Python), kept
+unchanged as the test oracle of the SQL counting in evaluation/runs/scores.py
+(tests/evaluation/runs/test_scores_sql.py).
+
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from django.db.models import Q
+
+from annotation.models import Criterion
+from evaluation.metrics.aggregation import Vote, aggregate
+from evaluation.metrics.scoring import (
+    AnswerScore,
+    ScoredCriterion,
+    mean_score,
+    passes_threshold,
+    score_answer,
+)
+from evaluation.metrics.summary import decided_outcome, graded_mean, mean, pass_rate
+from evaluation.models import Adjudication, Answer, GradedScore, Run, Verdict
+
+
+@dataclass(frozen=True)
+class ChecklistResult:
+    checklist_id: int
+    author: str
+    score: AnswerScore
+
+
+@dataclass(frozen=True)
+class AnswerReport:
+    answer_id: int
+    query_id: int
+    system_id: int
+    system: str  # name and version
+    system_name: str
+    checklists: list[ChecklistResult]
+    score: float | None  # mean over the query's checklists of the share of criteria passed
+    weighted: float | None
+    core: float | None
+    undecided: int
+    split: int  # criteria whose valid votes disagreed
+    adjudicated: int  # criteria decided by an adjudication
+    passed: bool | None  # score against the dataset's pass threshold; None: no threshold/score
+    graded: float | None  # mean 1–5 grade: over each judge's samples, then over judges
+
+
+@dataclass(frozen=True)
+class SystemReport:
+    system_id: int
+    system: str
+    answers: int
+    score: float | None
+    weighted: float | None
+    core: float | None
+    graded: float | None
+    passed: int
+    pass_rate: float | None  # among answers with a pass/fail
+
+
+@dataclass(frozen=True)
+class ScoreReport:
+    threshold: float | None
+    answers: list[AnswerReport]
+    systems: list[SystemReport]
+
+
+def run_report(run: Run) -> ScoreReport:
+    run_verdicts = Verdict.objects.filter(run=run)
+    votes: dict[tuple[int, int], list[Vote]] = defaultdict(list)
+    rows = run_verdicts.values_list("answer_id", "criterion_id", "judge_id", "sample", "outcome")
+    for answer_id, criterion_id, judge_id, sample, outcome in rows:
+        votes[answer_id, criterion_id].append(Vote(str(judge_id), sample, outcome))
+    criteria = {
+        c["pk"]: c
+        for c in Criterion.objects.filter(pk__in=run_verdicts.values("criterion_id")).values(
+            "pk",
+            "checklist_id",
+            "checklist__author__username",
+            "weight",
+            "is_core",
+            "scoring_enabled",
+        )
+    }
+    adjudicated = {
+        (a, c): label
+        for a, c, label in Adjudication.objects.filter(
+            answer_id__in=run_verdicts.values("answer_id")
+        ).values_list("answer_id", "criterion_id", "label")
+    }
+    grades: dict[int, dict[str, list[int | None]]] = defaultdict(lambda: defaultdict(list))
+    graded_rows = GradedScore.objects.filter(run=run, outcome=GradedScore.Outcome.SCORED)
+    for answer_id, judge_id, score in graded_rows.values_list("answer_id", "judge_id", "score"):
+        grades[answer_id][str(judge_id)].append(score)
+
+    per_checklist: dict[int, dict[int, list[ScoredCriterion]]] = defaultdict(dict)
+    splits: dict[int, int] = defaultdict(int)
+    decided_by_adjudication: dict[int, int] = defaultdict(int)
+    for (answer_id, criterion_id), answer_votes in votes.items():
+        verdict = aggregate(answer_votes, run.panel_method, threshold=run.panel_threshold)
+        splits[answer_id] += verdict.split
+        label = adjudicated.get((answer_id, criterion_id))
+        decided_by_adjudication[answer_id] += label is not None
+        info = criteria[criterion_id]
+        per_checklist[answer_id].setdefault(info["checklist_id"], []).append(
+            ScoredCriterion(
+                key=str(criterion_id),
+                outcome=decided_outcome(verdict.outcome, label),
+                weight=info["weight"],
+                core=info["is_core"],
+                enabled=info["scoring_enabled"],
+            )
+        )
+    authors = {c["checklist_id"]: c["checklist__author__username"] for c in criteria.values()}
+
+    threshold = run.dataset.pass_threshold
+    answers = (
+        Answer.objects.filter(
+            Q(pk__in=run_verdicts.values("answer_id")) | Q(pk__in=graded_rows.values("answer_id"))
+        )
+        .values_list("pk", "query_id", "system_id", "system__name", "system__version")
+        .order_by("query_id", "system__name", "system__version", "pk")
+    )
+    reports = []
+    for pk, query_id, system_id, name, version in answers:
+        checklists = [
+            ChecklistResult(checklist_id, authors[checklist_id] or "", score_answer(scored))
+            for checklist_id, scored in sorted(per_checklist.get(pk, {}).items())
+        ]
+        scores = [c.score for c in checklists]
+        share = mean_score(scores)
+        reports.append(
+            AnswerReport(
+                answer_id=pk,
+                query_id=query_id,
+                system_id=system_id,
+                system=f"{name} {version}".strip(),
+                system_name=name,
+                checklists=checklists,
+                score=share,
+                weighted=mean_score(scores, "weighted_share"),
+                core=mean_score(scores, "core_share"),
+                undecided=sum(s.undecided for s in scores),
+                split=splits[pk],
+                adjudicated=decided_by_adjudication[pk],
+                passed=passes_threshold(share, threshold) if threshold is not None else None,
+                graded=graded_mean(grades[pk]) if pk in grades else None,
+            )
+        )
+    return ScoreReport(threshold, reports, _by_system(reports))
+
+
+def _by_system(answers: list[AnswerReport]) -> list[SystemReport]:
+    grouped: dict[int, list[AnswerReport]] = defaultdict(list)
+    for answer in answers:
+        grouped[answer.system_id].append(answer)
+    systems = [
+        SystemReport(
+            system_id=system_id,
+            system=rows[0].system,
+            answers=len(rows),
+            score=mean(r.score for r in rows),
+            weighted=mean(r.weighted for r in rows),
+            core=mean(r.core for r in rows),
+            graded=mean(r.graded for r in rows),
+            passed=sum(r.passed is True for r in rows),
+            pass_rate=pass_rate(r.passed for r in rows),
+        )
+        for system_id, rows in grouped.items()
+    ]
+    return sorted(systems, key=lambda s: s.system)

@@ -1,0 +1,170 @@
+"""The run page and the API read an ended run's scores a page at a time from the figure
+cache (scores.run_scores): every slice equals the report built whole (run_report, itself
+equal to the oracle), the report is built once per change, and it moves with what it is
+computed from."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.urls import reverse
+
+from annotation.models import Criterion
+from evaluation.kept.events import Event, bump
+from evaluation.models import KeptFigure, Run
+from evaluation.runs import scores
+from tests.evaluation.agreement.labelled import build_labelled
+from tests.evaluation.runs.compare import same
+
+
+@pytest.fixture
+def small_pieces(monkeypatch):
+    # Pieces of 3 answers, so that a handful of answers spans several of them.
+    monkeypatch.setattr(scores, "CHUNK", 3)
+
+
+def fresh(run: Run) -> Run:
+    return Run.objects.select_related("dataset").get(pk=run.pk)
+
+
+def equal_to_the_whole_report(run: Run) -> None:
+    whole = scores.run_report(fresh(run))
+    kept = scores.run_scores(fresh(run))
+    assert kept.threshold == whole.threshold and kept.count == len(whole.answers) > 6
+    same([asdict(s) for s in whole.systems], [asdict(s) for s in kept.systems])
+    n = kept.count
+    for start, stop in [(0, n), (0, 1), (2, 7), (3, 6), (n - 1, n), (n - 2, n + 5), (n, n + 1)]:
+        same([asdict(a) for a in whole.answers[start:stop]],
+             [asdict(a) for a in kept[start:stop]], f"[{start}:{stop}]")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("method", "threshold"), [("majority", 0.5), ("unanimity", 0.5), ("mean_threshold", 0.7)]
+)
+def test_every_slice_equals_the_whole_report_built_and_kept(
+    reviewed_dataset, small_pieces, method, threshold
+):
+    reviewed_dataset.pass_threshold = 0.5
+    reviewed_dataset.save()
+    run = build_labelled(reviewed_dataset, queries=4, criteria=5, systems=3, seed=31).run
+    run.snapshot = {**run.snapshot, "method": method, "threshold": threshold}
+    run.save(update_fields=["snapshot"])
+    equal_to_the_whole_report(run)  # built now
+    assert KeptFigure.objects.filter(kind="run-scores", run_id=run.pk).count() == 5
+    equal_to_the_whole_report(run)  # read back
+
+
+def test_a_kept_report_is_read_not_built_again(reviewed_dataset, small_pieces, monkeypatch):
+    run = build_labelled(reviewed_dataset, queries=3, criteria=4, systems=3, seed=37).run
+    before = scores.run_scores(fresh(run))
+    expected = [asdict(a) for a in before[0 : before.count]]
+
+    def not_again(*args):
+        raise AssertionError("the report was built again")
+
+    monkeypatch.setattr(scores, "_report", not_again)
+    again = scores.run_scores(fresh(run))
+    assert [asdict(a) for a in again[0 : again.count]] == expected
+
+
+def test_the_kept_report_follows_adjudications_criteria_threshold_and_authors(
+    reviewed_dataset, small_pieces, reviewer
+):
+    from evaluation.models import Adjudication, Answer
+    from evaluation.review import services as review
+
+    data = build_labelled(reviewed_dataset, queries=3, criteria=5, systems=3, seed=41)
+    run = data.run
+    equal_to_the_whole_report(run)
+    answer_id, criterion_id = next(iter(data.votes))
+    current = Adjudication.objects.filter(answer_id=answer_id, criterion_id=criterion_id).first()
+    review.adjudicate(
+        answer=Answer.objects.get(pk=answer_id), criterion=Criterion.objects.get(pk=criterion_id),
+        by=reviewer, label="fail" if current and current.label == "pass" else "pass",
+        expected_version=current.version if current else None,
+    )  # fmt: skip
+    equal_to_the_whole_report(run)
+    criterion = Criterion.objects.get(pk=criterion_id)
+    criterion.weight, criterion.scoring_enabled = 4, False
+    criterion.save()
+    equal_to_the_whole_report(run)
+    # The pass threshold moves no revision; the kept report has it in its state.
+    reviewed_dataset.pass_threshold = 0.9
+    reviewed_dataset.save()
+    equal_to_the_whole_report(run)
+    assert {a.passed for a in scores.run_scores(fresh(run))[0:100]} <= {True, False}
+    # The checklists' authors are read for the page shown.
+    get_user_model().objects.filter(username="agreement-author").update(username="renamed")
+    shown = scores.run_scores(fresh(run))[0:1][0]
+    assert {c.author for c in shown.checklists} == {"renamed"}
+
+
+def test_a_running_run_is_never_kept_and_a_resumed_one_is_built_again(
+    reviewed_dataset, small_pieces
+):
+    run = build_labelled(reviewed_dataset, queries=3, criteria=4, systems=3, seed=43).run
+    equal_to_the_whole_report(run)
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING, finished_at=None)
+    KeptFigure.objects.all().delete()
+    equal_to_the_whole_report(run)
+    assert not KeptFigure.objects.filter(kind="run-scores", run_id=run.pk).exists()
+    run.verdicts.filter(outcome="fail").update(outcome="pass")
+    equal_to_the_whole_report(run)
+    # Ended again (a new finish time): the votes changed while it ran; the kept report too.
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.DONE, finished_at=run.finished_at)
+    equal_to_the_whole_report(run)
+
+
+def test_run_page_and_api_page_the_kept_answers(reviewed_dataset, small_pieces, client, owner,
+                                               monkeypatch, settings):  # fmt: skip
+    from evaluation.runs import views as views
+
+    run = build_labelled(reviewed_dataset, queries=3, criteria=4, systems=3, seed=47).run
+    everyone = [a.answer_id for a in scores.run_report(fresh(run)).answers]
+    monkeypatch.setattr(views, "ANSWERS_PER_PAGE", 4)
+    client.force_login(owner)
+    url = reverse("run-detail", args=[run.pk])
+    shown = []
+    for number in range(1, 4):
+        page = client.get(url, {"page": number})
+        assert page.status_code == 200
+        shown += [r.answer_id for r, _text in page.context["answers"]]
+    assert shown == everyone and f"{len(everyone)} answers, 1 on this page" in page.content.decode()
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "PAGE_SIZE": 5}
+    api = client.get(f"/api/runs/{run.pk}/scores/", {"page": 2}).json()
+    assert [a["answer"] for a in api["answers"]] == everyone[5:9]
+    assert api["count"] == 9 and api["next"] is None
+
+
+def test_a_human_label_leaves_the_kept_report_an_adjudication_moves_it(
+    reviewed_dataset, small_pieces, reviewer, monkeypatch
+):
+    """No score reads a human label: reviewers labelling all day must not make the next
+    reader of the run page count the run's votes again; an adjudication, which overrides
+    the judges, must."""
+    from evaluation.models import Answer, HumanLabel
+    from evaluation.review import services as review
+
+    data = build_labelled(reviewed_dataset, queries=3, criteria=4, systems=3, seed=43)
+    run = data.run
+    scores.run_scores(fresh(run))
+    answer_id, criterion_id = next(iter(data.votes))
+    answer, criterion = Answer.objects.get(pk=answer_id), Criterion.objects.get(pk=criterion_id)
+    review.label_set(answer=answer, criterion=criterion, reviewer=reviewer, label="fail")
+    mine = HumanLabel.objects.get(answer=answer, criterion=criterion, rater="reviewer")
+    review.label_delete(label=mine, by=reviewer)
+    # A label written elsewhere (a writer that says so, as the review services do).
+    HumanLabel.objects.create(answer=answer, criterion=criterion, rater="elsewhere", label="pass")
+    bump(reviewed_dataset.pk, Event.LABEL)
+    built = []
+    original = scores._report
+    monkeypatch.setattr(scores, "_report", lambda *a: built.append(1) or original(*a))
+    scores.run_scores(fresh(run))
+    assert built == []  # read back, not built again
+    review.adjudicate(answer=answer, criterion=criterion, by=reviewer, label="fail",
+                      expected_version=None)  # fmt: skip
+    scores.run_scores(fresh(run))
+    assert built == [1]  # built again once, for the new state
+    equal_to_the_whole_report(run)
