@@ -51,7 +51,11 @@ def items_sql(
     """The CTEs `hl` (labels), `jv` (votes per item and judge) and `item` (one row per
     labelled or adjudicated item). Parameters: %(dataset)s, and %(run)s with a run. With
     `window`, only the items after (%(lo_a)s, %(lo_c)s) up to answer %(hi_a)s; with `one`,
-    only the item (%(one_a)s, %(one_c)s)."""
+    only the item (%(one_a)s, %(one_c)s).
+
+    Longer than most functions on purpose: it is one SQL statement, and a recount
+    (`dataset_cells`) and one item's counts (`item_cells`, which moves the kept counts after
+    a label) must read the same CTEs, so they are written once, here, whole."""
     only = ""
     if window:
         only = (

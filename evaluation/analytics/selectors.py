@@ -169,51 +169,27 @@ def load_run(
     verdicts = Verdict.objects.filter(run=run)
     if queries is not None:
         verdicts = verdicts.filter(answer__query_id__in=list(queries))
-    through = Criterion.source_types.through
-    source_table = through._meta.get_field("sourcetype").related_model._meta.db_table
-    decided = "CASE WHEN outcome = 'pass' OR outcome = 'fail' THEN 1 ELSE 0 END"
-    passed = "CASE WHEN outcome = 'pass' THEN 1 ELSE 0 END"
     # One transaction: the temporary table lives and dies inside it, even behind a
     # transaction-pooling proxy that may hand each statement outside one to another session.
     with transaction.atomic(), connection.cursor() as cursor:
         items = _Items(cursor, run, queries)
         try:
             rows = items.execute(
-                f"""SELECT answer_id, checklist_id, kind, SUM({passed}), SUM({decided}),
+                f"""SELECT answer_id, checklist_id, kind, SUM({PASSED}), SUM({DECIDED}),
                            COUNT(*), SUM(adjudicated),
                            SUM(CASE WHEN human IS NULL THEN 0 ELSE 1 END)
                     FROM {{items}} items GROUP BY answer_id, checklist_id, kind
                     ORDER BY answer_id, checklist_id, kind"""  # noqa: S608
             )
             groups = [r[:6] for r in rows]  # plain tuples: tens of thousands
-            found = items.execute(
-                f"""SELECT i.answer_id, i.checklist_id, s.name, SUM({passed}), SUM({decided})
-                    FROM {{items}} i
-                    LEFT JOIN {through._meta.db_table} cs ON cs.criterion_id = i.criterion_id
-                    LEFT JOIN {source_table} s ON s.id = cs.sourcetype_id
-                    WHERE i.outcome = 'pass' OR i.outcome = 'fail'
-                    GROUP BY i.answer_id, i.checklist_id, s.name
-                    ORDER BY i.answer_id, i.checklist_id, s.name"""  # noqa: S608
-            )
-            source_groups = found
+            source_groups = _source_groups(items)
             checklist_size = dict(
                 items.execute(
                     """SELECT checklist_id, COUNT(DISTINCT criterion_id) FROM {items} items
                        GROUP BY checklist_id"""
                 )
             )
-
-            def both(h: str, p: str) -> str:
-                return f"SUM(CASE WHEN human = '{h}' AND panel = '{p}' THEN 1 ELSE 0 END)"
-
-            found = items.execute(
-                f"""SELECT answer_id, COUNT(*), SUM(CASE WHEN panel = 'pass' THEN 1 ELSE 0 END),
-                           {both("pass", "pass")}, {both("pass", "fail")},
-                           {both("fail", "pass")}, {both("fail", "fail")}
-                    FROM {{items}} items WHERE panel = 'pass' OR panel = 'fail'
-                    GROUP BY answer_id ORDER BY answer_id"""  # noqa: S608
-            )
-            panel_counts = [PanelCounts(*r) for r in found]
+            panel_counts = _panel_counts(items)
             health = _health_counts(items) if HEALTH in parts else None
             labelled_items = calibration = None
             sources: dict[int, tuple[str, ...]] = {}
@@ -221,19 +197,7 @@ def load_run(
                 labelled_items, calibration, sources = _labelled(items, run)
         finally:
             items.drop()
-    answers = {
-        pk: AnswerInfo(pk, query_id, system_id, f"{name} {version}".strip(), category or NO_VALUE)
-        for pk, query_id, system_id, name, version, category in Answer.objects.filter(
-            pk__in=verdicts.values("answer_id")
-        ).values_list(
-            "pk",
-            "query_id",
-            "system_id",
-            "system__name",
-            "system__version",
-            "query__category__name",
-        )
-    }
+    answers = _run_answers(verdicts)
     return RunData(
         run=run,
         answers=answers,
@@ -250,6 +214,52 @@ def load_run(
         calibration=calibration,
         health=health,
     )
+
+
+DECIDED = "CASE WHEN outcome = 'pass' OR outcome = 'fail' THEN 1 ELSE 0 END"
+PASSED = "CASE WHEN outcome = 'pass' THEN 1 ELSE 0 END"
+
+
+def _source_groups(items: _Items) -> list[tuple]:
+    """(answer, checklist, source type, passed, decided) over the decided items."""
+    through = Criterion.source_types.through
+    source_table = through._meta.get_field("sourcetype").related_model._meta.db_table
+    return items.execute(
+        f"""SELECT i.answer_id, i.checklist_id, s.name, SUM({PASSED}), SUM({DECIDED})
+            FROM {{items}} i
+            LEFT JOIN {through._meta.db_table} cs ON cs.criterion_id = i.criterion_id
+            LEFT JOIN {source_table} s ON s.id = cs.sourcetype_id
+            WHERE i.outcome = 'pass' OR i.outcome = 'fail'
+            GROUP BY i.answer_id, i.checklist_id, s.name
+            ORDER BY i.answer_id, i.checklist_id, s.name"""  # noqa: S608
+    )
+
+
+def _panel_counts(items: _Items) -> list[PanelCounts]:
+    """Per answer, its items with a panel verdict and the labelled ones by (human, panel)."""
+
+    def both(h: str, p: str) -> str:
+        return f"SUM(CASE WHEN human = '{h}' AND panel = '{p}' THEN 1 ELSE 0 END)"
+
+    found = items.execute(
+        f"""SELECT answer_id, COUNT(*), SUM(CASE WHEN panel = 'pass' THEN 1 ELSE 0 END),
+                   {both("pass", "pass")}, {both("pass", "fail")},
+                   {both("fail", "pass")}, {both("fail", "fail")}
+            FROM {{items}} items WHERE panel = 'pass' OR panel = 'fail'
+            GROUP BY answer_id ORDER BY answer_id"""  # noqa: S608
+    )
+    return [PanelCounts(*r) for r in found]
+
+
+def _run_answers(verdicts) -> dict[int, AnswerInfo]:
+    """The answers the run graded, with their query, system and category."""
+    found = Answer.objects.filter(pk__in=verdicts.values("answer_id")).values_list(
+        "pk", "query_id", "system_id", "system__name", "system__version", "query__category__name"
+    )
+    return {
+        pk: AnswerInfo(pk, query_id, system_id, f"{name} {version}".strip(), category or NO_VALUE)
+        for pk, query_id, system_id, name, version, category in found
+    }
 
 
 def _health_counts(items: _Items) -> list[am.CriterionItems]:

@@ -362,6 +362,9 @@ def _check_verdict(
 def import_verdict_rows(
     *, dataset: Dataset, name: str, raw: list[tuple[int, dict]], panel: str, run_name: str = ""
 ) -> VerdictsResult:
+    """Check every row, then write them as the verdicts of one imported run of the panel
+    `panel` (made, with external judges, when it does not exist), in one transaction.
+    Importing the same rows again changes nothing."""
     panel_name = panel.strip()
     run_name = run_name.strip() or f"Imported verdicts ({panel_name})"
     if not panel_name:
@@ -369,6 +372,50 @@ def import_verdict_rows(
     judge_names = {field_text(row, "judge") for _, row in raw} - {""}
     judges = {j.name: j for j in Judge.objects.filter(name__in=judge_names)}
     rows = _check_verdicts(name, raw, dataset, judges)
+    existing_panel, run = _check_panel_and_run(name, rows, dataset, panel_name, run_name)
+    with transaction.atomic():
+        judges_created = _add_external_judges(rows, judges)
+        panel_obj = existing_panel or Panel.objects.create(
+            name=panel_name,
+            method=Panel.Method.MAJORITY,
+            description="Created by a verdicts import.",
+        )
+        _add_members(panel_obj, rows, judges)
+        now = timezone.now()
+        run_created = run is None
+        if run is None:
+            run = Run.objects.create(
+                dataset=dataset,
+                panel=panel_obj,
+                kind=Run.Kind.IMPORTED,
+                name=run_name,
+                status=Run.Status.DONE,
+                started_at=now,
+                finished_at=now,
+                snapshot=snapshot.take(panel_obj),
+            )
+        new, changed = _write_verdicts(run, rows, judges, name, now)
+        if new or changed:  # a repeated import leaves the run as it was
+            run.expected = Verdict.objects.filter(run=run).count()
+            run.status, run.finished_at = Run.Status.DONE, now
+            run.snapshot = snapshot.take(panel_obj)  # the panel may have gained judges
+            run.save(update_fields=["expected", "status", "finished_at", "snapshot"])
+    return VerdictsResult(
+        run_id=run.pk,
+        run_created=run_created,
+        panel_created=existing_panel is None,
+        judges_created=judges_created,
+        created=len(new),
+        updated=len(changed),
+        unchanged=len(rows) - len(new) - len(changed),
+    )
+
+
+def _check_panel_and_run(
+    name: str, rows: list[_VerdictRow], dataset: Dataset, panel_name: str, run_name: str
+) -> tuple[Panel | None, Run | None]:
+    """The panel and the imported run the rows go to, if they exist. A panel of judges that
+    are not external takes no new judge; a run holds the verdicts of one panel."""
     existing_panel = (
         Panel.objects.filter(name=panel_name).prefetch_related("members__judge").first()
     )
@@ -387,96 +434,78 @@ def import_verdict_rows(
         raise ImportRejected(
             [f"{name}: run {run_name!r} holds verdicts of another panel; name another run"]
         )
-    with transaction.atomic():
-        judges_created = 0
-        for judge_name in sorted({r.judge for r in rows}):
-            if judge_name not in judges:
-                judges[judge_name] = Judge.objects.create(
-                    name=judge_name, kind=Judge.Kind.EXTERNAL, model=""
-                )
-                judges_created += 1
-        panel_created = existing_panel is None
-        panel_obj = existing_panel or Panel.objects.create(
-            name=panel_name,
-            method=Panel.Method.MAJORITY,
-            description="Created by a verdicts import.",
-        )
-        samples: dict[str, int] = {}
-        for row in rows:
-            samples[row.judge] = max(samples.get(row.judge, 0), row.sample + 1)
-        present = {m.judge.name: m for m in panel_obj.members.select_related("judge")}
-        for judge_name, count in sorted(samples.items()):
-            member = present.get(judge_name)
-            if member is None:
-                PanelMember.objects.create(panel=panel_obj, judge=judges[judge_name], samples=count)
-            elif member.samples < count:
-                member.samples = count
-                member.save(update_fields=["samples"])
-        now = timezone.now()
-        run_created = run is None
-        if run is None:
-            run = Run.objects.create(
-                dataset=dataset,
-                panel=panel_obj,
-                kind=Run.Kind.IMPORTED,
-                name=run_name,
-                status=Run.Status.DONE,
-                started_at=now,
-                finished_at=now,
-                snapshot=snapshot.take(panel_obj),
+    return existing_panel, run
+
+
+def _add_external_judges(rows: list[_VerdictRow], judges: dict[str, Judge]) -> int:
+    """An external judge for each judge name the rows use and this installation lacks."""
+    created = 0
+    for judge_name in sorted({r.judge for r in rows}):
+        if judge_name not in judges:
+            judges[judge_name] = Judge.objects.create(
+                name=judge_name, kind=Judge.Kind.EXTERNAL, model=""
             )
-        existing = {
-            (v.answer_id, v.criterion_id, v.judge_id, v.sample): v
-            for v in Verdict.objects.filter(run=run)
+            created += 1
+    return created
+
+
+def _add_members(panel: Panel, rows: list[_VerdictRow], judges: dict[str, Judge]) -> None:
+    """Every judge of the rows is a member, with as many samples as its rows number."""
+    samples: dict[str, int] = {}
+    for row in rows:
+        samples[row.judge] = max(samples.get(row.judge, 0), row.sample + 1)
+    present = {m.judge.name: m for m in panel.members.select_related("judge")}
+    for judge_name, count in sorted(samples.items()):
+        member = present.get(judge_name)
+        if member is None:
+            PanelMember.objects.create(panel=panel, judge=judges[judge_name], samples=count)
+        elif member.samples < count:
+            member.samples = count
+            member.save(update_fields=["samples"])
+
+
+def _write_verdicts(
+    run: Run, rows: list[_VerdictRow], judges: dict[str, Judge], name: str, now
+) -> tuple[list[Verdict], list[Verdict]]:
+    """The rows as the run's verdicts: new ones created, differing ones updated (the rest
+    left alone, `updated_at` included); returns (created, updated)."""
+    existing = {
+        (v.answer_id, v.criterion_id, v.judge_id, v.sample): v
+        for v in Verdict.objects.filter(run=run)
+    }
+    new: list[Verdict] = []
+    changed: list[Verdict] = []
+    for row in rows:
+        judge = judges[row.judge]
+        values = {
+            "outcome": row.outcome,
+            "failure_kind": row.failure_kind if row.outcome == "fail" else "",
+            "rationale": row.rationale,
         }
-        new: list[Verdict] = []
-        changed: list[Verdict] = []
-        for row in rows:
-            judge = judges[row.judge]
-            values = {
-                "outcome": row.outcome,
-                "failure_kind": row.failure_kind if row.outcome == "fail" else "",
-                "rationale": row.rationale,
-            }
-            verdict = existing.get(
-                (row.item.answer_id, row.item.criterion_id, judge.pk, row.sample)
-            )
-            if verdict is None:
-                new.append(
-                    Verdict(
-                        run=run,
-                        answer_id=row.item.answer_id,
-                        criterion_id=row.item.criterion_id,
-                        judge=judge,
-                        sample=row.sample,
-                        cache_key="",
-                        judge_params={"imported_from": name},
-                        **values,
-                    )
+        verdict = existing.get((row.item.answer_id, row.item.criterion_id, judge.pk, row.sample))
+        if verdict is None:
+            new.append(
+                Verdict(
+                    run=run,
+                    answer_id=row.item.answer_id,
+                    criterion_id=row.item.criterion_id,
+                    judge=judge,
+                    sample=row.sample,
+                    cache_key="",
+                    judge_params={"imported_from": name},
+                    **values,
                 )
-            elif any(getattr(verdict, k) != v for k, v in values.items()):
-                for k, v in values.items():
-                    setattr(verdict, k, v)
-                verdict.updated_at = now
-                changed.append(verdict)
-        Verdict.objects.bulk_create(new, batch_size=500)
-        Verdict.objects.bulk_update(
-            changed, ["outcome", "failure_kind", "rationale", "updated_at"], batch_size=500
-        )
-        if new or changed:  # a repeated import leaves the run as it was
-            run.expected = Verdict.objects.filter(run=run).count()
-            run.status, run.finished_at = Run.Status.DONE, now
-            run.snapshot = snapshot.take(panel_obj)  # the panel may have gained judges
-            run.save(update_fields=["expected", "status", "finished_at", "snapshot"])
-    return VerdictsResult(
-        run_id=run.pk,
-        run_created=run_created,
-        panel_created=panel_created,
-        judges_created=judges_created,
-        created=len(new),
-        updated=len(changed),
-        unchanged=len(rows) - len(new) - len(changed),
+            )
+        elif any(getattr(verdict, k) != v for k, v in values.items()):
+            for k, v in values.items():
+                setattr(verdict, k, v)
+            verdict.updated_at = now
+            changed.append(verdict)
+    Verdict.objects.bulk_create(new, batch_size=500)
+    Verdict.objects.bulk_update(
+        changed, ["outcome", "failure_kind", "rationale", "updated_at"], batch_size=500
     )
+    return new, changed
 
 
 def import_verdicts(

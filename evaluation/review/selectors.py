@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from django.contrib.auth import get_user_model
 from django.db import connection
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from guardian.shortcuts import get_users_with_perms
@@ -33,6 +34,7 @@ from evaluation.models import (
     KeptQueueRow,
     ReviewAssignment,
     Run,
+    System,
     Verdict,
 )
 from evaluation.review import kept, queues, sampling
@@ -835,9 +837,6 @@ def filter_choices(
     with the queue's order, KeptQueue.systems: a new or deleted answer changes that order's
     state); an author is a user with a submitted checklist in the dataset (EXISTS, not a
     DISTINCT over every checklist)."""
-    from django.contrib.auth import get_user_model
-
-    from evaluation.models import System
 
     if systems is None:
         found_systems = System.objects.filter(answers__query__dataset=dataset).distinct()
