@@ -8,7 +8,7 @@ of multiply-labelled items that Krippendorff's alpha needs. Nothing per item rea
 Python; the statistics are then computed from the cells by evaluation.metrics.agreement.
 
 The rules are those of docs/metrics.md#agreement, as the previous Python code applied them
-(kept as the test oracle in tests/evaluation/agreement_oracle.py):
+(kept as the test oracle in tests/evaluation/agreement/oracle.py):
 - human reference: the adjudication, else the majority of the labels; a tie has none;
 - panel: the run's method and threshold (its snapshot) over the valid votes of all its
   judges; no vote at all: none (NULL); no valid vote or a majority tie: "undecided";

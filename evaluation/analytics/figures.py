@@ -34,7 +34,7 @@ dataset export (its own read-only snapshot) and tests.
 
 The figures are the selectors' own (`evaluation.analytics.selectors`), rebuilt from JSON
 into the same dataclasses: a cached page shows exactly what a computed one does
-(tests/evaluation/test_analytics_figures.py).
+(tests/evaluation/analytics/test_figures.py).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ by `evaluation.metrics.votes_sql`, an adjudication deciding; or reviewers' major
 counts pass / fail / undecided per ordered pair of checklists of a query and per
 criterion over the other experts' perfect answers. From those counts the figures are
 computed by the same functions as before (`metrics.overlap`), so they are identical
-(tests/evaluation/test_cross_evaluation_counted.py compares both paths).
+(tests/evaluation/cross_evaluation/test_counted.py compares both paths).
 
 Cached under everything they depend on: the source, every cross-evaluation run's state
 (a running run is never cached), the dataset's review revision less the labels and
