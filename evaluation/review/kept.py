@@ -33,7 +33,7 @@ from evaluation.models import KeptFigure, KeptQueueRow
 def latest(basis: Basis) -> KeptFigure | None:
     """The order kept in the queue's slot if it was ordered from the same `basis` (the runs
     and the policy: everything but the review counters), whatever labels and adjudications
-    came since; None otherwise. For moving on to the next item (`selectors.next_item`):
+    came since; None otherwise. For moving on to the next item (`filters.next_item`):
     after each label the kept order is one label old, and ordering the queue again before
     every "next" would make a reviewer wait for a recount at every item. The items it
     gives are still checked live (done by the reader, adjudicated)."""

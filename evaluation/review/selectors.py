@@ -13,12 +13,11 @@ from __future__ import annotations
 import datetime as dt
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from django.contrib.auth import get_user_model
 from django.db import connection
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, QuerySet
 from guardian.shortcuts import get_users_with_perms
 
 from annotation import roles
@@ -28,13 +27,11 @@ from evaluation.kept import readers
 from evaluation.metrics import votes_sql
 from evaluation.metrics.aggregation import CriterionVerdict, Vote, aggregate
 from evaluation.models import (
-    Adjudication,
     Answer,
     HumanLabel,
     KeptQueueRow,
     ReviewAssignment,
     Run,
-    System,
     Verdict,
 )
 from evaluation.review import kept, queues, sampling
@@ -49,14 +46,14 @@ DONE = Run.Status.DONE
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
-def _reviewable_criteria(**filters: object):
+def reviewable_criteria(**filters: object):
     # Archived criteria keep their labels but take no new ones (annotation.models.Criterion).
     return Criterion.objects.active().filter(
         checklist__status=Checklist.Status.SUBMITTED, scoring_enabled=True, **filters
     )
 
 
-def _latest(runs: list[Run]) -> Run | None:
+def latest_run(runs: list[Run]) -> Run | None:
     done = [r for r in runs if r.status == Run.Status.DONE]
     return max(done, key=lambda r: (r.finished_at or _EPOCH, r.pk), default=None)
 
@@ -72,7 +69,7 @@ def runs_by_answer(dataset: Dataset, run: Run | None = None) -> dict[int, Run]:
     graded: dict[int, list[Run]] = defaultdict(list)
     for answer_id, run_id in pairs.values_list("answer_id", "run_id").distinct():
         graded[answer_id].append(runs[run_id])
-    return {a: latest for a, rs in graded.items() if (latest := _latest(rs)) is not None}
+    return {a: latest for a, rs in graded.items() if (latest := latest_run(rs)) is not None}
 
 
 def _verdicts(chosen: dict[int, Run]) -> dict[tuple[int, int], CriterionVerdict]:
@@ -155,7 +152,7 @@ def _uncertainties(
     if run is not None:
         chosen = {a: run for a in graded}
     else:
-        chosen = {a: latest for a, rs in graded.items() if (latest := _latest(rs)) is not None}
+        chosen = {a: latest for a, rs in graded.items() if (latest := latest_run(rs)) is not None}
     totals: dict[int, list[float]] = defaultdict(lambda: [0.0, 0])
     for run_id, answer_id, p, f, n in rows:
         counted = chosen.get(answer_id)
@@ -296,7 +293,7 @@ def _labelling_items(rows: list[KeptQueueRow], user: AnyUser, by_pk: dict[int, R
         return []
     answers = {r.answer_id for r in rows}
     criteria = dict(
-        _reviewable_criteria(checklist__query__answers__in=answers)
+        reviewable_criteria(checklist__query__answers__in=answers)
         .values_list("checklist__query__answers")
         .annotate(n=Count("pk"))
         .order_by()
@@ -589,281 +586,7 @@ def disagreement_queue(
     return DisagreementQueue(items=queue, adjudicated=header.cells["adjudicated"])
 
 
-NEXT_BATCH = 50  # rows read at a time while looking for the next open item
-
-
-def next_item(
-    dataset: Dataset,
-    user: AnyUser,
-    *,
-    queue: str,
-    current: tuple[int, ...],
-    run: Run | None = None,
-    mine: bool = False,
-    filters: QueueFilters | None = None,
-    skipped: frozenset[tuple[int, ...]] = frozenset(),
-) -> tuple[LabellingItem | DisagreementItem, tuple[int, int]] | None:
-    """The item to review after `current` in the filtered queue, with its position there
-    (X of N, 1-based). Labelling: the next answer in queue order that the user has not
-    labelled completely. Disagreement: the next item in queue order (adjudicated ones have
-    left it). Both wrap around. Items the reviewer skipped come only when nothing else is
-    left. The position counts the whole filtered queue, the items done included.
-
-    Read from the kept order a batch of rows at a time from `current` on (then from the
-    start), so it usually costs one batch, not the queue. The order may be a few labels
-    old (`recent`: the reviewer's own labels are what moved it); each candidate is checked
-    live, and an end of the queue is confirmed on the current order."""
-    found = _next_item(dataset, user, queue, current, run, mine, filters, skipped, recent=True)
-    if found is None:
-        found = _next_item(dataset, user, queue, current, run, mine, filters, skipped)
-    return found
-
-
-def _next_item(
-    dataset: Dataset,
-    user: AnyUser,
-    queue: str,
-    current: tuple[int, ...],
-    run: Run | None,
-    mine: bool,
-    filters: QueueFilters | None,
-    skipped: frozenset[tuple[int, ...]],
-    *,
-    recent: bool = False,
-) -> tuple[LabellingItem | DisagreementItem, tuple[int, int]] | None:
-    items, _ = filtered_queue(
-        dataset, user, queue=queue, run=run, mine=mine, filters=filters or QueueFilters(),
-        recent=recent,
-    )  # fmt: skip
-    rows = items.rows
-    here = None
-    if current:
-        found = rows.filter(answer_id=current[0])
-        if queue != LABELLING:
-            found = found.filter(criterion_id=current[1] if len(current) > 1 else None)
-        here = found.values_list("position", flat=True).first()
-    parts = [rows]
-    if here is not None:  # after the current item, then from the start (wrapping round)
-        parts = [rows.filter(position__gt=here), rows.filter(position__lt=here)]
-    fallback = None  # the first open item, skipped or not: when only skipped ones are left
-    for part in parts:
-        after = 0
-        while True:
-            batch = list(part.filter(position__gt=after)[:NEXT_BATCH])
-            if not batch:
-                break
-            after = batch[-1].position if len(batch) == NEXT_BATCH else None
-            # A recent order may hold items adjudicated since it was kept: they are done.
-            decided = _adjudicated(batch) if recent and queue != LABELLING else set()
-            for row, item in zip(batch, items.make(batch), strict=True):
-                if queue == LABELLING and item.done_by_me:
-                    continue
-                if item.key in decided:
-                    continue
-                if item.key not in skipped:
-                    return item, _position(items, row.position)
-                if fallback is None:
-                    fallback = item, row.position
-            if after is None:  # a short batch was the last of this part
-                break
-    if fallback is None:
-        return None
-    return fallback[0], _position(items, fallback[1])
-
-
-def _adjudicated(rows: list[KeptQueueRow]) -> set[tuple[int, int]]:
-    found = Adjudication.objects.filter(
-        answer_id__in={r.answer_id for r in rows}, criterion_id__in={r.criterion_id for r in rows}
-    ).values_list("answer_id", "criterion_id")
-    return set(found)
-
-
-def _position(items: KeptQueue, position: int) -> tuple[int, int]:
-    """(X, N) of the row at `position` in the (filtered) queue: the position itself when
-    nothing is filtered out, else the rows up to it counted."""
-    if items.whole:
-        return position, len(items)
-    return items.rows.filter(position__lte=position).count(), len(items)
-
-
 # --- review page ----------------------------------------------------------------------------
 
 
-@dataclass
-class ReviewRow:
-    """One criterion of the review page with everything said about it."""
-
-    criterion: Criterion
-    votes: list[Verdict] = field(default_factory=list)
-    verdict: CriterionVerdict | None = None  # None when no run graded the answer
-    labels: list[HumanLabel] = field(default_factory=list)
-    own: HumanLabel | None = None
-    adjudication: Adjudication | None = None
-    # Set by the adjudication view when the reviewer's decision lost a race: the decision
-    # that stands (None: removed), shown so that they can decide again knowingly.
-    conflict: bool = False
-    error: str = ""
-
-    @property
-    def author(self) -> str:
-        return self.criterion.checklist.author.get_username()
-
-    @property
-    def final(self) -> str:
-        """The label that stands: the adjudication once there is one (its pass replaces the
-        panel's fail bar), else the panel's verdict; "none" without either."""
-        if self.adjudication is not None:
-            return self.adjudication.label
-        return self.verdict.outcome if self.verdict is not None else "none"
-
-    @property
-    def others(self) -> list[HumanLabel]:
-        return [label for label in self.labels if label is not self.own]
-
-
-def offered_runs(answer: Answer) -> list[Run]:
-    """Runs holding verdicts on the answer, newest first."""
-    return list(
-        Run.objects.filter(dataset=answer.query.dataset_id, verdicts__answer=answer)
-        .select_related("panel")
-        .distinct()
-        .order_by("-created_at", "-id")
-    )
-
-
-def default_run(runs: list[Run]) -> Run | None:
-    return _latest(runs)
-
-
-def review_rows(
-    answer: Answer, user: AnyUser, run: Run | None, *, criterion: Criterion | None = None
-) -> list[ReviewRow]:
-    """Every reviewable criterion of the answer's query (or just `criterion`) with the run's
-    votes and verdict, the human labels and the adjudication. Four queries."""
-    criteria = _reviewable_criteria(checklist__query=answer.query_id)
-    if criterion is not None:
-        criteria = criteria.filter(pk=criterion.pk)
-    rows = {
-        c.pk: ReviewRow(criterion=c)
-        for c in criteria.select_related("checklist__author").order_by("checklist_id", "position")
-    }
-    if run is not None:
-        verdicts = Verdict.objects.filter(run=run, answer=answer, criterion__in=rows)
-        for verdict in verdicts.select_related("judge").order_by("judge__name", "sample"):
-            rows[verdict.criterion_id].votes.append(verdict)
-        for row in rows.values():
-            row.verdict = aggregate(
-                [Vote(str(v.judge_id), v.sample, v.outcome) for v in row.votes],
-                run.panel_method,
-                threshold=run.panel_threshold,
-            )
-    username = user.get_username()
-    for label in HumanLabel.objects.filter(answer=answer, criterion__in=rows).order_by("rater"):
-        row = rows[label.criterion_id]
-        row.labels.append(label)
-        if label.rater == username:
-            row.own = label
-    adjudications = Adjudication.objects.filter(answer=answer, criterion__in=rows)
-    for adjudication in adjudications.select_related("decided_by"):
-        rows[adjudication.criterion_id].adjudication = adjudication
-    return list(rows.values())
-
-
 # --- filters, position and skip -------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class QueueFilters:
-    """What a reviewer narrowed a queue to. `q` searches the query's text (and, in the
-    disagreement queue, the criterion's); `system` keeps one system's answers; `kind` and
-    `author` keep criteria of one kind or from one expert's checklist, so they narrow the
-    disagreement queue only (a labelling item is a whole answer)."""
-
-    q: str = ""
-    kind: str = ""
-    system: int | None = None
-    author: int | None = None
-
-    @property
-    def active(self) -> bool:
-        return bool(self.q or self.kind or self.system or self.author)
-
-    def params(self) -> dict[str, object]:
-        """The non-empty filters as URL parameters."""
-        values = {"q": self.q, "kind": self.kind, "system": self.system, "author": self.author}
-        return {k: v for k, v in values.items() if v}
-
-
-def _narrowed(
-    items: KeptQueue, dataset: Dataset, filters: QueueFilters, *, criteria: bool
-) -> KeptQueue:
-    """The items matching every filter, as conditions on the kept rows (subqueries over the
-    dataset's answers and criteria, indexed), so that a page still reads only its slice.
-    `criteria`: the items are (answer, criterion), so kind, author and the criterion's
-    text narrow them too; a labelling item is a whole answer."""
-    if not filters.active:
-        return items
-    rows = items.rows
-    answers = Answer.objects.filter(query__dataset=dataset)
-    if filters.system:
-        rows = rows.filter(answer_id__in=answers.filter(system_id=filters.system).values("pk"))
-    if criteria and (filters.kind or filters.author):
-        found = Criterion.objects.filter(checklist__query__dataset=dataset)
-        if filters.kind:
-            found = found.filter(kind=filters.kind)
-        if filters.author:
-            found = found.filter(checklist__author_id=filters.author)
-        rows = rows.filter(criterion_id__in=found.values("pk"))
-    if filters.q:
-        searched = Q(answer_id__in=answers.filter(query__text__icontains=filters.q).values("pk"))
-        if criteria:
-            searched |= Q(
-                criterion_id__in=Criterion.objects.filter(
-                    checklist__query__dataset=dataset, text__icontains=filters.q
-                ).values("pk")
-            )
-        rows = rows.filter(searched)
-    if rows is items.rows:
-        return items
-    return items.narrowed(rows)
-
-
-def filter_choices(
-    dataset: Dataset, *, authors: bool = True, systems: list[int] | None = None
-) -> dict[str, list]:
-    """The systems with answers in the dataset and (when `authors`: the disagreement queue
-    filters by them) the authors of its submitted checklists, for the filter menus. One
-    query per list, none over every answer when the caller passes `systems` (the ids kept
-    with the queue's order, KeptQueue.systems: a new or deleted answer changes that order's
-    state); an author is a user with a submitted checklist in the dataset (EXISTS, not a
-    DISTINCT over every checklist)."""
-
-    if systems is None:
-        found_systems = System.objects.filter(answers__query__dataset=dataset).distinct()
-    else:
-        found_systems = System.objects.filter(pk__in=systems)
-    found = []
-    if authors:
-        submitted = Checklist.objects.filter(
-            author=OuterRef("pk"), query__dataset=dataset, status=Checklist.Status.SUBMITTED
-        )
-        found = list(get_user_model().objects.filter(Exists(submitted)).order_by("username"))
-    return {"systems": list(found_systems), "authors": found, "kinds": list(Criterion.Kind.choices)}
-
-
-def filtered_queue(
-    dataset: Dataset,
-    user: AnyUser,
-    *,
-    queue: str,
-    run: Run | None = None,
-    mine: bool = False,
-    filters: QueueFilters = QueueFilters(),
-    recent: bool = False,
-) -> tuple[KeptQueue, int]:
-    """A queue's items after the filters, and the count of adjudicated items left out."""
-    if queue == LABELLING:
-        items = labelling_queue(dataset, user, run=run, mine=mine, recent=recent)
-        return _narrowed(items, dataset, filters, criteria=False), 0
-    result = disagreement_queue(dataset, user, run=run, mine=mine, recent=recent)
-    return _narrowed(result.items, dataset, filters, criteria=True), result.adjudicated

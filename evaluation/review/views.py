@@ -26,12 +26,13 @@ from config import limits
 from config.ids import is_id, parse_id
 from evaluation.data.rendering import render_answer
 from evaluation.models import Answer, Label, ReviewAssignment, Run
-from evaluation.review import selectors, services
+from evaluation.review import answer_rows, selectors, services
+from evaluation.review import filters as queue_filters
 from evaluation.review.permissions import access_answer, reviewable_criterion
 
 QUEUES = {q.value: q.label for q in ReviewAssignment.Queue}
 DISAGREEMENT = ReviewAssignment.Queue.DISAGREEMENT
-NO_FILTERS = selectors.QueueFilters()
+NO_FILTERS = queue_filters.QueueFilters()
 UNDO_KEY = "review_undo"
 UNDO_DEPTH = 50  # per answer; enough for a session of labelling, small in the session
 SKIP_KEY = "review_skipped"
@@ -55,12 +56,12 @@ def _queue_name(value: str | None) -> str:
     return value if value in QUEUES else ReviewAssignment.Queue.LABELLING
 
 
-def _filters(data: QueryDict) -> selectors.QueueFilters:
+def _filters(data: QueryDict) -> queue_filters.QueueFilters:
     """The queue filters from the query string. A search is cut to SEARCH_MAX characters and
     only ever reaches the database as a parameter; a kind, system or author that is not one
     (a typo, a hostile value) filters nothing rather than failing the page."""
     kind = data.get("kind", "")
-    return selectors.QueueFilters(
+    return queue_filters.QueueFilters(
         q=data.get("q", "").strip()[:SEARCH_MAX],
         kind=kind if kind in Criterion.Kind.values else "",
         system=parse_id(data.get("system", "")) if data.get("system") else None,
@@ -69,7 +70,7 @@ def _filters(data: QueryDict) -> selectors.QueueFilters:
 
 
 def _queue_params(
-    queue: str, *, mine: bool, run: Run | None, filters: selectors.QueueFilters
+    queue: str, *, mine: bool, run: Run | None, filters: queue_filters.QueueFilters
 ) -> dict[str, object]:
     """What identifies a filtered queue in a URL, carried from the queue to the review page
     and on to the next item, so that "X of N" and Next stay within what was chosen."""
@@ -84,7 +85,7 @@ def _queue_params(
 
 def _review_url(
     item, *, queue: str, mine: bool, run: Run | None,
-    filters: selectors.QueueFilters = NO_FILTERS, position: tuple[int, int] | None = None,
+    filters: queue_filters.QueueFilters = NO_FILTERS, position: tuple[int, int] | None = None,
 ) -> str:  # fmt: skip
     """The review page of a queue item. `position` is (X, N), where the item stood in the
     filtered queue when the queue page or Next computed it: the review page shows it as it
@@ -122,7 +123,7 @@ def review_queue(request: HttpRequest, pk: int) -> HttpResponse:
     mine = request.GET.get("mine") == "1"
     run = _run_for(dataset, request.GET.get("run"))
     filters = _filters(request.GET)
-    items, adjudicated = selectors.filtered_queue(
+    items, adjudicated = queue_filters.filtered_queue(
         dataset, request.user, queue=queue, run=run, mine=mine, filters=filters
     )
     page = Paginator(items, 50).get_page(request.GET.get("page"))
@@ -139,7 +140,7 @@ def review_queue(request: HttpRequest, pk: int) -> HttpResponse:
         "total": len(items), "adjudicated": adjudicated, "can_assign": can_assign,
         "reviewers": selectors.dataset_reviewers(dataset) if can_assign else [],
         "filters": filters,
-        "choices": selectors.filter_choices(
+        "choices": queue_filters.filter_choices(
             dataset, authors=queue == DISAGREEMENT, systems=items.systems
         ),
         "page_query": urlencode(params),
@@ -227,7 +228,7 @@ def review_next(request: HttpRequest, pk: int) -> HttpResponse:
         key = _skipped_key(dataset, queue)
         skipped = [k for k in request.session.get(key, []) if tuple(k) != current]
         request.session[key] = [*skipped, list(current)][-SKIP_DEPTH:]
-    found = selectors.next_item(
+    found = queue_filters.next_item(
         dataset, request.user, queue=queue, current=current, run=run, mine=mine,
         filters=filters, skipped=_skipped(request, dataset, queue),
     )  # fmt: skip
@@ -245,20 +246,20 @@ def review_next(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def _page_run(answer: Answer, value: str | None) -> tuple[Run | None, list[Run]]:
-    runs = selectors.offered_runs(answer)
+    runs = answer_rows.offered_runs(answer)
     if value:
         chosen = next((r for r in runs if str(r.pk) == value), None)
         if chosen is None:
             chosen = _run_for(answer.query.dataset, value)  # a run of the dataset, no votes
         return chosen, runs
-    return selectors.default_run(runs), runs
+    return answer_rows.default_run(runs), runs
 
 
 def _render_row(
     request: HttpRequest, answer: Answer, run: Run | None, criterion, *, status: int = 200,
     conflict: bool = False, error: str = "",
 ) -> HttpResponse:  # fmt: skip
-    row = selectors.review_rows(answer, request.user, run, criterion=criterion)[0]
+    row = answer_rows.review_rows(answer, request.user, run, criterion=criterion)[0]
     row.conflict, row.error = conflict, error
     return render(
         request, "evaluation/review/review_answer.html#review-row",
@@ -271,7 +272,7 @@ def _render_row(
 def answer_review(request: HttpRequest, pk: int) -> HttpResponse:
     answer, _perms = access_answer(request.user, pk)
     run, runs = _page_run(answer, request.GET.get("run"))
-    rows = selectors.review_rows(answer, request.user, run)
+    rows = answer_rows.review_rows(answer, request.user, run)
     queue = _queue_name(request.GET.get("queue"))
     mine = request.GET.get("mine") == "1"
     filters = _filters(request.GET)
@@ -417,13 +418,13 @@ def answer_review_adjudicate(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def _conflict_page(request: HttpRequest, answer: Answer, run: Run | None, criterion):
-    rows = selectors.review_rows(answer, request.user, run)
+    rows = answer_rows.review_rows(answer, request.user, run)
     for row in rows:
         row.conflict = row.criterion.pk == criterion.pk
     dataset = answer.query.dataset
     context = {
         "dataset": dataset, "answer": answer, "answer_html": render_answer(answer.text),
-        "run": run, "runs": selectors.offered_runs(answer), "rows": rows,
+        "run": run, "runs": answer_rows.offered_runs(answer), "rows": rows,
         "queue": "disagreement", "current": str(criterion.pk),
         "labelled": sum(1 for r in rows if r.own is not None),
         "next_url": reverse("review-next", args=[dataset.pk]),

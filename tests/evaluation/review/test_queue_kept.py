@@ -13,6 +13,7 @@ from django.urls import reverse
 from annotation import roles
 from annotation.services import dataset_create, dataset_set_role
 from evaluation.models import Adjudication, HumanLabel, KeptFigure, KeptQueueRow, Run
+from evaluation.review import filters as queue_filters
 from evaluation.review import selectors
 from tests.evaluation.agreement.labelled import build_labelled
 from tests.evaluation.review.queue_order import by_priority, keys
@@ -94,23 +95,23 @@ def test_slices_filters_and_mine_read_the_kept_rows(workload, reviewed_dataset, 
     assert items[4:4] == [] and len(items) == 5
     with pytest.raises(IndexError):
         items[5]
-    narrowed, _ = selectors.filtered_queue(
+    narrowed, _ = queue_filters.filtered_queue(
         reviewed_dataset, reviewer, queue="disagreement",
-        filters=selectors.QueueFilters(system=a2.system_id),
+        filters=queue_filters.QueueFilters(system=a2.system_id),
     )  # fmt: skip
     assert keys(narrowed) == [k for k in whole if k[0] == a2.pk] and len(narrowed) == 2
     services.assignment_set(
         queue="disagreement", answer=a2, criterion=c[1], assignee=reviewer, by=reviewer
     )
-    following, position = selectors.next_item(
+    following, position = queue_filters.next_item(
         reviewed_dataset, reviewer, queue="disagreement", current=(a1.pk, c[2].pk),
-        filters=selectors.QueueFilters(system=a2.system_id),
+        filters=queue_filters.QueueFilters(system=a2.system_id),
     )  # fmt: skip
     # Not in the filtered queue: its first item, X of N counted within the filter.
     assert following.key == whole[1] == (a2.pk, c[0].pk) and position == (1, 2)
     # The only item assigned to the reviewer is the current one: nothing follows it.
     assert (
-        selectors.next_item(
+        queue_filters.next_item(
             reviewed_dataset, reviewer, queue="disagreement", current=(a2.pk, c[1].pk), mine=True
         )
         is None
@@ -167,7 +168,7 @@ def test_next_after_a_label_reads_the_order_kept_before_it_without_ordering_agai
             answer_id=answer_id, criterion_id=criterion_id, label="pass", decided_by=owner
         )
         written(answer_id, adjudication=True)
-    item, _position = selectors.next_item(
+    item, _position = queue_filters.next_item(
         reviewed_dataset, reviewer, queue="disagreement", current=first
     )
     assert item.key == third  # the second was decided meanwhile: skipped, live
@@ -193,13 +194,15 @@ def test_next_in_the_labelling_queue_skips_what_the_reader_labelled_since(
     (header,) = kept_headers(reviewed_dataset, "labelling-queue")
     for criterion in c:  # the reviewer labels all of a2: it is done for them
         mark(a2, criterion, reviewer)
-    item, _ = selectors.next_item(reviewed_dataset, reviewer, queue="labelling", current=())
+    item, _ = queue_filters.next_item(reviewed_dataset, reviewer, queue="labelling", current=())
     assert item.key == (a1.pk,)
     assert kept_headers(reviewed_dataset, "labelling-queue") == [header]
     for criterion in c:
         mark(a1, criterion, reviewer)
     # Nothing left in the order kept before: confirmed on the current order, then none.
-    assert selectors.next_item(reviewed_dataset, reviewer, queue="labelling", current=()) is None
+    assert (
+        queue_filters.next_item(reviewed_dataset, reviewer, queue="labelling", current=()) is None
+    )
 
 
 def test_a_changed_run_is_never_answered_from_the_order_kept_before(
@@ -210,6 +213,6 @@ def test_a_changed_run_is_never_answered_from_the_order_kept_before(
     run = workload["latest"]
     run.attempt += 1
     run.save(update_fields=["attempt"])
-    selectors.next_item(reviewed_dataset, reviewer, queue="disagreement", current=())
+    queue_filters.next_item(reviewed_dataset, reviewer, queue="disagreement", current=())
     (now,) = kept_headers(reviewed_dataset, "disagreement-queue")
     assert now.pk != header.pk

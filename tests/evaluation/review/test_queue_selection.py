@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from evaluation.review import filters as queue_filters
 from evaluation.review import queues, selectors
 from tests.evaluation.review.queue_order import by_priority, keys
 
@@ -71,12 +72,12 @@ def test_assigned_to_me_and_next_item(workload, reviewed_dataset, reviewer, owne
     mine = selectors.disagreement_queue(reviewed_dataset, reviewer, mine=True).items
     assert keys(mine) == [(a1.pk, c[1].pk)]
     assert list(selectors.disagreement_queue(reviewed_dataset, owner, mine=True).items) == []
-    following, _position = selectors.next_item(
+    following, _position = queue_filters.next_item(
         reviewed_dataset, reviewer, queue="disagreement", current=(a2.pk, c[0].pk)
     )
     assert following.key == (a1.pk, c[1].pk)
     reviewed_dataset.label_policy = "all"
-    following, position = selectors.next_item(
+    following, position = queue_filters.next_item(
         reviewed_dataset, reviewer, queue="labelling", current=(a1.pk,)
     )
     assert following.key == (a2.pk,)

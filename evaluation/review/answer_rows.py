@@ -1,0 +1,103 @@
+"""The review page of one answer: its criteria with every judge's votes in the chosen run,
+the human labels and the adjudication of each (a fixed number of queries), and the runs a
+reviewer may choose between."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from annotation.permissions import AnyUser
+
+from dataclasses import dataclass, field
+
+from annotation.models import Criterion
+from evaluation.metrics.aggregation import CriterionVerdict, Vote, aggregate
+from evaluation.models import (
+    Adjudication,
+    Answer,
+    HumanLabel,
+    Run,
+    Verdict,
+)
+from evaluation.review.selectors import latest_run, reviewable_criteria
+
+
+@dataclass
+class ReviewRow:
+    """One criterion of the review page with everything said about it."""
+
+    criterion: Criterion
+    votes: list[Verdict] = field(default_factory=list)
+    verdict: CriterionVerdict | None = None  # None when no run graded the answer
+    labels: list[HumanLabel] = field(default_factory=list)
+    own: HumanLabel | None = None
+    adjudication: Adjudication | None = None
+    # Set by the adjudication view when the reviewer's decision lost a race: the decision
+    # that stands (None: removed), shown so that they can decide again knowingly.
+    conflict: bool = False
+    error: str = ""
+
+    @property
+    def author(self) -> str:
+        return self.criterion.checklist.author.get_username()
+
+    @property
+    def final(self) -> str:
+        """The label that stands: the adjudication once there is one (its pass replaces the
+        panel's fail bar), else the panel's verdict; "none" without either."""
+        if self.adjudication is not None:
+            return self.adjudication.label
+        return self.verdict.outcome if self.verdict is not None else "none"
+
+    @property
+    def others(self) -> list[HumanLabel]:
+        return [label for label in self.labels if label is not self.own]
+
+
+def offered_runs(answer: Answer) -> list[Run]:
+    """Runs holding verdicts on the answer, newest first."""
+    return list(
+        Run.objects.filter(dataset=answer.query.dataset_id, verdicts__answer=answer)
+        .select_related("panel")
+        .distinct()
+        .order_by("-created_at", "-id")
+    )
+
+
+def default_run(runs: list[Run]) -> Run | None:
+    return latest_run(runs)
+
+
+def review_rows(
+    answer: Answer, user: AnyUser, run: Run | None, *, criterion: Criterion | None = None
+) -> list[ReviewRow]:
+    """Every reviewable criterion of the answer's query (or just `criterion`) with the run's
+    votes and verdict, the human labels and the adjudication. Four queries."""
+    criteria = reviewable_criteria(checklist__query=answer.query_id)
+    if criterion is not None:
+        criteria = criteria.filter(pk=criterion.pk)
+    rows = {
+        c.pk: ReviewRow(criterion=c)
+        for c in criteria.select_related("checklist__author").order_by("checklist_id", "position")
+    }
+    if run is not None:
+        verdicts = Verdict.objects.filter(run=run, answer=answer, criterion__in=rows)
+        for verdict in verdicts.select_related("judge").order_by("judge__name", "sample"):
+            rows[verdict.criterion_id].votes.append(verdict)
+        for row in rows.values():
+            row.verdict = aggregate(
+                [Vote(str(v.judge_id), v.sample, v.outcome) for v in row.votes],
+                run.panel_method,
+                threshold=run.panel_threshold,
+            )
+    username = user.get_username()
+    for label in HumanLabel.objects.filter(answer=answer, criterion__in=rows).order_by("rater"):
+        row = rows[label.criterion_id]
+        row.labels.append(label)
+        if label.rater == username:
+            row.own = label
+    adjudications = Adjudication.objects.filter(answer=answer, criterion__in=rows)
+    for adjudication in adjudications.select_related("decided_by"):
+        rows[adjudication.criterion_id].adjudication = adjudication
+    return list(rows.values())
