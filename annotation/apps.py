@@ -16,6 +16,8 @@ class AnnotationConfig(AppConfig):
 
 
 def _after_migrate(**kwargs: object) -> None:
+    # Imported here: they import models, and apps.py is imported before the app registry
+    # is ready (Django loads every AppConfig first), so models cannot be imported at its top.
     from annotation.seeds import seed_reference_data
     from annotation.services import role_groups_sync
 
