@@ -4,8 +4,6 @@ run; and the cached figures follow every change of labels, adjudications, groups
 
 from __future__ import annotations
 
-import math
-
 import pytest
 from django.utils import timezone
 
@@ -17,21 +15,12 @@ from evaluation.models import Adjudication, HumanLabel, KeptFigure, Run
 from evaluation.review import services as review
 from tests.evaluation.agreement import oracle
 from tests.evaluation.agreement.labelled import build_labelled
+from tests.support import compare
 
 
 def same(expected, actual, path="") -> None:
-    if isinstance(expected, dict):
-        assert set(expected) == set(actual), path
-        for key in expected:
-            same(expected[key], actual[key], f"{path}/{key}")
-    elif isinstance(expected, list | tuple):
-        assert len(expected) == len(actual), path
-        for n, (e, a) in enumerate(zip(expected, actual, strict=True)):
-            same(e, a, f"{path}[{n}]")
-    elif isinstance(expected, float) and isinstance(actual, float):
-        assert math.isclose(expected, actual, rel_tol=1e-9, abs_tol=1e-12), path
-    else:
-        assert expected == actual, path
+    """Agreement figures equal their oracle to 1e-9 (sums of many float terms)."""
+    compare.same(expected, actual, path, rel_tol=1e-9)
 
 
 def check(dataset, run_id=None) -> None:

@@ -16,7 +16,7 @@ from evaluation.kept.events import Event, bump
 from evaluation.models import KeptFigure, Run
 from evaluation.runs import scores
 from tests.evaluation.agreement.labelled import build_labelled
-from tests.evaluation.runs.compare import same
+from tests.support.compare import same
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from annotation.models import Criterion
 from evaluation.runs import scores
 from tests.evaluation.agreement.labelled import build_labelled
 from tests.evaluation.runs import scores_oracle
-from tests.evaluation.runs.compare import same
+from tests.support.compare import same
 
 
 @pytest.mark.parametrize(
