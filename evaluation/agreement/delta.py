@@ -31,7 +31,7 @@ from evaluation.kept import events
 from evaluation.kept import figures as kept_figures
 from evaluation.kept.counters import Counters
 from evaluation.kept.readers import AGREEMENT
-from evaluation.models import Answer, HumanLabel, KeptFigure, Run
+from evaluation.models import HumanLabel, KeptFigure, Run
 
 Row = list  # a kept cell: [figure, value, other, first, second, n]
 
@@ -41,9 +41,7 @@ def item_change(*, answer_id: int, criterion_id: int, label: bool) -> Iterator[N
     """Wrap the write of one item's label (`label`) or adjudication: the dataset's review
     counters move with it (the one bump of every label and adjudication write), and inside
     a transaction the kept agreement counts of its dataset move with it too."""
-    found = Answer.objects.filter(pk=answer_id).values_list("query__dataset_id", "checklist_id")
-    dataset_id, checklist_id = found.get()
-    event = events.item_event(perfect_answer=checklist_id is not None, adjudication=not label)
+    dataset_id, event = events.answer_item(answer_id, adjudication=not label)
     if not connection.in_atomic_block:
         yield
         events.bump(dataset_id, event)

@@ -19,6 +19,7 @@ from types import MappingProxyType
 from django.db import connection
 from django.db.models import F
 
+from evaluation.data.models import Answer
 from evaluation.kept.counters import Counter, Counters
 from evaluation.kept.models import ReviewRevision
 
@@ -71,6 +72,16 @@ def item_event(*, perfect_answer: bool, adjudication: bool) -> Event:
     if adjudication:
         return Event.PERFECT_ANSWER_ADJUDICATION if perfect_answer else Event.ADJUDICATION
     return Event.PERFECT_ANSWER_LABEL if perfect_answer else Event.LABEL
+
+
+def answer_item(answer_id: int, *, adjudication: bool) -> tuple[int, Event]:
+    """The dataset of an answer and the event of a label (or adjudication) written on it:
+    one query."""
+    found = Answer.objects.filter(pk=answer_id).values_list("query__dataset_id", "checklist_id")
+    dataset_id, checklist_id = found.get()
+    return dataset_id, item_event(
+        perfect_answer=checklist_id is not None, adjudication=adjudication
+    )
 
 
 def _steps(event: Event) -> list[int]:

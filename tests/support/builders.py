@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from django.utils import timezone
 
 from annotation.models import Checklist, Criterion, Dataset, Query
-from evaluation.kept.events import bump, item_event
+from evaluation.kept.events import answer_item, bump
 from evaluation.models import Answer, HumanLabel, Panel, Run, Verdict
 from evaluation.runs import snapshot
 from tests.factories import AnswerFactory, QueryFactory, UserFactory
@@ -117,6 +117,4 @@ def human_label(answer, criterion, rater: str, value: str) -> HumanLabel:
 def written(answer_id: int, *, adjudication: bool = False) -> None:
     """A test wrote a label (or an adjudication) of the answer straight to the database:
     say so, as the review services do (evaluation.kept.events), so that kept figures move."""
-    found = Answer.objects.values_list("query__dataset_id", "checklist_id").get(pk=answer_id)
-    dataset_id, checklist_id = found
-    bump(dataset_id, item_event(perfect_answer=checklist_id is not None, adjudication=adjudication))
+    bump(*answer_item(answer_id, adjudication=adjudication))
