@@ -101,7 +101,7 @@ def aggregate(
     elif method is Method.UNANIMITY:
         outcome = _unanimity(passes, fails)
     else:
-        outcome = _mean_threshold(passes, fails, _exact_threshold(threshold))
+        outcome = _mean_threshold(passes, fails, exact_threshold(threshold))
     return CriterionVerdict(outcome=outcome, passes=passes, fails=fails, invalid=invalid)
 
 
@@ -137,7 +137,7 @@ def _mean_threshold(passes: int, fails: int, threshold: Fraction) -> VerdictOutc
     return "pass" if Fraction(passes, valid) >= threshold else "fail"
 
 
-def _exact_threshold(threshold: float) -> Fraction:
+def exact_threshold(threshold: float) -> Fraction:
     """The threshold as the decimal the user wrote, so that 7 of 10 votes meet 0.7.
 
     Fraction(0.7) is 0.69999…; Fraction("0.7") is exactly 7/10. Comparing exact fractions

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from evaluation.metrics.aggregation import Method, _exact_threshold
+from evaluation.metrics.aggregation import Method, exact_threshold
 
 
 def panel_outcome(method: str, threshold: float, passes: str, fails: str) -> str:
@@ -27,7 +27,7 @@ def panel_outcome(method: str, threshold: float, passes: str, fails: str) -> str
         return (
             f"CASE WHEN {fails} > 0 THEN 'fail' WHEN {passes} > 0 THEN 'pass' ELSE 'undecided' END"
         )
-    exact: Fraction = _exact_threshold(threshold)
+    exact: Fraction = exact_threshold(threshold)
     num, den = int(exact.numerator), int(exact.denominator)
     # passes / (passes + fails) >= num / den, in integers: no float decides a verdict.
     return (
