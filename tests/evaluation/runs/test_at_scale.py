@@ -91,5 +91,9 @@ def test_12000_verdicts_with_10_percent_faults_then_cache_then_one_edit(celery_w
         third_progress = selectors.run_progress(third)
         assert third_progress.done == TOTAL
         assert third_progress.cache_hits == TOTAL - ANSWERS * JUDGES
-        assert server.call_count == calls + ANSWERS * JUDGES
+        # Distinct requests, not HTTP calls: on a loaded machine a call may outlast the
+        # client's 0.5 s timeout and be resent unchanged, which is the client's retry, not
+        # a second judgment.
+        asked_again = {call.request.key for call in server.calls[calls:]}
+        assert len(asked_again) == ANSWERS * JUDGES
         assert verdicts_match_the_script(third)
