@@ -715,12 +715,7 @@ def check_big_row(
             f"{row['author']!r} for query {row['query']!r}"
         )
     if table == "verdicts":
-        if row["run"] not in known.runs:
-            found.append(f"{where}: field 'run': no run {row['run']!r} in runs or the dataset")
-        if row["judge"] not in known.judges:
-            found.append(f"{where}: field 'judge': no judge {row['judge']!r}")
-        if row["sample"] is not None and not 0 <= row["sample"] <= 1000:
-            found.append(f"{where}: field 'sample' must be from 0 to 1000")
+        _check_judged(where, row, known, found)
     elif table == "labels":
         if row["reviewer"]:
             plan.usernames.add(row["reviewer"])
@@ -735,13 +730,18 @@ def _report(found: list[str], errors: Errors) -> bool:
     return not found
 
 
-def _check_grade(where: str, row: dict, known: Known, found: list[str]) -> None:
+def _check_judged(where: str, row: dict, known: Known, found: list[str]) -> None:
+    """What a verdict and a grade row share: a known run and judge, a sample in range."""
     if row["run"] not in known.runs:
         found.append(f"{where}: field 'run': no run {row['run']!r} in runs or the dataset")
     if row["judge"] not in known.judges:
         found.append(f"{where}: field 'judge': no judge {row['judge']!r}")
     if row["sample"] is not None and not 0 <= row["sample"] <= 1000:
         found.append(f"{where}: field 'sample' must be from 0 to 1000")
+
+
+def _check_grade(where: str, row: dict, known: Known, found: list[str]) -> None:
+    _check_judged(where, row, known, found)
     if row["score"] is not None and not 1 <= row["score"] <= 5:
         found.append(f"{where}: field 'score' must be from 1 to 5")
     elif (row["score"] is None) == (row["outcome"] == GradedScore.Outcome.SCORED):

@@ -100,11 +100,12 @@ def bump(dataset_id: int, event: Event) -> Counters | None:
     more, and two writers of one dataset queue on its row only until they commit."""
     steps = _steps(event)
     columns = ", ".join(Counter)
+    values = ", ".join("%s" for _ in Counter)
     moved = ", ".join(f"{c} = evaluation_reviewrevision.{c} + %s" for c in Counter)
     with connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO evaluation_reviewrevision (dataset_id, {columns}) "  # noqa: S608
-            f"SELECT id, %s, %s, %s, %s FROM annotation_dataset WHERE id = %s "
+            f"SELECT id, {values} FROM annotation_dataset WHERE id = %s "
             f"ON CONFLICT (dataset_id) DO UPDATE SET {moved} RETURNING {columns}",
             [*steps, dataset_id, *steps],
         )  # only the Counter names go into the text; every value is a parameter

@@ -10,6 +10,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.urls import reverse
+from rest_framework.test import APIClient
 
 from annotation import roles
 from annotation.services import dataset_set_role
@@ -40,6 +41,25 @@ def items(reviewed_dataset, query):
 
 def jsonl(rows: list[dict]) -> str:
     return "\n".join(json.dumps(r) for r in rows) + "\n"
+
+
+def post_labels(client, dataset, rows: list[dict]):
+    """POST a JSON-lines labels file to the import endpoint, as `client`."""
+    return client.post(
+        reverse("api-evaluation:import-labels"),
+        {"dataset": dataset.pk, "file": SimpleUploadedFile("l.jsonl", jsonl(rows).encode())},
+        format="multipart",
+    )
+
+
+def post_verdicts(client, dataset, rows: list[dict], *, panel: str):
+    """POST a JSON-lines verdicts file into `panel`, as `client`."""
+    file = SimpleUploadedFile("v.jsonl", jsonl(rows).encode())
+    return client.post(
+        reverse("api-evaluation:import-verdicts"),
+        {"dataset": dataset.pk, "panel": panel, "file": file},
+        format="multipart",
+    )
 
 
 def test_labels_csv_import_is_idempotent_and_links_members(items, reviewed_dataset, reviewer):
@@ -227,23 +247,11 @@ def test_import_endpoints_are_for_dataset_admins(
 ):
     client = request.getfixturevalue(client_name)
     a, c = items["answers"][0], items["criteria"][0]
-    labels = jsonl([{"answer": a.pk, "criterion": c.pk, "rater": "r", "label": "pass"}])
-    response = client.post(
-        reverse("api-evaluation:import-labels"),
-        {"dataset": reviewed_dataset.pk, "file": SimpleUploadedFile("l.jsonl", labels.encode())},
-        format="multipart",
-    )
+    labels = [{"answer": a.pk, "criterion": c.pk, "rater": "r", "label": "pass"}]
+    response = post_labels(client, reviewed_dataset, labels)
     assert response.status_code == expected
-    verdicts = jsonl([{"answer": a.pk, "criterion": c.pk, "judge": "ext", "outcome": "fail"}])
-    response = client.post(
-        reverse("api-evaluation:import-verdicts"),
-        {
-            "dataset": reviewed_dataset.pk,
-            "panel": "API panel",
-            "file": SimpleUploadedFile("v.jsonl", verdicts.encode()),
-        },
-        format="multipart",
-    )
+    verdicts = [{"answer": a.pk, "criterion": c.pk, "judge": "ext", "outcome": "fail"}]
+    response = post_verdicts(client, reviewed_dataset, verdicts, panel="API panel")
     assert response.status_code == expected
     if expected == 201:
         assert response.json()["created"] == 1 and response.json()["run_created"] is True
@@ -252,48 +260,24 @@ def test_import_endpoints_are_for_dataset_admins(
 def test_a_dataset_admin_without_judge_rights_may_import_labels_but_not_verdicts(
     items, reviewed_dataset
 ):
-    from rest_framework.test import APIClient
-
-    from annotation import roles, services
-    from evaluation.models import Judge
-    from tests.factories import UserFactory
-
     expert_admin = UserFactory(username="expert-admin")  # no site-wide Admin group
-    services.dataset_set_role(
-        dataset=reviewed_dataset, user=expert_admin, role=roles.DatasetRole.ADMIN
-    )
+    dataset_set_role(dataset=reviewed_dataset, user=expert_admin, role=roles.DatasetRole.ADMIN)
     client = APIClient()
     client.force_authenticate(expert_admin)
     a, c = items["answers"][0], items["criteria"][0]
-    labels = jsonl([{"answer": a.pk, "criterion": c.pk, "rater": "r", "label": "pass"}])
-    response = client.post(
-        reverse("api-evaluation:import-labels"),
-        {"dataset": reviewed_dataset.pk, "file": SimpleUploadedFile("l.jsonl", labels.encode())},
-        format="multipart",
-    )
+    labels = [{"answer": a.pk, "criterion": c.pk, "rater": "r", "label": "pass"}]
+    response = post_labels(client, reviewed_dataset, labels)
     assert response.status_code == 201
-    verdicts = jsonl([{"answer": a.pk, "criterion": c.pk, "judge": "new-ext", "outcome": "fail"}])
-    response = client.post(
-        reverse("api-evaluation:import-verdicts"),
-        {
-            "dataset": reviewed_dataset.pk,
-            "panel": "Their panel",
-            "file": SimpleUploadedFile("v.jsonl", verdicts.encode()),
-        },
-        format="multipart",
-    )
+    verdicts = [{"answer": a.pk, "criterion": c.pk, "judge": "new-ext", "outcome": "fail"}]
+    response = post_verdicts(client, reviewed_dataset, verdicts, panel="Their panel")
     assert response.status_code == 403
     assert "add judges and panels" in response.json()["detail"]
     assert not Judge.objects.filter(name="new-ext").exists()
 
 
 def test_import_endpoint_lists_the_errors(items, reviewed_dataset, owner_api):
-    bad = jsonl([{"answer": items["answers"][0].pk, "criterion": 0, "rater": "r", "label": "x"}])
-    response = owner_api.post(
-        reverse("api-evaluation:import-labels"),
-        {"dataset": reviewed_dataset.pk, "file": SimpleUploadedFile("l.jsonl", bad.encode())},
-        format="multipart",
-    )
+    bad = [{"answer": items["answers"][0].pk, "criterion": 0, "rater": "r", "label": "x"}]
+    response = post_labels(owner_api, reviewed_dataset, bad)
     assert response.status_code == 400
     assert response.json()["file"] == [
         "l.jsonl:1: field 'criterion': no criterion '0' in a submitted checklist of this dataset",
