@@ -30,6 +30,7 @@ from evaluation.agreement.selectors import kept_state, label_days, run_method
 from evaluation.kept import events
 from evaluation.kept import figures as kept_figures
 from evaluation.kept.counters import Counters
+from evaluation.kept.events import Moved
 from evaluation.kept.readers import AGREEMENT
 from evaluation.models import HumanLabel, KeptFigure, Run
 
@@ -37,20 +38,25 @@ Row = list  # a kept cell: [figure, value, other, first, second, n]
 
 
 @contextmanager
-def item_change(*, answer_id: int, criterion_id: int, label: bool) -> Iterator[None]:
+def item_change(*, answer_id: int, criterion_id: int, label: bool) -> Iterator[Moved | None]:
     """Wrap the write of one item's label (`label`) or adjudication: the dataset's review
     counters move with it (the one bump of every label and adjudication write), and inside
-    a transaction the kept agreement counts of its dataset move with it too."""
+    a transaction the kept agreement counts of its dataset move with it too. Yields the
+    bump inside a transaction, for the other kept figures to follow (review.moves); None
+    outside one, where the bump comes after the write."""
     dataset_id, event = events.answer_item(answer_id, adjudication=not label)
     if not connection.in_atomic_block:
-        yield
+        yield None
         events.bump(dataset_id, event)
         return
     moved = events.bump(dataset_id, event)  # locks the dataset's counter row until commit
+    if moved is None:  # the dataset is being deleted: nothing is kept for it
+        yield None
+        return
     kept = _kept(dataset_id, events.before(moved, event))
     item = (answer_id, criterion_id)
     before = {key: _item(dataset_id, run, *item) for key, (run, _) in kept.items()}
-    yield
+    yield Moved(dataset_id, event, moved)
     for key, (run, rows) in kept.items():
         after = _item(dataset_id, run, *item)
         counts = apply(rows, minus=before[key], plus=after)

@@ -12,7 +12,7 @@ figures under the old counters, which nobody reads again.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from enum import Enum
 from types import MappingProxyType
 
@@ -123,3 +123,16 @@ def bump_all(event: Event) -> None:
 def before(counters: Counters, event: Event) -> Counters:
     """The counters as they were before `bump` moved them to `counters` for `event`."""
     return replace(counters, **{counter.value: counters[counter] - 1 for counter in MOVES[event]})
+
+
+@dataclass(frozen=True)
+class Moved:
+    """A write's bump: the dataset, the event and the counters after it."""
+
+    dataset_id: int
+    event: Event
+    after: Counters
+
+    @property
+    def before(self) -> Counters:
+        return before(self.after, self.event)

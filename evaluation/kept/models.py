@@ -75,9 +75,10 @@ class KeptQueueRow(models.Model):
     """One item of a review queue in the order computed at one state: `kept` is the
     KeptFigure row (the queue's header) whose key holds everything the order depends on
     (the runs' states and methods, the label policy, the dataset's review counters), so a
-    page reads one index range of positions instead of ordering the whole queue on every
-    request. A new state makes a new key; keeping it deletes the old header and its rows, so
-    a stale order is never read (evaluation.review.kept)."""
+    page reads one index range instead of ordering the whole queue on every request. A new
+    state makes a new key; keeping it deletes the old header and its rows, so a stale order
+    is never read (evaluation.review.kept). A label or an adjudication moves the header to
+    the new state with the one row it changes (evaluation.review.moves)."""
 
     # No cascade by Django: it would make every figure deletion collect first (two queries
     # more per stored figure). evaluation.review.kept deletes the rows of the headers it
@@ -88,9 +89,11 @@ class KeptQueueRow(models.Model):
         KeptFigure, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False,
         related_name="+",
     )  # fmt: skip
-    # 1-based and gapless among the open items (adjudicated ones are numbered apart), so
-    # that an unfiltered queue's "item X of N" is the position itself.
-    position = models.PositiveIntegerField()
+    # The item's place in the queue: fixed-width fields of digits whose string order is the
+    # queue's order (evaluation.review.order). A key, not a 1..N position: a label changes
+    # the key of the one item it moves, where a position would renumber every item after
+    # it. "Item X of N" counts the keys before it (an index range).
+    sort_key = models.CharField(max_length=80)
     adjudicated = models.BooleanField(default=False)
     # Plain ids, not foreign keys: the rows are a derived copy, replaced whenever what they
     # were computed from changes, and must not slow the deletion of answers or criteria.
@@ -110,12 +113,12 @@ class KeptQueueRow(models.Model):
 
     class Meta:
         indexes = [
-            models.Index(fields=["kept", "adjudicated", "position"], name="kept_queue_order"),
+            models.Index(fields=["kept", "adjudicated", "sort_key"], name="kept_queue_order"),
             models.Index(fields=["kept", "answer_id"], name="kept_queue_answer"),
         ]
 
     def __str__(self) -> str:
-        return f"Queue item {self.position} of {self.kept_id}"
+        return f"Queue item {self.sort_key} of {self.kept_id}"
 
 
 class KeptRefresh(models.Model):

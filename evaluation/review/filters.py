@@ -181,18 +181,18 @@ def _next_item(
         found = rows.filter(answer_id=current[0])
         if queue != LABELLING:
             found = found.filter(criterion_id=current[1] if len(current) > 1 else None)
-        here = found.values_list("position", flat=True).first()
+        here = found.values_list("sort_key", flat=True).first()
     parts = [rows]
     if here is not None:  # after the current item, then from the start (wrapping round)
-        parts = [rows.filter(position__gt=here), rows.filter(position__lt=here)]
+        parts = [rows.filter(sort_key__gt=here), rows.filter(sort_key__lt=here)]
     fallback = None  # the first open item, skipped or not: when only skipped ones are left
     for part in parts:
-        after = 0
+        after = ""  # every key sorts after the empty string
         while True:
-            batch = list(part.filter(position__gt=after)[:NEXT_BATCH])
+            batch = list(part.filter(sort_key__gt=after)[:NEXT_BATCH])
             if not batch:
                 break
-            after = batch[-1].position if len(batch) == NEXT_BATCH else None
+            after = batch[-1].sort_key if len(batch) == NEXT_BATCH else None
             # A recent order may hold items adjudicated since it was kept: they are done.
             decided = _adjudicated(batch) if recent and queue != LABELLING else set()
             for row, item in zip(batch, items.make(batch), strict=True):
@@ -201,14 +201,14 @@ def _next_item(
                 if item.key in decided:
                     continue
                 if item.key not in skipped:
-                    return item, _position(items, row.position)
+                    return item, (items.place(row.sort_key), len(items))
                 if fallback is None:
-                    fallback = item, row.position
+                    fallback = item, row.sort_key
             if after is None:  # a short batch was the last of this part
                 break
     if fallback is None:
         return None
-    return fallback[0], _position(items, fallback[1])
+    return fallback[0], (items.place(fallback[1]), len(items))
 
 
 def _adjudicated(rows: list[KeptQueueRow]) -> set[tuple[int, int]]:
@@ -216,11 +216,3 @@ def _adjudicated(rows: list[KeptQueueRow]) -> set[tuple[int, int]]:
         answer_id__in={r.answer_id for r in rows}, criterion_id__in={r.criterion_id for r in rows}
     ).values_list("answer_id", "criterion_id")
     return set(found)
-
-
-def _position(items: KeptQueue, position: int) -> tuple[int, int]:
-    """(X, N) of the row at `position` in the (filtered) queue: the position itself when
-    nothing is filtered out, else the rows up to it counted."""
-    if items.whole:
-        return position, len(items)
-    return items.rows.filter(position__lte=position).count(), len(items)

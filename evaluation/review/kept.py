@@ -72,5 +72,7 @@ def kept(state: State, fill: Callable[[int], dict]) -> KeptFigure:
             # key until the other committed, and reads its rows instead of writing them.
             return KeptFigure.objects.get(dataset_id=state.dataset_id, key=state.key)
         header.cells = {**fill(header.pk), "base": base}
+        if state.cacheable:  # what a label's move re-keys it from (review.moves)
+            header.cells["basis"] = state.basis.text
         header.save(update_fields=["cells"])
     return header

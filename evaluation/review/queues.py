@@ -71,8 +71,19 @@ def labelling_queue(
     answers: Sequence[AnswerFacts], *, policy: Policy | str, share: float, dataset_id: int
 ) -> list[AnswerFacts]:
     """The answers the policy selects, in queue order: fewest human labels first, then the
-    policy's draw order (sampling.uniform for all and random, the priority for uncertain),
-    then by answer id."""
+    policy's draw order (`drawn`)."""
+    # A stable sort: equal labels keep the draw order.
+    return sorted(
+        drawn(answers, policy=policy, share=share, dataset_id=dataset_id), key=lambda a: a.labels
+    )
+
+
+def drawn(
+    answers: Sequence[AnswerFacts], *, policy: Policy | str, share: float, dataset_id: int
+) -> list[AnswerFacts]:
+    """The answers the policy selects, in its draw order, whatever their labels:
+    sampling.uniform for all and random, the priority for uncertain; then answer id. Labels
+    do not move it, so the kept queue keeps each answer's rank in it (review.order)."""
     if policy not in POLICIES:
         raise ValueError(f"unknown label policy {policy!r}; expected one of {sorted(POLICIES)}")
     if not 0.0 <= share <= 1.0:
@@ -89,8 +100,7 @@ def labelling_queue(
         }
         judged.sort(key=lambda a: (-priority[a.answer_id], a.answer_id))
         # ceil: a share above zero of a small dataset still offers at least one answer.
-        chosen = judged[: math.ceil(share * len(judged))]
-        return sorted(chosen, key=lambda a: (a.labels, -priority[a.answer_id], a.answer_id))
+        return judged[: math.ceil(share * len(judged))]
     if policy == "all":
         chosen = list(answers)
     else:
@@ -102,7 +112,7 @@ def labelling_queue(
     draw = {
         a.answer_id: sampling.uniform(dataset_id=dataset_id, answer_id=a.answer_id) for a in chosen
     }
-    return sorted(chosen, key=lambda a: (a.labels, draw[a.answer_id], a.answer_id))
+    return sorted(chosen, key=lambda a: (draw[a.answer_id], a.answer_id))
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from evaluation.models import (
     Run,
     Verdict,
 )
-from evaluation.review import kept, queues, sampling
+from evaluation.review import kept, order, queues, sampling
 
 if TYPE_CHECKING:
     from annotation.permissions import AnyUser
@@ -213,17 +213,15 @@ def load_answers(items) -> None:
 class KeptQueue(Sequence):
     """A queue's items in order, read from its kept rows (evaluation.review.kept) a slice at
     a time: `len()` is the kept total (a count only when filtered), a slice is one indexed
-    `ORDER BY position LIMIT/OFFSET` read, and its items are made with the few per-page facts
-    that change without the order changing (assignments, the reader's own labels)."""
+    `ORDER BY sort_key LIMIT/OFFSET` read, and its items are made with the few per-page
+    facts that change without the order changing (assignments, the reader's own labels)."""
 
     def __init__(
         self, rows: QuerySet[KeptQueueRow], make: Callable[[list[KeptQueueRow]], list],
         total: int | None, systems: list[int] | None = None,
     ) -> None:  # fmt: skip
-        self.rows, self.make, self.total = rows.order_by("position"), make, total
-        # Whether the positions number these items 1..N without gaps: nothing filtered out,
-        # the total kept with them (a filtered queue's total is counted, and is not this).
-        self.whole = total is not None
+        # `total`: kept with the order for the whole queue; None for a filtered one.
+        self.rows, self.make, self.total = rows.order_by("sort_key"), make, total
         # The systems that answered in the dataset, kept with the order (filter_choices).
         self.systems = systems
 
@@ -241,17 +239,17 @@ class KeptQueue(Sequence):
             start, stop, step = index.indices(len(self))
             if step != 1:
                 raise ValueError("A queue is read in order: no step.")
-            return self.make(self._read(start, stop)) if start < stop else []
+            return self.make(list(self.rows[start:stop])) if start < stop else []
         if index < 0:
             index += len(self)
         if not 0 <= index < len(self):
             raise IndexError(index)
-        return self.make(self._read(index, index + 1))[0]
+        return self.make(list(self.rows[index : index + 1]))[0]
 
-    def _read(self, start: int, stop: int) -> list[KeptQueueRow]:
-        if self.whole:  # gapless positions: any page is an index range, however deep
-            return list(self.rows.filter(position__gt=start, position__lte=stop))
-        return list(self.rows[start:stop])
+    def place(self, sort_key: str) -> int:
+        """1-based: where the row of `sort_key` stands in this (filtered) queue, counted
+        over the index up to it."""
+        return self.rows.filter(sort_key__lte=sort_key).count()
 
     def __iter__(self):
         yield from self[0 : len(self)]
@@ -320,9 +318,11 @@ def _labelling_items(rows: list[KeptQueueRow], user: AnyUser, by_pk: dict[int, R
 
 
 def _fill_labelling(dataset: Dataset, run: Run | None, header_id: int) -> dict:
-    """Order the labelling queue (queues.labelling_queue: the policy, then fewest labels,
-    least certain, answer id) and write it as kept rows. Once per state: every answer's
-    labels counted and every graded answer's uncertainty derived from the cached histogram."""
+    """Order the labelling queue (queues.labelling_queue: the policy's draw, then fewest
+    labels) and write it as kept rows, each keyed by its labels and its draw rank
+    (review.order), so that a label moves its answer's key alone. Once per state of the
+    runs and policy: every answer's labels counted and every graded answer's uncertainty
+    derived from the cached histogram."""
     chosen, uncertainty, judged = _uncertainties(dataset, run)
     labels = HumanLabel.objects.filter(answer__query__dataset=dataset)
     all_labels = dict(labels.values_list("answer_id").annotate(n=Count("pk")).order_by())
@@ -337,21 +337,21 @@ def _fill_labelling(dataset: Dataset, run: Run | None, header_id: int) -> dict:
             uncertainty=uncertainty.get(pk), judged=judged.get(pk, 0),
         )  # fmt: skip
         facts.append(fact)
-    ordered = queues.labelling_queue(
+    drawn = queues.drawn(
         facts, policy=dataset.label_policy, share=dataset.label_share, dataset_id=dataset.pk
     )
     KeptQueueRow.objects.bulk_create(
         (
             KeptQueueRow(
-                kept_id=header_id, position=n, answer_id=f.answer_id, labels=f.labels,
-                uncertainty=f.uncertainty,
+                kept_id=header_id, sort_key=order.labelling_key(f.labels, n),
+                answer_id=f.answer_id, labels=f.labels, uncertainty=f.uncertainty,
                 run_id=chosen[f.answer_id].pk if f.answer_id in chosen else None,
             )
-            for n, f in enumerate(ordered, start=1)
+            for n, f in enumerate(drawn)
         ),
         batch_size=2000,
     )  # fmt: skip
-    return {"total": len(ordered), "adjudicated": 0, "systems": sorted(systems)}
+    return {"total": len(drawn), "adjudicated": 0, "systems": sorted(systems)}
 
 
 def labelling_design(dataset: Dataset) -> sampling.Design | None:
@@ -445,19 +445,20 @@ class DisagreementQueue:
 
 
 # Every (answer, criterion) the chosen run of its answer judged, with its vote counts, its
-# human labels counted and whether it was adjudicated; only the disagreeing ones, written as
-# kept rows numbered in queue order (queues.disagreement_queue: split first, the most even
-# split first, then the most contradicting human labels; then answer, criterion in page
-# order), the adjudicated ones numbered apart. The chosen run of an answer is the
-# highest-ranked run that judged it (`rank`: the caller's order).
-_DISAGREEMENT_SQL = """
+# human labels counted and whether it was adjudicated; only the disagreeing ones are queued,
+# each with its sort key (review.order: split first, the most even split first, then the
+# most contradicting human labels; then answer, criterion in page order). The chosen run of
+# an answer is the highest-ranked run that judged it (`rank`: the caller's order). {answer},
+# {item} and {criterion} narrow it to one item (`disagreement_item`): the chosen run is
+# still the answer's, over all its criteria.
+_DISAGREEMENT_FACTS = """
 WITH item AS (
   SELECT v.run_id, v.answer_id, v.criterion_id,
          sum(CASE WHEN v.outcome = 'pass' THEN 1 ELSE 0 END) AS p,
          sum(CASE WHEN v.outcome = 'fail' THEN 1 ELSE 0 END) AS f,
          sum(CASE WHEN v.outcome IN ('unparseable', 'error') THEN 1 ELSE 0 END) AS i,
          {rank} AS run_rank
-  FROM evaluation_verdict v WHERE v.run_id IN ({runs})
+  FROM evaluation_verdict v WHERE v.run_id IN ({runs}){answer}
   GROUP BY v.run_id, v.answer_id, v.criterion_id
 ),
 chosen AS (
@@ -472,7 +473,7 @@ lab AS (
   FROM evaluation_humanlabel l
   JOIN evaluation_answer a ON a.id = l.answer_id
   JOIN annotation_query q ON q.id = a.query_id
-  WHERE q.dataset_id = %s
+  WHERE q.dataset_id = %(dataset)s{item}
   GROUP BY l.answer_id, l.criterion_id
 ),
 facts AS (
@@ -488,25 +489,27 @@ facts AS (
   LEFT JOIN lab ON lab.answer_id = x.answer_id AND lab.criterion_id = x.criterion_id
   LEFT JOIN evaluation_adjudication d
     ON d.answer_id = x.answer_id AND d.criterion_id = x.criterion_id
-  WHERE x.run_rank = x.best
+  WHERE x.run_rank = x.best{criterion}
 )
-INSERT INTO evaluation_keptqueuerow
-  (kept_id, position, adjudicated, answer_id, criterion_id, run_id, outcome, passes, fails,
-   invalid, human_pass, human_fail, labels, uncertainty)
-SELECT %s,
-       row_number() OVER (
-         PARTITION BY adjudicated
-         ORDER BY 1 - split,
-                  CASE WHEN p + f = 0 THEN 1.0 ELSE (1.0 * abs(p - f)) / (p + f) END,
-                  contradicting DESC, answer_id, checklist_id, position, criterion_id),
-       adjudicated = 1, answer_id, criterion_id, run_id, outcome, p, f, i, lp, lf, 0, NULL
-FROM facts WHERE split = 1 OR contradicting > 0
 """
+_SORT_KEY = order.disagreement_key_sql(
+    split="split", passes="p", fails="f", contradicting="contradicting", answer="answer_id",
+    checklist="checklist_id", position="position", criterion="criterion_id",
+)  # fmt: skip
+# The columns of a queued item, in KeptQueueRow's order below.
+_QUEUED = (
+    f"{_SORT_KEY}, adjudicated = 1, answer_id, criterion_id, run_id, outcome, p, f, i, lp, lf, "
+    "0 FROM facts WHERE split = 1 OR contradicting > 0"
+)
+_ROW_FIELDS = (
+    "sort_key", "adjudicated", "answer_id", "criterion_id", "run_id", "outcome", "passes",
+    "fails", "invalid", "human_pass", "human_fail", "labels",
+)  # fmt: skip
 
 
-def _fill_disagreements(dataset: Dataset, ranked: list[Run], header_id: int) -> dict:
-    """Count, order and write the disagreement queue in the database (one statement), then
-    count its open and adjudicated items for the header."""
+def _disagreement_sql(ranked: list[Run], *, one_item: bool) -> str:
+    """The facts of every judged item of the ranked runs (or of `%(answer)s`·
+    `%(criterion)s` alone), up to the list of queued columns."""
     rank = (
         "CASE v.run_id " + " ".join(f"WHEN {r.pk} THEN {n}" for n, r in enumerate(ranked)) + " END"
     )
@@ -514,12 +517,25 @@ def _fill_disagreements(dataset: Dataset, ranked: list[Run], header_id: int) -> 
         f"WHEN {r.pk} THEN {votes_sql.panel_outcome(r.panel_method, r.panel_threshold, 'p', 'f')}"
         for r in ranked
     )
-    outcome = f"CASE run_id {methods} END"
-    sql = _DISAGREEMENT_SQL.format(
-        rank=rank, outcome=outcome, runs=", ".join(str(r.pk) for r in ranked)
-    )  # only integers and our own expressions go into the text
+    return _DISAGREEMENT_FACTS.format(
+        rank=rank, outcome=f"CASE run_id {methods} END",
+        runs=", ".join(str(r.pk) for r in ranked),
+        answer=" AND v.answer_id = %(answer)s" if one_item else "",
+        item=" AND l.answer_id = %(answer)s AND l.criterion_id = %(criterion)s" if one_item else "",
+        criterion=" AND x.criterion_id = %(criterion)s" if one_item else "",
+    )  # fmt: skip  # only integers and our own expressions go into the text
+
+
+def _fill_disagreements(dataset: Dataset, ranked: list[Run], header_id: int) -> dict:
+    """Count the disagreement queue and write it with its sort keys in the database (one
+    statement), then count its open and adjudicated items for the header."""
+    columns = ", ".join(_ROW_FIELDS)
+    sql = (
+        f"{_disagreement_sql(ranked, one_item=False)} INSERT INTO evaluation_keptqueuerow "
+        f"(kept_id, {columns}) SELECT %(header)s, {_QUEUED}"
+    )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [dataset.pk, header_id])
+        cursor.execute(sql, {"dataset": dataset.pk, "header": header_id})
     counted = dict(
         KeptQueueRow.objects.filter(kept_id=header_id)
         .values_list("adjudicated")
@@ -531,7 +547,25 @@ def _fill_disagreements(dataset: Dataset, ranked: list[Run], header_id: int) -> 
         "total": counted.get(False, 0),
         "adjudicated": counted.get(True, 0),
         "systems": sorted(systems.distinct().order_by()),
+        "runs": [r.pk for r in ranked],
     }
+
+
+def disagreement_item(
+    dataset_id: int, ranked: list[Run], answer_id: int, criterion_id: int
+) -> dict | None:
+    """The queue row of one item as the fill would write it now (KeptQueueRow's fields),
+    or None when it is not queued (its judges agree and no human contradicts them): the
+    same statement as the fill, narrowed to the item (review.moves)."""
+    sql = f"{_disagreement_sql(ranked, one_item=True)} SELECT {_QUEUED}"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, {"dataset": dataset_id, "answer": answer_id, "criterion": criterion_id})
+        found = cursor.fetchone()
+    if found is None:
+        return None
+    row = dict(zip(_ROW_FIELDS, found, strict=True))
+    row["adjudicated"] = bool(row["adjudicated"])
+    return row
 
 
 def _disagreement_items(rows: list[KeptQueueRow], by_pk: dict[int, Run]) -> list:

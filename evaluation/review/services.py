@@ -11,6 +11,7 @@ label's history is not a table: `updated_at` says when it last changed.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -22,6 +23,7 @@ from annotation.models import Criterion
 from annotation.permissions import dataset_permissions
 from evaluation.agreement import delta
 from evaluation.models import Adjudication, Answer, HumanLabel, Label, ReviewAssignment
+from evaluation.review import moves
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
@@ -96,10 +98,15 @@ def label_set(
         return _write_label(answer, criterion, reviewer, rater, existing, label, note)
 
 
+@contextmanager
 def _kept_counts_follow(answer_id: int, criterion_id: int, *, label: bool = True):
-    """The dataset's review counters and kept agreement counts move with the item's write
-    (agreement.delta): every label and adjudication write goes through here."""
-    return delta.item_change(answer_id=answer_id, criterion_id=criterion_id, label=label)
+    """The dataset's review counters, kept agreement counts (agreement.delta) and kept
+    queue orders (review.moves) move with the item's write, inside its transaction: every
+    label and adjudication write goes through here."""
+    with delta.item_change(answer_id=answer_id, criterion_id=criterion_id, label=label) as moved:
+        yield
+        if moved is not None:
+            moves.item_moved(moved, answer_id=answer_id, criterion_id=criterion_id)
 
 
 def _write_label(

@@ -138,7 +138,7 @@ def build_dataset(shared: Shared, name: str, *, queries: int = 2) -> Dataset:
     kept = KeptFigure.objects.create(
         dataset=dataset, kind="labelling-queue", key=f"queue:{name}", cells={}
     )
-    KeptQueueRow.objects.create(kept=kept, position=1, answer_id=answer.pk)
+    KeptQueueRow.objects.create(kept=kept, sort_key="1", answer_id=answer.pk)
     KeptRefresh.objects.create(
         dataset=dataset, run=runs[0], group="default", claimed_at=timezone.now()
     )

@@ -207,8 +207,9 @@ def test_query_counts_stay_flat_as_criteria_grow(client, reviewed_dataset, revie
     # And absolute bounds, so that a new query per page shows up here.
     # A label write also bumps the dataset's review revision (two statements: the dataset,
     # the upsert), which keys the cached agreement figures and scores.
-    # The audit history (django-simple-history) adds one row per label write.
-    assert big["page"] <= 14 and big["label"] <= 24 and big["undo"] <= 24
+    # The audit history (django-simple-history) adds one row per label write, and the kept
+    # queue orders of the dataset are looked up to move with it (review.moves).
+    assert big["page"] <= 14 and big["label"] <= 25 and big["undo"] <= 25
     # The first queue page after a label orders the queue again and keeps it (the writes of
     # evaluation.review.kept); the next ones read a page of the kept rows.
     assert big["labelling queue"] <= 33 and big["disagreement queue"] <= 28

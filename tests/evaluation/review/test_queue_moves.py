@@ -1,0 +1,243 @@
+"""A label or an adjudication moves the kept queue orders with the one row it changes
+(evaluation.review.moves) instead of leaving the next reader to order the whole queue
+again: after every kind of review write, the order kept for the new counters exists before
+anyone reads it, is the same header as before (not a refill), and equals a refill, row for
+row, for every run and without one; an order kept at other counters is never patched; two
+reviewers labelling at once (PostgreSQL) leave orders equal to a refill."""
+
+from __future__ import annotations
+
+import random
+import threading
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from annotation import roles, services
+from evaluation.kept.counters import counters
+from evaluation.models import Adjudication, HumanLabel, KeptFigure, KeptQueueRow
+from evaluation.review import selectors
+from evaluation.review import services as review
+from tests.evaluation.agreement.labelled import build_labelled
+from tests.factories import UserFactory
+from tests.support.builders import written
+
+KINDS = ("labelling-queue", "disagreement-queue")
+FIELDS = (
+    "sort_key", "adjudicated", "answer_id", "criterion_id", "run_id", "outcome", "passes",
+    "fails", "invalid", "human_pass", "human_fail", "labels", "uncertainty",
+)  # fmt: skip
+
+
+@pytest.fixture
+def labelled(reviewed_dataset):
+    reviewed_dataset.label_policy = "all"
+    reviewed_dataset.save()
+    return build_labelled(reviewed_dataset, queries=3, criteria=5, systems=2, seed=3)
+
+
+def read_queues(dataset, user, run=None) -> None:
+    """Read both queues (keeping their orders), as a queue page does."""
+    len(selectors.labelling_queue(dataset, user, run=run))
+    len(selectors.disagreement_queue(dataset, user, run=run).items)
+
+
+def headers(dataset) -> dict[tuple[str, int | None], KeptFigure]:
+    return {
+        (h.kind, h.run_id): h for h in KeptFigure.objects.filter(dataset=dataset, kind__in=KINDS)
+    }
+
+
+def rows(header: KeptFigure) -> list[tuple]:
+    found = KeptQueueRow.objects.filter(kept=header).order_by("adjudicated", "sort_key")
+    return list(found.values_list(*FIELDS))
+
+
+def refilled(dataset, user, runs) -> dict[tuple[str, int | None], tuple[dict, list[tuple]]]:
+    """Every queue ordered afresh (in a transaction rolled back): its totals and rows."""
+    found = {}
+    with transaction.atomic():
+        KeptFigure.objects.filter(dataset=dataset, kind__in=KINDS).delete()
+        for run in runs:
+            read_queues(dataset, user, run)
+        for slot, header in headers(dataset).items():
+            totals = {k: header.cells[k] for k in ("total", "adjudicated")}
+            found[slot] = (totals, rows(header))
+        transaction.set_rollback(True)
+    return found
+
+
+def assert_moved_to_a_refill(dataset, user, runs, kept_before: dict) -> None:
+    """The orders kept for the current counters are the same headers as before the write,
+    and equal a refill."""
+    now = headers(dataset)
+    assert {slot: h.pk for slot, h in now.items()} == {s: h.pk for s, h in kept_before.items()}
+    current = counters(dataset.pk)
+    for header in now.values():
+        assert header.revision == current.number
+    fresh = refilled(dataset, user, runs)
+    for slot, header in now.items():
+        totals = {k: header.cells[k] for k in ("total", "adjudicated")}
+        assert (totals, rows(header)) == fresh[slot], slot
+
+
+def _version(answer, criterion) -> int | None:
+    found = Adjudication.objects.filter(answer=answer, criterion=criterion).first()
+    return found.version if found else None
+
+
+@pytest.mark.django_db
+def test_every_review_write_moves_the_kept_orders_to_a_refill(labelled, reviewed_dataset, reviewer):
+    runs = [None, labelled.run]
+    for run in runs:
+        read_queues(reviewed_dataset, reviewer, run)
+    kept = headers(reviewed_dataset)
+    assert len(kept) == 4
+    # An item whose judges agree and nobody contradicts: a human contradiction queues it.
+    label = HumanLabel.objects.filter(answer__query__dataset=reviewed_dataset).first()
+    answer, criterion = label.answer, label.criterion
+    writes = [
+        lambda: review.label_set(answer=answer, criterion=criterion, reviewer=reviewer,
+                                 label="pass"),
+        lambda: review.label_set(answer=answer, criterion=criterion, reviewer=reviewer,
+                                 label="fail"),
+        lambda: review.label_delete(
+            label=HumanLabel.objects.get(answer=answer, criterion=criterion, rater="reviewer"),
+            by=reviewer),
+        lambda: review.label_set(answer=answer, criterion=criterion, reviewer=reviewer,
+                                 label="pass", note="Back."),
+        lambda: review.label_restore(answer=answer, criterion=criterion, reviewer=reviewer,
+                                     previous=None),
+        lambda: review.adjudicate(answer=answer, criterion=criterion, by=reviewer, label="fail",
+                                  expected_version=_version(answer, criterion)),
+        lambda: review.adjudicate(answer=answer, criterion=criterion, by=reviewer, label="pass",
+                                  expected_version=_version(answer, criterion)),
+    ]  # fmt: skip
+    for write in writes:
+        write()
+        assert_moved_to_a_refill(reviewed_dataset, reviewer, runs, kept)
+
+
+@pytest.mark.django_db
+def test_a_random_day_of_labelling_keeps_every_order_exact(labelled, reviewed_dataset, reviewer):
+    second = UserFactory(username="second-reviewer")
+    services.dataset_set_role(
+        dataset=reviewed_dataset, user=second, role=roles.DatasetRole.REVIEWER
+    )
+    runs = [None, labelled.run]
+    for run in runs:
+        read_queues(reviewed_dataset, reviewer, run)
+    kept = headers(reviewed_dataset)
+    rng = random.Random(11)
+    criteria = list(labelled.run.verdicts.values_list("answer", "criterion").distinct())
+    items = [(a, c) for a, c in criteria]
+    from annotation.models import Criterion
+    from evaluation.models import Answer
+
+    for _ in range(30):
+        answer_id, criterion_id = rng.choice(items)
+        answer, criterion = Answer.objects.get(pk=answer_id), Criterion.objects.get(pk=criterion_id)
+        who = rng.choice([reviewer, second])
+        action = rng.choice(["label", "label", "label", "delete", "adjudicate"])
+        if action == "label":
+            review.label_set(answer=answer, criterion=criterion, reviewer=who,
+                             label=rng.choice(["pass", "fail"]))  # fmt: skip
+        elif action == "delete":
+            mine = HumanLabel.objects.filter(
+                answer=answer, criterion=criterion, rater=who.get_username()
+            ).first()
+            if mine:
+                review.label_delete(label=mine, by=who)
+        else:
+            review.adjudicate(answer=answer, criterion=criterion, by=who,
+                              label=rng.choice(["pass", "fail"]),
+                              expected_version=_version(answer, criterion))  # fmt: skip
+    assert_moved_to_a_refill(reviewed_dataset, reviewer, runs, kept)
+
+
+@pytest.mark.django_db
+def test_the_next_read_after_a_label_orders_nothing_again(labelled, reviewed_dataset, reviewer):
+    read_queues(reviewed_dataset, reviewer)
+    label = HumanLabel.objects.filter(answer__query__dataset=reviewed_dataset).first()
+    review.label_set(
+        answer=label.answer, criterion=label.criterion, reviewer=reviewer, label="fail"
+    )
+    with CaptureQueriesContext(connection) as read:
+        read_queues(reviewed_dataset, reviewer)
+    sql = " ".join(q["sql"] for q in read.captured_queries)
+    assert "INSERT" not in sql and "evaluation_verdict" not in sql
+
+
+@pytest.mark.django_db
+def test_an_order_kept_at_other_counters_is_left_to_the_next_reader(
+    labelled, reviewed_dataset, reviewer
+):
+    read_queues(reviewed_dataset, reviewer)
+    stale = headers(reviewed_dataset)
+    label = HumanLabel.objects.filter(answer__query__dataset=reviewed_dataset).first()
+    # A write that bumps but moves nothing (an import's, a direct write's): the kept orders
+    # are at old counters now, and the label after it must not patch them.
+    HumanLabel.objects.filter(pk=label.pk).update(label="fail" if label.label == "pass" else "pass")
+    written(label.answer_id)
+    review.label_set(
+        answer=label.answer, criterion=label.criterion, reviewer=reviewer, label="pass"
+    )
+    for slot, header in headers(reviewed_dataset).items():
+        assert header.revision == stale[slot].revision and header.key == stale[slot].key
+    read_queues(reviewed_dataset, reviewer)  # refilled, then equal to a refill
+    fresh = refilled(reviewed_dataset, reviewer, [None])
+    for slot, header in headers(reviewed_dataset).items():
+        assert header.pk != stale[slot].pk
+        assert rows(header) == fresh[slot][1]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="SQLite serialises writers on one file lock: the revision row lock needs PostgreSQL",
+)
+def test_two_reviewers_labelling_at_once_leave_orders_equal_to_a_refill(reviewed_dataset):
+    reviewed_dataset.label_policy = "all"
+    reviewed_dataset.save()
+    data = build_labelled(reviewed_dataset, queries=2, criteria=4, systems=2, seed=9)
+    raters = [UserFactory(username=f"concurrent-{n}") for n in range(2)]
+    for user in raters:
+        services.dataset_set_role(
+            dataset=reviewed_dataset, user=user, role=roles.DatasetRole.REVIEWER
+        )
+    read_queues(reviewed_dataset, raters[0])
+    kept = headers(reviewed_dataset)
+    items = list(
+        data.run.verdicts.values_list("answer", "criterion")
+        .distinct()
+        .order_by("answer", "criterion")
+    )[:8]
+    from annotation.models import Criterion
+    from evaluation.models import Answer
+
+    errors: list[BaseException] = []
+    start = threading.Barrier(2)
+
+    def label(user, mine) -> None:
+        try:
+            start.wait(10)
+            for n, (answer_id, criterion_id) in enumerate(mine):
+                review.label_set(answer=Answer.objects.get(pk=answer_id),
+                                 criterion=Criterion.objects.get(pk=criterion_id),
+                                 reviewer=user, label="pass" if n % 2 else "fail")  # fmt: skip
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [
+        threading.Thread(target=label, args=(raters[0], items[:4])),
+        threading.Thread(target=label, args=(raters[1], items[4:])),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert not errors
+    assert_moved_to_a_refill(reviewed_dataset, raters[0], [None], kept)
