@@ -10,6 +10,7 @@ from celery import shared_task
 from evaluation import task_names
 from evaluation.analytics import figures, refresh
 from evaluation.models import Run
+from evaluation.runs import scores
 
 logger = logging.getLogger(__name__)
 
@@ -28,13 +29,16 @@ def warm_analytics(run_id: int) -> bool:
 
 @shared_task(name=task_names.REFRESH_TASK, acks_late=True, reject_on_worker_lost=True)
 def refresh_analytics(run_id: int, group: str = refresh.DEFAULT) -> bool:
-    """Recompute a run's analytics figures for the current state, queued by the first
-    reader who found them stale (`evaluation.analytics.refresh`). False when the run is
-    gone or the recompute failed: logged, the old figures stay served, and the marker
-    records the failure, so that readers try again after its backoff, not at once."""
+    """Recompute a run's analytics figures (or, for the group `scores.REFRESH_GROUP`, its
+    kept scores) for the current state, queued by the first reader who found them stale
+    (`evaluation.analytics.refresh`). False when the run is gone or the recompute failed:
+    logged, the old figures stay served, and the marker records the failure, so that
+    readers try again after its backoff, not at once."""
     run = Run.objects.select_related("dataset").filter(pk=run_id).first()
     if run is None:
         return False
+    if group == scores.REFRESH_GROUP:
+        return _recompute(run, group, lambda: scores.refresh_scores(run))
     return _recompute(run, group, lambda: figures.refresh_group(run, group))
 
 

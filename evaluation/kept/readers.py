@@ -116,13 +116,20 @@ class State:
 
     def key_of(self, piece: str) -> str:
         """The key of one of several rows kept for this state in its slot ("": the row)."""
-        b = self.basis
-        slot = f"{b.figure.kind}\n{b.run_id}\n{b.part}\n{piece}"
-        return hashlib.sha256(f"{slot}\n{self.text}".encode()).hexdigest()
+        return kept_key(self.basis, self.text, piece)
 
     def for_part(self, part: str) -> State:
         """The same state in another slot of the same figure and run."""
         return replace(self, basis=replace(self.basis, part=part))
+
+
+def kept_key(basis_: Basis, text: str, piece: str = "") -> str:
+    """The key of a row kept in the slot of `basis_` for the state whose text was `text`
+    (`State.text`): how a reader finds the pieces of an earlier state it serves while a
+    fresh one is computed (runs.scores)."""
+    b = basis_
+    slot = f"{b.figure.kind}\n{b.run_id}\n{b.part}\n{piece}"
+    return hashlib.sha256(f"{slot}\n{text}".encode()).hexdigest()
 
 
 def basis(

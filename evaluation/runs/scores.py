@@ -13,11 +13,13 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from decimal import Decimal
 
 from django.db import connection, transaction
 
 from annotation.models import Checklist
+from evaluation.analytics import refresh
 from evaluation.kept import figures as kept_figures
 from evaluation.kept import readers
 from evaluation.metrics import votes_sql
@@ -29,7 +31,7 @@ from evaluation.metrics.scoring import (
     score_counted,
 )
 from evaluation.metrics.summary import graded_mean, mean, pass_rate
-from evaluation.models import Answer, GradedScore, Run
+from evaluation.models import Answer, GradedScore, KeptFigure, Run
 
 
 @dataclass(frozen=True)
@@ -241,12 +243,19 @@ CHUNK = 50
 class RunScores:
     """A run's scores as the run page and the API show them: the threshold and every
     system's summary, the number of answers, and the answers read a slice at a time
-    (`len()` and slicing, so that a Paginator pages it without reading every answer)."""
+    (`len()` and slicing, so that a Paginator pages it without reading every answer).
+    `updating`: these are the scores kept before the latest adjudications or changes, and
+    fresh ones are being computed (`computed_at` says when these were; `failure`, when the
+    last try to compute them failed)."""
 
     threshold: float | None
     systems: list[SystemReport]
     count: int
     _read: Callable[[int, int], list[AnswerReport]]
+    updating: bool = False
+    computed_at: datetime | None = None
+    revision: int | None = None
+    failure: refresh.Failure | None = None
 
     def __len__(self) -> int:
         return self.count
@@ -256,6 +265,14 @@ class RunScores:
             raise TypeError("RunScores is read by slices of consecutive answers.")
         start, stop, _ = part.indices(self.count)
         return self._read(start, stop) if start < stop else []
+
+    def facts(self) -> dict:
+        """What the API answers carry about the state of the scores."""
+        return {
+            "updating": self.updating,
+            "computed_at": self.computed_at.isoformat() if self.computed_at else None,
+            "refresh_failed": self.failure.as_dict() if self.failure else None,
+        }
 
 
 def _scores_state(run: Run) -> readers.State:
@@ -294,54 +311,116 @@ def _with_authors(rows: list[dict]) -> list[AnswerReport]:
     return [_answer_from(row, authors) for row in rows]
 
 
+# The run's scores are refreshed by the kept-figures refresh task under this group name
+# (evaluation.analytics.refresh: one refresh per run in flight, back-off after failures).
+REFRESH_GROUP = "scores"
+
+
 def run_scores(run: Run) -> RunScores:
     """run_report(run) for a page: the same figures, but for an ended run the per-system
     summary and the ordered per-answer rows are kept in the figure cache under the state
     they were computed from (_scores_state), and a request reads the summary and the
-    pieces of the shown slice only; the report is built once per change. A running run
-    is never kept: its report is built on every request, as run_report."""
+    pieces of the shown slice only. A running run is never kept: its report is built on
+    every request, as run_report.
+
+    Stale while revalidating: when what they are computed from moved (an adjudication, a
+    criterion's weight, the pass threshold) and scores of an earlier state are kept, a
+    request serves those, marked `updating`, and the refresh task computes the fresh ones
+    in the background, once however many readers ask (evaluation.analytics.refresh); a
+    recount of a million votes is not paid by the reader after every adjudication. Only
+    the first scores of a run are computed in the request."""
     if not run.ended:
-        report = run_report(run)
-        return RunScores(
-            report.threshold, report.systems, len(report.answers),
-            lambda start, stop: report.answers[start:stop],
-        )  # fmt: skip
+        return _whole(run_report(run))
     state = _scores_state(run)
-    summary = kept_figures.kept(state)
-    built: list[AnswerReport] | None = None
-    if summary is None:
-        # Counted afresh, not through the counts' own kept rows (run_report): the kept
-        # report takes their place for these pages, and keeping both would store the run
-        # twice. A change of the pass threshold alone thus counts again (0.7 s of SQL at
-        # 1,000,000 votes), once.
-        report = _report(run, _counted(run))
-        built = report.answers
-        rows = [_answer_row(a) for a in report.answers]
-        summary = {
-            "threshold": report.threshold,
-            "systems": [asdict(s) for s in report.systems],
-            "count": len(rows),
-        }
-        pieces = {str(n // CHUNK): rows[n : n + CHUNK] for n in range(0, len(rows), CHUNK)}
-        # Inserted in one transaction: whoever finds the summary finds every piece.
-        kept_figures.store_pieces(state, {**pieces, "": summary})
+    found = _summary(state)
+    if found is None and (stale := _summary(state, earlier=True)) is not None:
+        if not _revalidate(run):
+            failure = refresh.failure(run.dataset_id, run.pk, REFRESH_GROUP)
+            return _kept_scores(run, state, *stale, updating=True, failure=failure)
+        found = _summary(state)  # kept meanwhile by an eager refresh
+    if found is None:
+        keep_scores(run, state)
+        found = _summary(state)
+    if found is None:  # read-only (a dataset export's snapshot): nothing was kept
+        return _whole(run_report(run))
+    return _kept_scores(run, state, *found)
+
+
+def _whole(report: ScoreReport) -> RunScores:
+    answers = report.answers
+    return RunScores(
+        report.threshold, report.systems, len(answers), lambda start, stop: answers[start:stop]
+    )
+
+
+def keep_scores(run: Run, state: readers.State | None = None) -> None:
+    """Count the ended run's scores afresh and keep them for its current state: what the
+    first request of a run does, and the refresh task (`refresh_scores`) after a change.
+
+    Counted afresh, not through the counts' own kept rows (run_report): the kept report
+    takes their place for these pages, and keeping both would store the run twice."""
+    state = state or _scores_state(run)
+    report = _report(run, _counted(run))
+    rows = [_answer_row(a) for a in report.answers]
+    summary = {
+        "threshold": report.threshold,
+        "systems": [asdict(s) for s in report.systems],
+        "count": len(rows),
+        "state": state.text,  # how an updating reader finds these pieces (_kept_scores)
+    }
+    pieces = {str(n // CHUNK): rows[n : n + CHUNK] for n in range(0, len(rows), CHUNK)}
+    # One transaction: whoever finds the summary finds every piece, and the pieces of the
+    # state before go with its summary.
+    with transaction.atomic():
+        kept_figures.store_pieces(state, pieces)
+        kept_figures.store(state.for_part(SUMMARY), summary)
+
+
+def refresh_scores(run: Run) -> None:
+    """The refresh task's work: keep the run's scores for its current state."""
+    if run.ended and _summary(_scores_state(run)) is None:
+        keep_scores(run)
+
+
+SUMMARY = "summary"  # the part the summary of the kept scores lives in; pieces in ""
+
+
+def _summary(state: readers.State, *, earlier: bool = False):
+    """(summary, computed_at, revision) kept for `state`, or with `earlier` the latest
+    kept for any state of the run (one indexed read of a one-row slot); None if none."""
+    at = state.for_part(SUMMARY)
+    rows = kept_figures.slot(at) if earlier else kept_figures.slot(at).filter(key=at.key)
+    found = rows.order_by("-computed_at").values_list("cells", "computed_at", "revision")
+    return found.first()
+
+
+def _revalidate(run: Run) -> bool:
+    """Queue the refresh of the run's scores (once for every reader); True when the fresh
+    ones have been kept meanwhile (an eager Celery runs the task inside the call)."""
+    return refresh.ensure(run.dataset_id, run.pk, REFRESH_GROUP) and refresh.eager()
+
+
+def _kept_scores(
+    run: Run, state: readers.State, summary: dict, computed_at: datetime, revision: int | None,
+    *, updating: bool = False, failure: refresh.Failure | None = None,
+) -> RunScores:  # fmt: skip
+    """The scores kept under `summary`'s state (the run's current one, or an earlier one
+    while `updating`), read a slice of pieces at a time."""
+    text = summary["state"]
 
     def read(start: int, stop: int) -> list[AnswerReport]:
-        if built is not None:
-            return built[start:stop]
         first, last = start // CHUNK, (stop - 1) // CHUNK
-        wanted = [str(n) for n in range(first, last + 1)]
-        pieces = kept_figures.kept_pieces(state, wanted)
-        if len(pieces) != len(wanted):
-            # Replaced by a newer state between the two reads: build this slice afresh.
-            return run_report(run).answers[start:stop]
-        rows = [row for n in wanted for row in pieces[n]]
+        keys = {readers.kept_key(state.basis, text, str(n)): n for n in range(first, last + 1)}
+        found = KeptFigure.objects.filter(dataset_id=run.dataset_id, key__in=list(keys))
+        pieces = {keys[key]: cells for key, cells in found.values_list("key", "cells")}
+        if len(pieces) != len(keys):
+            # Replaced by a newer state between the two reads: read that one's slice.
+            return run_scores(run)[start:stop]
+        rows = [row for n in range(first, last + 1) for row in pieces[n]]
         offset = first * CHUNK
         return _with_authors(rows[start - offset : stop - offset])
 
     return RunScores(
-        summary["threshold"],
-        [SystemReport(**s) for s in summary["systems"]],
-        summary["count"],
-        read,
-    )
+        summary["threshold"], [SystemReport(**s) for s in summary["systems"]], summary["count"],
+        read, updating=updating, computed_at=computed_at, revision=revision, failure=failure,
+    )  # fmt: skip

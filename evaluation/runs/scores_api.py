@@ -144,6 +144,18 @@ class RunScoresSerializer(serializers.Serializer):
     answers = AnswerScoreSerializer(
         many=True, help_text="One page of the run's answers (API_PAGE_SIZE, by query)."
     )
+    updating = serializers.BooleanField(
+        help_text="These scores were kept before the latest adjudications or changes; fresh "
+        "ones are being computed (ask again in a few seconds)."
+    )
+    computed_at = serializers.DateTimeField(
+        allow_null=True, help_text="When the scores served were computed (null: a running run)."
+    )
+    refresh_failed = serializers.DictField(
+        allow_null=True,
+        help_text="The last try to compute fresh scores failed: when, why "
+        "(the exception's kind), tries in a row and the next try.",
+    )
 
 
 class RunScoresView(APIView):
@@ -185,6 +197,7 @@ class RunScoresView(APIView):
                 else None,
                 "previous": replace_query_param(url, "page", number - 1) if number > 1 else None,
                 "answers": answers,
+                **report.facts(),
             }
         ).data
         return Response(data)

@@ -92,6 +92,14 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             response["HX-Refresh"] = "true"
         return response
     report = scores.run_scores(run)
+    if request.htmx and request.htmx.target == "figures-updating":
+        # The note's poll while the scores are being refreshed: reload once they are kept.
+        if not report.updating:
+            return HttpResponse(headers={"HX-Refresh": "true"})
+        return render(
+            request, "evaluation/analytics/_figures_updating.html",
+            {"served": report, "poll_url": request.path, "reload_url": request.path},
+        )  # fmt: skip
     context["report"] = report
     # The per-system table covers every answer; the per-answer table shows a page of them
     # (a run of 5,000 answers is not one page of HTML), each with its query's text. Only

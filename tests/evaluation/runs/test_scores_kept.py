@@ -70,7 +70,7 @@ def test_a_kept_report_is_read_not_built_again(reviewed_dataset, small_pieces, m
 
 
 def test_the_kept_report_follows_adjudications_criteria_threshold_and_authors(
-    reviewed_dataset, small_pieces, reviewer
+    reviewed_dataset, small_pieces, reviewer, eager_refresh
 ):
     from evaluation.models import Adjudication, Answer
     from evaluation.review import services as review
@@ -139,7 +139,7 @@ def test_run_page_and_api_page_the_kept_answers(reviewed_dataset, small_pieces, 
 
 
 def test_a_human_label_leaves_the_kept_report_an_adjudication_moves_it(
-    reviewed_dataset, small_pieces, reviewer, monkeypatch
+    reviewed_dataset, small_pieces, reviewer, monkeypatch, eager_refresh
 ):
     """No score reads a human label: reviewers labelling all day must not make the next
     reader of the run page count the run's votes again; an adjudication, which overrides
@@ -168,3 +168,57 @@ def test_a_human_label_leaves_the_kept_report_an_adjudication_moves_it(
     scores.run_scores(fresh(run))
     assert built == [1]  # built again once, for the new state
     equal_to_the_whole_report(run)
+
+
+def test_after_an_adjudication_readers_get_the_scores_before_it_until_one_refresh_keeps_the_new(
+    reviewed_dataset, small_pieces, reviewer, client, owner
+):
+    """Stale while revalidating: the reader after an adjudication is served the scores kept
+    before it, marked updating, instead of counting the run's votes again in the request;
+    one refresh is queued however many read; it keeps the fresh scores, which the next
+    reader gets. (The broker here is not consumed: the task is run as a worker would.)"""
+    from evaluation.analytics.tasks import refresh_analytics
+    from evaluation.models import Adjudication, KeptRefresh
+
+    data = build_labelled(reviewed_dataset, queries=3, criteria=4, systems=3, seed=53)
+    run = data.run
+    before = scores.run_scores(fresh(run))
+    expected = [asdict(a) for a in before[0 : before.count]]
+    assert not before.updating
+    answer_id, criterion_id = next(iter(data.votes))
+    current = Adjudication.objects.filter(answer_id=answer_id, criterion_id=criterion_id).first()
+    review_adjudicate(reviewer, answer_id, criterion_id, current)
+    built = []
+    original = scores._report
+    scores_report = scores._report
+    try:
+        scores._report = lambda *a: built.append(1) or original(*a)
+        stale = [scores.run_scores(fresh(run)) for _ in range(3)]
+    finally:
+        scores._report = scores_report
+    assert built == []  # nothing counted in the requests
+    assert all(s.updating and s.computed_at is not None for s in stale)
+    assert [asdict(a) for a in stale[0][0 : stale[0].count]] == expected
+    assert KeptRefresh.objects.filter(run=run, group=scores.REFRESH_GROUP).count() == 1
+    client.force_login(owner)
+    page = client.get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert "Updating." in page
+    api = client.get(f"/api/runs/{run.pk}/scores/").json()
+    assert api["updating"] is True and api["computed_at"]
+    assert refresh_analytics(run.pk, scores.REFRESH_GROUP) is True
+    assert not KeptRefresh.objects.filter(run=run).exists()
+    after = scores.run_scores(fresh(run))
+    assert not after.updating
+    equal_to_the_whole_report(run)
+    assert client.get(f"/api/runs/{run.pk}/scores/").json()["updating"] is False
+
+
+def review_adjudicate(reviewer, answer_id, criterion_id, current) -> None:
+    from evaluation.models import Answer
+    from evaluation.review import services as review
+
+    review.adjudicate(
+        answer=Answer.objects.get(pk=answer_id), criterion=Criterion.objects.get(pk=criterion_id),
+        by=reviewer, label="fail" if current and current.label == "pass" else "pass",
+        expected_version=current.version if current else None,
+    )  # fmt: skip
