@@ -11,6 +11,7 @@ into the row's key (`State.key`).
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -121,6 +122,18 @@ class State:
     def for_part(self, part: str) -> State:
         """The same state in another slot of the same figure and run."""
         return replace(self, basis=replace(self.basis, part=part))
+
+
+# How long the figures of a running run may be served after they were counted.
+LIVE_SECONDS = 5
+
+
+def live_window(now: float | None = None) -> str:
+    """A fact for the state of a figure that reads a running run, whose verdicts arrive
+    without its state moving: the current window of LIVE_SECONDS. Kept under it, the
+    figure is counted at most once per window for every reader (a running run's page and
+    progress), instead of at every request, and is never older than the window."""
+    return f"live:{int((time.time() if now is None else now) // LIVE_SECONDS)}"
 
 
 def kept_key(basis_: Basis, text: str, piece: str = "") -> str:

@@ -43,6 +43,20 @@ def latest(basis: Basis) -> KeptFigure | None:
     return header
 
 
+def _newer(state: State) -> KeptFigure | None:
+    """The order kept in the slot for the same basis at counters at least as new as
+    `state`'s, if any: a label committed between this reader's read of the counters and
+    its look-up moved the order past them (review.moves). Serving it is serving the
+    current order; filling one at the older counters would throw the moved one away."""
+    for header in kept_figures.slot(state).order_by("-pk")[:3]:
+        counters = header.cells.get("counters")
+        if header.cells.get("base") != state.basis.digest or counters is None:
+            continue
+        if all(new >= old for new, old in zip(counters, state.counters, strict=True)):
+            return header
+    return None
+
+
 def kept(state: State, fill: Callable[[int], dict]) -> KeptFigure:
     """The header of the queue kept for `state`, filling it first when it is not kept yet:
     `fill(header_id)` writes the rows and returns the header's figures (total, adjudicated).
@@ -55,6 +69,8 @@ def kept(state: State, fill: Callable[[int], dict]) -> KeptFigure:
         live = f"{state.basis.text}|live:{uuid.uuid4().hex}"
         state = replace(state, basis=replace(state.basis, text=live))
     found = KeptFigure.objects.filter(dataset_id=state.dataset_id, key=state.key).first()
+    if found is None and state.cacheable:
+        found = _newer(state)
     if found is not None:
         return found
     with transaction.atomic():
@@ -71,7 +87,7 @@ def kept(state: State, fill: Callable[[int], dict]) -> KeptFigure:
             # A concurrent reader computing the same state: this one waited on the unique
             # key until the other committed, and reads its rows instead of writing them.
             return KeptFigure.objects.get(dataset_id=state.dataset_id, key=state.key)
-        header.cells = {**fill(header.pk), "base": base}
+        header.cells = {**fill(header.pk), "base": base, "counters": list(state.counters)}
         if state.cacheable:  # what a label's move re-keys it from (review.moves)
             header.cells["basis"] = state.basis.text
         header.save(update_fields=["cells"])

@@ -44,9 +44,17 @@ def item_moved(moved: Moved, *, answer_id: int, criterion_id: int) -> None:
             _move_labelling(header, answer_id, labels())
         elif not _move_disagreement(header, answer_id, criterion_id):
             continue
-        header.key = readers.state_of(basis, moved.after).key
-        header.revision = moved.after.number
-        header.save(update_fields=["key", "revision", "cells"])
+        # By its old key: a reader filling the slot may have deleted the header meanwhile
+        # (it then waited for this transaction, and its own order takes the slot).
+        KeptFigure.objects.filter(pk=header.pk, key=header.key).update(
+            key=readers.state_of(basis, moved.after).key,
+            revision=moved.after.number,
+            cells={**header.cells, "counters": list(_counters(moved.after, basis))},
+        )
+
+
+def _counters(at, basis: readers.Basis) -> tuple[int, ...]:
+    return readers.state_of(basis, at).counters
 
 
 def _basis(header: KeptFigure) -> readers.Basis | None:

@@ -280,9 +280,10 @@ def _scores_state(run: Run) -> readers.State:
     verdicts and grades), the `scores` counter (adjudications, criteria, systems' names,
     answers deleted) and the dataset's pass threshold (the pass/fail column and the pass
     rates), which moves no counter."""
-    return readers.state(
-        run.dataset_id, readers.RUN_SCORES, run=run, facts=[repr(run.dataset.pass_threshold)]
-    )
+    facts = [repr(run.dataset.pass_threshold)]
+    if not run.ended:  # its verdicts arrive without its state moving: see readers.live_window
+        facts.append(readers.live_window())
+    return readers.state(run.dataset_id, readers.RUN_SCORES, run=run, facts=facts)
 
 
 def _answer_row(report: AnswerReport) -> dict:
@@ -320,8 +321,9 @@ def run_scores(run: Run) -> RunScores:
     """run_report(run) for a page: the same figures, but for an ended run the per-system
     summary and the ordered per-answer rows are kept in the figure cache under the state
     they were computed from (_scores_state), and a request reads the summary and the
-    pieces of the shown slice only. A running run is never kept: its report is built on
-    every request, as run_report.
+    pieces of the shown slice only. A running run's partial scores are kept the same way
+    for a few seconds at most (readers.live_window): its readers do not count its votes
+    at each request while its worker writes them.
 
     Stale while revalidating: when what they are computed from moved (an adjudication, a
     criterion's weight, the pass threshold) and scores of an earlier state are kept, a
@@ -329,14 +331,13 @@ def run_scores(run: Run) -> RunScores:
     in the background, once however many readers ask (evaluation.analytics.refresh); a
     recount of a million votes is not paid by the reader after every adjudication. Only
     the first scores of a run are computed in the request."""
-    if not run.ended:
-        return _whole(run_report(run))
     state = _scores_state(run)
     found = _summary(state)
     if found is None and (stale := _summary(state, earlier=True)) is not None:
         if not _revalidate(run):
+            # A running run's page says that its scores are partial, not "updating".
             failure = refresh.failure(run.dataset_id, run.pk, REFRESH_GROUP)
-            return _kept_scores(run, state, *stale, updating=True, failure=failure)
+            return _kept_scores(run, state, *stale, updating=run.ended, failure=failure)
         found = _summary(state)  # kept meanwhile by an eager refresh
     if found is None:
         keep_scores(run, state)
@@ -378,7 +379,7 @@ def keep_scores(run: Run, state: readers.State | None = None) -> None:
 
 def refresh_scores(run: Run) -> None:
     """The refresh task's work: keep the run's scores for its current state."""
-    if run.ended and _summary(_scores_state(run)) is None:
+    if _summary(_scores_state(run)) is None:
         keep_scores(run)
 
 

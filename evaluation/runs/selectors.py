@@ -82,10 +82,10 @@ class Progress:
 
 def _verdict_totals(run: Run) -> dict:
     """Counts over the run's verdicts: a scan of all of them, so an ended run's are kept in
-    the figure cache (they change only with the run's state)."""
-    if not run.ended:
-        return _count_verdicts(run)
-    state = readers.state(run.dataset_id, readers.PROGRESS, run=run)
+    the figure cache (they change only with the run's state), and a running run's for a
+    few seconds (readers.live_window): its page polls them while its worker writes."""
+    facts = [] if run.ended else [readers.live_window()]
+    state = readers.state(run.dataset_id, readers.PROGRESS, run=run, facts=facts)
     return remembered(state, lambda: _count_verdicts(run))
 
 

@@ -241,3 +241,60 @@ def test_two_reviewers_labelling_at_once_leave_orders_equal_to_a_refill(reviewed
         thread.join(30)
     assert not errors
     assert_moved_to_a_refill(reviewed_dataset, raters[0], [None], kept)
+
+
+@pytest.mark.django_db
+def test_a_reader_behind_a_label_gets_the_moved_order_not_a_refill(
+    labelled, reviewed_dataset, reviewer
+):
+    """A reader that read the counters just before a label committed looks up the order at
+    those counters: it gets the order the label moved past them, and fills nothing (a
+    refill at the older counters would throw the moved order away, and the next reader
+    would fill again)."""
+    from evaluation.kept import readers
+    from evaluation.review import kept as kept_orders
+
+    read_queues(reviewed_dataset, reviewer)
+    (header,) = [h for (kind, _), h in headers(reviewed_dataset).items() if kind == KINDS[1]]
+    basis = readers.Basis(
+        reviewed_dataset.pk, readers.DISAGREEMENT_QUEUE, None, "", header.cells["basis"], True
+    )
+    behind = readers.state_of(basis, counters(reviewed_dataset.pk))
+    label = HumanLabel.objects.filter(answer__query__dataset=reviewed_dataset).first()
+    review.label_set(
+        answer=label.answer, criterion=label.criterion, reviewer=reviewer, label="fail"
+    )
+
+    def no_fill(header_id):
+        raise AssertionError("ordered again")
+
+    assert kept_orders.kept(behind, no_fill).pk == header.pk
+
+
+@pytest.mark.django_db
+def test_a_label_after_the_order_was_deleted_under_it_is_saved(
+    labelled, reviewed_dataset, reviewer, monkeypatch
+):
+    """A reader filling the slot deletes the header a label is moving: the label is saved
+    all the same, and the next reader orders the queue again."""
+    from evaluation.review import moves
+
+    read_queues(reviewed_dataset, reviewer)
+    found = moves._move_labelling
+
+    def deleted_meanwhile(header, *args):
+        found(header, *args)
+        KeptFigure.objects.filter(pk=header.pk).delete()
+
+    monkeypatch.setattr(moves, "_move_labelling", deleted_meanwhile)
+    label = HumanLabel.objects.filter(answer__query__dataset=reviewed_dataset).first()
+    review.label_set(
+        answer=label.answer, criterion=label.criterion, reviewer=reviewer, label="fail"
+    )
+    assert HumanLabel.objects.filter(answer=label.answer, rater="reviewer").exists()
+    assert not any(kind == KINDS[0] for kind, _ in headers(reviewed_dataset))
+    monkeypatch.undo()
+    read_queues(reviewed_dataset, reviewer)
+    fresh = refilled(reviewed_dataset, reviewer, [None])
+    for slot, header in headers(reviewed_dataset).items():
+        assert rows(header) == fresh[slot][1]

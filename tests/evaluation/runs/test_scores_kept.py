@@ -101,17 +101,30 @@ def test_the_kept_report_follows_adjudications_criteria_threshold_and_authors(
     assert {c.author for c in shown.checklists} == {"renamed"}
 
 
-def test_a_running_run_is_never_kept_and_a_resumed_one_is_built_again(
-    reviewed_dataset, small_pieces
+def test_a_running_run_is_counted_once_per_window_and_a_resumed_one_is_built_again(
+    reviewed_dataset, small_pieces, monkeypatch, eager_refresh
 ):
+    """While a run runs its verdicts arrive without its state moving: its partial scores
+    are kept for one window of readers.LIVE_SECONDS at most, so its readers do not count its
+    votes at each request, and a later window counts them again."""
+    from evaluation.kept import readers
+
+    now = [1000.0]
+    monkeypatch.setattr(readers.time, "time", lambda: now[0])
     run = build_labelled(reviewed_dataset, queries=3, criteria=4, systems=3, seed=43).run
     equal_to_the_whole_report(run)
     Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING, finished_at=None)
     KeptFigure.objects.all().delete()
     equal_to_the_whole_report(run)
-    assert not KeptFigure.objects.filter(kind="run-scores", run_id=run.pk).exists()
+    assert KeptFigure.objects.filter(kind="run-scores", run_id=run.pk).exists()
     run.verdicts.filter(outcome="fail").update(outcome="pass")
-    equal_to_the_whole_report(run)
+    partial = scores.run_scores(fresh(run))  # the same window: as counted before
+    assert not partial.updating
+    assert [a.score for a in partial[0 : partial.count]] != [
+        a.score for a in scores.run_report(fresh(run)).answers
+    ]
+    now[0] += readers.LIVE_SECONDS
+    equal_to_the_whole_report(run)  # the next window counts again
     # Ended again (a new finish time): the votes changed while it ran; the kept report too.
     Run.objects.filter(pk=run.pk).update(status=Run.Status.DONE, finished_at=run.finished_at)
     equal_to_the_whole_report(run)
