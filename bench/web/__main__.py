@@ -6,17 +6,25 @@ and Redis, loaded by locust (headless, a bounded number of requests, 127.0.0.1 o
     .venv/bin/python -m bench.web --dataset 4 --agreement-dataset 3 \\
         --workers 4 --users 20 --requests 3000
     .venv/bin/python -m bench.web --dataset 4 --probe 3     # one user, N requests per page
+    .venv/bin/python -m bench.web --dataset 4 --users 20 --labellers 5 --run-time 120 \\
+        --run-verdicts 12000 --check --json mixed.json      # readers, reviewers and a run
 
 Prints, per page: requests, failures, p50 / p95 / p99 in ms, requests/s, the target and
-p95 / target; and the largest resident memory of a web worker. Needs the bench extra
-(gunicorn, locust) and a database seeded by ``python -m bench.seed_scale``.
+p95 / target; and the largest resident memory of a web worker. With --labellers K, K of the
+users are reviewers who label a criterion every 3 s and now and then adjudicate (per write:
+the same figures, target 200 ms for a label, 500 ms for an adjudication), and measure how
+long a label takes to show in the agreement API and in the labelling queue. With
+--run-verdicts N a real judge run (Celery worker, loopback judges) writes about N verdicts
+during the load (bench/web/judge_run.py); --check compares, after the load, the figures
+served with a recount (bench/web/check.py). Needs the bench extra (gunicorn, locust) and a
+database seeded by ``python -m bench.seed_scale``.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import json
+import math
 import os
 import re
 import signal
@@ -30,10 +38,15 @@ import urllib.request
 from http.cookiejar import CookieJar
 from pathlib import Path
 
+from bench.web.judge_run import NAME as RUN_NAME
+from bench.web.judge_run import JudgeRun
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 EDITOR_TARGET_MS, LIST_TARGET_MS = 200, 500
 MEMORY_TARGET_MB = 300
+LABEL_TARGET_MS, ADJUDICATE_TARGET_MS = 200, 500
+LABEL_POLL_TIMEOUT_S = 60  # a label not visible by then is counted as not visible
 
 
 def pages(dataset: int, agreement_dataset: int | None) -> list[tuple[str, str, int, int]]:
@@ -48,6 +61,7 @@ def pages(dataset: int, agreement_dataset: int | None) -> list[tuple[str, str, i
     run = (
         Run.objects.filter(dataset=dataset, status=Run.Status.DONE)
         .exclude(kind=Run.Kind.CROSS_EVALUATION)
+        .exclude(name=RUN_NAME)  # --run-verdicts --keep-run: a small run, not the seeded one
         .order_by("-finished_at", "-pk")
         .first()
     )
@@ -196,49 +210,215 @@ def probe(port: int, page_list, times: int, timeout: float) -> list[dict]:
     return rows
 
 
-def load(port: int, page_list, users: int, requests: int, run_time: int, out: Path) -> list:
+# Requests of the labellers (--labellers), by the request name the locustfile gives them.
+LABELLER_PAGES = {
+    "(labeller) labelling queue": LIST_TARGET_MS,
+    "(labeller) review page": EDITOR_TARGET_MS,
+    "(labeller) disagreement queue": LIST_TARGET_MS,
+    "(labeller) API agreement": LIST_TARGET_MS,
+}
+WRITES = {"POST label": LABEL_TARGET_MS, "POST adjudicate": ADJUDICATE_TARGET_MS}
+POLLS = ("(poll) API agreement", "(poll) labelling queue")
+
+
+def labeller_accounts(dataset_id: int) -> list[str]:
+    """The seeded reviewers (bench.seed_scale) who may review the dataset, in order."""
+    from django.contrib.auth import get_user_model
+
+    from annotation import roles
+    from annotation.models import Dataset
+    from annotation.permissions import dataset_permissions
+    from bench.seed_scale import RATERS
+
+    dataset = Dataset.objects.get(pk=dataset_id)
+    users = get_user_model().objects.filter(username__in=[*RATERS, "bench-reviewer"])
+    found = {u.get_username(): u for u in users}
+    return [
+        name
+        for name in (*RATERS, "bench-reviewer")
+        if name in found and roles.REVIEW in dataset_permissions(found[name], dataset)
+    ]
+
+
+def load(port: int, page_list, args, out: Path, accounts: list[str]) -> dict:
+    """Run locust; returns the figures of every request name by group, and what the
+    labellers collected (adjudication outcomes, label-to-visible latencies)."""
+    collected = out.with_name("locust.json")
     env = {
         **os.environ,
         "BENCH_WEB_PAGES": json.dumps([[n, u, w] for n, u, w, _t in page_list]),
-        "BENCH_WEB_REQUESTS": str(requests),
+        "BENCH_WEB_REQUESTS": str(args.requests),
+        "BENCH_WEB_DATASET": str(args.dataset),
+        "BENCH_WEB_LABELLERS": str(args.labellers),
+        "BENCH_WEB_ACCOUNTS": json.dumps(accounts),
+        "BENCH_WEB_RESULTS": str(collected),
+        "BENCH_WEB_POLL_TIMEOUT": str(LABEL_POLL_TIMEOUT_S),
     }
     subprocess.run(
         [str(BIN / "locust"), "-f", str(Path(__file__).with_name("locustfile.py")),
-         "--headless", "-u", str(users), "-r", str(users), "--run-time", f"{run_time}s",
-         "--host", f"http://127.0.0.1:{port}", "--csv", str(out), "--only-summary",
-         "--loglevel", "WARNING", "--stop-timeout", "60"],
+         "--headless", "-u", str(args.users), "-r", str(args.users),
+         "--run-time", f"{args.run_time}s", "--host", f"http://127.0.0.1:{port}",
+         "--only-summary", "--loglevel", "WARNING", "--stop-timeout", "60"],
         cwd=ROOT, env=env, check=False,
     )  # fmt: skip
-    targets = {n: t for n, _u, _w, t in page_list}
-    with open(f"{out}_stats.csv") as handle:
-        stats = [row for row in csv.DictReader(handle) if row["Name"] in targets]
-    return [
-        {
-            "page": row["Name"], "requests": int(row["Request Count"]),
-            "failures": int(row["Failure Count"]), "p50": float(row["50%"]),
-            "p95": float(row["95%"]), "p99": float(row["99%"]),
-            "rps": float(row["Requests/s"]), "target": targets[row["Name"]],
+    if not collected.exists():
+        raise SystemExit("locust wrote no results: see its output above")
+    labellers = json.loads(collected.read_text())
+    stats = labellers.pop("statistics")
+
+    def rows(names: dict[str, int | None]) -> list[dict]:
+        return [
+            {"page": name, **{k: v for k, v in found.items() if k != "method"},
+             "target": target}
+            for name, target in names.items()
+            if (found := stats.get(name)) is not None
+        ]  # fmt: skip
+
+    started, stopped = labellers.get("started"), labellers.get("stopped")
+    return {
+        "pages": rows({n: t for n, _u, _w, t in page_list}),
+        "labeller_pages": rows(LABELLER_PAGES),
+        "writes": rows(WRITES),
+        "polls": rows(dict.fromkeys(POLLS)),
+        "failures": labellers.pop("failures"),
+        "labellers": labellers,
+        "duration_s": stopped - started if started and stopped else None,
+    }
+
+
+def percentile(values: list[float], share: float) -> float | None:
+    """Nearest rank."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(share * len(ordered)) - 1))]
+
+
+def visible_figures(labellers: dict) -> dict:
+    result = {}
+    for kind in ("agreement", "queue"):
+        values = labellers.get("visible", {}).get(kind, [])
+        result[kind] = {
+            "measured": len(values), "p50": percentile(values, 0.5),
+            "p95": percentile(values, 0.95), "max": max(values, default=None),
+            "not_visible": labellers.get("not_visible", {}).get(kind, 0),
+            "skipped": labellers.get("skipped", {}).get(kind, 0),
+        }  # fmt: skip
+    return result
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
+
+
+def print_rows(title: str, rows: list[dict]) -> None:
+    if not rows:
+        return
+    print(f"\n{title:30} {'n':>5} {'fail':>4} {'p50':>7} {'p95':>7} {'p99':>7} "
+          f"{'req/s':>6} {'target':>6} {'p95/target':>10}")  # fmt: skip
+    for row in rows:
+        target = row["target"]
+        ratio = f"{row['p95'] / target:10.2f}" if target else f"{'-':>10}"
+        print(f"{row['page']:30} {row['requests']:5} {row['failures']:4} "
+              f"{row['p50']:7.0f} {row['p95']:7.0f} {row['p99']:7.0f} "
+              f"{row['rps']:6.2f} {target or '-':>6} {ratio}")  # fmt: skip
+
+
+def print_load(result: dict, args) -> None:
+    print_rows("page", result["pages"])
+    print_rows("labeller page", result["labeller_pages"])
+    print_rows("write", result["writes"])
+    print_rows("latency poll (no target)", result["polls"])
+    labellers = result["labellers"]
+    if args.labellers:
+        labels = labellers.get("labels", {})
+        decided = labellers.get("adjudications", {})
+        print(f"\nlabels: {labels.get('saved', 0)} saved, {labels.get('failed', 0)} failed; "
+              f"adjudications: {decided.get('saved', 0)} saved, {decided.get('conflicts', 0)} "
+              f"conflicts (someone decided first: not failures), {decided.get('failed', 0)} "
+              f"failed, {decided.get('skipped', 0)} not attempted (no item)")  # fmt: skip
+        print("label to visible (ms from the label POST's answer to the first read that shows "
+              "it; every 5th label):")  # fmt: skip
+        where = {
+            "agreement": f"GET /api/agreement/?dataset={args.dataset}: the rater's labels",
+            "queue": "labelling queue page filtered to the answer: its label count",
         }
-        for row in stats
-    ]  # fmt: skip
+        for kind, v in result["visible"].items():
+            print(f"  {kind:9} {v['measured']:4} measured  p50 {_ms(v['p50']):>6}  p95 "
+                  f"{_ms(v['p95']):>6}  max {_ms(v['max']):>6}  not visible within "
+                  f"{LABEL_POLL_TIMEOUT_S} s: {v['not_visible']}  skipped: {v['skipped']}  "
+                  f"({where[kind]})")  # fmt: skip
+    for failure in result["failures"][:8]:
+        print(f"failure: {failure['request']}: {failure['error'][:120]} × {failure['count']}")
+    duration = result.get("duration_s")
+    lasted = "-" if duration is None else f"{duration:.0f}"
+    print(f"\nrequests counted for --requests: {labellers.get('requests_counted', '-')} "
+          f"(limit {args.requests}); the load lasted about {lasted} s "
+          f"(--run-time {args.run_time})")  # fmt: skip
+
+
+def print_run(run: dict) -> None:
+    state = "finished" if run["finished"] else f"not finished ({run['status']})"
+    took = f" in {run['finished_s']:.1f} s" if run["finished_s"] is not None else ""
+    print(f"\njudge run {run['run']}: {run['queries']} queries, {run['expected']} verdicts "
+          f"expected, latency {run['latency_s'] * 1000:.0f} ms, C {run['concurrency']} "
+          f"({run['threads']} worker threads)")  # fmt: skip
+    print(f"judge run: {run['verdicts_during_load']} verdicts during the load, "
+          f"{run['verdicts_per_s_during_load']:.1f} verdicts/s; {run['verdicts']} in all; "
+          f"{state}{took}; loopback calls {run['loopback'].get('calls', '-')}"
+          f"{'; run deleted' if run['deleted'] else ''}")  # fmt: skip
+
+
+def print_check(result: dict) -> None:
+    print("\ncheck (figures served now vs recounted with nothing kept; 0 differences expected):")
+    for name, found in result.items():
+        if "now" in found:
+            extra = f" (now {found['now']}, recounted {found['recounted']})"
+        elif "items_now" in found:
+            extra = f" items ({found['items_now']} now, {found['items_recounted']} recounted)"
+        else:
+            extra = " figures"
+        print(f"  {name:26} {found['differences']} differences of {found['compared']}{extra}")
+        for example in found["examples"]:
+            print(f"    {example}")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.web", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.web", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
     parser.add_argument("--dataset", type=int, required=True, help="the full preset's dataset")
     parser.add_argument("--agreement-dataset", type=int, help="the 200,000-item preset's")
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--users", type=int, default=20)
-    parser.add_argument("--requests", type=int, default=3000)
+    parser.add_argument("--labellers", type=int, default=0,
+                        help="of the users, how many label and adjudicate")  # fmt: skip
+    parser.add_argument("--requests", type=int, default=3000,
+                        help="end the load after N requests (polls not counted)")  # fmt: skip
     parser.add_argument("--run-time", type=int, default=600, help="seconds, at most")
+    parser.add_argument("--run-verdicts", type=int, default=0,
+                        help="a judge run writing about N verdicts during the load")  # fmt: skip
+    parser.add_argument("--keep-run", action="store_true",
+                        help="keep the judge run afterwards (default: delete it)")  # fmt: skip
+    parser.add_argument("--check", action="store_true",
+                        help="after the load: served figures and queues vs a recount")  # fmt: skip
+    parser.add_argument("--json", type=Path, help="write every result to this file")
     parser.add_argument("--port", type=int, default=8614)
     parser.add_argument("--probe", type=int, default=0, help="one user, N requests per page")
     parser.add_argument("--timeout", type=float, default=120.0, help="probe: per request, s")
     parser.add_argument("--only", default="", help="comma-separated page names")
     parser.add_argument("--skip", default="", help="comma-separated page names to leave out")
     args = parser.parse_args(argv)
+    if not 0 <= args.labellers <= args.users:
+        parser.error("--labellers is between 0 and --users")
     # A SIGTERM ends the run like Ctrl-C: the server is stopped on the way out.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    queue = f"bench-web-{os.getpid()}"
+    if args.run_verdicts:
+        # The run's tasks go to the default queue: this worker's, named before Django reads
+        # its settings (in pages()); the web server keeps its own.
+        os.environ["CELERY_QUEUE"] = queue
     page_list = pages(args.dataset, args.agreement_dataset)
     if args.only:
         wanted = {n.strip() for n in args.only.split(",")}
@@ -246,28 +426,67 @@ def main(argv: list[str] | None = None) -> int:
     if args.skip:
         unwanted = {n.strip() for n in args.skip.split(",")}
         page_list = [p for p in page_list if p[0] not in unwanted]
+    accounts = labeller_accounts(args.dataset) if args.labellers else []
+    if args.labellers and not accounts:
+        raise SystemExit("--labellers: none of the seeded reviewers may review the dataset.")
+    report: dict = {"command": " ".join(sys.argv), "options": {
+        k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}}  # fmt: skip
+    judge = None
     with tempfile.TemporaryDirectory(prefix="bench-web-") as tmp:
         env = server_env(str(Path(tmp) / "static"))
+        env.pop("CELERY_QUEUE", None)
         subprocess.run(
             [sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"],
             cwd=ROOT, env=env, check=True,
         )  # fmt: skip
-        print(f"load average before: {os.getloadavg()}", flush=True)
+        before = os.getloadavg()
+        print(f"load average before: {before}", flush=True)
+        if accounts:
+            print(f"labellers log in as: {', '.join(accounts)} (in turn)", flush=True)
         with Server(args.port, args.workers, env) as server:
             if args.probe:
-                probe(args.port, page_list, args.probe, args.timeout)
+                report["probe"] = probe(args.port, page_list, args.probe, args.timeout)
             else:
-                rows = load(args.port, page_list, args.users, args.requests, args.run_time,
-                            Path(tmp) / "locust")  # fmt: skip
-                print(f"\n{'page':28} {'n':>5} {'fail':>4} {'p50':>7} {'p95':>7} {'p99':>7} "
-                      f"{'req/s':>6} {'target':>6} {'p95/target':>10}")  # fmt: skip
-                for row in rows:
-                    print(f"{row['page']:28} {row['requests']:5} {row['failures']:4} "
-                          f"{row['p50']:7.0f} {row['p95']:7.0f} {row['p99']:7.0f} "
-                          f"{row['rps']:6.2f} {row['target']:6} "
-                          f"{row['p95'] / row['target']:10.2f}")  # fmt: skip
-            print(f"\nlargest web worker: {server.peak_rss_mb:.0f} MB (target "
-                  f"{MEMORY_TARGET_MB} MB); load average after: {os.getloadavg()}")  # fmt: skip
+                if args.run_verdicts:
+                    judge = JudgeRun(dataset_id=args.dataset, verdicts=args.run_verdicts,
+                                     seconds=args.run_time, queue=queue)  # fmt: skip
+                    started = judge.start()
+                    print(f"judge run {started.run} started: {started.expected} verdicts on "
+                          f"{started.queries} queries, latency "
+                          f"{started.latency_s * 1000:.0f} ms", flush=True)  # fmt: skip
+                try:
+                    if judge:
+                        judge.load_started()
+                    result = load(args.port, page_list, args, Path(tmp) / "locust", accounts)
+                    if judge:
+                        judge.load_ended()
+                finally:
+                    if judge:
+                        judge.stop()
+                result["visible"] = visible_figures(result["labellers"])
+                report.update(result)
+                print_load(result, args)
+                if judge:
+                    report["run"] = judge.summary.as_dict()
+            report["memory_mb"] = round(server.peak_rss_mb, 1)
+    after = os.getloadavg()
+    report["load_average"] = {"before": before, "after": after}
+    if args.check and not args.probe:
+        from bench.web.check import check
+
+        report["check"] = check(args.dataset, accounts[0] if accounts else "bench-admin")
+    if judge and not args.keep_run:
+        judge.delete()
+    if judge:
+        report["run"] = judge.summary.as_dict()
+        print_run(report["run"])
+    print(f"\nlargest web worker: {report['memory_mb']:.0f} MB (target "
+          f"{MEMORY_TARGET_MB} MB); load average after: {after}")  # fmt: skip
+    if "check" in report:
+        print_check(report["check"])
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2, default=str))
+        print(f"\nresults: {args.json}")
     return 0
 
 
