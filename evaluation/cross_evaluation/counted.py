@@ -15,8 +15,9 @@ computed by the same functions as before (`metrics.overlap`), so they are identi
 Cached under everything they depend on: the source, every cross-evaluation run's state
 (a running run is never cached), the dataset's review revision less the labels and
 adjudications of system answers, which no figure here reads (criteria, queries, perfect
-answers' labels and adjudications: the `cross_evaluation` counter) and a fingerprint of the
-submitted checklists and perfect answers (count, ids, last change).
+answers' adjudications: the `cross_evaluation` counter; their labels, read by the source
+"human" only: the `perfect_labels` counter) and a fingerprint of the submitted checklists
+and perfect answers (count, ids, last change).
 """
 
 from __future__ import annotations
@@ -291,8 +292,11 @@ def _state(dataset: Dataset, source: Source) -> readers.State | None:
     answers = Answer.objects.filter(
         checklist__query__dataset=dataset, checklist__status=Checklist.Status.SUBMITTED
     ).aggregate(n=Count("id"), ids=Sum("id"), last=Max("updated_at"))
+    figure = (
+        readers.CROSS_EVALUATION_FROM_LABELS if source.kind == "human" else readers.CROSS_EVALUATION
+    )
     return readers.state(
-        dataset.pk, readers.CROSS_EVALUATION, runs=runs,
+        dataset.pk, figure, runs=runs,
         part=f"{source.kind}-{source.run_id or 0}",
         facts=[*checklists.values(), *answers.values()],
     )  # fmt: skip

@@ -9,9 +9,10 @@ explicitly (review services, imports); criteria, queries, names and answers have
 writers and bump by signal (`receivers`). A new bulk writer must bump itself.
 
 Readers declare what they read (`readers.Figure`: agreement NUMBER, queues NUMBER and
-ANSWERS, run scores SCORES, cross-evaluation CROSS_EVALUATION, analytics NUMBER, run-only
-figures none), and `readers.state` builds every figure's state: those counters, the runs
-it reads and the caller's facts. `figures` keeps a value per state in KeptFigure rows
+ANSWERS, run scores SCORES, cross-evaluation CROSS_EVALUATION (and PERFECT_LABELS when
+counted from human labels), analytics NUMBER, run-only figures none), and
+`readers.state` builds every figure's state: those counters, the runs it reads and the
+caller's facts. `figures` keeps a value per state in KeptFigure rows
 (columns: kind, run, part, revision; the key is the state's hash); a new state replaces
 the rows of the figure's slot. Queue orders are rows under such a header (review.kept);
 analytics refresh markers and back-off records are KeptRefresh rows (analytics.refresh).

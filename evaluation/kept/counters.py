@@ -26,16 +26,22 @@ class Counter(StrEnum):
     SCORES = "scores"
     # System answers added: they change no figure, but join the labelling queue.
     ANSWERS = "answers"
+    # Human labels of perfect answers: read only by the cross-evaluation figures counted
+    # from reviewers' labels (source "human"), beside CROSS_EVALUATION; the figures from the
+    # judges' grades (the page's default) read no label, so reviewers labelling perfect
+    # answers do not make their next reader recount them (3 s at the full preset).
+    PERFECT_LABELS = "perfect_labels"
 
 
 @dataclass(frozen=True)
 class Counters:
-    """The four counters of one dataset at one moment (all zero before its first write)."""
+    """The counters of one dataset at one moment (all zero before its first write)."""
 
     number: int = 0
     cross_evaluation: int = 0
     scores: int = 0
     answers: int = 0
+    perfect_labels: int = 0
 
     def __getitem__(self, counter: Counter) -> int:
         return getattr(self, counter.value)

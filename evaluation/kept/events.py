@@ -46,12 +46,15 @@ class Event(Enum):
 # Every figure's counters: what a change of structure (criteria, queries, names) or a bulk
 # write moves. Imports move all three although a label alone leaves SCORES: an import may
 # write any table, and its readers recount once.
-_EVERY_FIGURE = frozenset({Counter.NUMBER, Counter.CROSS_EVALUATION, Counter.SCORES})
+_EVERY_FIGURE = frozenset(
+    {Counter.NUMBER, Counter.CROSS_EVALUATION, Counter.SCORES, Counter.PERFECT_LABELS}
+)
 
 MOVES: MappingProxyType[Event, frozenset[Counter]] = MappingProxyType({
-    # Run scores never read a label; cross-evaluation reads perfect answers only.
+    # Run scores never read a label; cross-evaluation reads perfect answers' labels only
+    # when counted from reviewers' labels (PERFECT_LABELS), never from judges' grades.
     Event.LABEL: frozenset({Counter.NUMBER}),
-    Event.PERFECT_ANSWER_LABEL: frozenset({Counter.NUMBER, Counter.CROSS_EVALUATION}),
+    Event.PERFECT_ANSWER_LABEL: frozenset({Counter.NUMBER, Counter.PERFECT_LABELS}),
     Event.ADJUDICATION: frozenset({Counter.NUMBER, Counter.SCORES}),
     Event.PERFECT_ANSWER_ADJUDICATION: _EVERY_FIGURE,
     # A system answer carries no label, adjudication or verdict of a finished run: only

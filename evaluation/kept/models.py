@@ -31,6 +31,10 @@ class ReviewRevision(models.Model):
     # analytics reader recount.
     # db_default: the upsert of the time (migration 0017) left the column out.
     answers = models.BigIntegerField(default=0, db_default=0)
+    # Human labels of perfect answers (and every change that moves all counters): what the
+    # cross-evaluation figures from reviewers' labels read beside `cross_evaluation`, which
+    # such a label no longer moves.
+    perfect_labels = models.BigIntegerField(default=0, db_default=0)
 
     def __str__(self) -> str:
         return f"Review revision {self.number} of dataset {self.dataset_id}"

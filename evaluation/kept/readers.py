@@ -40,6 +40,10 @@ SCORE_COUNTS = Figure("score-counts", (Counter.SCORES,))
 RUN_SCORES = Figure("run-scores", (Counter.SCORES,))
 # Perfect answers, their labels and adjudications, criteria and queries.
 CROSS_EVALUATION = Figure("cross-evaluation", (Counter.CROSS_EVALUATION,))
+# The same, counted from reviewers' labels of perfect answers (source "human").
+CROSS_EVALUATION_FROM_LABELS = Figure(
+    "cross-evaluation", (Counter.CROSS_EVALUATION, Counter.PERFECT_LABELS)
+)
 ANALYTICS = Figure("analytics", (Counter.NUMBER,))
 # Verdicts only: the runs' states say when they move.
 QUEUE_VOTES = Figure("queue-votes")

@@ -268,3 +268,31 @@ def test_labelling_system_answers_keeps_the_figures_labelling_perfect_answers_mo
     review.label_set(answer=perfect, criterion=criterion, reviewer=owner, label="fail")
     assert counted._state(dataset, human) != state
     assert counted.figures(dataset, human) == counted.compute(dataset, human)
+
+
+def test_labelling_perfect_answers_keeps_the_figures_from_the_judges_grades(mixed):
+    """Only the figures counted from reviewers' labels (source "human") read perfect
+    answers' labels: those from the judges' grades (the page's default, and the analytics
+    reference line) stay kept while reviewers label perfect answers from the labelling
+    queue; an adjudication, which overrides the judges, still moves them."""
+    from evaluation.review import services as review
+
+    dataset, owner, _ = mixed
+    latest, human = selectors.Source("latest"), selectors.Source("human")
+    counted.figures(dataset, latest)
+    counted.figures(dataset, human)
+    kept_latest, kept_human = counted._state(dataset, latest), counted._state(dataset, human)
+    perfect = Answer.objects.filter(query__dataset=dataset, checklist__isnull=False).first()
+    criterion = Criterion.objects.filter(checklist__query=perfect.query_id).last()
+    review.label_set(answer=perfect, criterion=criterion, reviewer=owner, label="fail")
+    assert counted._state(dataset, latest) == kept_latest  # still served from the cache
+    assert counted._state(dataset, human) != kept_human
+    for source in (latest, human):
+        assert counted.figures(dataset, source) == counted.compute(dataset, source)
+    current = Adjudication.objects.filter(answer=perfect, criterion=criterion).first()
+    review.adjudicate(
+        answer=perfect, criterion=criterion, by=owner, label="pass",
+        expected_version=current.version if current else None,
+    )  # fmt: skip
+    assert counted._state(dataset, latest) != kept_latest
+    assert counted.figures(dataset, latest) == counted.compute(dataset, latest)
