@@ -23,6 +23,7 @@ and perfect answers (count, ids, last change).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from django.db import connection, transaction
@@ -202,7 +203,9 @@ def _statement(source: Source, runs: list[Run]) -> str:
     return f"WITH {_BASE}, {chosen}, {outcomes} {_COUNTS} {_RUNS}"
 
 
-def _rows(dataset: Dataset, source: Source) -> list[tuple]:
+def _rows(dataset: Dataset, source: Source) -> Iterator[tuple]:
+    """The statement's rows, one at a time: at the full preset they are 360,000 (one per
+    criterion and other checklist), and a list of them all took a web worker past 400 MB."""
     runs = list(cross_evaluation_runs(dataset))
     if source.kind == "run" and source.run_id not in {r.pk for r in runs}:
         raise UnknownSource(f"Run {source.run_id} is not a cross-evaluation of this dataset.")
@@ -211,7 +214,8 @@ def _rows(dataset: Dataset, source: Source) -> list[tuple]:
     with connection.cursor() as cursor:
         if connection.vendor != "postgresql":
             cursor.execute(sql, params)
-            return cursor.fetchall()
+            yield from cursor
+            return
         # As the agreement counts (evaluation.agreement.cells): the CTEs' sizes are not
         # estimated, and nested loops over them take minutes; hash joins take a second.
         with transaction.atomic():
@@ -221,7 +225,7 @@ def _rows(dataset: Dataset, source: Source) -> list[tuple]:
             # which takes longer than the statement itself.
             cursor.execute("SET LOCAL jit = off")
             cursor.execute(sql, params)
-            return cursor.fetchall()
+            yield from cursor
 
 
 def compute(dataset: Dataset, source: Source) -> dict:
