@@ -35,6 +35,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from http.cookiejar import CookieJar
 from pathlib import Path
 
@@ -383,6 +384,37 @@ def print_check(result: dict) -> None:
             print(f"    {example}")
 
 
+@contextmanager
+def app_worker(env: dict[str, str], args):
+    """A Celery worker on the web server's queue, for the app's own tasks (a refresh of the
+    run scores or analytics queued by a reader who found them updating), one process as a
+    small production has: without it those refreshes would never run during the load."""
+    if args.no_app_worker or args.probe:
+        yield None
+        return
+    from bench.judge_throughput import processes
+
+    worker = processes.WorkerProcess(queue=env["CELERY_QUEUE"], threads=1, env=env).start()
+    try:
+        yield AppWorker(worker)
+    finally:
+        worker.stop()
+
+
+class AppWorker:
+    def __init__(self, worker) -> None:
+        self.worker = worker
+
+    def summary(self) -> dict:
+        """Tasks the worker finished, by name, from its log."""
+        done: dict[str, int] = {}
+        for line in self.worker.log().splitlines():
+            found = re.search(r"Task ([\w.]+)\[[^]]+\] succeeded", line)
+            if found:
+                done[found.group(1)] = done.get(found.group(1), 0) + 1
+        return {"tasks succeeded": done}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench.web", description=__doc__,
@@ -401,6 +433,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="a judge run writing about N verdicts during the load")  # fmt: skip
     parser.add_argument("--keep-run", action="store_true",
                         help="keep the judge run afterwards (default: delete it)")  # fmt: skip
+    parser.add_argument("--no-app-worker", action="store_true",
+                        help="no Celery worker for the app tasks (refreshes)")  # fmt: skip
     parser.add_argument("--check", action="store_true",
                         help="after the load: served figures and queues vs a recount")  # fmt: skip
     parser.add_argument("--json", type=Path, help="write every result to this file")
@@ -434,7 +468,9 @@ def main(argv: list[str] | None = None) -> int:
     judge = None
     with tempfile.TemporaryDirectory(prefix="bench-web-") as tmp:
         env = server_env(str(Path(tmp) / "static"))
-        env.pop("CELERY_QUEUE", None)
+        # The web server's tasks (the refreshes of figures served while updating) go to a
+        # queue of this run's own, which a worker consumes as in production.
+        env["CELERY_QUEUE"] = f"bench-web-app-{os.getpid()}"
         subprocess.run(
             [sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"],
             cwd=ROOT, env=env, check=True,
@@ -443,7 +479,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"load average before: {before}", flush=True)
         if accounts:
             print(f"labellers log in as: {', '.join(accounts)} (in turn)", flush=True)
-        with Server(args.port, args.workers, env) as server:
+        with Server(args.port, args.workers, env) as server, app_worker(env, args) as worker:
             if args.probe:
                 report["probe"] = probe(args.port, page_list, args.probe, args.timeout)
             else:
@@ -469,6 +505,7 @@ def main(argv: list[str] | None = None) -> int:
                 if judge:
                     report["run"] = judge.summary.as_dict()
             report["memory_mb"] = round(server.peak_rss_mb, 1)
+            report["app_worker"] = worker.summary() if worker else None
     after = os.getloadavg()
     report["load_average"] = {"before": before, "after": after}
     if args.check and not args.probe:
@@ -480,6 +517,8 @@ def main(argv: list[str] | None = None) -> int:
     if judge:
         report["run"] = judge.summary.as_dict()
         print_run(report["run"])
+    if report.get("app_worker"):
+        print(f"\napp worker (figure refreshes): {report['app_worker']}")
     print(f"\nlargest web worker: {report['memory_mb']:.0f} MB (target "
           f"{MEMORY_TARGET_MB} MB); load average after: {after}")  # fmt: skip
     if "check" in report:
