@@ -298,3 +298,60 @@ def test_a_label_after_the_order_was_deleted_under_it_is_saved(
     fresh = refilled(reviewed_dataset, reviewer, [None])
     for slot, header in headers(reviewed_dataset).items():
         assert rows(header) == fresh[slot][1]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="SQLite serialises writers on one file lock: the fill lock is PostgreSQL's",
+)
+def test_readers_filling_one_queue_fill_it_one_after_the_other(reviewed_dataset, monkeypatch):
+    """Readers who find the order missing fill it one after another: a reader at newer
+    counters (a label came meanwhile) waits for the one filling, instead of deleting its
+    rows while it writes them (the two deadlocked under the mixed load); readers of the
+    same state find it filled and read it (one fill)."""
+    import time
+
+    reviewed_dataset.label_policy = "all"
+    reviewed_dataset.save()
+    build_labelled(reviewed_dataset, queries=2, criteria=4, systems=2, seed=13)
+    reader = UserFactory(username="reader")
+    spans, errors = [], []
+    filling = threading.Event()
+    original = selectors._fill_disagreements
+
+    def slow_fill(*args):
+        began = time.monotonic()
+        filling.set()
+        time.sleep(0.4)  # long enough for the others to find the order missing too
+        found = original(*args)
+        spans.append((began, time.monotonic()))
+        return found
+
+    monkeypatch.setattr(selectors, "_fill_disagreements", slow_fill)
+
+    def read() -> None:
+        try:
+            len(selectors.disagreement_queue(reviewed_dataset, reader).items)
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    first = threading.Thread(target=read)
+    first.start()
+    assert filling.wait(10)
+    same = threading.Thread(target=read)  # the same state: waits, then reads it
+    same.start()
+    label = HumanLabel.objects.filter(answer__query__dataset=reviewed_dataset).first()
+    written(label.answer_id)  # a label written meanwhile: the next reader's state is newer
+    newer = threading.Thread(target=read)
+    newer.start()
+    for thread in (first, same, newer):
+        thread.join(30)
+    assert not errors
+    assert len(spans) == 2  # the first state's and the newer one's, not three
+    (_, a_end), (b_start, _) = sorted(spans)
+    assert b_start >= a_end  # one after the other
+    (header,) = KeptFigure.objects.filter(dataset=reviewed_dataset, kind=KINDS[1])
+    assert header.revision == counters(reviewed_dataset.pk).number
