@@ -38,7 +38,7 @@ class Event(Enum):
     ANSWER_DELETED = "an answer was deleted, with its labels and adjudications"
     CRITERION_CHANGED = "a criterion was saved or deleted, or its source types changed"
     QUERY_CHANGED = "a query was saved or deleted"
-    NAME_CHANGED = "a system, judge, source type or category was saved (site-wide)"
+    NAME_CHANGED = "a system, judge, source type or category was renamed (site-wide)"
     LABELS_IMPORTED = "human labels (and adjudications) were written in bulk"
     DATASET_IMPORTED = "a dataset file was imported into the dataset"
 

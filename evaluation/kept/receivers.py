@@ -10,7 +10,13 @@ deletion of an answer, a criterion, a query or a dataset, which bump here.
 
 from __future__ import annotations
 
-from django.db.models.signals import m2m_changed, post_delete, post_save, pre_delete
+from django.db.models.signals import (
+    m2m_changed,
+    post_delete,
+    post_save,
+    pre_delete,
+    pre_save,
+)
 
 from annotation.models import Criterion, Dataset, Query, QueryCategory, SourceType
 from evaluation.kept.events import Event, bump, bump_all
@@ -34,7 +40,28 @@ def _query_changed(sender, instance, **kwargs) -> None:
     bump(instance.dataset_id, Event.QUERY_CHANGED)
 
 
-def _names_changed(sender, instance, **kwargs) -> None:
+# What the figures show of each site-wide model: the names they group and label by. A save
+# that changes none of these (a judge pointed at a new server, a new rate limit) leaves
+# every kept figure true, and a new row is in no figure yet.
+NAMES = {System: ("name", "version"), Judge: ("name",), SourceType: ("name",),
+         QueryCategory: ("name",)}  # fmt: skip
+
+
+def _names_before(sender, instance, **kwargs) -> None:
+    """Remember the names the row had (one query), for `_names_changed` to compare."""
+    if instance.pk is not None:
+        found = sender.objects.filter(pk=instance.pk).values_list(*NAMES[sender]).first()
+        instance._names_before = found
+
+
+def _names_changed(sender, instance, created: bool = False, **kwargs) -> None:
+    if created:
+        return
+    before = getattr(instance, "_names_before", None)
+    if before is not None and tuple(before) == tuple(
+        getattr(instance, field) for field in NAMES[sender]
+    ):
+        return
     bump_all(Event.NAME_CHANGED)
 
 
@@ -74,5 +101,6 @@ def connect() -> None:
     )
     post_save.connect(_query_changed, sender=Query, dispatch_uid="rev-query")
     post_delete.connect(_query_changed, sender=Query, dispatch_uid="rev-query-delete")
-    for model in (System, Judge, SourceType, QueryCategory):
+    for model in NAMES:
+        pre_save.connect(_names_before, sender=model, dispatch_uid=f"rev-{model.__name__}-pre")
         post_save.connect(_names_changed, sender=model, dispatch_uid=f"rev-{model.__name__}")

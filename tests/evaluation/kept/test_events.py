@@ -158,3 +158,26 @@ def test_keeping_a_state_replaces_its_own_slot_only(reviewed_dataset):
         figures.store(state(first, fact="d"), {"n": 6})
     assert figures.kept(state(first, fact="d")) is None
     assert figures.kept(state(first, fact="b")) == {"n": 4}
+
+
+def test_only_a_rename_of_a_site_wide_name_moves_every_dataset(reviewed_dataset):
+    """The figures show the names of systems, judges, source types and categories: a
+    rename moves every dataset's counters; a new row (in no figure yet) or a change of
+    anything else (a judge's server, its rate limit) keeps every kept figure."""
+    from evaluation.models import Judge, System
+
+    bump(reviewed_dataset.pk, Event.LABEL)
+    judge = Judge.objects.create(name="judge to move", model="m", base_url="http://a")
+    system = System.objects.create(name="sys", version="1")
+    earlier = counters(reviewed_dataset.pk)
+    judge.base_url, judge.rpm_limit = "http://b", 60
+    judge.save()
+    Judge.objects.update_or_create(name="judge to move", defaults={"timeout": 5})
+    assert counters(reviewed_dataset.pk) == earlier
+    judge.name = "judge renamed"
+    judge.save()
+    assert moved(counters(reviewed_dataset.pk), earlier) == MOVES[Event.NAME_CHANGED]
+    earlier = counters(reviewed_dataset.pk)
+    system.version = "2"
+    system.save()
+    assert moved(counters(reviewed_dataset.pk), earlier) == MOVES[Event.NAME_CHANGED]
