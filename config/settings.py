@@ -372,6 +372,10 @@ RUNS_HEARTBEAT = envint("RUNS_HEARTBEAT", 10)
 RUNS_SWEEP = envint("RUNS_SWEEP", 15)
 RUNS_LEASE_TIMEOUT = envint("RUNS_LEASE_TIMEOUT", 60)
 RUNS_MAX_REQUEUES = envint("RUNS_MAX_REQUEUES", 5)
+# Figures served while updating (analytics, run scores) are refreshed at most once every
+# FIGURES_REFRESH_SPACING seconds per run: a team labelling without pause would otherwise
+# keep a refresh (7 s of a core at the full scale preset) running back to back.
+FIGURES_REFRESH_SPACING = envint("FIGURES_REFRESH_SPACING", 0 if TESTING else 30)
 # Starting a run opens a TCP connection to each LLM judge's host first (no request), so an
 # unreachable endpoint is refused at once; off where only the workers can reach it.
 RUNS_PREFLIGHT_CONNECT = envbool("RUNS_PREFLIGHT_CONNECT", True)

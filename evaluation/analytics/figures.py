@@ -397,10 +397,11 @@ def _group(part: str, edges: tuple[int, ...]) -> str:
     return refresh.group_for(edges if part in ("page", "buckets") else am.DEFAULT_EDGES)
 
 
-def _revalidate(run: Run, group: str) -> bool:
-    """Queue the group's refresh (once for every reader); True when its figures have been
-    computed meanwhile (an eager Celery runs the task inside the call)."""
-    return refresh.ensure(run.dataset_id, run.pk, group) and refresh.eager()
+def _revalidate(run: Run, group: str, after: datetime | None = None) -> bool:
+    """Queue the group's refresh (once for every reader; no sooner than the refresh
+    spacing after `after`, when the figures served were computed); True when its figures
+    have been computed meanwhile (an eager Celery runs the task inside the call)."""
+    return refresh.ensure(run.dataset_id, run.pk, group, after=after) and refresh.eager()
 
 
 def served(run: Run, part: str, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> Served:
@@ -409,7 +410,7 @@ def served(run: Run, part: str, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> Se
     edges = tuple(edges)
     state_ = _kept_state(run, part, edges)
     found = _read(state_, edges=edges)
-    if not found.fresh and _revalidate(run, _group(part, edges)):
+    if not found.fresh and _revalidate(run, _group(part, edges), found.computed_at):
         found = _read(state_, edges=edges)
     return _with_failure(found, [(run, _group(part, edges))])
 
@@ -431,9 +432,10 @@ def is_fresh(run: Run, part: str, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> 
     figures; queues a refresh when none is queued (the state moved again meanwhile, or the
     last refresh failed)."""
     edges = tuple(edges)
-    if _read(_kept_state(run, part, edges), edges=edges, figures=False).fresh:
+    found = _read(_kept_state(run, part, edges), edges=edges, figures=False)
+    if found.fresh:
         return True
-    return _revalidate(run, _group(part, edges))
+    return _revalidate(run, _group(part, edges), found.computed_at)
 
 
 def _part(run: Run, part: str, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> Any:
@@ -460,17 +462,27 @@ def kept(run: Run, part: str, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> Any 
     return None if found is None else found["figures"]
 
 
+def saturated_state(run: Run) -> State:
+    """What the saturated queries are computed from: the run's query scores (its verdicts
+    and method, adjudications, criteria: the `scores` counter), never a human label, so
+    that the query list, which marks them, does not queue a refresh after every label."""
+    return readers.state(run.dataset_id, readers.SATURATED, run=run, facts=[f"v{VERSION}"])
+
+
 def saturated_among(dataset, query_ids) -> set[int]:
     """Of these queries (a page of the query list), those the latest analysable run's kept
-    analytics figures mark saturated. Served as the analytics page is (`served`): the
-    figures of an earlier state while a refresh runs, so that the marks do not vanish for
-    the seconds after each label; nothing when none were ever kept. The query list never
+    analytics figures mark saturated. Served as the analytics page is: the list of an
+    earlier state while a refresh runs (an adjudication, a criterion changed), so that the
+    marks do not vanish meanwhile; nothing when none was ever kept. The query list never
     computes a run's figures, which at a million votes takes a minute."""
     run = choose_run(dataset, None, runs_of_system_answers(dataset), or_newest=True)
     if run is None or not query_ids:
         return set()
-    figures = served(run, "page").figures
-    return set(figures["saturated"]) & set(query_ids) if figures else set()
+    state_ = saturated_state(run)
+    found = _read(state_)
+    if not found.fresh and _revalidate(run, refresh.DEFAULT, found.computed_at):
+        found = _read(state_)
+    return set(found.figures) & set(query_ids) if found.figures else set()
 
 
 def page(run: Run, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> Page:
@@ -538,7 +550,7 @@ def health_slice(
         raise ValueError(f"unknown flag {flag!r}")
     state_ = state(run)
     head = _read(_chunk(state_, flag, 0))  # holds the total
-    if not head.fresh and again and _revalidate(run, refresh.DEFAULT):
+    if not head.fresh and again and _revalidate(run, refresh.DEFAULT, head.computed_at):
         return health_slice(run, flag, start, stop, again=False)
     head = _with_failure(head, [(run, refresh.DEFAULT)])
     if head.figures is None:
@@ -583,6 +595,7 @@ def warm(run: Run) -> None:
     for part, slot in _slots(edges).items():
         _store(state_.for_part(slot), computed[part], edges)
     _store_health_chunks(state_, health_rows_)
+    _store(saturated_state(run), computed["page"]["saturated"], edges)
 
 
 def warm_edges(run: Run, edges: tuple[int, ...]) -> None:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from celery import current_app
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -148,14 +149,28 @@ def _failure(marker: KeptRefresh | None) -> Failure | None:
     return Failure(marker.error, marker.failed_at, marker.tries, marker.retry_at)
 
 
-def ensure(dataset_id: int, run_id: int, group: str) -> bool:
+def countdown(after: datetime | None, now: datetime | None = None) -> float:
+    """Seconds to wait before refreshing figures computed at `after`: what is left of
+    settings.FIGURES_REFRESH_SPACING since then (0 without a time)."""
+    if after is None:
+        return 0.0
+    spacing = timedelta(seconds=settings.FIGURES_REFRESH_SPACING)
+    return max(0.0, (after + spacing - (now or timezone.now())).total_seconds())
+
+
+def ensure(dataset_id: int, run_id: int, group: str, *, after: datetime | None = None) -> bool:
     """Queue the run's refresh unless one is queued or running; True when this call queued
-    it (with CELERY_TASK_ALWAYS_EAGER it has then already run). A broker that cannot be
-    reached leaves no marker behind: the next reader tries again."""
+    it (with CELERY_TASK_ALWAYS_EAGER it has then already run). `after`: when the figures
+    served were computed; the refresh starts no sooner than FIGURES_REFRESH_SPACING after
+    it (`countdown`), so that labels arriving without pause cost one refresh every so
+    often, not one after the other. A broker that cannot be reached leaves no marker
+    behind: the next reader tries again."""
     if not claim(dataset_id, run_id, group):
         return False
     try:
-        task_names.signature(task_names.REFRESH_TASK, (run_id, group)).apply_async()
+        task_names.signature(task_names.REFRESH_TASK, (run_id, group)).apply_async(
+            countdown=countdown(after)
+        )
     except Exception:  # the reader still gets the figures kept; the next one retries
         logger.exception("Could not queue the analytics refresh of run %s (%s)", run_id, group)
         release(dataset_id, run_id, group)

@@ -45,6 +45,8 @@ CROSS_EVALUATION_FROM_LABELS = Figure(
     "cross-evaluation", (Counter.CROSS_EVALUATION, Counter.PERFECT_LABELS)
 )
 ANALYTICS = Figure("analytics", (Counter.NUMBER,))
+# The queries every system answers fully (the query list's marks): query scores only.
+SATURATED = Figure("saturated-queries", (Counter.SCORES,))
 # Verdicts only: the runs' states say when they move.
 QUEUE_VOTES = Figure("queue-votes")
 PROGRESS = Figure("progress")

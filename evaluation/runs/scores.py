@@ -334,7 +334,7 @@ def run_scores(run: Run) -> RunScores:
     state = _scores_state(run)
     found = _summary(state)
     if found is None and (stale := _summary(state, earlier=True)) is not None:
-        if not _revalidate(run):
+        if not _revalidate(run, after=stale[1]):
             # A running run's page says that its scores are partial, not "updating".
             failure = refresh.failure(run.dataset_id, run.pk, REFRESH_GROUP)
             return _kept_scores(run, state, *stale, updating=run.ended, failure=failure)
@@ -395,10 +395,12 @@ def _summary(state: readers.State, *, earlier: bool = False):
     return found.first()
 
 
-def _revalidate(run: Run) -> bool:
-    """Queue the refresh of the run's scores (once for every reader); True when the fresh
-    ones have been kept meanwhile (an eager Celery runs the task inside the call)."""
-    return refresh.ensure(run.dataset_id, run.pk, REFRESH_GROUP) and refresh.eager()
+def _revalidate(run: Run, *, after: datetime) -> bool:
+    """Queue the refresh of the run's scores (once for every reader; no sooner than the
+    refresh spacing after `after`, when the scores served were computed); True when the
+    fresh ones have been kept meanwhile (an eager Celery runs the task inside the call)."""
+    ensured = refresh.ensure(run.dataset_id, run.pk, REFRESH_GROUP, after=after)
+    return ensured and refresh.eager()
 
 
 def _kept_scores(

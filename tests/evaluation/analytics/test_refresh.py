@@ -25,7 +25,7 @@ from evaluation.analytics import selectors as sel
 from evaluation.analytics.tasks import refresh_analytics
 from evaluation.kept.counters import counters
 from evaluation.models import Answer, KeptFigure, KeptRefresh
-from evaluation.review.services import label_set
+from evaluation.review.services import adjudicate, label_set
 from tests.evaluation.analytics.known import build_known
 from tests.factories import DatasetFactory
 
@@ -340,11 +340,48 @@ def test_the_query_list_keeps_its_too_easy_marks_while_the_figures_refresh(
     assert queued == [(task_names.REFRESH_TASK, (known.run.pk, refresh.DEFAULT))]
     refresh_analytics(known.run.pk, refresh.DEFAULT)  # the worker's part
     assert client.get(url).content.decode().count(">too easy<") == 3
-    # A label makes the figures stale: the marks stay while the refresh runs.
+    # The marks read query scores, never a label: a label keeps them and queues nothing
+    # (a team labelling all day would otherwise keep a refresh running).
     _label(known, reviewer)
+    assert client.get(url).content.decode().count(">too easy<") == 3
+    assert len(queued) == 1
+    # An adjudication moves query scores: the marks stay while the refresh runs.
+    answer = Answer.objects.get(pk=next(iter(known.answers)))
+    criterion = Criterion.objects.filter(checklist__query_id=answer.query_id).first()
+    adjudicate(answer=answer, criterion=criterion, by=reviewer, label="fail",
+               expected_version=None)  # fmt: skip
     html = client.get(url).content.decode()
     assert html.count(">too easy<") == 3
     assert len(queued) == 2
+
+
+def test_a_refresh_starts_no_sooner_than_the_spacing_after_the_figures_served(settings):
+    """Labels arriving without pause cost one refresh every FIGURES_REFRESH_SPACING
+    seconds, not one after the other: the refresh of figures computed at t waits until
+    t + spacing."""
+    import datetime as dt
+
+    settings.FIGURES_REFRESH_SPACING = 30
+    now = dt.datetime(2026, 11, 27, 12, 0, tzinfo=dt.UTC)
+    assert refresh.countdown(None, now) == 0
+    assert refresh.countdown(now - dt.timedelta(seconds=10), now) == 20
+    assert refresh.countdown(now - dt.timedelta(minutes=5), now) == 0
+    settings.FIGURES_REFRESH_SPACING = 0
+    assert refresh.countdown(now, now) == 0
+
+
+def test_the_refresh_is_queued_with_its_countdown(
+    labelled_after_warm, reviewed_dataset, client, reviewer, settings, monkeypatch
+):
+    sent = []
+    monkeypatch.setattr(
+        Signature, "apply_async", lambda self, *a, **kw: sent.append((self.args, kw))
+    )
+    settings.FIGURES_REFRESH_SPACING = 3600  # the figures were computed a moment ago
+    client.force_login(reviewer)
+    client.get(reverse("dataset-analytics", args=[reviewed_dataset.pk]))
+    ((args, options),) = sent
+    assert args[1] == refresh.DEFAULT and 3500 < options["countdown"] <= 3600
 
 
 def test_custom_bucket_edges_refresh_their_own_part(reviewed_dataset, client, reviewer, queued):
