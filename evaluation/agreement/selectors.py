@@ -31,14 +31,15 @@ from dataclasses import astuple, dataclass, field
 from datetime import date
 from urllib.parse import urlencode
 
+from django.db import transaction
 from django.db.models import Count, QuerySet
 from django.db.models.functions import TruncDate
 
 from annotation.models import Criterion, Dataset
 from evaluation.agreement import cells as sql
 from evaluation.agreement.cells import NO_VALUE, Cell
+from evaluation.kept import counters, readers
 from evaluation.kept import figures as kept_figures
-from evaluation.kept import readers
 from evaluation.kept.counters import Counters
 from evaluation.metrics import votes_sql
 from evaluation.metrics.aggregation import Method
@@ -190,17 +191,32 @@ def _cached_cells(dataset: Dataset, run: Run | None) -> list[Cell]:
     counted; else counted now (evaluation.agreement.cells) and kept."""
     method, threshold = run_method(run)
     state = kept_state(dataset.pk, run)
-    if state.cacheable:
+    if not state.cacheable:
+        return _counted_cells(dataset, run, method, threshold)
+    stored = kept_figures.kept(state)
+    if stored is not None:
+        return [Cell(*row) for row in stored]
+    if kept_figures.writes_refused():  # a read-only snapshot: counted, nothing kept or held
+        return _counted_cells(dataset, run, method, threshold)
+    with transaction.atomic():
+        # One counter at a time per slot, and no label committing while it counts: the
+        # cells it keeps are at the current counters, so the next label moves them by its
+        # delta (agreement.delta). Without both, a count that outlasts the gap between two
+        # labels (seconds at 200,000 items) keeps cells that are behind, and every later
+        # reader counts again, several at once (seen: four 12-second counts in parallel).
+        kept_figures.fill_lock(state)
+        state = kept_state(dataset.pk, run, at=counters.held(dataset.pk))
         stored = kept_figures.kept(state)
-        if stored is not None:
+        if stored is not None:  # kept by another reader while this one waited
             return [Cell(*row) for row in stored]
-    rows = sql.cells(dataset.pk, run.pk if run else None, method=method, threshold=threshold)
-    rows += _label_days(dataset)
-    if state.cacheable:
-        # A revision read before counting: a label written meanwhile bumped it, so these
-        # cells are kept under the older number and never served for the newer one.
+        rows = _counted_cells(dataset, run, method, threshold)
         kept_figures.store(state, [list(astuple(c)) for c in rows])
     return rows
+
+
+def _counted_cells(dataset: Dataset, run: Run | None, method: str, threshold) -> list[Cell]:
+    rows = sql.cells(dataset.pk, run.pk if run else None, method=method, threshold=threshold)
+    return rows + _label_days(dataset)
 
 
 def agreement_report(dataset: Dataset, run_id: int | None = None) -> AgreementReport:

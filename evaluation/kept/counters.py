@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from django.db import connection
+
 from evaluation.kept.models import ReviewRevision
 
 
@@ -45,6 +47,25 @@ class Counters:
 
     def __getitem__(self, counter: Counter) -> int:
         return getattr(self, counter.value)
+
+
+def held(dataset_id: int) -> Counters:
+    """The dataset's counters, held until the transaction ends (PostgreSQL: FOR SHARE):
+    no writer's bump, and so no label or adjudication, commits meanwhile. For a reader
+    that counts a figure afresh: what it keeps is then the figure at these counters, which
+    are still the current ones when it is kept, and the next label moves it by its delta
+    (evaluation.agreement.delta, evaluation.review.moves) instead of finding it behind and
+    leaving every later reader to count again. Writers wait for the count (seconds, once
+    after an import or a criterion change), readers do not."""
+    columns = ", ".join(Counter)
+    share = " FOR SHARE" if connection.vendor == "postgresql" else ""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {columns} FROM evaluation_reviewrevision WHERE dataset_id = %s{share}",  # noqa: S608
+            [dataset_id],
+        )  # only the Counter names go into the text
+        found = cursor.fetchone()
+    return Counters(*found) if found else Counters()
 
 
 def counters(dataset_id: int) -> Counters:

@@ -10,11 +10,12 @@ new one's, never neither. Values are JSON.
 from __future__ import annotations
 
 import threading
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import QuerySet
 
 from evaluation.kept.models import KeptFigure
@@ -43,6 +44,23 @@ def read_only() -> Iterator[None]:
 def writes_refused() -> bool:
     """Inside `read_only()`: the database refuses any write, a temporary table included."""
     return getattr(_reading, "only", False)
+
+
+def fill_lock(where: Basis | State) -> bool:
+    """Take the slot's fill lock until the transaction ends (PostgreSQL; SQLite
+    serialises writers anyway): readers who all found a figure missing compute it one
+    after another, not at once, and each one after the first finds it kept. True when it
+    had to wait for another."""
+    if connection.vendor != "postgresql":
+        return False
+    b = where.basis if isinstance(where, State) else where
+    slot_id = zlib.crc32(f"{b.figure.kind}\n{b.run_id}\n{b.part}".encode()) - 2**31
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", [b.dataset_id, slot_id])
+        if cursor.fetchone()[0]:
+            return False
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [b.dataset_id, slot_id])
+    return True
 
 
 def slot(where: Basis | State) -> QuerySet[KeptFigure]:

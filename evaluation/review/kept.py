@@ -19,13 +19,13 @@ current.
 from __future__ import annotations
 
 import uuid
-import zlib
 from collections.abc import Callable
 from dataclasses import replace
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 
+from evaluation.kept import counters, readers
 from evaluation.kept import figures as kept_figures
 from evaluation.kept.readers import Basis, State
 from evaluation.models import KeptFigure, KeptQueueRow
@@ -58,24 +58,6 @@ def _newer(state: State) -> KeptFigure | None:
     return None
 
 
-def _one_filler(state: State) -> bool:
-    """Take the slot's fill lock until the transaction ends (PostgreSQL; SQLite serialises
-    writers anyway): readers who all found the order missing fill it one after another,
-    not at once, where their deletions of each other's rows deadlocked (seen under the
-    mixed load), and each one after the first finds the order filled. True when it had to
-    wait for another filler."""
-    if connection.vendor != "postgresql":
-        return False
-    b = state.basis
-    slot = zlib.crc32(f"{b.figure.kind}\n{b.run_id}\n{b.part}".encode()) - 2**31
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", [b.dataset_id, slot])
-        if cursor.fetchone()[0]:
-            return False
-        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [b.dataset_id, slot])
-    return True
-
-
 def kept(state: State, fill: Callable[[int], dict]) -> KeptFigure:
     """The header of the queue kept for `state`, filling it first when it is not kept yet:
     `fill(header_id)` writes the rows and returns the header's figures (total, adjudicated).
@@ -93,11 +75,16 @@ def kept(state: State, fill: Callable[[int], dict]) -> KeptFigure:
     if found is not None:
         return found
     with transaction.atomic():
-        if _one_filler(state):  # another reader filled it while this one waited
-            found = KeptFigure.objects.filter(dataset_id=state.dataset_id, key=state.key).first()
-            found = found or (_newer(state) if state.cacheable else None)
-            if found is not None:
-                return found
+        # One filler at a time per slot, and no label committing while it fills: the order
+        # it keeps is at the current counters, so the next label moves it (review.moves).
+        # Without both, a fill that outlasts the gap between two labels keeps an order
+        # that is behind, every later reader fills again, and the fills pile up.
+        kept_figures.fill_lock(state)
+        if state.cacheable:
+            state = readers.state_of(state.basis, counters.held(state.dataset_id))
+        found = KeptFigure.objects.filter(dataset_id=state.dataset_id, key=state.key).first()
+        if found is not None:  # kept by another reader while this one waited
+            return found
         stale = kept_figures.slot(state).exclude(key=state.key)
         KeptQueueRow.objects.filter(
             Q(kept_id__in=stale.values("pk")) | ~Q(kept_id__in=KeptFigure.objects.values("pk"))

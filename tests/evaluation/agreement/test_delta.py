@@ -286,3 +286,51 @@ def test_a_label_write_compiles_no_statement(labelled, reviewed_dataset, reviewe
         cursor.execute("SHOW jit")
         assert cursor.fetchone()[0] == "off"
     assert kept(reviewed_dataset, labelled.run) == recount(reviewed_dataset, labelled.run)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="SQLite serialises writers on one file lock: the counters are held on PostgreSQL",
+)
+def test_a_label_during_a_count_waits_and_then_moves_the_counted_cells(
+    reviewed_dataset, monkeypatch
+):
+    """A reader counting the cells afresh holds the dataset's counters: a label written
+    meanwhile waits for the count, so the cells are kept at the counters that are current
+    when they are kept, and the label then moves them by its delta. Without it the cells
+    were kept behind the label, every later reader counted again, several at once."""
+    import time
+
+    data = build_labelled(reviewed_dataset, queries=2, criteria=4, systems=2, seed=9)
+    rater = UserFactory(username="during-count")
+    services.dataset_set_role(dataset=reviewed_dataset, user=rater, role=roles.DatasetRole.REVIEWER)
+    counting, errors = threading.Event(), []
+    original = selectors._counted_cells
+
+    def slow_count(*args):
+        counting.set()
+        time.sleep(0.5)
+        return original(*args)
+
+    monkeypatch.setattr(selectors, "_counted_cells", slow_count)
+
+    def read() -> None:
+        try:
+            selectors.agreement_report(reviewed_dataset, data.run.pk)
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    assert counting.wait(10)
+    label = HumanLabel.objects.filter(answer__query__dataset=reviewed_dataset).first()
+    started = time.monotonic()
+    review.label_set(answer=label.answer, criterion=label.criterion, reviewer=rater,
+                     label="fail")  # fmt: skip
+    waited = time.monotonic() - started
+    reader.join(10)
+    assert not errors and waited > 0.2  # it waited for the count
+    assert kept(reviewed_dataset, data.run) == recount(reviewed_dataset, data.run)
