@@ -389,9 +389,14 @@ def app_worker(env: dict[str, str], args):
     """A Celery worker on the web server's queue, for the app's own tasks (a refresh of the
     run scores or analytics queued by a reader who found them updating), one process as a
     small production has: without it those refreshes would never run during the load."""
-    if args.no_app_worker or args.probe:
+    if args.no_app_worker:
         yield None
         return
+    # Refresh markers left by an earlier bench (its worker and queue are gone) would keep
+    # this run's readers from queueing any refresh for their 3-minute timeout.
+    from evaluation.models import KeptRefresh
+
+    KeptRefresh.objects.filter(error="").delete()
     from bench.judge_throughput import processes
 
     worker = processes.WorkerProcess(queue=env["CELERY_QUEUE"], threads=1, env=env).start()

@@ -40,7 +40,7 @@ into the same dataclasses: a cached page shows exactly what a computed one does
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -480,9 +480,19 @@ def saturated_among(dataset, query_ids) -> set[int]:
         return set()
     state_ = saturated_state(run)
     found = _read(state_)
-    if not found.fresh and _revalidate(run, refresh.DEFAULT, found.computed_at):
+    if not found.fresh and _worth_refreshing(found) and _revalidate(run, refresh.DEFAULT):
         found = _read(state_)
     return set(found.figures) & set(query_ids) if found.figures else set()
+
+
+# The too-easy marks are a hint, and refreshing them is refreshing the whole analytics (7 s
+# of a core at the full preset): after an adjudication the query list shows the marks kept
+# before it until they are this old (or the analytics page, a run's end, refreshes them).
+SATURATED_MAX_AGE = timedelta(minutes=10)
+
+
+def _worth_refreshing(found: Served) -> bool:
+    return found.computed_at is None or found.computed_at < timezone.now() - SATURATED_MAX_AGE
 
 
 def page(run: Run, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> Page:
