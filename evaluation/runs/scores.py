@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from datetime import datetime
 from decimal import Decimal
 
@@ -287,12 +287,20 @@ def _scores_state(run: Run) -> readers.State:
 
 
 def _answer_row(report: AnswerReport) -> dict:
-    # The checklists' authors are left out: they are read for the shown page only, since a
-    # renamed user moves no revision.
-    row = asdict(report)
-    for checklist in row["checklists"]:
-        del checklist["author"]
+    """asdict(report), less the checklists' authors: they are read for the shown page
+    only, since a renamed user moves no revision. Field by field: asdict's deep copy of
+    every answer took a third of a refresh (0.9 s of 3 at the full preset)."""
+    row = {name: getattr(report, name) for name in _ANSWER_FIELDS}
+    row["checklists"] = [
+        {"checklist_id": c.checklist_id,
+         "score": {name: getattr(c.score, name) for name in _SCORE_FIELDS}}
+        for c in report.checklists
+    ]  # fmt: skip
     return row
+
+
+_ANSWER_FIELDS = tuple(f.name for f in fields(AnswerReport))
+_SCORE_FIELDS = tuple(f.name for f in fields(AnswerScore))
 
 
 def _answer_from(row: dict, authors: dict[int, str]) -> AnswerReport:
