@@ -436,6 +436,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run-time", type=int, default=600, help="seconds, at most")
     parser.add_argument("--run-verdicts", type=int, default=0,
                         help="a judge run writing about N verdicts during the load")  # fmt: skip
+    parser.add_argument("--run-nice", type=int, default=10,
+                        help="the judge run's worker and server at this nice value")  # fmt: skip
     parser.add_argument("--keep-run", action="store_true",
                         help="keep the judge run afterwards (default: delete it)")  # fmt: skip
     parser.add_argument("--no-app-worker", action="store_true",
@@ -490,7 +492,8 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 if args.run_verdicts:
                     judge = JudgeRun(dataset_id=args.dataset, verdicts=args.run_verdicts,
-                                     seconds=args.run_time, queue=queue)  # fmt: skip
+                                     seconds=args.run_time, queue=queue,
+                                     nice=args.run_nice)  # fmt: skip
                     started = judge.start()
                     print(f"judge run {started.run} started: {started.expected} verdicts on "
                           f"{started.queries} queries, latency "

@@ -97,6 +97,15 @@ def unjudged_queries(dataset, verdicts: int, judges: int) -> tuple[list, int]:
     return chosen, expected
 
 
+def lower_priority(pid: int, nice: int) -> None:
+    """Run every thread of the process at `nice` (Linux keeps a nice value per thread, and
+    the worker's pool threads exist once it is ready; threads made later inherit it)."""
+    if not nice:
+        return
+    for task in os.listdir(f"/proc/{pid}/task"):
+        os.setpriority(os.PRIO_PROCESS, int(task), nice)
+
+
 def _panel(base_url: str):
     """The bench's panel of JUDGES judges on the loopback server (made once, then pointed
     at this run's server)."""
@@ -117,9 +126,11 @@ class JudgeRun:
     """Start with `start()`, mark the load with `load_started()` / `load_ended()`, end with
     `stop()` (the run is cancelled if it is still going, the worker and server stopped)."""
 
-    def __init__(self, *, dataset_id: int, verdicts: int, seconds: float, queue: str) -> None:
-        self.dataset_id, self.verdicts, self.seconds, self.queue = (
-            dataset_id, verdicts, seconds, queue,
+    def __init__(
+        self, *, dataset_id: int, verdicts: int, seconds: float, queue: str, nice: int = 0
+    ) -> None:
+        self.dataset_id, self.verdicts, self.seconds, self.queue, self.nice = (
+            dataset_id, verdicts, seconds, queue, nice,
         )  # fmt: skip
         self.server = self.worker = self.run = self.summary = None
         self._stop = threading.Event()
@@ -143,6 +154,8 @@ class JudgeRun:
         )  # a task is one answer × one judge: all the query's criteria
         latency = max(0.02, CONCURRENCY * SHARE_OF_LOAD * self.seconds / expected)
         self.server = processes.LoopbackProcess(latency=latency).start()
+        # The loopback server stands in for a judge provider, which runs on other machines.
+        lower_priority(self.server.process.pid, self.nice)
         try:
             panel = _panel(self.server.base_url)
             env = {
@@ -155,6 +168,7 @@ class JudgeRun:
             self.worker = processes.WorkerProcess(
                 queue=self.queue, threads=mapping.threads, env=env
             ).start()
+            lower_priority(self.worker.pid, self.nice)
             run = runs.run_create(
                 dataset=dataset, panel=panel, name=NAME, queries=queries,
                 concurrency=mapping.per_task,
