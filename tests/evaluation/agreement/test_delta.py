@@ -19,10 +19,11 @@ from evaluation.agreement import delta, selectors
 from evaluation.agreement.cells import Cell
 from evaluation.kept import figures
 from evaluation.kept.counters import counters
-from evaluation.models import Adjudication, HumanLabel, Run
+from evaluation.models import HumanLabel, Run
 from evaluation.review import services as review
 from tests.evaluation.agreement.labelled import build_labelled
 from tests.factories import UserFactory
+from tests.support.review_writes import every_kind_of_write, version
 
 
 def recount(dataset, run) -> list[list]:
@@ -80,23 +81,7 @@ def test_every_review_write_moves_the_kept_counts_to_a_recount(
     warm(reviewed_dataset, two_runs)
     label = HumanLabel.objects.filter(answer__query__dataset=reviewed_dataset).first()
     answer, criterion = label.answer, label.criterion
-    writes = [
-        lambda: review.label_set(answer=answer, criterion=criterion, reviewer=reviewer,
-                                 label="pass"),
-        lambda: review.label_set(answer=answer, criterion=criterion, reviewer=reviewer,
-                                 label="fail"),
-        lambda: review.label_delete(
-            label=HumanLabel.objects.get(answer=answer, criterion=criterion, rater="reviewer"),
-            by=reviewer),
-        lambda: review.label_set(answer=answer, criterion=criterion, reviewer=reviewer,
-                                 label="pass", note="Back."),
-        lambda: review.label_restore(answer=answer, criterion=criterion, reviewer=reviewer,
-                                     previous=None),
-        lambda: review.adjudicate(answer=answer, criterion=criterion, by=reviewer, label="fail",
-                                  expected_version=_version(answer, criterion)),
-        lambda: review.adjudicate(answer=answer, criterion=criterion, by=reviewer, label="pass",
-                                  expected_version=_version(answer, criterion)),
-    ]  # fmt: skip
+    writes = every_kind_of_write(answer, criterion, reviewer)
     for write in writes:
         before = number(reviewed_dataset)
         write()
@@ -131,11 +116,6 @@ def test_a_new_system_answer_keeps_the_counts_and_a_perfect_answer_moves_cross_e
     )
     assert number(reviewed_dataset) > before.number
     assert counters(reviewed_dataset.pk).cross_evaluation > before.cross_evaluation
-
-
-def _version(answer, criterion) -> int | None:
-    found = Adjudication.objects.filter(answer=answer, criterion=criterion).first()
-    return found.version if found else None
 
 
 def test_a_group_whose_last_label_goes_disappears_as_in_a_recount(
@@ -182,7 +162,7 @@ def test_a_random_day_of_labelling_keeps_every_count_exact(labelled, reviewed_da
         else:
             review.adjudicate(answer=item.answer, criterion=item.criterion, by=who,
                               label=rng.choice(["pass", "fail"]),
-                              expected_version=_version(item.answer, item.criterion))  # fmt: skip
+                              expected_version=version(item.answer, item.criterion))  # fmt: skip
         assert kept(reviewed_dataset, labelled.run) == recount(reviewed_dataset, labelled.run)
 
 

@@ -16,12 +16,13 @@ from django.test.utils import CaptureQueriesContext
 
 from annotation import roles, services
 from evaluation.kept.counters import counters
-from evaluation.models import Adjudication, HumanLabel, KeptFigure, KeptQueueRow
+from evaluation.models import HumanLabel, KeptFigure, KeptQueueRow
 from evaluation.review import selectors
 from evaluation.review import services as review
 from tests.evaluation.agreement.labelled import build_labelled
 from tests.factories import UserFactory
 from tests.support.builders import written
+from tests.support.review_writes import every_kind_of_write, version
 
 KINDS = ("labelling-queue", "disagreement-queue")
 FIELDS = (
@@ -82,11 +83,6 @@ def assert_moved_to_a_refill(dataset, user, runs, kept_before: dict) -> None:
         assert (totals, rows(header)) == fresh[slot], slot
 
 
-def _version(answer, criterion) -> int | None:
-    found = Adjudication.objects.filter(answer=answer, criterion=criterion).first()
-    return found.version if found else None
-
-
 @pytest.mark.django_db
 def test_every_review_write_moves_the_kept_orders_to_a_refill(labelled, reviewed_dataset, reviewer):
     runs = [None, labelled.run]
@@ -97,23 +93,7 @@ def test_every_review_write_moves_the_kept_orders_to_a_refill(labelled, reviewed
     # An item whose judges agree and nobody contradicts: a human contradiction queues it.
     label = HumanLabel.objects.filter(answer__query__dataset=reviewed_dataset).first()
     answer, criterion = label.answer, label.criterion
-    writes = [
-        lambda: review.label_set(answer=answer, criterion=criterion, reviewer=reviewer,
-                                 label="pass"),
-        lambda: review.label_set(answer=answer, criterion=criterion, reviewer=reviewer,
-                                 label="fail"),
-        lambda: review.label_delete(
-            label=HumanLabel.objects.get(answer=answer, criterion=criterion, rater="reviewer"),
-            by=reviewer),
-        lambda: review.label_set(answer=answer, criterion=criterion, reviewer=reviewer,
-                                 label="pass", note="Back."),
-        lambda: review.label_restore(answer=answer, criterion=criterion, reviewer=reviewer,
-                                     previous=None),
-        lambda: review.adjudicate(answer=answer, criterion=criterion, by=reviewer, label="fail",
-                                  expected_version=_version(answer, criterion)),
-        lambda: review.adjudicate(answer=answer, criterion=criterion, by=reviewer, label="pass",
-                                  expected_version=_version(answer, criterion)),
-    ]  # fmt: skip
+    writes = every_kind_of_write(answer, criterion, reviewer)
     for write in writes:
         write()
         assert_moved_to_a_refill(reviewed_dataset, reviewer, runs, kept)
@@ -152,7 +132,7 @@ def test_a_random_day_of_labelling_keeps_every_order_exact(labelled, reviewed_da
         else:
             review.adjudicate(answer=answer, criterion=criterion, by=who,
                               label=rng.choice(["pass", "fail"]),
-                              expected_version=_version(answer, criterion))  # fmt: skip
+                              expected_version=version(answer, criterion))  # fmt: skip
     assert_moved_to_a_refill(reviewed_dataset, reviewer, runs, kept)
 
 
