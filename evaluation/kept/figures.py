@@ -46,21 +46,16 @@ def writes_refused() -> bool:
     return getattr(_reading, "only", False)
 
 
-def fill_lock(where: Basis | State) -> bool:
+def fill_lock(where: Basis | State) -> None:
     """Take the slot's fill lock until the transaction ends (PostgreSQL; SQLite
     serialises writers anyway): readers who all found a figure missing compute it one
-    after another, not at once, and each one after the first finds it kept. True when it
-    had to wait for another."""
+    after another, not at once, and each one after the first finds it kept."""
     if connection.vendor != "postgresql":
-        return False
+        return
     b = where.basis if isinstance(where, State) else where
-    slot_id = zlib.crc32(f"{b.figure.kind}\n{b.run_id}\n{b.part}".encode()) - 2**31
+    slot_id = zlib.crc32(b.slot.encode()) - 2**31  # the lock's key is two int4s
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", [b.dataset_id, slot_id])
-        if cursor.fetchone()[0]:
-            return False
         cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [b.dataset_id, slot_id])
-    return True
 
 
 def slot(where: Basis | State) -> QuerySet[KeptFigure]:
@@ -109,9 +104,14 @@ def kept(state: State) -> Any | None:
 
 def kept_pieces(state: State, pieces: Iterable[str]) -> dict[str, Any]:
     """The pieces kept for `state`, by piece name, in one query; missing ones left out."""
-    by_key = {state.key_of(piece): piece for piece in pieces}
-    found = KeptFigure.objects.filter(dataset_id=state.dataset_id, key__in=list(by_key))
-    return {by_key[key]: cells for key, cells in found.values_list("key", "cells")}
+    return kept_by_key(state.dataset_id, {state.key_of(piece): piece for piece in pieces})
+
+
+def kept_by_key(dataset_id: int, names: dict[str, Any]) -> dict[Any, Any]:
+    """The rows kept under these keys, by the name each key is given in `names`, in one
+    query; missing ones left out."""
+    found = KeptFigure.objects.filter(dataset_id=dataset_id, key__in=list(names))
+    return {names[key]: cells for key, cells in found.values_list("key", "cells")}
 
 
 def remembered(state: State, compute: Callable[[], Any]) -> Any:

@@ -79,6 +79,11 @@ class Basis:
     cacheable: bool
 
     @property
+    def slot(self) -> str:
+        """Names the slot (kind, run, part): what `kept_key` and the fill lock hash."""
+        return f"{self.figure.kind}\n{self.run_id}\n{self.part}"
+
+    @property
     def digest(self) -> str:
         """Names what the figure is computed from, the counters left out: the same for
         every part of one state, and across states that differ in counters only."""
@@ -138,7 +143,8 @@ def live_window(now: float | None = None) -> str:
     """A fact for the state of a figure that reads a running run, whose verdicts arrive
     without its state moving: the current window of LIVE_SECONDS. Kept under it, the
     figure is counted at most once per window for every reader (a running run's page and
-    progress), instead of at every request, and is never older than the window."""
+    progress), instead of at every request; a figure served while updating (run scores)
+    may be older, as its refresh spacing says."""
     return f"live:{int((time.time() if now is None else now) // LIVE_SECONDS)}"
 
 
@@ -146,9 +152,7 @@ def kept_key(basis_: Basis, text: str, piece: str = "") -> str:
     """The key of a row kept in the slot of `basis_` for the state whose text was `text`
     (`State.text`): how a reader finds the pieces of an earlier state it serves while a
     fresh one is computed (runs.scores)."""
-    b = basis_
-    slot = f"{b.figure.kind}\n{b.run_id}\n{b.part}\n{piece}"
-    return hashlib.sha256(f"{slot}\n{text}".encode()).hexdigest()
+    return hashlib.sha256(f"{basis_.slot}\n{piece}\n{text}".encode()).hexdigest()
 
 
 def basis(

@@ -46,15 +46,11 @@ def item_moved(moved: Moved, *, answer_id: int, criterion_id: int) -> None:
             continue
         # By its old key: a reader filling the slot may have deleted the header meanwhile
         # (it then waited for this transaction, and its own order takes the slot).
+        after = readers.state_of(basis, moved.after)
         KeptFigure.objects.filter(pk=header.pk, key=header.key).update(
-            key=readers.state_of(basis, moved.after).key,
-            revision=moved.after.number,
-            cells={**header.cells, "counters": list(_counters(moved.after, basis))},
-        )
-
-
-def _counters(at, basis: readers.Basis) -> tuple[int, ...]:
-    return readers.state_of(basis, at).counters
+            key=after.key, revision=after.revision,
+            cells={**header.cells, "counters": list(after.counters)},
+        )  # fmt: skip
 
 
 def _basis(header: KeptFigure) -> readers.Basis | None:

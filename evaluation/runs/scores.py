@@ -31,7 +31,7 @@ from evaluation.metrics.scoring import (
     score_counted,
 )
 from evaluation.metrics.summary import graded_mean, mean, pass_rate
-from evaluation.models import Answer, GradedScore, KeptFigure, Run
+from evaluation.models import Answer, GradedScore, Run
 
 
 @dataclass(frozen=True)
@@ -329,9 +329,10 @@ def run_scores(run: Run) -> RunScores:
     """run_report(run) for a page: the same figures, but for an ended run the per-system
     summary and the ordered per-answer rows are kept in the figure cache under the state
     they were computed from (_scores_state), and a request reads the summary and the
-    pieces of the shown slice only. A running run's partial scores are kept the same way
-    for a few seconds at most (readers.live_window): its readers do not count its votes
-    at each request while its worker writes them.
+    pieces of the shown slice only. A running run's partial scores are kept the same way,
+    per window of a few seconds (readers.live_window), and refreshed like the others (at
+    most every FIGURES_REFRESH_SPACING): its readers do not count its votes at each
+    request while its worker writes them.
 
     Stale while revalidating: when what they are computed from moved (an adjudication, a
     criterion's weight, the pass threshold) and scores of an earlier state are kept, a
@@ -422,8 +423,7 @@ def _kept_scores(
     def read(start: int, stop: int) -> list[AnswerReport]:
         first, last = start // CHUNK, (stop - 1) // CHUNK
         keys = {readers.kept_key(state.basis, text, str(n)): n for n in range(first, last + 1)}
-        found = KeptFigure.objects.filter(dataset_id=run.dataset_id, key__in=list(keys))
-        pieces = {keys[key]: cells for key, cells in found.values_list("key", "cells")}
+        pieces = kept_figures.kept_by_key(run.dataset_id, keys)
         if len(pieces) != len(keys):
             # Replaced by a newer state between the two reads: read that one's slice.
             return run_scores(run)[start:stop]

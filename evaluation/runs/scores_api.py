@@ -149,7 +149,7 @@ class RunScoresSerializer(serializers.Serializer):
         "ones are being computed (ask again in a few seconds)."
     )
     computed_at = serializers.DateTimeField(
-        allow_null=True, help_text="When the scores served were computed (null: a running run)."
+        allow_null=True, help_text="When the scores served were computed."
     )
     refresh_failed = serializers.DictField(
         allow_null=True,
