@@ -21,6 +21,7 @@ from evaluation.data.export import ExportOptions
 from evaluation.data.formats import FileRejected
 from evaluation.data.importer import ImportOptions, ImportRejected, import_dataset
 from evaluation.data.models import DatasetExport
+from evaluation.data.storage import NotStored
 from evaluation.data.uploads import received
 from evaluation.data.views import stream_response
 
@@ -29,6 +30,18 @@ class Gone(APIException):
     status_code = status.HTTP_410_GONE
     default_detail = "This export is no longer available."
     default_code = "gone"
+
+
+class StorageFailed(APIException):
+    """An import the server could not store (evaluation.data.storage): 507 when its disk or
+    the database's is full, 500 for another fault of the server; never the file's fault."""
+
+    status_code = status.HTTP_507_INSUFFICIENT_STORAGE
+    default_code = "insufficient_storage"
+
+    def __init__(self, failed: NotStored) -> None:
+        super().__init__(failed.message)
+        self.status_code = failed.status
 
 
 class ExportSerializer(serializers.ModelSerializer):
@@ -140,12 +153,13 @@ class DatasetImportView(APIView):
 
     @extend_schema(
         request={"multipart/form-data": ImportSerializer},
-        responses={201: ImportResultSerializer, 200: ImportResultSerializer},
+        responses={201: ImportResultSerializer, 200: ImportResultSerializer, 507: None},
     )
     def post(self, request: Request) -> Response:
         """Create or update a dataset from files (dataset admins; creating one needs the
         Admin group). Everything is checked first: any error is a 400 listing every error,
-        each naming file, row and field, and nothing is written."""
+        each naming file, row and field, and nothing is written. A 507 says the upload or
+        the import could not be stored (a full disk); nothing is written then either."""
         payload = ImportSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         data = payload.validated_data
@@ -162,5 +176,7 @@ class DatasetImportView(APIView):
                 result = import_dataset(path, options)
         except (ImportRejected, FileRejected) as rejected:
             raise ValidationError({"file": rejected.errors}) from None
+        except NotStored as failed:
+            raise StorageFailed(failed) from None
         code = status.HTTP_201_CREATED if result.changed else status.HTTP_200_OK
         return Response(ImportResultSerializer(result).data, status=code)

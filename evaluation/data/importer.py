@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth import get_user_model
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from annotation import roles
@@ -48,7 +48,7 @@ from annotation.services import dataset_set_role
 from annotation.services.checklists import snapshots
 from evaluation.cross_evaluation.services import reference_system
 from evaluation.cross_evaluation.services import run_label as perfect_run_label
-from evaluation.data import bulk
+from evaluation.data import bulk, storage
 from evaluation.data.import_checks import (
     SETTINGS,
     Errors,
@@ -100,18 +100,25 @@ def _lock(name: str) -> None:
 
 
 def import_dataset(path: Path, options: ImportOptions | None = None) -> ImportResult:
-    """Check, then write. ImportRejected (nothing written) lists every error."""
+    """Check, then write. ImportRejected (nothing written) lists every error; NotStored
+    (nothing written either) says the database server's disk is full."""
     options = options or ImportOptions()
     with Source(path) as source:
         plan, _ = check(source, options)
         name = options.dataset.name if options.dataset else str(plan.meta["name"]).strip()
-        with transaction.atomic():
-            _lock(name)
-            writer = _Writer(source, plan, options)
-            try:
-                return writer.write()
-            except bulk.Duplicates as exc:
-                raise ImportRejected(writer.duplicate_errors(exc)) from None
+        try:
+            with transaction.atomic():
+                _lock(name)
+                writer = _Writer(source, plan, options)
+                try:
+                    return writer.write()
+                except bulk.Duplicates as exc:
+                    raise ImportRejected(writer.duplicate_errors(exc)) from None
+        except DatabaseError as exc:
+            # Raised out of the transaction, so every row written before is rolled back.
+            if storage.disk_full(exc):
+                raise storage.NotStored(storage.FULL_DATABASE, full=True) from exc
+            raise
 
 
 class _Writer:

@@ -9,11 +9,13 @@ DATA_EXPORT_EXPIRY_HOURS.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import os
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,6 +29,7 @@ from annotation import roles
 from annotation.models import Dataset
 from annotation.permissions import check_dataset
 from evaluation import task_names
+from evaluation.data import storage
 from evaluation.data.export import ExportOptions, count_rows, export_chunks, file_name
 from evaluation.data.models import DatasetExport
 
@@ -77,21 +80,34 @@ def export_path(export: DatasetExport) -> Path:
     return export_dir() / f"{export.token}.zip"
 
 
+def _partials(export: DatasetExport) -> list[Path]:
+    """The half-written files of a job: of deliveries that were killed, or still write."""
+    return list(Path(settings.DATA_EXPORT_DIR).glob(f"{export.token}.*.partial"))
+
+
 def export_run(*, export_id: int) -> None:
     """Write the zip of one job. A finished or failed job is left alone; a redelivered one
-    starts again from scratch (the file is renamed into place only when complete)."""
+    starts again from scratch (the file is renamed into place only when complete).
+
+    Each delivery writes a file of its own (`<token>.<delivery>.partial`): a delivery whose
+    worker was killed leaves its file behind, and one the broker handed out again while the
+    first still ran (Redis's visibility timeout) must not write into the same file. The one
+    that ends the job removes the others' files; the job's status changes only while it is
+    running, so a delivery that ends second changes nothing."""
     export = (
         DatasetExport.objects.select_related("dataset", "requested_by").filter(pk=export_id).first()
     )
     if export is None or export.status in (DatasetExport.Status.DONE, DatasetExport.Status.FAILED):
         return
-    now = timezone.now()
-    DatasetExport.objects.filter(pk=export.pk).update(
-        status=DatasetExport.Status.RUNNING, started_at=now, rows_done=0
+    unended = DatasetExport.objects.filter(
+        pk=export.pk, status__in=(DatasetExport.Status.PENDING, DatasetExport.Status.RUNNING)
     )
+    if not unended.update(
+        status=DatasetExport.Status.RUNNING, started_at=timezone.now(), rows_done=0
+    ):
+        return  # ended by another delivery since it was read
+    running = DatasetExport.objects.filter(pk=export.pk, status=DatasetExport.Status.RUNNING)
     options = ExportOptions.parse(export.include, export.formats)
-    target = export_path(export)
-    partial = target.with_suffix(".partial")
     last = [time.monotonic()]
 
     def progress(rows: int) -> None:
@@ -103,23 +119,35 @@ def export_run(*, export_id: int) -> None:
             thread.join()
             last[0] = time.monotonic()
 
+    partial = target = None
     try:
-        with partial.open("wb") as out:
-            # As the requester sees the dataset (blind rule); they were an admin when asking.
-            for chunk in export_chunks(
-                export.dataset, options, user=export.requested_by, progress=progress
-            ):
+        target = export_path(export)  # creates DATA_EXPORT_DIR, which may fail too
+        partial = target.with_name(f"{export.token}.{uuid.uuid4().hex[:12]}.partial")
+        # As the requester sees the dataset (blind rule); they were an admin when asking.
+        chunks = export_chunks(export.dataset, options, user=export.requested_by, progress=progress)
+        # Closed on failure too: the generator holds the read-only snapshot transaction,
+        # which the failure must not be written into.
+        with contextlib.closing(chunks), partial.open("wb") as out:
+            for chunk in chunks:
                 out.write(chunk)
         os.replace(partial, target)
     except Exception as exc:
-        partial.unlink(missing_ok=True)
+        # This delivery's file and those of deliveries killed before it: on a full disk
+        # they hold the space that the export pressed again will need.
+        for path in [partial, *_partials(export)]:
+            if path is not None:
+                path.unlink(missing_ok=True)
+        # The traceback is for operators (the log); the user reads what happened and what
+        # to do, naming the setting when it is the disk (evaluation.data.storage).
         logger.exception("Export %s failed", export.pk)
-        DatasetExport.objects.filter(pk=export.pk).update(
-            status=DatasetExport.Status.FAILED, error=str(exc)[:2000], finished_at=timezone.now()
+        running.update(
+            status=DatasetExport.Status.FAILED,
+            error=storage.export_failure(exc)[:2000],
+            finished_at=timezone.now(),
         )
         return
     finished = timezone.now()
-    DatasetExport.objects.filter(pk=export.pk).update(
+    ended = running.update(
         status=DatasetExport.Status.DONE,
         rows_done=export.rows_total,
         file_name=file_name(export.dataset, finished),
@@ -127,6 +155,12 @@ def export_run(*, export_id: int) -> None:
         finished_at=finished,
         expires_at=finished + dt.timedelta(hours=settings.DATA_EXPORT_EXPIRY_HOURS),
     )
+    done = DatasetExport.objects.filter(pk=export.pk, status=DatasetExport.Status.DONE)
+    if not ended and not done.exists():
+        target.unlink(missing_ok=True)  # the job failed meanwhile, or is gone: no file
+        return
+    for leftover in _partials(export):  # of deliveries killed before this one
+        leftover.unlink(missing_ok=True)
     exports_purge_expired()
 
 
@@ -149,7 +183,9 @@ def access_export(user: AnyUser, token: object) -> DatasetExport:
 
 
 def export_file(export: DatasetExport) -> Path:
-    """The finished zip; ExportGone when it expired or is not written (yet)."""
+    """The finished zip; ExportGone when it failed, expired or is not written (yet)."""
+    if export.status == DatasetExport.Status.FAILED:
+        raise ExportGone(f"This export failed: {export.error}")
     if export.status != DatasetExport.Status.DONE:
         raise ExportGone("This export is not ready.")
     if export.expires_at and export.expires_at <= timezone.now():

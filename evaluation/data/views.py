@@ -18,6 +18,7 @@ from evaluation.data.formats import FileRejected
 from evaluation.data.forms import ExportForm, ImportForm
 from evaluation.data.importer import ImportOptions, ImportRejected, import_dataset
 from evaluation.data.models import DatasetExport
+from evaluation.data.storage import NotStored
 from evaluation.data.uploads import received
 
 
@@ -90,6 +91,8 @@ def dataset_import(request: HttpRequest) -> HttpResponse:
                 result = import_dataset(path, options)
         except (ImportRejected, FileRejected) as rejected:
             errors, status = rejected.errors, 400
+        except NotStored as failed:  # the server's disk, not the file: 507 when full
+            errors, status = [failed.message], failed.status
         else:
             context = {"result": result, "name": data["file"].name}
             return render(request, "evaluation/data/dataset_import_done.html", context)

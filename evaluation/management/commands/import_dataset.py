@@ -20,6 +20,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Guideline
 from evaluation.data.importer import ImportOptions, ImportRejected, import_dataset
+from evaluation.data.storage import NotStored
 from evaluation.management.commands.export_dataset import find_dataset
 
 
@@ -68,6 +69,8 @@ class Command(BaseCommand):
             result = import_dataset(path, import_options)
         except ImportRejected as rejected:
             raise CommandError(str(rejected), returncode=2) from rejected
+        except NotStored as failed:
+            raise CommandError(failed.message) from failed
         dataset = result.dataset
         verb = "Created" if result.dataset_created else "Updated"
         self.stdout.write(
