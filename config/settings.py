@@ -372,6 +372,10 @@ RUNS_HEARTBEAT = envint("RUNS_HEARTBEAT", 10)
 RUNS_SWEEP = envint("RUNS_SWEEP", 15)
 RUNS_LEASE_TIMEOUT = envint("RUNS_LEASE_TIMEOUT", 60)
 RUNS_MAX_REQUEUES = envint("RUNS_MAX_REQUEUES", 5)
+# A run's task waits out a transient database error (a restart, a failover) for up to this
+# many seconds, holding the results of the judge calls it made, before leaving the task to
+# the sweep (evaluation/transient.py `retrying`).
+RUNS_DB_RETRY_FOR = envint("RUNS_DB_RETRY_FOR", 300)
 # Figures served while updating (analytics, run scores) are refreshed at most once every
 # FIGURES_REFRESH_SPACING seconds per run: a team labelling without pause would otherwise
 # keep a refresh (7 s of a core at the full scale preset) running back to back.
@@ -386,6 +390,16 @@ COST_CURRENCY = os.environ.get("COST_CURRENCY", "USD")
 # base × 2^n, at most 20 s; a Retry-After from the server wins, up to 60 s.
 JUDGE_RETRY_ATTEMPTS = envint("JUDGE_RETRY_ATTEMPTS", 6)
 JUDGE_RETRY_BASE_DELAY = float(os.environ.get("JUDGE_RETRY_BASE_DELAY", "0.5"))
+# A judge's circuit breaker (evaluation/judging/circuit.py): JUDGE_CIRCUIT_FAILURES outage
+# failures (no connection, timeouts, 5xx) within JUDGE_CIRCUIT_WINDOW seconds open it; its
+# calls then wait, one probe goes after JUDGE_CIRCUIT_PROBE_MIN seconds, doubling up to
+# JUDGE_CIRCUIT_PROBE_MAX, and a reply closes it. A call that waited JUDGE_CIRCUIT_MAX_WAIT
+# seconds gives up (an error verdict "judge_unreachable"; resuming the run continues).
+JUDGE_CIRCUIT_FAILURES = envint("JUDGE_CIRCUIT_FAILURES", 10)
+JUDGE_CIRCUIT_WINDOW = float(os.environ.get("JUDGE_CIRCUIT_WINDOW", "30"))
+JUDGE_CIRCUIT_PROBE_MIN = float(os.environ.get("JUDGE_CIRCUIT_PROBE_MIN", "5"))
+JUDGE_CIRCUIT_PROBE_MAX = float(os.environ.get("JUDGE_CIRCUIT_PROBE_MAX", "60"))
+JUDGE_CIRCUIT_MAX_WAIT = float(os.environ.get("JUDGE_CIRCUIT_MAX_WAIT", "3600"))
 # Judge calls in flight across one worker process (all its threads); 0: no cap beyond
 # threads × Run.concurrency. See docs/benchmarks.md for sizing threads against it.
 JUDGE_MAX_IN_FLIGHT = envint("JUDGE_MAX_IN_FLIGHT", 0)
@@ -399,6 +413,13 @@ JUDGE_ALLOWED_HOSTS = envlist("JUDGE_ALLOWED_HOSTS")
 # Celery closes each thread's database connection before and after every task unless told
 # to reuse it; config/celery.py then applies DATABASE_CONN_MAX_AGE as a web request does.
 CELERY_DB_REUSE_MAX = envint("CELERY_DB_REUSE_MAX", 1000)
+# Tasks that wait out a database restart (evaluation/transient.py: a scheduled run's tick,
+# the regression alerts): attempts, the first included, and the backoff in seconds: retry
+# n waits a random time between half and all of min(max, base × 2^n). The defaults keep a
+# tick trying for about 18 to 35 minutes.
+TASK_DB_RETRY_ATTEMPTS = envint("TASK_DB_RETRY_ATTEMPTS", 13)
+TASK_DB_RETRY_BASE_DELAY = envint("TASK_DB_RETRY_BASE_DELAY", 5)
+TASK_DB_RETRY_MAX_DELAY = envint("TASK_DB_RETRY_MAX_DELAY", 300)
 
 # --- Application ----------------------------------------------------------------------------
 DEMO_ADMIN_USERNAME = "admin"
@@ -407,6 +428,12 @@ DEMO_PASSWORD = os.environ.get("DEMO_PASSWORD", "demo-password")
 # subdomain). Empty: any host that resolves only to public addresses, so that a dataset
 # admin cannot make the workers reach internal services (evaluation/alerts/webhooks.py).
 ALERT_WEBHOOK_ALLOWED_HOSTS = envlist("ALERT_WEBHOOK_ALLOWED_HOSTS")
+# A webhook POST that fails for a reason that may pass (no connection, a timeout, 408, 429,
+# 5xx) is tried again: attempts, the first included, and the backoff in seconds as above
+# (evaluation/alerts/delivery.py). The defaults spread six attempts over 8 to 16 minutes.
+ALERT_WEBHOOK_RETRY_ATTEMPTS = envint("ALERT_WEBHOOK_RETRY_ATTEMPTS", 6)
+ALERT_WEBHOOK_RETRY_BASE_DELAY = envint("ALERT_WEBHOOK_RETRY_BASE_DELAY", 30)
+ALERT_WEBHOOK_RETRY_MAX_DELAY = envint("ALERT_WEBHOOK_RETRY_MAX_DELAY", 600)
 
 # --- Dataset exports and imports ------------------------------------------------------------
 # Exports bigger than DATA_EXPORT_STREAM_MAX_ROWS rows run as a Celery job that writes a zip

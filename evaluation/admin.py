@@ -112,5 +112,9 @@ class RegressionAlertAdmin(admin.ModelAdmin):
 
 @admin.register(AlertEvent)
 class AlertEventAdmin(admin.ModelAdmin):
-    list_display = ("run", "previous", "system", "difference", "emailed", "webhook_status")
+    list_display = (
+        "run", "previous", "system", "difference", "email_state", "webhook_state",
+        "webhook_attempts", "webhook_status",
+    )  # fmt: skip
+    list_filter = ("email_state", "webhook_state")
     readonly_fields = [f.name for f in AlertEvent._meta.fields]

@@ -17,6 +17,8 @@ WARM_TASK = "evaluation.warm_analytics"
 REFRESH_TASK = "evaluation.refresh_analytics"
 # The regression alerts of a run that ended (evaluation.alerts.tasks and receivers).
 CHECK_REGRESSIONS_TASK = "evaluation.check_regressions"
+# The email and webhook of one regression found, the webhook retried (evaluation.alerts).
+SEND_ALERT_TASK = "evaluation.send_alert"
 # A schedule's run, sent by celery beat (evaluation.schedules.tasks and services).
 SCHEDULED_RUN_TASK = "evaluation.scheduled_run"
 # The formality advice on a criterion's wording (evaluation.formality).

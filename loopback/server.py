@@ -544,6 +544,28 @@ class LoopbackOpenAI:
             self._runner = None
         self._stop_loop()
 
+    def go_down(self) -> None:
+        """An outage: close the listener and drop the requests in flight, as a crashed
+        endpoint does (new connections are refused). Counters and settings are kept, and
+        `come_up()` serves again on the same port."""
+        if self._loop is None or self._runner is None:
+            raise RuntimeError("LoopbackOpenAI is not serving")
+        runner, self._runner = self._runner, None
+        future = asyncio.run_coroutine_threadsafe(runner.cleanup(), self._loop)
+        future.result(timeout=_SHUTDOWN_GRACE_SECONDS + 5.0)
+
+    def come_up(self) -> None:
+        """Serve again on the port of before the outage."""
+        if self._loop is None or self._runner is not None:
+            raise RuntimeError("LoopbackOpenAI is not down")
+        self._requested_port = self.port
+        future = asyncio.run_coroutine_threadsafe(self._start_site(), self._loop)
+        future.result(timeout=_START_TIMEOUT_SECONDS)
+
+    @property
+    def down(self) -> bool:
+        return self._loop is not None and self._runner is None
+
     def _stop_loop(self) -> None:
         loop, thread = self._loop, self._thread
         if loop is not None:

@@ -44,8 +44,17 @@ class RegressionAlert(models.Model):
 
 class AlertEvent(models.Model):
     """One regression found: the run, the previous run it was compared with, the figures,
-    and what was sent. Unique per alert, run and system, so a redelivered task never sends
-    twice."""
+    and how its email and webhook went. Unique per alert, run and system, so a redelivered
+    task never records it twice; each send is claimed in its state before it is made, so no
+    delivery sends it twice either (evaluation/alerts/delivery.py)."""
+
+    class Delivery(models.TextChoices):
+        NONE = "", "not asked"  # no address, or no webhook
+        PENDING = "pending", "queued"
+        SENDING = "sending", "sending"
+        RETRYING = "retrying", "waiting to try again"  # webhooks only
+        DELIVERED = "delivered", "delivered"
+        FAILED = "failed", "failed"
 
     alert = models.ForeignKey(RegressionAlert, on_delete=models.CASCADE, related_name="events")
     run = models.ForeignKey("evaluation.Run", on_delete=models.CASCADE, related_name="+")
@@ -57,9 +66,25 @@ class AlertEvent(models.Model):
     sign_p = models.FloatField(null=True)
     bootstrap_p = models.FloatField(null=True)
     payload = models.JSONField()
-    emailed = models.BooleanField(default=False)
+    # The email: tried once (SMTP errors are recorded, not retried).
+    email_state = models.CharField(
+        max_length=10, choices=Delivery.choices, blank=True, default=Delivery.NONE
+    )
+    email_error = models.CharField(max_length=300, blank=True)
+    emailed_at = models.DateTimeField(null=True, blank=True)
+    # The webhook: every attempt is counted and logged, the last one's HTTP status or error
+    # kept apart; `webhook_retry_at` is when the next attempt is due while retrying.
+    webhook_state = models.CharField(
+        max_length=10, choices=Delivery.choices, blank=True, default=Delivery.NONE
+    )
+    webhook_attempts = models.PositiveSmallIntegerField(default=0)
     webhook_status = models.PositiveSmallIntegerField(null=True)
     webhook_error = models.CharField(max_length=300, blank=True)
+    webhook_attempted_at = models.DateTimeField(null=True, blank=True)
+    webhook_retry_at = models.DateTimeField(null=True, blank=True)
+    webhook_delivered_at = models.DateTimeField(null=True, blank=True)
+    # One {"at", "status", "error"} per attempt, oldest first.
+    webhook_log = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

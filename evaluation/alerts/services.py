@@ -1,32 +1,21 @@
 """Regression alerts: when a run ends, compare each system's score with the dataset's
 previous ended run holding that system; a drop of at least the alert's threshold is
-recorded once (`AlertEvent`) and sent by email and by a signed webhook.
-
-The webhook is a JSON POST; its header `X-Workbench-Signature: sha256=<hex>` is the
-HMAC-SHA256 of the exact body bytes with the shared secret (from the environment variable
-the alert names), so the receiver can check it came from here and was not changed:
-
-    expected = hmac.new(secret, body, hashlib.sha256).hexdigest()
-    hmac.compare_digest(expected, header.removeprefix("sha256="))
+recorded once (`AlertEvent`) and sent by email and by a signed webhook: the sending, its
+signature and its retries are in delivery.py, run by the task `evaluation.send_alert`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
 import logging
-import os
-from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 from django.conf import settings
-from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.urls import reverse
 
-from evaluation.alerts import webhooks
-from evaluation.alerts.forms import SECRET_PREFIX, secret_variable_allowed
+from evaluation import task_names
 from evaluation.alerts.models import AlertEvent, RegressionAlert
 from evaluation.analytics import selectors as sel
 from evaluation.analytics import summaries
@@ -39,9 +28,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-SIGNATURE_HEADER = "X-Workbench-Signature"
-WEBHOOK_TIMEOUT = 10.0
-USER_AGENT = "checklist-workbench-alerts"
+Delivery = AlertEvent.Delivery
 
 
 # What a dataset's admin sets on an alert (evaluation.alerts.forms.AlertForm checks them).
@@ -78,10 +65,6 @@ def alert_delete(*, alert: RegressionAlert) -> None:
     alert.delete()
 
 
-def sign(body: bytes, secret: str) -> str:
-    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-
-
 def previous_run(run: Run, system_id: int) -> Run | None:
     """The dataset's latest run that ended before this one and graded this system."""
     return (
@@ -95,68 +78,10 @@ def previous_run(run: Run, system_id: int) -> Run | None:
     )
 
 
-@dataclass(frozen=True)
-class Delivery:
-    emailed: bool
-    status: int | None
-    error: str
-
-
-def _post(url: str, body: bytes, secret: str) -> tuple[int | None, str]:
-    """The webhook's HTTP status and what went wrong ("" when it took the POST). The URL is
-    checked again here (webhooks.check): DNS can change after the alert was saved."""
-    headers = {
-        "Content-Type": "application/json",
-        SIGNATURE_HEADER: sign(body, secret),
-        # http.client sends none (urllib did); some firewalls refuse requests without one.
-        "User-Agent": USER_AGENT,
-    }
-    try:
-        status = webhooks.post(url, body, headers, timeout=WEBHOOK_TIMEOUT)
-    except webhooks.WebhookRefused as refused:
-        return None, f"not sent: {refused}"[:300]
-    except OSError as error:
-        return None, str(error)[:300]
-    if 300 <= status < 400:
-        return status, f"HTTP {status}: redirects are not followed"
-    return status, "" if status < 300 else f"HTTP {status}"
-
-
-def deliver(event: AlertEvent) -> Delivery:
-    alert = event.alert
-    body = json.dumps(event.payload, sort_keys=True).encode()
-    emailed = False
-    recipients = [line.strip() for line in alert.emails.splitlines() if line.strip()]
-    if recipients:
-        p = event.payload
-        send_mail(
-            subject=f"Regression: {p['system']} dropped {-p['difference']:.1%} on {p['dataset']}",
-            message=(
-                f"{p['system']} scored {p['after']:.1%} in run {p['run']['name']} against "
-                f"{p['before']:.1%} in run {p['previous']['name']} "
-                f"({p['queries']} queries in both; sign test p = {p['sign_p']}).\n\n"
-                f"Comparison: {p['comparison_url']}\n"
-            ),
-            from_email=None,
-            recipient_list=recipients,
-        )
-        emailed = True
-    status, error = None, ""
-    if alert.webhook_url:
-        allowed = alert.secret_env and secret_variable_allowed(alert.secret_env)
-        secret = os.environ.get(alert.secret_env, "") if allowed else ""
-        if alert.secret_env and not allowed:  # saved before the prefix rule (or in the admin)
-            error = f"${alert.secret_env} may not hold a webhook secret: use {SECRET_PREFIX}*"
-        elif not secret:
-            error = f"no secret in ${alert.secret_env}" if alert.secret_env else "no secret set"
-        else:
-            status, error = _post(alert.webhook_url, body, secret)
-    return Delivery(emailed, status, error)
-
-
 def check_run(run: Run, *, base_url: str = "") -> list[AlertEvent]:
-    """Find this run's regressions for every active alert of its dataset, record and send
-    each once. Safe to call twice: an event already recorded is not sent again."""
+    """Find this run's regressions for every active alert of its dataset, record each once
+    and queue its sending. Safe to call twice: an event already recorded is not recorded,
+    nor sent, again. Returns the events this call recorded."""
     if run.status not in Run.FINISHED or run.kind == Run.Kind.CROSS_EVALUATION:
         return []
     alerts = list(RegressionAlert.objects.filter(dataset=run.dataset_id, active=True))
@@ -201,20 +126,32 @@ def check_run(run: Run, *, base_url: str = "") -> list[AlertEvent]:
                 "bootstrap_p": t.bootstrap_p,
                 "comparison_url": f"{base_url}{url}",
             }
+            asked = {
+                "email_state": Delivery.PENDING if alert.emails.strip() else Delivery.NONE,
+                "webhook_state": Delivery.PENDING if alert.webhook_url else Delivery.NONE,
+            }
             try:
                 with transaction.atomic():
                     event = AlertEvent.objects.create(
                         alert=alert, run=run, previous=previous, system_id=system_id,
                         before=t.mean_a, after=t.mean_b, difference=t.difference,
-                        sign_p=t.sign_p, bootstrap_p=t.bootstrap_p, payload=payload,
+                        sign_p=t.sign_p, bootstrap_p=t.bootstrap_p, payload=payload, **asked,
                     )  # fmt: skip
             except IntegrityError:
-                continue  # recorded (and sent) by an earlier delivery of this task
-            delivery = deliver(event)
-            AlertEvent.objects.filter(pk=event.pk).update(
-                emailed=delivery.emailed,
-                webhook_status=delivery.status,
-                webhook_error=delivery.error,
-            )
+                continue  # recorded by an earlier delivery of this task: queued below
             events.append(event)
+    _queue_pending(run)
     return events
+
+
+def _queue_pending(run: Run) -> None:
+    """Queue the sending of every event of the run still waiting for its first send: the
+    ones just recorded, and on a redelivery of the check those an earlier delivery recorded
+    but may have died before queuing. A second message for an event sends nothing twice
+    (delivery.py claims every send)."""
+    pending = AlertEvent.objects.filter(run=run).filter(
+        Q(email_state=Delivery.PENDING) | Q(webhook_state=Delivery.PENDING)
+    )
+    for event_id in pending.values_list("pk", flat=True):
+        signature = task_names.signature(task_names.SEND_ALERT_TASK, (event_id,))
+        transaction.on_commit(partial(signature.apply_async))

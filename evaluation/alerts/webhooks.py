@@ -40,6 +40,11 @@ class WebhookRefused(Exception):
     """The URL may not be called; the message says why, for the admin."""
 
 
+class Unresolved(WebhookRefused):
+    """The host's name did not resolve: refused when the alert is saved, but worth another
+    try when sending (DNS can fail for a moment)."""
+
+
 @dataclass(frozen=True)
 class Target:
     """A checked URL: where to connect (`addresses`, already resolved) and what to ask."""
@@ -112,7 +117,7 @@ def check(url: str, *, resolve: bool = True) -> Target:
     try:
         found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):
-        raise WebhookRefused(f"The host {host} could not be resolved.") from None
+        raise Unresolved(f"The host {host} could not be resolved.") from None
     # An IPv6 address may come with its zone ("fe80::1%eth0"); the zone is not the address.
     addresses = tuple(dict.fromkeys(info[4][0].split("%", 1)[0] for info in found))
     if not hosts:

@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from evaluation.judges import services
+from evaluation.judges import reachability, services
 from evaluation.judges.forms import JudgeForm, PanelForm, PanelMemberFormSet
 from evaluation.judging.connection import key_is_set
 from evaluation.models import Judge, Panel, PanelMember
@@ -21,7 +21,8 @@ from evaluation.models import Judge, Panel, PanelMember
 @permission_required("evaluation.change_judge", raise_exception=True)
 def judge_list(request: HttpRequest) -> HttpResponse:
     judges = list(Judge.objects.annotate(panel_count=Count("memberships")).order_by("name"))
-    rows = [(judge, key_is_set(judge.api_key_env)) for judge in judges]
+    down = reachability.outages(judges)
+    rows = [(judge, key_is_set(judge.api_key_env), down.get(judge.pk)) for judge in judges]
     can_add = request.user.has_perm("evaluation.add_judge")
     return render(request, "evaluation/judges/judge_list.html", {"rows": rows, "can_add": can_add})
 
@@ -50,7 +51,10 @@ def judge_edit(request: HttpRequest, pk: int) -> HttpResponse:
         return redirect("judge-edit", pk=judge.pk)
     if request.method == "POST":
         judge.refresh_from_db()  # the form cleaned the instance in place: show what is stored
-    context = {"form": form, "judge": judge, "key_set": key_is_set(judge.api_key_env)}
+    context = {
+        "form": form, "judge": judge, "key_set": key_is_set(judge.api_key_env),
+        "outage": reachability.outages([judge]).get(judge.pk),
+    }  # fmt: skip
     return render(request, "evaluation/judges/judge_form.html", context)
 
 

@@ -31,6 +31,7 @@ from typing import Any, Literal
 import openai
 
 from evaluation.judging import keys
+from evaluation.judging.circuit import Circuit, Unreachable, Waited, is_outage
 from evaluation.judging.ratelimit import RateLimiter, Unlimited
 
 # The HTTP library under the openai client: httpx2 from openai 3.x, which no longer installs
@@ -292,39 +293,71 @@ async def complete_json_with_retries(
     token_estimate: int = 0,
     policy: RetryPolicy = RetryPolicy(),
     session: Session | None = None,
+    circuit: Circuit | None = None,
 ) -> Completion:
     """One call with our own retries of transient failures; see the module docstring.
+
+    With a circuit (evaluation.judging.circuit), every attempt first waits while the judge's
+    circuit is open, and an outage failure while it is open does not spend a retry: the
+    call waits for the endpoint instead (until the circuit's max_wait, Unreachable).
 
     Pass a Session made with max_retries=0 to share connections between calls."""
     limiter = limiter or Unlimited()
     single_attempt = replace(endpoint, max_retries=0)
     attempts = max(1, policy.attempts)
-    for attempt in range(1, attempts + 1):
+    attempt = made = 0
+    waited = Waited()
+    while attempt < attempts:
+        attempt += 1
+        probe = await _admitted(circuit, waited, made)
         try:
             await limiter.acquire(token_estimate)
         except Exception as exc:
             # an unavailable judge for this call: recorded as an error verdict, retryable.
             if attempt == attempts:
                 raise JudgeUnavailable(
-                    f"Rate limiter unavailable: {exc}", "rate_limiter", attempts=attempt
+                    f"Rate limiter unavailable: {exc}", "rate_limiter", attempts=made
                 ) from exc
             await asyncio.sleep(min(policy.max_delay, policy.base_delay * 2**attempt))
             continue
+        made += 1
         try:
             completion = await complete_json(
                 single_attempt, messages, schema_name=schema_name, schema=schema, session=session
             )
         except JudgeUnavailable as exc:
+            if circuit is not None and is_outage(exc.kind):
+                if await circuit.failed(str(exc), probe=probe):
+                    attempt -= 1  # the endpoint is down: wait for it, not against the call
+                    continue
+            elif circuit is not None:
+                await circuit.succeeded(probe=probe)  # it answered, if only with a 429
             if attempt == attempts:
-                exc.attempts = attempt
+                exc.attempts = made
                 raise
             backoff = random.uniform(0, min(policy.max_delay, policy.base_delay * 2**attempt))  # noqa: S311
             asked = _retry_after(exc)
             delay = min(asked, policy.max_retry_after) if asked is not None else backoff
             await asyncio.sleep(delay)
             continue
-        return replace(completion, meta={**completion.meta, "attempts": attempt})
+        except JudgeRejected:
+            if circuit is not None:
+                await circuit.succeeded(probe=probe)  # a refusal is still an answer
+            raise
+        if circuit is not None:
+            await circuit.succeeded(probe=probe)
+        return replace(completion, meta={**completion.meta, "attempts": made})
     raise AssertionError("unreachable")
+
+
+async def _admitted(circuit: Circuit | None, waited: Waited, made: int) -> bool:
+    """Wait while the circuit is open; True when this attempt is its probe."""
+    if circuit is None:
+        return False
+    try:
+        return await circuit.admit(waited)
+    except Unreachable as exc:
+        raise JudgeUnavailable(str(exc), "judge_unreachable", attempts=made) from exc
 
 
 # --- A cap on calls in flight across the whole worker process ------------------------------

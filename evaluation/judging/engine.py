@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaluation.judging import client, prompts
+from evaluation.judging.circuit import Circuit
 from evaluation.judging.ratelimit import RateLimiter
 
 # An unparseable output is asked again this many times before it is recorded as such.
@@ -106,6 +107,7 @@ async def ask_json(
     parse: Callable[[dict[str, Any] | None], Any],
     limiter: RateLimiter,
     policy: client.RetryPolicy,
+    circuit: Circuit | None = None,
 ) -> Asked:
     """One question (a verdict, a grade) with our transport retries, then up to
     PARSE_RETRIES more asks while the output does not parse. Shared by every kind of call
@@ -121,7 +123,7 @@ async def ask_json(
             completion = await client.complete_json_with_retries(
                 endpoint, messages, schema_name=schema_name, schema=schema, limiter=limiter,
                 token_estimate=_estimate(messages, endpoint), policy=policy,
-                session=client.shared_session(endpoint),
+                session=client.shared_session(endpoint), circuit=circuit,
             )  # fmt: skip
         except client.JudgeUnavailable as exc:
             return Asked(
@@ -154,10 +156,12 @@ async def ask_json(
     )  # fmt: skip
 
 
-async def judge_one(call: Call, limiter: RateLimiter, policy: client.RetryPolicy) -> CallResult:
+async def judge_one(
+    call: Call, limiter: RateLimiter, policy: client.RetryPolicy, circuit: Circuit | None = None
+) -> CallResult:
     asked = await ask_json(
         call.endpoint, call.messages, schema_name="verdict", schema=prompts.SCHEMA,
-        parse=prompts.parse, limiter=limiter, policy=policy,
+        parse=prompts.parse, limiter=limiter, policy=policy, circuit=circuit,
     )  # fmt: skip
     return call.result(**asked.record(_verdict))
 
@@ -176,6 +180,7 @@ async def judge_all(
     limiter: RateLimiter,
     policy: client.RetryPolicy | None = None,
     gate: client.InFlightGate | None = None,
+    circuit: Circuit | None = None,
 ) -> list[CallResult]:
     """Judge every call, at most `concurrency` at a time (and at most the gate's limit in
     the whole process). Run it with client.run_sync, whose per-thread loop keeps the
@@ -186,6 +191,6 @@ async def judge_all(
 
     async def bounded(call: Call) -> CallResult:
         async with semaphore, worker_slot:
-            return await judge_one(call, limiter, policy)
+            return await judge_one(call, limiter, policy, circuit)
 
     return list(await asyncio.gather(*(bounded(c) for c in calls)))

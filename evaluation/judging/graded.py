@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaluation.judging import client, engine
+from evaluation.judging.circuit import Circuit
 from evaluation.judging.ratelimit import RateLimiter
 
 # Bump when the prompt or schema changes: it enters the cache key, so old grades are not
@@ -154,11 +155,14 @@ class GradeResult:
 
 
 async def grade_one(
-    call: GradeCall, limiter: RateLimiter, policy: client.RetryPolicy
+    call: GradeCall,
+    limiter: RateLimiter,
+    policy: client.RetryPolicy,
+    circuit: Circuit | None = None,
 ) -> GradeResult:
     asked = await engine.ask_json(
         call.endpoint, call.messages, schema_name="graded", schema=SCHEMA, parse=parse,
-        limiter=limiter, policy=policy,
+        limiter=limiter, policy=policy, circuit=circuit,
     )  # fmt: skip
     return call.result(**asked.record(_grade))
 
@@ -173,6 +177,7 @@ async def grade_all(
     limiter: RateLimiter,
     policy: client.RetryPolicy,
     gate: client.InFlightGate | None = None,
+    circuit: Circuit | None = None,
 ) -> list[GradeResult]:
     """One call per sample of one judge, all at once (a judge has a handful of samples),
     within the worker's cap on calls in flight. Run it with client.run_sync so the worker
@@ -181,6 +186,6 @@ async def grade_all(
 
     async def one(call: GradeCall) -> GradeResult:
         async with worker_slot:
-            return await grade_one(call, limiter, policy)
+            return await grade_one(call, limiter, policy, circuit)
 
     return list(await asyncio.gather(*(one(c) for c in calls)))

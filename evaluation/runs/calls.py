@@ -8,7 +8,7 @@ from typing import TypeVar
 
 from django.conf import settings
 
-from evaluation.judging import client, engine, graded
+from evaluation.judging import circuit, client, engine, graded
 from evaluation.judging.ratelimit import RateLimiter, limiter_for
 from evaluation.models import Judge, JudgeCall
 from evaluation.runs.snapshot import MemberSnapshot
@@ -90,11 +90,12 @@ def cached_or_made(
 @dataclass(frozen=True)
 class CallControls:
     """What every call of a judge in a worker goes through: its shared rate limiter, our
-    retry policy and the worker's cap on calls in flight."""
+    retry policy, the worker's cap on calls in flight and the judge's circuit breaker."""
 
     limiter: RateLimiter
     policy: client.RetryPolicy
     gate: client.InFlightGate | None
+    circuit: circuit.Circuit
 
 
 def call_controls(judge: Judge) -> CallControls:
@@ -107,4 +108,16 @@ def call_controls(judge: Judge) -> CallControls:
             attempts=settings.JUDGE_RETRY_ATTEMPTS, base_delay=settings.JUDGE_RETRY_BASE_DELAY
         ),
         gate=client.worker_gate(settings.JUDGE_MAX_IN_FLIGHT),
+        circuit=circuit.Circuit(
+            circuit.store_for(settings.CELERY_BROKER_URL),
+            circuit.circuit_key(judge.pk, judge.base_url), circuit_config(),
+        ),
+    )  # fmt: skip
+
+
+def circuit_config() -> circuit.Config:
+    return circuit.Config(
+        failures=settings.JUDGE_CIRCUIT_FAILURES, window=settings.JUDGE_CIRCUIT_WINDOW,
+        probe_min=settings.JUDGE_CIRCUIT_PROBE_MIN, probe_max=settings.JUDGE_CIRCUIT_PROBE_MAX,
+        max_wait=settings.JUDGE_CIRCUIT_MAX_WAIT,
     )  # fmt: skip

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from django.db.models import Count, Q, Sum
 
 from annotation.models import Query
+from evaluation import transient
 from evaluation.judging import client, graded
 from evaluation.models import Answer, GradedScore, Judge, JudgeCall, Run
 from evaluation.runs import scope, snapshot
@@ -80,7 +81,7 @@ def grade_answer(*, run: Run, judge: Judge, member: MemberSnapshot, answer: Answ
         ]
     else:
         results = _grade_with_llm(judge, member, answer, references, pending)
-    upsert(run, answer, judge, results, params)
+    transient.retrying(lambda: upsert(run, answer, judge, results, params))  # see work.py
     return len(results)
 
 
@@ -106,7 +107,11 @@ def _grade_with_llm(
         controls = call_controls(judge)
         return client.run_sync(
             graded.grade_all(
-                misses, limiter=controls.limiter, policy=controls.policy, gate=controls.gate
+                misses,
+                limiter=controls.limiter,
+                policy=controls.policy,
+                gate=controls.gate,
+                circuit=controls.circuit,
             )
         )
 

@@ -17,6 +17,11 @@ heartbeat of the leases its process holds; every RUNS_SWEEP seconds it sweeps:
 4. A dataset deletion that made no progress for RUNS_LEASE_TIMEOUT is queued again
    (evaluation.data.purge.sweep).
 
+A Redis broker that restarted without persistence has lost every queued message: the
+doctor tells from its run id (INFO server), read at each heartbeat, and sweeps at once
+with `lost_messages`, queueing every unheld unfinished task again without waiting for the
+run to look stalled.
+
 Why a thread in the workers rather than celery beat: it needs no other process to deploy,
 it heals whenever any worker is alive (the only time healing can happen), and its sweep
 does not wait in the queue behind the very tasks it is meant to rescue. Several workers
@@ -32,6 +37,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+import redis
 from django.conf import settings
 from django.db import close_old_connections
 from django.db.models import F, Max
@@ -54,13 +60,15 @@ class SweepReport:
     ended: int = 0
 
 
-def sweep() -> SweepReport:
+def sweep(*, lost_messages: bool = False) -> SweepReport:
+    """`lost_messages`: the broker is known to have lost its queues (it restarted), so
+    every unheld unfinished task is queued again now, stalled or not."""
     lost = unqueued = given_up = ended = 0
     running = list(Run.objects.filter(status=Run.Status.RUNNING).values_list("pk", "attempt"))
     for run_id, attempt in running:
         r_lost, r_given_up = _requeue_lost(run_id)
         lost, given_up = lost + r_lost, given_up + r_given_up
-        unqueued += _requeue_stalled(run_id, attempt)
+        unqueued += _requeue_stalled(run_id, attempt, lost_messages=lost_messages)
         ended += lifecycle.end_if_complete(run_id) is not None
     report = SweepReport(lost, unqueued, given_up, ended)
     if report != SweepReport():
@@ -101,7 +109,7 @@ def _give_up(pk: int, run_id: int, answer_id: int, judge_id: int, lease: str, n:
     return taken
 
 
-def _requeue_stalled(run_id: int, attempt: int) -> int:
+def _requeue_stalled(run_id: int, attempt: int, *, lost_messages: bool = False) -> int:
     now = timezone.now()
     stale = lifecycle.stale_before(now)
     tasks = RunTask.objects.filter(run=run_id)
@@ -109,14 +117,16 @@ def _requeue_stalled(run_id: int, attempt: int) -> int:
         claimed=Max("claimed_at"), done=Max("done_at"), queued=Max("queued_at")
     )
     latest = max((t for t in progress.values() if t is not None), default=None)
-    if latest is not None and latest > stale:
+    if not lost_messages and latest is not None and latest > stale:
         return 0  # the run is moving (or was queued just now): its messages are flowing
     waiting = tasks.filter(done_at__isnull=True, lease="").values_list(
         "pk", "answer_id", "judge_id", "queued_at", "requeues"
     )
     requeued = 0
     for pk, answer_id, judge_id, queued_at, requeues in waiting[:BATCH]:
-        backoff = settings.RUNS_LEASE_TIMEOUT * 2 ** min(requeues, 6)
+        # After a broker restart, at once: a message sent since (between the restart and
+        # the doctor's noticing it) gets a second one, which is harmless.
+        backoff = 0 if lost_messages else settings.RUNS_LEASE_TIMEOUT * 2 ** min(requeues, 6)
         if queued_at is not None and (now - queued_at).total_seconds() < backoff:
             continue
         taken = RunTask.objects.filter(pk=pk, lease="", queued_at=queued_at).update(
@@ -137,16 +147,42 @@ class Doctor(threading.Thread):
 
     def run(self) -> None:
         next_sweep = time.monotonic() + settings.RUNS_SWEEP
+        broker = BrokerWatch(settings.CELERY_BROKER_URL)
+        lost_messages = False
         while not self.stopping.wait(settings.RUNS_HEARTBEAT):
             close_old_connections()
+            if broker.restarted():
+                logger.warning("The broker restarted: queueing the unfinished tasks again")
+                lost_messages, next_sweep = True, 0.0
             try:
                 lifecycle.beat()
                 if time.monotonic() >= next_sweep:
                     next_sweep = time.monotonic() + settings.RUNS_SWEEP
-                    sweep()
+                    sweep(lost_messages=lost_messages)
+                    lost_messages = False
                     purge.sweep()
             except Exception:  # a database blip: try again at the next beat
                 logger.exception("The run doctor's heartbeat or sweep failed")
+
+
+class BrokerWatch:
+    """Tells that a Redis broker restarted: its run id (a random id Redis draws at each
+    start) changed since the last look. Other brokers, and an unreachable Redis, say no."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url if url.startswith(("redis://", "rediss://")) else ""
+        self.run_id: str | None = None
+
+    def restarted(self) -> bool:
+        if not self.url:
+            return False
+        try:
+            with redis.Redis.from_url(self.url, socket_connect_timeout=2, socket_timeout=2) as r:
+                run_id = r.info("server")["run_id"]
+        except redis.exceptions.RedisError:
+            return False  # down now: the next look after it is back tells
+        before, self.run_id = self.run_id, run_id
+        return before is not None and before != run_id
 
 
 _doctor: Doctor | None = None

@@ -28,6 +28,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from evaluation import transient
 from evaluation.models import GradedScore, Run, RunTask, Verdict
 from evaluation.runs import queue, work
 from evaluation.runs.signals import run_ended
@@ -106,34 +107,63 @@ def _hand_over(claim: Claim) -> None:
 def run_task(
     *, run_id: int, answer_id: int, judge_id: int, attempt: int | None = None, worker: str
 ) -> int:
-    """One delivery of a judging task: claim, work, finish. Returns the verdicts written."""
-    run = Run.objects.filter(pk=run_id).first()
-    if run is None:
+    """One delivery of a judging task: claim, work, finish. Returns the verdicts written.
+
+    A transient database error (a restart, a failover, a dropped connection) is waited out
+    (evaluation.transient.retrying), never recorded as the task's failure: each step is
+    retried, the writes after the judge's calls on their own (work.py), so no paid call is
+    made again. A database still unreachable after RUNS_DB_RETRY_FOR ends the delivery
+    without a word: its lease goes silent and the doctor queues the task again."""
+    try:
+        return _run_task(
+            run_id=run_id, answer_id=answer_id, judge_id=judge_id, attempt=attempt,
+            worker=worker,
+        )  # fmt: skip
+    except transient.StillUnreachable as exc:
+        logger.warning("Run %s: %s; the task is left to the sweep", run_id, exc)
         return 0
-    if run.status != Run.Status.RUNNING:
-        return 0  # cancelled or ended: the task stays unfinished, for a resume to redo
-    taken = claim(
-        run_id=run_id, answer_id=answer_id, judge_id=judge_id, attempt=attempt, worker=worker
-    )
+
+
+def _run_task(
+    *, run_id: int, answer_id: int, judge_id: int, attempt: int | None, worker: str
+) -> int:
+    run = transient.retrying(lambda: Run.objects.filter(pk=run_id).first())
+    if run is None or run.status != Run.Status.RUNNING:
+        return 0  # gone, cancelled or ended: a resume redoes what is unfinished
+    taken = transient.retrying(
+        lambda: claim(
+            run_id=run_id, answer_id=answer_id, judge_id=judge_id, attempt=attempt,
+            worker=worker,
+        )
+    )  # fmt: skip
     if taken is None:
-        end_if_complete(run_id)  # its row may be gone with a deleted answer
+        transient.retrying(lambda: end_if_complete(run_id))  # its answer may be gone
         return 0
     written, error = 0, ""
     with holding(taken):
         try:
-            written = work.judge_answer(run=run, answer_id=answer_id, judge_id=judge_id)
+            # Retried whole only while no call has returned: after the calls, work.py
+            # retries the writes itself and a database that stays down raises
+            # StillUnreachable, which is not retried here.
+            written = transient.retrying(
+                lambda: work.judge_answer(run=run, answer_id=answer_id, judge_id=judge_id)
+            )
+        except transient.StillUnreachable:
+            raise
         except Exception as exc:
             logger.exception("Run %s: answer %s × judge %s failed", run_id, answer_id, judge_id)
             error = f"{type(exc).__name__}: {exc}"[:2000]
             try:
-                written = work.record_failure(
-                    run=run, answer_id=answer_id, judge_id=judge_id, error=error
+                written = transient.retrying(
+                    lambda: work.record_failure(
+                        run=run, answer_id=answer_id, judge_id=judge_id, error=error
+                    )
                 )
             except Exception:
-                # Nothing more can be written (the database itself may be failing); the
-                # task still ends, with its error, so the run does.
+                # Nothing more can be written; the task still ends, with its error, so the
+                # run does.
                 logger.exception("Run %s: could not record the failure", run_id)
-    finish(taken, error=error)
+    transient.retrying(lambda: finish(taken, error=error))
     return written
 
 

@@ -1,11 +1,13 @@
 """What the run page and the run API show of a run: the verdict and graded progress, the
-estimated cost, the first errors and the actions its status allows. Read from the database
-on every call."""
+estimated cost, the first errors, the actions its status allows and the judges it waits
+for (their circuit is open). Read from the database and Redis on every call."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from evaluation.judges import reachability
+from evaluation.judges.reachability import JudgeOutage
 from evaluation.metrics.cost import CostEstimate
 from evaluation.models import Run
 from evaluation.runs import grading, selectors
@@ -19,6 +21,7 @@ class RunOverview:
     cost: CostEstimate
     errors: list[selectors.ErrorGroup]  # the most frequent error messages
     actions: list[str]  # what the run's status allows: cancel, resume, retry-failed
+    waiting: list[JudgeOutage]  # judges whose endpoint is down, while the run runs
 
     @property
     def done(self) -> int:
@@ -45,4 +48,4 @@ def run_overview(run: Run) -> RunOverview:
         else []
     )  # fmt: skip
     actions = selectors.run_actions(run, has_errors=has_errors)
-    return RunOverview(progress, graded, cost, errors, actions)
+    return RunOverview(progress, graded, cost, errors, actions, reachability.waiting_for(run))

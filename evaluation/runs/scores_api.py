@@ -61,6 +61,14 @@ class ErrorGroupSerializer(serializers.Serializer):
     count = serializers.IntegerField()
 
 
+class WaitingSerializer(serializers.Serializer):
+    judge_id = serializers.IntegerField()
+    judge = serializers.CharField()
+    since = serializers.DateTimeField(help_text="When its circuit opened.")
+    next_probe = serializers.DateTimeField(help_text="When one call tries it again.")
+    last_error = serializers.CharField()
+
+
 class RunProgressSerializer(ProgressSerializer):
     """The verdict progress, the graded view's progress, the estimated cost, the most
     frequent errors and the actions the run's status allows."""
@@ -74,6 +82,11 @@ class RunProgressSerializer(ProgressSerializer):
         child=serializers.ChoiceField(["cancel", "resume", "retry-failed"]),
         help_text="What the run's status allows now.",
     )
+    waiting = WaitingSerializer(
+        many=True,
+        help_text="Judges the running run waits for: their endpoint is down (circuit open); "
+        "their calls resume by themselves when a probe gets an answer.",
+    )
 
 
 def progress_data(run, overview: RunOverview) -> dict:
@@ -85,6 +98,7 @@ def progress_data(run, overview: RunOverview) -> dict:
         "cost": CostSerializer(overview.cost).data,
         "errors_first": ErrorGroupSerializer(overview.errors, many=True).data,
         "actions": overview.actions,
+        "waiting": WaitingSerializer(overview.waiting, many=True).data,
     }
 
 

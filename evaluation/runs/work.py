@@ -3,7 +3,9 @@
 It finds the votes still owed (no verdict row yet), reuses cached verdicts, calls the judge
 for the rest concurrently and upserts the results; a redelivered, repeated or resumed task
 therefore only fills gaps and never doubles a verdict (the unique constraint on Verdict
-backs this up). When the work raises, `record_failure` writes an error verdict, naming
+backs this up). The writes after the judge's calls wait out a database restart
+(evaluation.transient.retrying) instead of losing what the calls returned. When the work
+raises, `record_failure` writes an error verdict, naming
 the error, for every vote the task still owed, so the run can end and "retry failed" can
 redo them. Claiming the task and finishing it are evaluation.runs.lifecycle's.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from annotation.models import Criterion
+from evaluation import transient
 from evaluation.checks.deterministic import offline_verdict
 from evaluation.judging import client, engine, graded, prompts
 from evaluation.models import Answer, GradedScore, Judge, JudgeCall, Run, Verdict
@@ -90,7 +93,9 @@ def judge_answer(*, run: Run, answer_id: int, judge_id: int) -> int:
         results = [_offline(c, s, work.answer) for c, s in work.votes]
     else:
         results = _judge_with_llm(run, work)
-    upsert(run, work, results)
+    # The calls are made and paid for: their results wait out a database restart here
+    # rather than be lost with the connection.
+    transient.retrying(lambda: upsert(run, work, results))
     return len(results)
 
 
@@ -152,7 +157,7 @@ def _judge_with_llm(run: Run, work: Owed) -> list[engine.CallResult]:
         return client.run_sync(
             engine.judge_all(
                 misses, concurrency=run.concurrency, limiter=controls.limiter,
-                policy=controls.policy, gate=controls.gate,
+                policy=controls.policy, gate=controls.gate, circuit=controls.circuit,
             )
         )  # fmt: skip
 

@@ -11,11 +11,12 @@ Dataset admins set them in a page (`schedule_save`: a `RunSchedule` row tying be
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 from typing import TYPE_CHECKING
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, PeriodicTask, PeriodicTasks
@@ -42,17 +43,20 @@ def newest_label(dataset: Dataset, system: System) -> str | None:
     return None if found is None else found["run_label"]
 
 
+@transaction.atomic
 def scheduled_run(*, dataset_id: int, panel_id: int, system_id: int, name: str = "") -> Run | None:
     """Start a run of the system's newest answers, unless one with the same name and answers
-    already exists (a tick delivered twice starts one run). None when there is nothing to
-    grade."""
+    already exists: a tick delivered twice (a redelivery, a retry after the database came
+    back), even twice at once, starts one run. None when there is nothing to grade."""
     dataset = Dataset.objects.get(pk=dataset_id)
     panel = Panel.objects.get(pk=panel_id)
     system = System.objects.get(pk=system_id)
+    name = name or f"Scheduled {system} {timezone.localdate():%Y-%m-%d}"
+    # Check, then create: without the lock two deliveries at once would both find no run.
+    _lock_tick(dataset.pk, name)
     label = newest_label(dataset, system)
     if label is None:
         return None
-    name = name or f"Scheduled {system} {timezone.localdate():%Y-%m-%d}"
     existing = Run.objects.filter(
         dataset=dataset, name=name, answer_run_label=label, systems=system
     ).first()
@@ -61,6 +65,20 @@ def scheduled_run(*, dataset_id: int, panel_id: int, system_id: int, name: str =
     return run_services.run_create_and_start(
         dataset=dataset, panel=panel, systems=[system], answer_run_label=label, name=name
     )
+
+
+def _lock_tick(dataset_id: int, name: str) -> None:
+    """One delivery at a time per schedule (dataset and run name) until the transaction
+    ends: the second finds the first one's run. PostgreSQL: a transaction-level advisory
+    lock (the single 64-bit key space, apart from the kept figures' two-key locks); SQLite's
+    IMMEDIATE transactions already hold the database's write lock."""
+    if connection.vendor != "postgresql":
+        return
+    digest = hashlib.sha256(f"scheduled-run:{dataset_id}:{name}".encode()).digest()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(%s)", [int.from_bytes(digest[:8], "big", signed=True)]
+        )
 
 
 # --- schedules set in pages ----------------------------------------------------------------

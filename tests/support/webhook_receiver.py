@@ -1,23 +1,28 @@
 """A loopback HTTP server that stands for a regression alert's webhook receiver: it keeps
 every request (method, path, headers, body) and answers `status`, with a `Location` when
-given one (a redirect)."""
+given one (a redirect). `first` lists the answers to the first requests, in order, before
+`status` (a receiver down for a while: `first=(503, 503)`)."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class WebhookReceiver:
-    def __init__(self, status: int = 204, location: str = "") -> None:
+    def __init__(self, status: int = 204, location: str = "", first: Sequence[int] = ()) -> None:
         received = self.received = []
+        lock = threading.Lock()
 
         class Handler(BaseHTTPRequestHandler):
             def _answer(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length)
-                received.append((self.command, self.path, dict(self.headers), body))
-                self.send_response(status)
+                with lock:
+                    received.append((self.command, self.path, dict(self.headers), body))
+                    answer = first[len(received) - 1] if len(received) <= len(first) else status
+                self.send_response(answer)
                 if location:
                     self.send_header("Location", location)
                 self.send_header("Content-Length", "0")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from evaluation.alerts import services as alerts
+from evaluation.alerts import delivery
 from evaluation.alerts.models import AlertEvent, RegressionAlert
 from tests.factories import AnswerFactory
 
@@ -91,8 +91,9 @@ def test_a_secret_variable_outside_the_prefix_is_never_read(dataset, monkeypatch
         dataset=dataset, webhook_url="http://127.0.0.1:9/", secret_env="SECRET_KEY"
     )
     event = AlertEvent(alert=alert, payload={"x": 1})
-    delivery = alerts.deliver(event)
-    assert delivery.status is None and "may not hold a webhook secret" in delivery.error
+    attempt = delivery.post_webhook(event)
+    assert attempt.status is None and "may not hold a webhook secret" in attempt.error
+    assert not attempt.retry
 
 
 def test_the_pages_show_the_shared_form_and_row_buttons(owner_client, dataset):

@@ -13,6 +13,7 @@ import time
 import pytest
 from django.core import mail
 
+from evaluation.alerts import delivery
 from evaluation.alerts import services as alerts
 from evaluation.alerts.models import AlertEvent, RegressionAlert
 from evaluation.models import Run, RunTask
@@ -44,17 +45,21 @@ def two_runs(dataset):
 
 def valid_signature(headers: dict, body: bytes) -> bool:
     expected = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-    return hmac.compare_digest(expected, headers[alerts.SIGNATURE_HEADER])
+    return hmac.compare_digest(expected, headers[delivery.SIGNATURE_HEADER])
 
 
-def test_a_drop_is_sent_once_by_email_and_signed_webhook(reviewed_dataset, owner, receiver):
+def test_a_drop_is_sent_once_by_email_and_signed_webhook(
+    reviewed_dataset, owner, receiver, eager_refresh, django_capture_on_commit_callbacks
+):
     before, after = two_runs(reviewed_dataset)
     alpha = next(pk for pk, name in before.systems.items() if name == "Alpha")
     RegressionAlert.objects.create(
         dataset=reviewed_dataset, system_id=alpha, threshold=0.1, emails="qa@example.com",
         webhook_url=receiver.url, secret_env=SECRET_ENV, created_by=owner,
     )  # fmt: skip
-    events = alerts.check_run(after.run)
+    # The sending task is queued on commit and runs in this process (eager).
+    with django_capture_on_commit_callbacks(execute=True):
+        events = alerts.check_run(after.run)
     assert len(events) == 1
     event = AlertEvent.objects.get()
     # The drop equals the raw data's: mean over queries of Alpha's answer scores.
@@ -62,15 +67,20 @@ def test_a_drop_is_sent_once_by_email_and_signed_webhook(reviewed_dataset, owner
     b = [s for x, s in answer_shares(after).items() if after.answers[x][1] == alpha]
     assert event.difference == pytest.approx(sum(b) / len(b) - sum(a) / len(a))
     assert event.difference <= -0.1
-    assert (event.previous_id, event.emailed, event.webhook_status) == (before.run.pk, True, 204)
+    assert event.previous_id == before.run.pk
+    assert (event.email_state, event.webhook_state) == ("delivered", "delivered")
+    assert (event.webhook_status, event.webhook_attempts) == (204, 1)
     _, _, headers, body = receiver.received[0]
     assert valid_signature(headers, body)
     payload = json.loads(body)
     assert payload["system"] == "Alpha" and payload["previous"]["id"] == before.run.pk
     assert f"a={before.run.pk}&b={after.run.pk}" in payload["comparison_url"]
     assert len(mail.outbox) == 1 and "Alpha" in mail.outbox[0].subject
-    # Checked again (a redelivered task): nothing new is recorded or sent.
-    assert alerts.check_run(after.run) == []
+    assert headers[delivery.EVENT_HEADER] == str(event.pk)
+    # Checked again (a redelivered task), sent again: nothing new is recorded or sent.
+    with django_capture_on_commit_callbacks(execute=True):
+        assert alerts.check_run(after.run) == []
+    assert delivery.deliver(event_id=event.pk) is None
     assert len(receiver.received) == 1 and len(mail.outbox) == 1
 
 
@@ -86,7 +96,7 @@ def test_no_alert_below_the_threshold_or_without_a_previous_run(reviewed_dataset
 
 def test_a_tampered_body_fails_the_signature():
     body = b'{"difference": -0.2}'
-    headers = {alerts.SIGNATURE_HEADER: alerts.sign(body, SECRET)}
+    headers = {delivery.SIGNATURE_HEADER: delivery.sign(body, SECRET)}
     assert valid_signature(headers, body)
     assert not valid_signature(headers, b'{"difference": -0.0}')
 

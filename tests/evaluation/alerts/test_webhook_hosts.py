@@ -13,8 +13,7 @@ import subprocess
 import pytest
 from django.urls import reverse
 
-from evaluation.alerts import services as alerts
-from evaluation.alerts import webhooks
+from evaluation.alerts import delivery, webhooks
 from evaluation.alerts.models import AlertEvent, RegressionAlert
 from tests.support.webhook_receiver import WebhookReceiver
 
@@ -153,11 +152,11 @@ def _event(dataset, url: str) -> AlertEvent:
 def test_a_stored_loopback_webhook_is_not_sent(dataset, no_list, monkeypatch, host):
     monkeypatch.setenv(SECRET_ENV, "s3cret")
     with WebhookReceiver() as server:
-        delivery = alerts.deliver(_event(dataset, f"http://{host}:{server.port}/hook"))
-        assert delivery.status is None
+        attempt = delivery.post_webhook(_event(dataset, f"http://{host}:{server.port}/hook"))
+        assert attempt.status is None and not attempt.retry  # refused: trying again is no use
         assert (
-            delivery.error.startswith("not sent: The host")
-            and "private or reserved" in delivery.error
+            attempt.error.startswith("not sent: The host")
+            and "private or reserved" in attempt.error
         )
         assert server.received == []
 
@@ -167,23 +166,25 @@ def test_a_host_taken_off_the_list_is_not_sent_any_more(dataset, settings, monke
     with WebhookReceiver() as server:
         settings.ALERT_WEBHOOK_ALLOWED_HOSTS = ["127.0.0.1"]
         event = _event(dataset, server.url)
-        assert alerts.deliver(event).status == 204
+        assert delivery.post_webhook(event).status == 204
         settings.ALERT_WEBHOOK_ALLOWED_HOSTS = ["hooks.example.com"]
-        delivery = alerts.deliver(event)
-        assert delivery.status is None and "not in ALERT_WEBHOOK_ALLOWED_HOSTS" in delivery.error
+        attempt = delivery.post_webhook(event)
+        assert attempt.status is None and "not in ALERT_WEBHOOK_ALLOWED_HOSTS" in attempt.error
         assert len(server.received) == 1
     method, path, headers, body = server.received[0]
     assert (method, path, headers["Host"]) == ("POST", "/hook", f"127.0.0.1:{server.port}")
-    assert headers["User-Agent"] == alerts.USER_AGENT
-    assert headers[alerts.SIGNATURE_HEADER] == alerts.sign(body, "s3cret")
+    assert headers["User-Agent"] == delivery.USER_AGENT
+    assert headers[delivery.SIGNATURE_HEADER] == delivery.sign(body, "s3cret")
 
 
 def test_a_redirect_is_answered_not_followed(dataset, settings, monkeypatch):
     monkeypatch.setenv(SECRET_ENV, "s3cret")
     settings.ALERT_WEBHOOK_ALLOWED_HOSTS = ["127.0.0.1"]
     with WebhookReceiver() as inside, WebhookReceiver(status=307, location=inside.url) as outside:
-        delivery = alerts.deliver(_event(dataset, outside.url))
-        assert (delivery.status, delivery.error) == (307, "HTTP 307: redirects are not followed")
+        attempt = delivery.post_webhook(_event(dataset, outside.url))
+        assert (attempt.status, attempt.error, attempt.retry) == (
+            307, "HTTP 307: redirects are not followed", False
+        )  # fmt: skip
         assert len(outside.received) == 1 and inside.received == []
 
 

@@ -3,13 +3,18 @@ name, and "test connection" making one real call to the loopback server."""
 
 from __future__ import annotations
 
+import asyncio
 import html
+import os
 import socket
+import uuid
 
 import pytest
+import redis
 from django.test import Client
 from django.urls import reverse
 
+from evaluation.judging import circuit
 from evaluation.models import Judge, Panel, PanelMember
 from loopback import LoopbackOpenAI
 from tests.factories import PanelFactory
@@ -304,3 +309,39 @@ def test_panel_list_query_count_is_flat(client, owner, django_assert_max_num_que
     make(20, 2)
     with django_assert_max_num_queries(len(few.captured_queries)):
         assert client.get(reverse("panel-list")).content.decode().count("data-panel=") == 22
+
+
+# --- Reachability ---------------------------------------------------------------------------
+
+
+def test_a_judge_whose_circuit_is_open_shows_as_unreachable(client, owner, settings):
+    """The workers' circuit breaker (evaluation/judging/circuit.py) keeps its state in the
+    broker's Redis; the judge pages read it there."""
+    url = "redis://127.0.0.1:6379/0"
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=1).ping()
+    except redis.exceptions.ConnectionError as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"Redis at {url} is unreachable: {exc}")
+    settings.CELERY_BROKER_URL = url
+    host = f"http://down-{uuid.uuid4().hex[:8]}.example/v1"
+    down = Judge.objects.create(name="Down", base_url=host, model="m")
+    up = Judge.objects.create(name="Up", base_url=host.replace("down", "up"), model="m")
+    key = circuit.circuit_key(down.pk, down.base_url)
+    store, config = circuit.RedisStore(url), circuit.Config(failures=1)
+    asyncio.run(store.fail(key, now=1e9, error="Connection refused", config=config))
+    client.force_login(owner)
+    try:
+        listing = client.get(reverse("judge-list")).content.decode()
+        row = listing.split(f'data-judge="{down.pk}"', 1)[1].split("</tr>", 1)[0]
+        assert "unreachable since" in row and "Connection refused" in row
+        other = listing.split(f'data-judge="{up.pk}"', 1)[1].split("</tr>", 1)[0]
+        assert "unreachable" not in other
+        page = client.get(reverse("judge-edit", args=[down.pk])).content.decode()
+        assert "<strong>Unreachable</strong> since 2001-09-09" in page
+        assert "Connection refused" in page
+        assert "Unreachable" not in client.get(reverse("judge-edit", args=[up.pk])).content.decode()
+    finally:
+        asyncio.run(store.close(key))
+    assert "unreachable" not in client.get(reverse("judge-list")).content.decode()

@@ -1,0 +1,382 @@
+"""A circuit breaker per judge: an endpoint that is down pauses the calls that need it
+instead of burning through them.
+
+Closed (the normal state), every call goes straight through. Each call that fails for an
+outage reason (no connection, a timeout, a 5xx) is counted, and any reply clears the count:
+`failures` of them in a row within `window` seconds *open* the circuit. So an endpoint that
+fails one call in ten (retried as before) never opens it; one that is down does at once.
+Open, calls wait instead of being made, and a failure of a call in flight is not its
+result: the call waits and is made again. At the time of the next probe one waiting call
+(whoever takes the probe lease first) is made as the probe: a reply of any kind closes the
+circuit and every waiting call goes on; another outage failure doubles the delay to the
+next probe, from `probe_min` up to `probe_max`. A call that has
+waited `max_wait` seconds in all gives up (`Unreachable`): its run ends with a clear reason
+and resuming it later continues.
+
+The state lives in Redis when the workers share one (every process and machine sees one
+circuit per judge; pages read it to say "waiting for judge X"), else in process memory (the
+embedded development mode: one worker process). Each process keeps what it last read for up
+to `CACHE_SECONDS`, so a healthy judge costs one Redis read per second per process, not one
+per call. A Redis that cannot be read counts as a closed circuit: the breaker never stops
+calls that could be made. No Django here, like ratelimit.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+import redis
+import redis.asyncio
+
+logger = logging.getLogger(__name__)
+
+KEY_PREFIX = "circuit"
+CACHE_SECONDS = 1.0
+POLL_SECONDS = 1.0  # how often a waiting call looks at the circuit again, at most
+# The failure kinds (evaluation.judging.client._kind) that say the endpoint is down, rather
+# than that this one request was wrong or too many: a 429 is the rate limit's business.
+OUTAGE_KINDS = ("connection", "timeout")
+
+
+def is_outage(kind: str) -> bool:
+    return kind in OUTAGE_KINDS or (kind.startswith("http_5") and len(kind) == 8)
+
+
+@dataclass(frozen=True)
+class Config:
+    failures: int = 10
+    window: float = 30.0
+    probe_min: float = 5.0
+    probe_max: float = 60.0
+    max_wait: float = 3600.0
+
+
+@dataclass(frozen=True)
+class Outage:
+    """An open circuit: since when (epoch seconds), the next probe, the last error."""
+
+    since: float
+    next_probe: float
+    delay: float
+    last_error: str
+
+
+@dataclass
+class Waited:
+    """How long one call has waited for its circuit, over all its attempts."""
+
+    seconds: float = 0.0
+
+
+class Unreachable(Exception):
+    """A call waited for its judge longer than the circuit's max_wait."""
+
+    def __init__(self, outage: Outage, waited: float) -> None:
+        since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(outage.since))
+        super().__init__(
+            f"The judge has been unreachable since {since}; this call waited "
+            f"{waited / 60:.0f} min for it (JUDGE_CIRCUIT_MAX_WAIT). Last error: "
+            f"{outage.last_error}"
+        )
+        self.outage = outage
+
+
+class Store(Protocol):
+    """Where circuits live. Each method is atomic for one key."""
+
+    async def get(self, key: str) -> Outage | None: ...
+
+    async def fail(self, key: str, *, now: float, error: str, config: Config) -> Outage | None:
+        """Count an outage failure; the outage if the circuit is (now) open."""
+        ...
+
+    async def take_probe(self, key: str, *, now: float, lease: float) -> bool:
+        """True for the one caller that may probe now (the probe's time has come)."""
+        ...
+
+    async def probe_failed(self, key: str, *, now: float, config: Config) -> None: ...
+
+    async def clear_failures(self, key: str) -> None: ...
+
+    async def close(self, key: str) -> None: ...
+
+
+# --- Redis ------------------------------------------------------------------------------
+# KEYS: the circuit's hash, its failures' sorted set. ARGV: now, window, failures, probe_min,
+# error, a unique member, the keys' time to live (ms). Returns the hash's fields when open.
+_FAIL = """
+local now = tonumber(ARGV[1])
+redis.call('ZADD', KEYS[2], now, ARGV[6])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - tonumber(ARGV[2]))
+redis.call('PEXPIRE', KEYS[2], math.ceil(tonumber(ARGV[2]) * 1000))
+if redis.call('HEXISTS', KEYS[1], 'since') == 0 then
+  if redis.call('ZCARD', KEYS[2]) < tonumber(ARGV[3]) then return nil end
+  redis.call('HSET', KEYS[1], 'since', ARGV[1], 'next_probe', now + tonumber(ARGV[4]),
+    'delay', ARGV[4])
+end
+redis.call('HSET', KEYS[1], 'last_error', ARGV[5])
+redis.call('PEXPIRE', KEYS[1], ARGV[7])
+return redis.call('HMGET', KEYS[1], 'since', 'next_probe', 'delay', 'last_error')
+"""
+# KEYS: the hash. ARGV: now, probe_max. The delay doubles from the time of this failure.
+_PROBE_FAILED = """
+if redis.call('HEXISTS', KEYS[1], 'since') == 0 then return nil end
+local delay = math.min(tonumber(ARGV[2]), tonumber(redis.call('HGET', KEYS[1], 'delay')) * 2)
+redis.call('HSET', KEYS[1], 'delay', delay, 'next_probe', tonumber(ARGV[1]) + delay)
+redis.call('DEL', KEYS[2])
+return 1
+"""
+
+
+def _outage(fields: list | dict | None) -> Outage | None:
+    if not fields:
+        return None
+    if isinstance(fields, dict):
+        fields = [fields.get(k) for k in (b"since", b"next_probe", b"delay", b"last_error")]
+    since, next_probe, delay, error = fields
+    if since is None:
+        return None
+    text = error.decode() if isinstance(error, bytes) else (error or "")
+    return Outage(float(since), float(next_probe), float(delay), text)
+
+
+class RedisStore:
+    """Circuits in Redis, shared by every worker. A connection per operation, as in
+    ratelimit.RedisTokenBucket: a redis.asyncio client belongs to the loop that made it."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def _client(self) -> redis.asyncio.Redis:
+        return redis.asyncio.from_url(self.url, socket_connect_timeout=2, socket_timeout=2)
+
+    async def get(self, key: str) -> Outage | None:
+        async with self._client() as client:
+            return _outage(await client.hgetall(f"{KEY_PREFIX}:{key}"))
+
+    async def fail(self, key: str, *, now: float, error: str, config: Config) -> Outage | None:
+        ttl = int(max(config.max_wait * 2, 86400) * 1000)
+        args = (now, config.window, config.failures, config.probe_min, error[:500],
+                f"{now}:{uuid.uuid4().hex}", ttl)  # fmt: skip
+        async with self._client() as client:
+            keys = (f"{KEY_PREFIX}:{key}", f"{KEY_PREFIX}:{key}:failures")
+            return _outage(await client.eval(_FAIL, 2, *keys, *args))
+
+    async def take_probe(self, key: str, *, now: float, lease: float) -> bool:
+        async with self._client() as client:
+            outage = _outage(await client.hgetall(f"{KEY_PREFIX}:{key}"))
+            if outage is None or now < outage.next_probe:
+                return False
+            probe = f"{KEY_PREFIX}:{key}:probe"
+            return bool(await client.set(probe, "1", nx=True, px=max(1, int(lease * 1000))))
+
+    async def probe_failed(self, key: str, *, now: float, config: Config) -> None:
+        async with self._client() as client:
+            keys = (f"{KEY_PREFIX}:{key}", f"{KEY_PREFIX}:{key}:probe")
+            await client.eval(_PROBE_FAILED, 2, *keys, now, config.probe_max)
+
+    async def clear_failures(self, key: str) -> None:
+        async with self._client() as client:
+            await client.delete(f"{KEY_PREFIX}:{key}:failures")
+
+    async def close(self, key: str) -> None:
+        async with self._client() as client:
+            names = ("", ":failures", ":probe")
+            await client.delete(*(f"{KEY_PREFIX}:{key}{suffix}" for suffix in names))
+
+
+def read_redis(url: str, keys: list[str]) -> dict[str, Outage]:
+    """The open circuits among `keys`, for a page (synchronous, one round trip); nothing
+    when Redis cannot be read."""
+    if not keys:
+        return {}
+    try:
+        client = redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1)
+        with client, client.pipeline(transaction=False) as pipe:
+            for key in keys:
+                pipe.hgetall(f"{KEY_PREFIX}:{key}")
+            states = pipe.execute()
+    except redis.exceptions.RedisError:
+        return {}
+    found = {key: _outage(state) for key, state in zip(keys, states, strict=True)}
+    return {key: outage for key, outage in found.items() if outage is not None}
+
+
+# --- Process memory ---------------------------------------------------------------------
+class LocalStore:
+    """Circuits in this process (one worker process without Redis). A threading.Lock,
+    never held across an await, so every thread's event loop can share it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._failures: dict[str, list[float]] = {}
+        self._open: dict[str, Outage] = {}
+        self._probe_until: dict[str, float] = {}
+
+    async def get(self, key: str) -> Outage | None:
+        with self._lock:
+            return self._open.get(key)
+
+    async def fail(self, key: str, *, now: float, error: str, config: Config) -> Outage | None:
+        with self._lock:
+            recent = [t for t in self._failures.get(key, []) if t > now - config.window]
+            self._failures[key] = [*recent, now]
+            outage = self._open.get(key)
+            if outage is None and len(recent) + 1 < config.failures:
+                return None
+            if outage is None:
+                outage = Outage(now, now + config.probe_min, config.probe_min, error[:500])
+            self._open[key] = outage = Outage(
+                outage.since, outage.next_probe, outage.delay, error[:500]
+            )
+            return outage
+
+    async def take_probe(self, key: str, *, now: float, lease: float) -> bool:
+        with self._lock:
+            outage = self._open.get(key)
+            if outage is None or now < outage.next_probe or self._probe_until.get(key, 0) > now:
+                return False
+            self._probe_until[key] = now + lease
+            return True
+
+    async def probe_failed(self, key: str, *, now: float, config: Config) -> None:
+        with self._lock:
+            outage = self._open.get(key)
+            self._probe_until.pop(key, None)
+            if outage is not None:
+                delay = min(config.probe_max, outage.delay * 2)
+                self._open[key] = Outage(outage.since, now + delay, delay, outage.last_error)
+
+    async def clear_failures(self, key: str) -> None:
+        with self._lock:
+            self._failures.pop(key, None)
+
+    async def close(self, key: str) -> None:
+        with self._lock:
+            self._open.pop(key, None)
+            self._failures.pop(key, None)
+            self._probe_until.pop(key, None)
+
+
+# --- The breaker ------------------------------------------------------------------------
+_seen: dict[str, tuple[float, Outage | None]] = {}  # key -> (when read, state): see CACHE
+# Circuits this process counted a failure of since its last reply: only their replies clear
+# the shared count, so a healthy judge's calls never write to Redis.
+_failing: set[str] = set()
+_reading: set[str] = set()  # circuits being read: the other calls use what was last read
+
+
+class Circuit:
+    """One judge's circuit, as the calls of a task see it. `admit` before each attempt of
+    a call, then `succeeded` or `failed` after it."""
+
+    def __init__(
+        self,
+        store: Store,
+        key: str,
+        config: Config,
+        *,
+        clock: Callable[[], float] = time.time,
+        lease: float = 120.0,
+    ) -> None:
+        self.store, self.key, self.config = store, key, config
+        self.clock = clock
+        self.lease = lease  # a probe's own time limit: another caller may probe after it
+
+    async def _state(self) -> Outage | None:
+        now = time.monotonic()
+        seen = _seen.get(self.key)
+        if seen is not None and (now - seen[0] < CACHE_SECONDS or self.key in _reading):
+            return seen[1]  # fresh enough, or being read by another call right now
+        _reading.add(self.key)
+        try:
+            outage = await self.store.get(self.key)
+        except Exception:  # an unreadable circuit is a closed one
+            logger.warning("Circuit %s could not be read", self.key, exc_info=True)
+            outage = None
+        finally:
+            _reading.discard(self.key)
+        _seen[self.key] = (now, outage)
+        return outage
+
+    async def admit(self, waited: Waited) -> bool:
+        """Wait while the circuit is open; True when this attempt is its probe. `waited`
+        is the call's own (its attempts add up); Unreachable once it reaches max_wait."""
+        while True:
+            outage = await self._state()
+            if outage is None:
+                return False
+            now = self.clock()
+            if now >= outage.next_probe and await self._take_probe(now):
+                return True
+            if waited.seconds >= self.config.max_wait:
+                raise Unreachable(outage, waited.seconds)
+            pause = min(POLL_SECONDS, max(0.05, outage.next_probe - now))
+            await asyncio.sleep(pause)
+            waited.seconds += pause
+
+    async def _take_probe(self, now: float) -> bool:
+        try:
+            return await self.store.take_probe(self.key, now=now, lease=self.lease)
+        except Exception:
+            return True  # no shared state to agree on: try the endpoint
+
+    async def succeeded(self, *, probe: bool) -> None:
+        """Any reply clears the count of failures in a row, and closes an open circuit
+        (only a probe's, or a call's already in flight when it opened, arrives then)."""
+        if not probe and (await self._state()) is None:
+            if self.key in _failing:
+                _failing.discard(self.key)
+                try:
+                    await self.store.clear_failures(self.key)
+                except Exception:  # the next failure counts from a higher number
+                    logger.warning("Circuit %s could not be cleared", self.key, exc_info=True)
+            return
+        _failing.discard(self.key)
+        try:
+            await self.store.close(self.key)
+        except Exception:
+            logger.warning("Circuit %s could not be closed", self.key, exc_info=True)
+        _seen[self.key] = (time.monotonic(), None)
+        if probe:
+            logger.warning("Judge circuit %s closed: the endpoint answers again", self.key)
+
+    async def failed(self, error: str, *, probe: bool) -> bool:
+        """Count an outage failure; True when the circuit is open, so the call waits and is
+        made again instead of recording the failure."""
+        now = self.clock()
+        _failing.add(self.key)
+        try:
+            if probe:
+                await self.store.probe_failed(self.key, now=now, config=self.config)
+            outage = await self.store.fail(self.key, now=now, error=error, config=self.config)
+        except Exception:  # without shared state, the failure stands
+            logger.warning("Circuit %s could not count a failure", self.key, exc_info=True)
+            return False
+        if outage is not None and (seen := _seen.get(self.key)) is not None and seen[1] is None:
+            logger.warning("Judge circuit %s open: %s", self.key, error)
+        _seen[self.key] = (time.monotonic(), outage)
+        return outage is not None
+
+
+_local_store = LocalStore()
+
+
+def store_for(redis_url: str | None) -> Store:
+    if redis_url is not None and redis_url.startswith(("redis://", "rediss://")):
+        return RedisStore(redis_url)
+    return _local_store
+
+
+def circuit_key(judge_id: int, base_url: str) -> str:
+    """A circuit per judge and endpoint: a judge moved to another endpoint starts closed."""
+    digest = hashlib.sha1(base_url.encode(), usedforsecurity=False).hexdigest()[:12]
+    return f"judge-{judge_id}:{digest}"
