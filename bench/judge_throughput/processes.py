@@ -30,14 +30,15 @@ def machine_busy_seconds() -> tuple[float, float] | None:
 class LoopbackProcess:
     """`python -m bench.judge_throughput.server` with a latency; stats come back on stop."""
 
-    def __init__(self, *, latency: float) -> None:
+    def __init__(self, *, latency: float, port: int = 0) -> None:
         self.latency = latency
+        self.port = port  # 0: any free port
         self.process: subprocess.Popen[str] | None = None
         self.base_url = ""
 
     def start(self, timeout: float = 30) -> LoopbackProcess:
         command = [sys.executable, "-m", "bench.judge_throughput.server",
-                   "--latency", str(self.latency)]  # fmt: skip
+                   "--latency", str(self.latency), "--port", str(self.port)]  # fmt: skip
         self.process = subprocess.Popen(
             command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )

@@ -148,6 +148,7 @@ class Doctor(threading.Thread):
     def run(self) -> None:
         next_sweep = time.monotonic() + settings.RUNS_SWEEP
         broker = BrokerWatch(settings.CELERY_BROKER_URL)
+        broker.restarted()  # the run id to compare with, before the first heartbeat's wait
         lost_messages = False
         while not self.stopping.wait(settings.RUNS_HEARTBEAT):
             close_old_connections()
