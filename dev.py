@@ -2,6 +2,7 @@
 """The two commands of a fresh clone, using nothing but Python 3.11's standard library.
 
     python3.11 dev.py run     set up .venv, migrate, load demo data, run web server + worker
+                              + scheduler (celery beat)
     python3.11 dev.py test    set up .venv with the test tools, run the whole test suite
     python3.11 dev.py manage  a management command with the settings of `run` (DEBUG on)
 
@@ -24,6 +25,12 @@ VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PYTHON = BIN / "python"
 HOST, PORT = os.environ.get("HOST", "127.0.0.1"), os.environ.get("PORT", "8000")
+# The Celery processes `run` starts beside the web server, as `celery -A config <args>`. Beat
+# is its own process, as in production (one beat; django-celery-beat's DatabaseScheduler,
+# from the settings), rather than the worker's `-B`, which forks it from a worker holding
+# database connections. tests/support/celery_worker.py starts beat with these same arguments.
+WORKER_ARGS = ("worker", "--pool", "threads", "-c", "4", "-l", "INFO")
+BEAT_ARGS = ("beat", "-l", "INFO")
 
 
 def say(message: str) -> None:
@@ -83,7 +90,7 @@ def run() -> int:
     manage("migrate", "--noinput", "-v", "0", env=env)
     say("Loading demo data")
     manage("demo", env=env)
-    say(f"Starting a Celery worker and the web server on http://{HOST}:{PORT}/")
+    say(f"Starting a Celery worker, the scheduler and the web server on http://{HOST}:{PORT}/")
     # Development containers often run as root. Celery then warns at every start that the
     # worker has superuser privileges; here that is known and harmless (the broker is a local
     # folder, pickle is off), so this one message is filtered, for this worker only. A
@@ -93,21 +100,10 @@ def run() -> int:
         "PYTHONWARNINGS": "ignore:You're running the worker with superuser privileges",
     }
     worker = subprocess.Popen(
-        [
-            str(BIN / "celery"),
-            "-A",
-            "config",
-            "worker",
-            "--pool",
-            "threads",
-            "-c",
-            "4",
-            "-l",
-            "INFO",
-        ],
-        cwd=ROOT,
-        env=worker_env,
+        [str(BIN / "celery"), "-A", "config", *WORKER_ARGS], cwd=ROOT, env=worker_env
     )
+    # The scheduler: without it the Schedules page's runs never start.
+    beat = subprocess.Popen([str(BIN / "celery"), "-A", "config", *BEAT_ARGS], cwd=ROOT, env=env)
     server = None
     try:
         print(
@@ -131,11 +127,13 @@ def run() -> int:
         if server is not None and server.poll() is None:
             os.killpg(server.pid, signal.SIGTERM)
             server.wait(timeout=15)
-        worker.send_signal(signal.SIGTERM)
-        try:
-            worker.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            worker.kill()
+        for process in (beat, worker):
+            process.send_signal(signal.SIGTERM)
+        for process in (beat, worker):
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
 
 
 def manage_command(args: list[str]) -> int:

@@ -4,7 +4,6 @@ from django import forms
 from django.contrib.auth import get_user_model
 
 from annotation.models import Citation, Criterion, Dataset, Query, QueryCategory, SourceType
-from annotation.roles import DatasetRole
 from annotation.services.datasets import DATASET_SETTINGS
 from annotation.validation import RULES
 
@@ -13,18 +12,6 @@ class DatasetForm(forms.ModelForm):
     class Meta:
         model = Dataset
         fields = list(DATASET_SETTINGS)
-
-
-class MemberForm(forms.Form):
-    username = forms.CharField(max_length=150)
-    role = forms.ChoiceField(choices=[(r.value, r.value.title()) for r in DatasetRole])
-
-    def clean_username(self) -> object:
-        username = self.cleaned_data["username"]
-        try:
-            return get_user_model().objects.get(username=username, is_active=True)
-        except get_user_model().DoesNotExist:
-            raise forms.ValidationError(f"No active user is called {username!r}.") from None
 
 
 class QueryForm(forms.ModelForm):

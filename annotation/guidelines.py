@@ -44,14 +44,38 @@ def _citation_input(citation) -> CitationInput:
     )
 
 
-def _criterion_input(key: str, criterion, source_types, citations) -> CriterionInput:
+def criterion_values_input(
+    *,
+    key: str,
+    text: str,
+    kind: str,
+    notes: str,
+    source_types: Iterable[str],
+    citations: Iterable[CitationInput],
+) -> CriterionInput:
+    """What the rules read of one criterion, from plain values. The editor (stored or
+    unsaved criteria, below) and the dataset import (file rows) both come through here, so
+    the rules see the same fields from each: every argument is required, and the notes,
+    where an author justifies an override (`override fact-anchor: …`), cannot be left out
+    by one caller and honoured by the other."""
     return CriterionInput(
+        key=key,
+        text=text,
+        kind=kind,
+        source_types=tuple(source_types),
+        citations=tuple(citations),
+        notes=notes,
+    )
+
+
+def _criterion_input(key: str, criterion, source_types, citations) -> CriterionInput:
+    return criterion_values_input(
         key=key,
         text=criterion.text,
         kind=criterion.kind,
-        source_types=tuple(st.slug for st in source_types),
-        citations=tuple(_citation_input(c) for c in citations),
         notes=criterion.notes,
+        source_types=(st.slug for st in source_types),
+        citations=(_citation_input(c) for c in citations),
     )
 
 

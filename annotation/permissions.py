@@ -43,8 +43,18 @@ def check_dataset(user: AnyUser, dataset: Dataset, perm: str = roles.VIEW) -> se
     if roles.VIEW not in held:
         raise Http404("No such dataset.")
     if perm not in held:
-        raise PermissionDenied(f"You need the {perm!r} permission on this dataset.")
+        raise PermissionDenied(_needs(perm))
     return held
+
+
+def _needs(perm: str) -> str:
+    """The refusal for a member without `perm`, in words (templates/403.html shows it)."""
+    allowed = [r.value for r, perms in roles.ROLE_PERMISSIONS.items() if perm in perms]
+    needed = " or ".join(allowed) if allowed else "another"
+    return (
+        f"Your role on this dataset does not allow this: it needs the {needed} role on it. "
+        "Ask one of the dataset's admins."
+    )
 
 
 def access_dataset(user: AnyUser, pk: int, perm: str = roles.VIEW) -> Dataset:

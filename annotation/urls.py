@@ -12,12 +12,6 @@ urlpatterns = [
     path("datasets/<int:pk>/", datasets.dataset_detail, name="dataset-detail"),
     path("datasets/<int:pk>/settings/", datasets.dataset_edit, name="dataset-edit"),
     path("datasets/<int:pk>/progress/", datasets.dataset_progress, name="dataset-progress"),
-    path("datasets/<int:pk>/members/", datasets.dataset_members, name="dataset-members"),
-    path(
-        "datasets/<int:pk>/members/<int:user_id>/remove/",
-        datasets.dataset_member_remove,
-        name="dataset-member-remove",
-    ),
     path("datasets/<int:pk>/queries/new/", queries.query_create, name="query-create"),
     path("queries/<int:pk>/", queries.query_detail, name="query-detail"),
     path("queries/<int:pk>/edit/", queries.query_edit, name="query-edit"),

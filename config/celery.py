@@ -27,6 +27,22 @@ app.autodiscover_tasks(
 )
 
 
+@app.on_after_configure.connect
+def add_scheduler_heartbeat(sender: Celery, **kwargs) -> None:
+    """Beat's heartbeat, registered in code so that every beat sends it with no setup:
+    django-celery-beat's scheduler copies it into its table at start (a periodic task named
+    after the task). The task does nothing; beat's own write of the row when it sends it is
+    the heartbeat that /healthz and the Schedules page read (evaluation/schedules/beat.py).
+    It expires after one interval, so that a queue nobody consumes keeps no backlog of them."""
+    from django.conf import settings
+
+    from evaluation import task_names
+
+    every = settings.SCHEDULER_HEARTBEAT
+    name = task_names.SCHEDULER_HEARTBEAT_TASK
+    sender.add_periodic_task(every, sender.signature(name), name=name, expire_seconds=every)
+
+
 @task_prerun.connect
 @task_postrun.connect
 def close_old_connections(sender=None, **kwargs) -> None:

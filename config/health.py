@@ -1,7 +1,10 @@
-"""/healthz: the database, the broker and a live worker, as JSON for probes and as a page.
+"""/healthz: the database, the broker, a live worker and the scheduler, as JSON for probes
+and as a page.
 
 The worker check sends a real `ping` task and waits for its answer, so it proves a worker is
-consuming the queue, not just that the broker accepts messages.
+consuming the queue, not just that the broker accepts messages. The scheduler check reads
+celery beat's heartbeat (evaluation/schedules/beat.py): a beat not seen fails the check only
+while enabled schedules wait for it; with none it passes with a warning.
 
 Who sees what: staff, or a probe sending `Authorization: Bearer <HEALTHZ_TOKEN>`, get every
 check with its detail (broker address, database vendor, timings); anyone else gets the
@@ -34,16 +37,24 @@ class CheckResult:
     ok: bool
     detail: str
     ms: int
+    warning: bool = False  # passes, but the detail names something to look at
+
+
+class Warn(Exception):
+    """Raised by a probe that passes with a warning; its message is the detail."""
 
 
 def _timed(name: str, probe) -> CheckResult:
     started = time.monotonic()
+    warning = False
     try:
         detail = probe()
         ok = True
+    except Warn as warned:
+        detail, ok, warning = str(warned), True, True
     except Exception as exc:  # a health check reports failures; it never raises
         detail, ok = f"{type(exc).__name__}: {exc}", False
-    return CheckResult(name, ok, detail, round((time.monotonic() - started) * 1000))
+    return CheckResult(name, ok, detail, round((time.monotonic() - started) * 1000), warning)
 
 
 def check_database() -> str:
@@ -77,6 +88,22 @@ def check_worker() -> str:
     return "a worker answered the ping"
 
 
+def check_scheduler() -> str:
+    from evaluation.schedules import beat
+
+    found = beat.state()
+    seen = f"celery beat {found.describe()}"
+    if found.seen:
+        return seen
+    waiting = beat.enabled_schedules()
+    if not waiting:
+        raise Warn(f"{seen}; no enabled schedule needs it")
+    raise RuntimeError(
+        f"{seen}: {waiting} enabled schedule{'' if waiting == 1 else 's'} will not fire;"
+        " run one `celery -A config beat`"
+    )
+
+
 PINGS_KEY = "healthz:pings"
 
 
@@ -95,6 +122,8 @@ def _forget_earlier_pings() -> None:
 
 
 def run_checks(*, worker: bool = True) -> list[CheckResult]:
+    """The database and the broker; with `worker` (the detailed checks) also the worker and
+    the scheduler."""
     results = [_timed("database", check_database), _timed("broker", check_broker)]
     if not worker:
         return results
@@ -102,6 +131,10 @@ def run_checks(*, worker: bool = True) -> list[CheckResult]:
         results.append(_timed("worker", check_worker))
     else:
         results.append(CheckResult("worker", False, "skipped: the broker is unreachable", 0))
+    if results[0].ok:
+        results.append(_timed("scheduler", check_scheduler))
+    else:
+        results.append(CheckResult("scheduler", False, "skipped: the database is unreachable", 0))
     return results
 
 
@@ -133,7 +166,9 @@ def healthz(request: HttpRequest) -> HttpResponse:
     healthy = all(r.ok for r in results)
     status = 200 if healthy else 503
     if "text/html" in request.headers.get("Accept", ""):
-        context = {"results": results if detail else [], "healthy": healthy, "detail": detail}
+        warned = healthy and detail and any(r.warning for r in results)
+        context = {"results": results if detail else [], "healthy": healthy, "detail": detail,
+                   "warned": warned}  # fmt: skip
         return render(request, "health.html", context, status=status)
     body: dict[str, object] = {"status": "ok" if healthy else "fail"}
     if detail:

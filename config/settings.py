@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "annotation",
     "evaluation",
     "audit",
+    "accounts",
 ]
 
 MIDDLEWARE = [
@@ -142,6 +143,9 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# An invitation link (a dataset's members page) works once, for this many days after it
+# was sent.
+INVITATION_EXPIRY_DAYS = envint("INVITATION_EXPIRY_DAYS", 7)
 if TESTING:
     # Hashing dominates login-heavy tests; the algorithm is irrelevant to what they check.
     PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
@@ -247,6 +251,9 @@ EMAIL_PORT = envint("EMAIL_PORT", 587)
 EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = envsecret("EMAIL_HOST_PASSWORD", "") or ""
 EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", True)
+# Seconds to wait for the SMTP server: invitations are sent while the admin's request waits,
+# and a mail server that never answers must not hold it (nor a worker's alert task) forever.
+EMAIL_TIMEOUT = envint("EMAIL_TIMEOUT", 30)
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "workbench@localhost")
 SERVER_EMAIL = DEFAULT_FROM_EMAIL
 ADMINS = [("Admin", addr) for addr in envlist("ADMIN_EMAILS")]
@@ -272,7 +279,9 @@ LOGGING = {
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        # Personal API tokens (hashed, read-only or read-write) and the older DRF tokens,
+        # both as `Authorization: Token <key>` (accounts/authentication.py).
+        "accounts.authentication.ApiTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
@@ -358,6 +367,15 @@ CELERY_TASK_ALWAYS_EAGER = envbool("CELERY_TASK_ALWAYS_EAGER", False)
 # `celery -A config beat` reads schedules from the database (django-celery-beat): admins
 # add them in the site administration, no restart needed.
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# Beat writes an entry's last run to its row right after sending it, not up to three minutes
+# later: the Schedules page shows the next run from it, and /healthz and the page read the
+# heartbeat entry's row as "beat seen" (evaluation/schedules/beat.py). One row per send.
+CELERY_BEAT_SYNC_EVERY = 1
+# Seconds between beat's heartbeats (config/celery.py); beat counts as not seen after three
+# missed ones. Read by beat, and by the web processes to judge the heartbeat's age.
+SCHEDULER_HEARTBEAT = envint("SCHEDULER_HEARTBEAT", 60)
+if SCHEDULER_HEARTBEAT < 1:  # 0 would have beat send it in a loop
+    raise ImproperlyConfigured("SCHEDULER_HEARTBEAT must be at least 1 (seconds).")
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 HEALTHZ_WORKER_TIMEOUT = float(os.environ.get("HEALTHZ_WORKER_TIMEOUT", "3"))

@@ -28,11 +28,13 @@ urlpatterns = [
         auth_views.PasswordChangeDoneView.as_view(),
         name="password_change_done",
     ),
+    path("", include("accounts.urls")),
     path("", include("annotation.urls")),
     path("", include("evaluation.urls")),
     path("", include("evaluation.data.urls")),
     path("api/", include(("evaluation.data.api_urls", "api-data"))),
     path("api/", include(("annotation.api.urls", "api"))),
+    path("api/", include(("accounts.api_urls", "api-accounts"))),
     path("api/", include((evaluation_urls.api_urlpatterns, "api-evaluation"))),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves its script as a file, so no inline script is needed; Swagger UI

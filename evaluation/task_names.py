@@ -21,6 +21,10 @@ CHECK_REGRESSIONS_TASK = "evaluation.check_regressions"
 SEND_ALERT_TASK = "evaluation.send_alert"
 # A schedule's run, sent by celery beat (evaluation.schedules.tasks and services).
 SCHEDULED_RUN_TASK = "evaluation.scheduled_run"
+# Beat's heartbeat, sent every SCHEDULER_HEARTBEAT seconds (config/celery.py registers it,
+# evaluation.schedules.tasks runs it); also the name of its periodic task, the row that
+# evaluation.schedules.beat reads.
+SCHEDULER_HEARTBEAT_TASK = "evaluation.scheduler_heartbeat"
 # The formality advice on a criterion's wording (evaluation.formality).
 CHECK_FORMALITY_TASK = "evaluation.check_formality"
 # An LLM's draft of a perfect answer (evaluation.cross_evaluation).

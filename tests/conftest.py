@@ -2,7 +2,8 @@
 
 People: `owner` (admin of `dataset`), `collaborator` (an expert on it) and `outsider` (a
 user with no access). Every endpoint test uses all three. Real components: `celery_worker`
-is a worker process on the configured broker (`start_worker` starts a test's own);
+is a worker process on the configured broker (`start_worker` starts a test's own;
+`start_beat` a celery beat as `dev.py run` starts it);
 `loopback_openai` is an OpenAI-compatible server on 127.0.0.1 (see docs/loopback.md). A test
 that uses a worker fixture is marked `worker` here, so `-m "not worker"` leaves it out.
 
@@ -23,7 +24,7 @@ from rest_framework.test import APIClient
 
 from annotation import roles, services
 from tests.factories import PASSWORD, PanelFactory, QueryFactory, UserFactory, offline_judge
-from tests.support.celery_worker import WorkerProcess, database_url
+from tests.support.celery_worker import BeatProcess, WorkerProcess, database_url
 
 
 @pytest.fixture(autouse=True)
@@ -174,8 +175,26 @@ def start_worker(transactional_db):
         worker.stop()
 
 
+@pytest.fixture
+def start_beat(transactional_db):
+    """Starts celery beat as `dev.py run` does, `start_beat(env={...})`, on the test database,
+    sending to this session's queue (where `celery_worker` takes its tasks), and stops it
+    after the test."""
+    url = database_url(connection.settings_dict)
+    started: list[BeatProcess] = []
+
+    def start(*, env: dict | None = None) -> BeatProcess:
+        beat = BeatProcess(queue=settings.CELERY_TASK_DEFAULT_QUEUE, database=url, env=env)
+        started.append(beat)
+        return beat.start()
+
+    yield start
+    for beat in started:
+        beat.stop()
+
+
 # The fixtures that start a worker process; a test that uses one is marked `worker`.
-WORKER_FIXTURES = frozenset({"celery_worker_process", "start_worker"})
+WORKER_FIXTURES = frozenset({"celery_worker_process", "start_worker", "start_beat"})
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker

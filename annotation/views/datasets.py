@@ -1,18 +1,18 @@
-"""Dataset pages: the list, one dataset's queries, members and annotation progress."""
+"""Dataset pages: the list, one dataset's queries and annotation progress (its members page is
+accounts.views.members)."""
 
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth import get_user_model
-from django.contrib.auth.decorators import login_required, permission_required
+from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from guardian.shortcuts import get_users_with_perms
+from django.views.decorators.http import require_GET, require_http_methods
 
 from annotation import permissions, roles, selectors, services
-from annotation.forms import DatasetForm, MemberForm, QueryFilterForm
+from annotation.forms import DatasetForm, QueryFilterForm
+from config.site_permissions import site_permission_required
 from evaluation.analytics.figures import saturated_among
 
 
@@ -25,7 +25,7 @@ def home(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @login_required
-@permission_required("annotation.add_dataset", raise_exception=True)
+@site_permission_required("annotation.add_dataset", action="Creating a dataset")
 def dataset_create(request: HttpRequest) -> HttpResponse:
     form = DatasetForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
@@ -70,6 +70,8 @@ def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "dataset": dataset,
         "form": form,
         "page": page,
+        # An empty list says "no query matches" under filters, what to do next without.
+        "filtered": filters != selectors.QueryFilters(),
         "can_manage": roles.CHANGE in perms,
         "can_create_queries": permissions.can_create_queries(dataset, perms),
         "can_see_runs": can_see_runs,
@@ -94,42 +96,3 @@ def dataset_progress(request: HttpRequest, pk: int) -> HttpResponse:
         "experts": selectors.progress_by_expert(dataset),
     }
     return render(request, "annotation/dataset_progress.html", context)
-
-
-@require_http_methods(["GET", "POST"])
-@login_required
-def dataset_members(request: HttpRequest, pk: int) -> HttpResponse:
-    dataset = permissions.access_dataset(request.user, pk, roles.CHANGE)
-    form = MemberForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        user = form.cleaned_data["username"]
-        role = roles.DatasetRole(form.cleaned_data["role"])
-        if user.pk == request.user.pk and role != roles.DatasetRole.ADMIN:
-            # An admin demoting themselves could leave the dataset with nobody to run it.
-            messages.error(request, "You cannot change your own role; ask another admin.")
-            return redirect("dataset-members", pk=dataset.pk)
-        services.dataset_set_role(dataset=dataset, user=user, role=role)
-        messages.success(request, f"{user.username} is now {role.value} of this dataset.")
-        return redirect("dataset-members", pk=dataset.pk)
-    members = [
-        (user, roles.role_for_permissions(set(perms)))
-        for user, perms in get_users_with_perms(
-            dataset, attach_perms=True, with_superusers=False, with_group_users=False
-        ).items()
-    ]
-    members.sort(key=lambda pair: pair[0].username)
-    context = {"dataset": dataset, "form": form, "members": members}
-    return render(request, "annotation/dataset_members.html", context)
-
-
-@require_POST
-@login_required
-def dataset_member_remove(request: HttpRequest, pk: int, user_id: int) -> HttpResponse:
-    dataset = permissions.access_dataset(request.user, pk, roles.CHANGE)
-    user = get_user_model().objects.filter(pk=user_id).first()
-    if user is None or user.pk == request.user.pk:
-        messages.error(request, "You cannot remove yourself or an unknown user.")
-    else:
-        services.dataset_set_role(dataset=dataset, user=user, role=None)
-        messages.success(request, f"{user.username} no longer has access to this dataset.")
-    return redirect("dataset-members", pk=dataset.pk)

@@ -6,7 +6,7 @@ Validation and versioning live in annotation.services.guidelines, shared with th
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required, permission_required
+from django.contrib.auth.decorators import login_required
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -16,11 +16,12 @@ from annotation import services
 from annotation.forms import GuidelineForm
 from annotation.models import Guideline
 from annotation.validation import PRESETS, GuidelineConfig
+from config.site_permissions import site_permission_required
 
 
 @require_GET
 @login_required
-@permission_required("annotation.change_guideline", raise_exception=True)
+@site_permission_required("annotation.change_guideline", action="Managing guidelines")
 def guideline_list(request: HttpRequest) -> HttpResponse:
     guidelines = Guideline.objects.annotate(
         dataset_count=Count("datasets", distinct=True),
@@ -36,7 +37,7 @@ def guideline_list(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @login_required
-@permission_required("annotation.add_guideline", raise_exception=True)
+@site_permission_required("annotation.add_guideline", action="Adding a guideline")
 def guideline_create(request: HttpRequest) -> HttpResponse:
     preset = request.POST.get("preset") or request.GET.get("preset") or "finance"
     if preset not in PRESETS:
@@ -64,7 +65,7 @@ def guideline_create(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @login_required
-@permission_required("annotation.change_guideline", raise_exception=True)
+@site_permission_required("annotation.change_guideline", action="Changing a guideline")
 def guideline_edit(request: HttpRequest, pk: int) -> HttpResponse:
     guideline = get_object_or_404(Guideline, pk=pk)
     config = GuidelineConfig.from_dict(guideline.config)

@@ -8,10 +8,12 @@ drill-down lists the items behind a figure from the same item definition with th
 figure conditions (`figure_where`), a page at a time in (answer, criterion) order.
 
 Choices (documented in docs/metrics.md#agreement):
-- The run: the one asked for, else the dataset's latest finished run (done, or done with
-  errors) that grades system answers or holds imported verdicts (cross-evaluation runs
-  grade perfect answers, which reviewers do not label): evaluation.runs.selectors
-  .choose_run, shared with analytics. Human-vs-human figures do not depend on the run.
+- The run: the one asked for, else, among the dataset's finished runs (done, or done with
+  errors) that grade system answers or hold imported verdicts (cross-evaluation runs
+  grade perfect answers, which no figure here compares), the one that graded the most
+  labelled answers, the latest among equals (`default_run`): a team labelling the answers
+  of one run is not shown a later run of other answers, where none of its labels counts.
+  Human-vs-human figures do not depend on the run.
 - The human reference of an item: its adjudication if there is one, else the majority of
   its human labels; a tie leaves the item out of judge-vs-human figures (counted).
 - A judge's label on an item: the majority of its valid samples (one label per item and
@@ -32,7 +34,7 @@ from datetime import date
 from urllib.parse import urlencode
 
 from django.db import transaction
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import TruncDate
 
 from annotation.models import Criterion, Dataset
@@ -50,7 +52,7 @@ from evaluation.metrics.agreement import (
     krippendorff_alpha_counted,
     matrix_from_counts,
 )
-from evaluation.models import Answer, HumanLabel, Run, Verdict
+from evaluation.models import Adjudication, Answer, HumanLabel, Run, Verdict
 from evaluation.runs.selectors import choose_run, runs_of_system_answers
 
 # Figures whose pairs are (a judge label, the human reference).
@@ -219,12 +221,79 @@ def _counted_cells(dataset: Dataset, run: Run | None, method: str, threshold) ->
     return rows + _label_days(dataset)
 
 
+def _labelled_answers(dataset: Dataset) -> QuerySet[Answer]:
+    """The dataset's answers with a human label or an adjudication."""
+    answer = OuterRef("pk")
+    return Answer.objects.filter(query__dataset=dataset).filter(
+        Exists(HumanLabel.objects.filter(answer=answer))
+        | Exists(Adjudication.objects.filter(answer=answer))
+    )
+
+
+def labelled_overlap(dataset: Dataset, runs: list[Run]) -> dict[int, int]:
+    """For each run, how many of the dataset's labelled answers it graded (one query: an
+    index probe per labelled answer and run). Answers, not items: a run grades every
+    criterion of the answers it covers, and counting answers keeps this cheap."""
+    if not runs:
+        return {}
+    graded = {
+        f"run_{r.pk}": Count(
+            "pk", filter=Q(Exists(Verdict.objects.filter(run_id=r.pk, answer=OuterRef("pk"))))
+        )
+        for r in runs
+    }
+    found = _labelled_answers(dataset).aggregate(**graded)
+    return {r.pk: found[f"run_{r.pk}"] or 0 for r in runs}
+
+
+def default_run(dataset: Dataset, runs: list[Run]) -> Run | None:
+    """The run the page opens on: of the finished `runs`, the one that graded the most
+    labelled answers, the latest among equals (the latest finished when nothing is
+    labelled); None without a finished run. The overlap is counted only when there are
+    two finished runs to choose from."""
+    finished = [r for r in runs if r.status in Run.FINISHED]
+    if len(finished) < 2:
+        return choose_run(dataset, None, runs)
+    overlap = labelled_overlap(dataset, finished)
+    return max(finished, key=lambda r: (overlap[r.pk], r.finished_at or r.created_at, r.pk))
+
+
+def _run(dataset: Dataset, run_id: int | None, runs: list[Run]) -> Run | None:
+    """The run asked for (Run.DoesNotExist unless it is the dataset's), else the default."""
+    if run_id is not None:
+        return choose_run(dataset, run_id, runs)
+    return default_run(dataset, runs)
+
+
+@dataclass(frozen=True)
+class OverlapHint:
+    """Why no labelled item is compared with the run, and where they could be."""
+
+    best: Run | None  # the finished run that graded the most labelled answers, if any did
+    best_answers: int  # how many labelled answers it graded
+    perfect: int  # labelled perfect answers (cross-evaluation), which no run here grades
+
+
+def overlap_hint(dataset: Dataset, run: Run, runs: list[Run]) -> OverlapHint:
+    """For a run that graded none of the labelled items (two queries): the finished run
+    that graded the most labelled answers, and how many labelled answers are perfect
+    answers of cross-evaluation."""
+    finished = [r for r in runs if r.status in Run.FINISHED and r.pk != run.pk]
+    overlap = labelled_overlap(dataset, finished)
+    best = max(finished, key=lambda r: (overlap[r.pk], r.finished_at or r.created_at, r.pk),
+               default=None)  # fmt: skip
+    perfect = _labelled_answers(dataset).filter(checklist__isnull=False).count()
+    if best is None or overlap[best.pk] == 0:
+        return OverlapHint(None, 0, perfect)
+    return OverlapHint(best, overlap[best.pk], perfect)
+
+
 def agreement_report(dataset: Dataset, run_id: int | None = None) -> AgreementReport:
     """Every figure of the dataset's agreement page. Raises Run.DoesNotExist for a run
     that is not the dataset's. The counts are read from the figure cache,
     or counted (one statement for the figures, one for the raters' days) and stored."""
     runs = runs_of_system_answers(dataset)
-    run = choose_run(dataset, run_id, runs)
+    run = _run(dataset, run_id, runs)
     found = _Cells(_cached_cells(dataset, run))
     kind_labels = dict(Criterion.Kind.choices)
 
@@ -390,7 +459,7 @@ def drill_down(
 ) -> DrillDown:
     """A page of the items behind one figure (optionally one confusion-matrix cell: first,
     second), in (answer, criterion) order after `after`."""
-    run = choose_run(dataset, run_id, runs_of_system_answers(dataset))
+    run = _run(dataset, run_id, runs_of_system_answers(dataset))
     method, threshold = run_method(run)
     where, params = figure_where(key, cell)
     answers = Answer.objects.filter(query__dataset=dataset).order_by("pk")

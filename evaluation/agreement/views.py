@@ -21,6 +21,7 @@ from evaluation.agreement.selectors import (
     FigureKey,
     agreement_report,
     drill_down,
+    overlap_hint,
 )
 from evaluation.charts.bars import BarInput, bar_chart, shade
 from evaluation.metrics.agreement import PASS_FAIL, kappa_undefined_reason
@@ -208,7 +209,17 @@ def dataset_agreement(request: HttpRequest, pk: int) -> HttpResponse:
         report = agreement_report(dataset, _run_id(request))
     except Run.DoesNotExist:
         raise Http404("No such run in this dataset.") from None
-    return render(request, "evaluation/agreement/agreement.html", page_context(report))
+    context = page_context(report)
+    counts = report.counts
+    if (
+        report.run
+        and counts.without_votes
+        and counts.without_votes == counts.items - counts.human_ties
+    ):
+        # Labels, and a run that graded none of their answers: say so, and where to look,
+        # rather than a page of empty judge figures (two queries, on this page only).
+        context["hint"] = overlap_hint(dataset, report.run, report.runs)
+    return render(request, "evaluation/agreement/agreement.html", context)
 
 
 @require_GET

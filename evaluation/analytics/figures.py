@@ -59,7 +59,7 @@ from evaluation.metrics.overlap import Interval
 from evaluation.models import Run
 from evaluation.runs.selectors import choose_run, runs_of_system_answers
 
-VERSION = 5  # bump when what is stored changes shape or meaning
+VERSION = 6  # bump when what is stored changes shape or meaning
 BUCKET_ROWS = 500  # rows kept per bucket for the drill-down
 
 
@@ -404,13 +404,24 @@ def _revalidate(run: Run, group: str, after: datetime | None = None) -> bool:
     return refresh.ensure(run.dataset_id, run.pk, group, after=after) and refresh.eager()
 
 
+def _spaced_from(found: Served, state_: State) -> datetime | None:
+    """When the spacing of a refresh counts from (`refresh.ensure`'s `after`): the time the
+    served figures were computed when labels moved them (their review revision is behind),
+    so that a team labelling without pause costs one refresh per spacing; None when the
+    revision is the same, so that what else moved them (a cross-evaluation or a run that
+    ended, a new label policy: one event, not a stream) refreshes them at once."""
+    if found.revision is not None and found.revision == state_.revision:
+        return None
+    return found.computed_at
+
+
 def served(run: Run, part: str, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> Served:
     """The part for a request: never computed here. Fresh when kept for the current state;
     else the figures of an earlier state (or none yet), a refresh being queued."""
     edges = tuple(edges)
     state_ = _kept_state(run, part, edges)
     found = _read(state_, edges=edges)
-    if not found.fresh and _revalidate(run, _group(part, edges), found.computed_at):
+    if not found.fresh and _revalidate(run, _group(part, edges), _spaced_from(found, state_)):
         found = _read(state_, edges=edges)
     return _with_failure(found, [(run, _group(part, edges))])
 
@@ -432,10 +443,11 @@ def is_fresh(run: Run, part: str, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> 
     figures; queues a refresh when none is queued (the state moved again meanwhile, or the
     last refresh failed)."""
     edges = tuple(edges)
-    found = _read(_kept_state(run, part, edges), edges=edges, figures=False)
+    state_ = _kept_state(run, part, edges)
+    found = _read(state_, edges=edges, figures=False)
     if found.fresh:
         return True
-    return _revalidate(run, _group(part, edges), found.computed_at)
+    return _revalidate(run, _group(part, edges), _spaced_from(found, state_))
 
 
 def _part(run: Run, part: str, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> Any:
@@ -560,7 +572,7 @@ def health_slice(
         raise ValueError(f"unknown flag {flag!r}")
     state_ = state(run)
     head = _read(_chunk(state_, flag, 0))  # holds the total
-    if not head.fresh and again and _revalidate(run, refresh.DEFAULT, head.computed_at):
+    if not head.fresh and again and _revalidate(run, refresh.DEFAULT, _spaced_from(head, state_)):
         return health_slice(run, flag, start, stop, again=False)
     head = _with_failure(head, [(run, refresh.DEFAULT)])
     if head.figures is None:

@@ -1,7 +1,8 @@
 """Regression checks and the analytics figures when a run ends. Connected in
 EvaluationConfig.ready(); tasks are queued by name (the receiver never imports tasks): the
 regression check only when the dataset has an alert, the figures for every run but a
-cross-evaluation."""
+cross-evaluation; a cross-evaluation's end refreshes at once the figures kept for the
+dataset's runs, whose human line it moves."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from django.dispatch import receiver
 
 from evaluation import task_names
 from evaluation.analytics import refresh
-from evaluation.models import Run
+from evaluation.kept import readers
+from evaluation.models import KeptFigure, Run
 from evaluation.runs.signals import run_ended
 
 logger = logging.getLogger(__name__)
@@ -30,3 +32,33 @@ def warm_figures_on_end(sender: object, run_id: int, **kwargs: object) -> None:
             task_names.signature(task_names.WARM_TASK, (run_id,)).apply_async()
     except Exception:  # as above: the run ended whatever happens here
         logger.exception("Could not queue the analytics figures of run %s", run_id)
+
+
+# The runs whose figures a cross-evaluation's end refreshes at once, newest first: the others
+# refresh when someone opens them (no spacing then: figures.served).
+CROSS_EVALUATION_REFRESHES = 5
+
+
+@receiver(run_ended, dispatch_uid="analytics-refresh-on-cross-evaluation-end")
+def refresh_on_cross_evaluation_end(sender: object, run_id: int, **kwargs: object) -> None:
+    """A finished cross-evaluation moves every run's human line (the experts' overlap):
+    the figures kept for the dataset's runs are refreshed now, in the worker, so that the
+    analytics page shows the new line within a refresh's time, marked "Updating" meanwhile,
+    instead of "no cross-evaluation yet" until the refresh spacing runs out."""
+    try:
+        run = Run.objects.filter(pk=run_id, kind=Run.Kind.CROSS_EVALUATION).first()
+        if run is None:
+            return
+        kept = (
+            KeptFigure.objects.filter(
+                dataset_id=run.dataset_id, kind=readers.ANALYTICS.kind, part="page"
+            )
+            .exclude(run_id=None)
+            .values_list("run_id", flat=True)
+            .distinct()
+            .order_by("-run_id")[:CROSS_EVALUATION_REFRESHES]
+        )
+        for analysed in kept:
+            refresh.now(run.dataset_id, analysed, refresh.DEFAULT)
+    except Exception:  # as above: the run ended whatever happens here
+        logger.exception("Could not refresh the analytics figures after run %s", run_id)

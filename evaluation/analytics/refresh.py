@@ -178,6 +178,27 @@ def ensure(dataset_id: int, run_id: int, group: str, *, after: datetime | None =
     return True
 
 
+def now(dataset_id: int, run_id: int, group: str) -> None:
+    """Queue the run's refresh at once, whatever marker there is: something the figures
+    read has just changed for everyone (a cross-evaluation ended), and a refresh already
+    queued may wait out the spacing after labels (`ensure`) or a failure's backoff. The
+    marker is taken over (so readers meanwhile queue no other) and its failed tries kept;
+    at worst a refresh queued earlier computes the same figures again."""
+    stamp = timezone.now()
+    taken = _marker(dataset_id, run_id, group).update(
+        claimed_at=stamp, error="", failed_at=None, retry_at=None
+    )
+    if not taken:
+        try:
+            with transaction.atomic():
+                KeptRefresh.objects.create(
+                    dataset_id=dataset_id, run_id=run_id, group=group, claimed_at=stamp
+                )
+        except IntegrityError:  # a reader took it meanwhile: its refresh is queued too
+            pass
+    task_names.signature(task_names.REFRESH_TASK, (run_id, group)).apply_async()
+
+
 def eager() -> bool:
     """Tasks run inside `apply_async` (CELERY_TASK_ALWAYS_EAGER, the demo without a
     worker): a queued refresh has run by the time `ensure` returns."""

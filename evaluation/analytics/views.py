@@ -208,6 +208,12 @@ def dataset_analytics(request: HttpRequest, pk: int) -> HttpResponse:
         )
         if served.figures is not None:
             context.update(_page_context(request, selection, served.figures))
+            if served.updating and served.figures.curve.human.mean is None:
+                # Figures from before a cross-evaluation ended: the human line is coming
+                # with the refresh, not missing (one query, while updating only).
+                context["human_coming"] = Run.objects.filter(
+                    dataset=dataset, kind=Run.Kind.CROSS_EVALUATION, status__in=Run.FINISHED
+                ).exists()
     return render(request, "evaluation/analytics/analytics.html", context)
 
 

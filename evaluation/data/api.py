@@ -19,6 +19,7 @@ from evaluation.data import schema, services
 from evaluation.data.access import check_import
 from evaluation.data.export import ExportOptions
 from evaluation.data.formats import FileRejected
+from evaluation.data.import_target import NAME_MAX, NameTaken
 from evaluation.data.importer import ImportOptions, ImportRejected, import_dataset
 from evaluation.data.models import DatasetExport
 from evaluation.data.storage import NotStored
@@ -127,7 +128,14 @@ class ImportSerializer(serializers.Serializer):
     file = serializers.FileField(help_text="A zip in the export layout (docs/data-formats.md).")
     dataset = serializers.PrimaryKeyRelatedField(
         queryset=Dataset.objects.all(), required=False, allow_null=True,
-        help_text="Import into this dataset (default: the one named in dataset.json).",
+        help_text="Import into this dataset (its admins): rows are matched by their keys and "
+        "only what differs is written. Without it (and without `as_copy`) the files make a "
+        "new dataset named as in dataset.json, refused when that name is taken.",
+    )  # fmt: skip
+    as_copy = serializers.CharField(
+        required=False, allow_blank=True, max_length=NAME_MAX,
+        help_text="Import as a new dataset of this name (a copy: every row new, the importer "
+        "its admin), whatever dataset.json calls it. A taken name is refused.",
     )  # fmt: skip
     guideline = serializers.PrimaryKeyRelatedField(
         queryset=Guideline.objects.all(), required=False, allow_null=True,
@@ -138,10 +146,23 @@ class ImportSerializer(serializers.Serializer):
         help_text="Checklists that break the guideline: import with warnings, or refuse.",
     )  # fmt: skip
 
+    def validate(self, data: dict) -> dict:
+        if data.get("dataset") is not None and data.get("as_copy"):
+            raise ValidationError(
+                {"as_copy": ["Import into a dataset or as a copy, not both: leave out one."]}
+            )
+        return data
+
 
 class ImportResultSerializer(serializers.Serializer):
     dataset = serializers.IntegerField(source="dataset.pk")
     dataset_created = serializers.BooleanField()
+    copy_of = serializers.CharField(
+        help_text="Imported as a copy: the name in the files' dataset.json (else empty)."
+    )
+    changed = serializers.BooleanField(
+        help_text="False when the import found everything already there and wrote nothing."
+    )
     created = serializers.DictField(child=serializers.IntegerField())
     updated = serializers.DictField(child=serializers.IntegerField())
     unchanged = serializers.DictField(child=serializers.IntegerField())
@@ -156,24 +177,32 @@ class DatasetImportView(APIView):
         responses={201: ImportResultSerializer, 200: ImportResultSerializer, 507: None},
     )
     def post(self, request: Request) -> Response:
-        """Create or update a dataset from files (dataset admins; creating one needs the
-        Admin group). Everything is checked first: any error is a 400 listing every error,
-        each naming file, row and field, and nothing is written. A 507 says the upload or
-        the import could not be stored (a full disk); nothing is written then either."""
+        """Import files into the dataset chosen with `dataset` (its admins), or as a new
+        dataset: named `as_copy`, else as in dataset.json (the Admin group). A new dataset's
+        name that is taken is a 400 on `as_copy` (or on `dataset` when the name came from
+        dataset.json), nothing written: an import never updates a dataset it was not told
+        to. Everything is checked first: any error is a 400 listing every error, each
+        naming file, row and field, and nothing is written. A 507 says the upload or the
+        import could not be stored (a full disk); nothing is written then either."""
         payload = ImportSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         data = payload.validated_data
         dataset = data.get("dataset")
         if dataset is not None:
             dataset = access_dataset(request.user, dataset.pk, roles.CHANGE)
+        as_copy = data.get("as_copy", "").strip()
         options = ImportOptions(
-            dataset=dataset, guideline=data.get("guideline"),
+            dataset=dataset, as_copy=as_copy, guideline=data.get("guideline"),
             on_guideline_errors=data["on_guideline_errors"], by=request.user,
         )  # fmt: skip
         try:
             with received(data["file"]) as path:
-                check_import(request.user, path, dataset)
+                check_import(request.user, path, dataset, as_copy)
                 result = import_dataset(path, options)
+        except NameTaken as taken:
+            raise ValidationError(
+                {"as_copy" if taken.as_copy else "dataset": taken.errors}
+            ) from None
         except (ImportRejected, FileRejected) as rejected:
             raise ValidationError({"file": rejected.errors}) from None
         except NotStored as failed:

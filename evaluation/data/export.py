@@ -511,7 +511,7 @@ class Exporter:
         runs = Run.objects.filter(pk__in=list(self.keys.runs)).select_related("panel")
         for r in runs.order_by("created_at", "pk"):
             yield (
-                self.keys.runs[r.pk], r.kind, r.panel.name, r.status, r.reason,
+                self.keys.runs[r.pk], r.kind, r.panel.name, r.status, r.reason, r.expected,
                 r.answer_run_label, r.snapshot, _iso(r.created_at), _iso(r.finished_at),
             )  # fmt: skip
 

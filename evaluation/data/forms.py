@@ -7,6 +7,7 @@ from django import forms
 from annotation.models import Dataset, Guideline
 from config.uploads import validate_upload_size
 from evaluation.data import schema
+from evaluation.data.import_target import NAME_MAX
 
 INCLUDE_LABELS = {
     "answers": "Answers (and their systems)",
@@ -40,15 +41,33 @@ class ExportForm(forms.Form):
 
 
 class ImportForm(forms.Form):
+    """Where the files go is an explicit choice: into a dataset the user administers, or
+    into a new one (a copy, when the files come from a dataset of this installation)."""
+
+    INTO, NEW = "into", "new"
+
     file = forms.FileField(
         help_text="A zip in the export layout (or a single table file such as queries.jsonl "
-        "or criteria.csv, with a dataset chosen below). See docs/data-formats.md."
+        "or criteria.csv, imported into a dataset). See docs/data-formats.md."
+    )
+    target = forms.ChoiceField(
+        choices=[(INTO, "Import into an existing dataset"), (NEW, "Import as a new dataset")],
+        widget=forms.RadioSelect,
+        label="Where to import",
     )
     dataset = forms.ModelChoiceField(
         queryset=Dataset.objects.none(),
         required=False,
-        empty_label="The dataset named in the file (created if new)",
-        help_text="Import into this dataset instead.",
+        empty_label="Choose a dataset",
+        label="Dataset to import into",
+        help_text="Rows are matched by their keys; only what differs is written.",
+    )
+    name = forms.CharField(
+        max_length=NAME_MAX,
+        required=False,
+        label="New dataset's name",
+        help_text="Empty: the name in the file's dataset.json. Every row is created anew, "
+        "with you as the new dataset's admin.",
     )
     guideline = forms.ModelChoiceField(
         queryset=Guideline.objects.all(),
@@ -65,10 +84,33 @@ class ImportForm(forms.Form):
         label="Submitted checklists that break the guideline",
     )
 
-    def __init__(self, *args: object, datasets=None, **kwargs: object) -> None:
+    def __init__(
+        self, *args: object, datasets=None, may_create: bool = True, **kwargs: object
+    ) -> None:
         super().__init__(*args, **kwargs)
         if datasets is not None:
             self.fields["dataset"].queryset = datasets
+        # Offer only what the user may do: an admin of no dataset can only create one, a
+        # dataset admin outside the Admin group only import into theirs.
+        target = self.fields["target"]
+        if not may_create:
+            target.choices = [c for c in target.choices if c[0] != self.NEW]
+            del self.fields["name"]
+        if datasets is not None and not datasets.exists():
+            target.choices = [c for c in target.choices if c[0] != self.INTO]
+            del self.fields["dataset"]
+        if len(target.choices) == 1:
+            target.initial = target.choices[0][0]
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if data.get("target") == self.INTO and not data.get("dataset"):
+            self.add_error("dataset", "Choose the dataset to import into.")
+        if data.get("target") != self.INTO:
+            data["dataset"] = None
+        if data.get("target") != self.NEW:
+            data["name"] = ""
+        return data
 
 
 class AnswersUploadForm(forms.Form):

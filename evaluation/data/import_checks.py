@@ -38,7 +38,7 @@ from annotation.validation import (
     validate_checklist,
 )
 from evaluation.cross_evaluation.services import REFERENCE_SYSTEM
-from evaluation.data import schema
+from evaluation.data import import_target, schema
 from evaluation.data.export import criterion_key, perfect_label, query_key
 from evaluation.data.formats import FileRejected, cell
 from evaluation.data.rows import ImportRejected  # one refusal for every import
@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 MAX_ERRORS = 200
+MAX_EXPECTED = 2_147_483_647  # Run.expected, a positive integer column
 ON_GUIDELINE_ERRORS = ("warn", "refuse")
 schema_kinds = frozenset(Criterion.Kind.values)
 AnswerKey = tuple[str, str, str, str]  # system, version, query, run label
@@ -68,7 +69,11 @@ CriterionKey = tuple[str, str, str]  # query, author, criterion
 
 @dataclass(frozen=True)
 class ImportOptions:
-    dataset: Dataset | None = None  # import into this dataset (default: by dataset.json's name)
+    """Where and how to import (evaluation.data.import_target): into `dataset`, else into a
+    new dataset named `as_copy`, else into a new dataset named as dataset.json says."""
+
+    dataset: Dataset | None = None  # import into this dataset (its admin chose it)
+    as_copy: str = ""  # or: a new dataset of this name (a copy of the files' dataset)
     guideline: Guideline | None = None  # the dataset's guideline (default: the file's)
     on_guideline_errors: str = "warn"  # or "refuse"
     by: AbstractBaseUser | None = None  # who imports (None: the command line)
@@ -78,6 +83,7 @@ class ImportOptions:
 class ImportResult:
     dataset: Dataset
     dataset_created: bool = False
+    copy_of: str = ""  # imported as a copy: the name in the files' dataset.json
     created: dict[str, int] = field(default_factory=dict)
     updated: dict[str, int] = field(default_factory=dict)
     unchanged: dict[str, int] = field(default_factory=dict)
@@ -336,13 +342,15 @@ class StoredKeys:
         }
 
 
-def _target(meta: dict | None, options: ImportOptions, errors: Errors) -> Dataset | None:
+def _target(meta: dict, options: ImportOptions, errors: Errors) -> Dataset | None:
+    """The dataset imported into, None for a new one (whose name must be free: NameTaken)."""
     if options.dataset is not None:
         return options.dataset
-    if not meta or not str(meta.get("name") or "").strip():
-        errors.add("dataset.json: field 'name' is required (or choose the dataset to import into)")
-        return None
-    return Dataset.objects.filter(name=str(meta["name"]).strip()).first()
+    copy = bool(options.as_copy)
+    problem = import_target.name_error(import_target.new_name(meta, options.as_copy), as_copy=copy)
+    if problem:
+        errors.add(problem)
+    return None
 
 
 # The dataset settings dataset.json carries as plain values: the name picks the dataset,
@@ -379,6 +387,8 @@ def check(source: Source, options: ImportOptions) -> tuple[Plan, Dataset | None]
         )  # fmt: skip
     if options.on_guideline_errors not in ON_GUIDELINE_ERRORS:
         raise ValueError("on_guideline_errors: warn or refuse")
+    if options.dataset is not None and options.as_copy:
+        raise ValueError("import into a dataset or as a copy, not both")
     if not any(source.table_file(t) for t in schema.TABLE) and not meta:
         raise ImportRejected(
             [f"{source.path.name}: no dataset.json and no table file (queries.jsonl, "
@@ -585,6 +595,8 @@ def _check_judges_panels_and_runs(
         if once(("panel", row["name"]), where, "panel name"):
             panels.add(row["name"])
     for where, row in t["runs"]:
+        if row["expected"] is not None and not 0 <= row["expected"] <= MAX_EXPECTED:
+            errors.add(f"{where}: field 'expected' must be from 0 to {MAX_EXPECTED}")
         if row["panel"] not in panels:
             errors.add(f"{where}: field 'panel': no panel {row['panel']!r}")
             continue
@@ -645,10 +657,12 @@ def _check_guideline(plan: Plan, errors: Errors, options: ImportOptions) -> None
         if key in seen or row["kind"] not in schema_kinds or row["archived_at"]:
             continue  # reported already, or archived: not part of the checklist
         seen.add(key)
+        # Built as the editor builds its input (notes included), so an override the editor
+        # accepts is honoured here too.
         criteria[key[:2]].append(
-            CriterionInput(
-                key=row["external_id"], text=row["text"], kind=row["kind"],
-                source_types=tuple(row["source_types"] or ()), citations=tuple(citations[key]),
+            guideline_rules.criterion_values_input(
+                key=row["external_id"], text=row["text"], kind=row["kind"], notes=row["notes"],
+                source_types=row["source_types"] or (), citations=citations[key],
             )
         )  # fmt: skip
     for where, row in plan.tables["checklists"]:

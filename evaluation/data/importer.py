@@ -1,6 +1,7 @@
-"""Importing a dataset from the export layout (a zip or a folder of table files): creates or
-updates the dataset, its queries, checklists, criteria, citations, perfect answers, answers,
-runs, verdicts, labels and adjudications, matched by external keys. See
+"""Importing a dataset from the export layout (a zip or a folder of table files): into the
+dataset the caller chose, or as a new dataset, never into one it did not name
+(evaluation.data.import_target); its queries, checklists, criteria, citations, perfect
+answers, answers, runs, verdicts, labels and adjudications, matched by external keys. See
 docs/data-formats.md#dataset-import.
 
 Two phases. First every file is read and every row checked, against what the files define
@@ -9,8 +10,10 @@ with every error listed as `file:line: field 'name': problem` (evaluation.data.i
 which returns the `Plan` written here). Then everything is written in
 one transaction (structure through the ORM; answers, verdicts, labels and adjudications
 through bulk upserts, evaluation.data.bulk), so a row that still fails there (a duplicate)
-rolls it all back. Importing the same files again changes nothing: every row is matched by
-its key and rewritten only when it differs. An import never deletes anything.
+rolls it all back. Importing the same files again into the dataset they made (or a
+dataset's export back into it) changes nothing, not a row: every row is matched by its key
+and rewritten only when it differs, and only what was created or changed gets a history
+entry or moves the kept figures' counters. An import never deletes anything.
 
 Imports of the same dataset are serialised (an advisory lock on PostgreSQL, the database
 lock on SQLite), so two at once give the result of one after the other.
@@ -28,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth import get_user_model
 from django.db import DatabaseError, connection, transaction
+from django.db.models import Count, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotation import roles
@@ -60,6 +65,7 @@ from evaluation.data.import_checks import (
     check_big_row,
     read_rows,
 )
+from evaluation.data.import_target import new_name, refuse_taken, save_new
 from evaluation.data.rows import ImportRejected  # one refusal for every import
 from evaluation.data.source import Source
 from evaluation.kept.events import Event, bump
@@ -105,7 +111,7 @@ def import_dataset(path: Path, options: ImportOptions | None = None) -> ImportRe
     options = options or ImportOptions()
     with Source(path) as source:
         plan, _ = check(source, options)
-        name = options.dataset.name if options.dataset else str(plan.meta["name"]).strip()
+        name = options.dataset.name if options.dataset else new_name(plan.meta, options.as_copy)
         try:
             with transaction.atomic():
                 _lock(name)
@@ -140,17 +146,21 @@ class _Writer:
         options, meta = self.options, self.plan.meta
         dataset = options.dataset
         if dataset is None:
-            dataset = Dataset.objects.filter(name=str(meta["name"]).strip()).first()
-        result = ImportResult(dataset=dataset, warnings=list(self.plan.warnings))  # type: ignore[arg-type]
+            # Checked before, but another import or writer may have taken the name since;
+            # the import's lock on this name makes the check final for imports.
+            name = new_name(meta, options.as_copy)
+            refuse_taken(name, as_copy=bool(options.as_copy))
+            dataset = Dataset(name=name, created_by=options.by)
+        result = ImportResult(dataset=dataset, warnings=list(self.plan.warnings))
+        result.dataset_created = dataset.pk is None
+        if options.as_copy:
+            result.copy_of = str(meta.get("name") or "").strip()
         self.result = result
         self.users = self._users()
         guidelines = self._guidelines()
         guideline = self.plan.guideline or (
             guidelines.get(self.plan.guideline_from_file) if self.plan.guideline_from_file else None
         )
-        if dataset is None:
-            dataset = Dataset(name=str(meta["name"]).strip(), created_by=options.by)
-            result.dataset_created = True
         self._dataset_settings(dataset, meta, guideline)
         result.dataset = dataset
         if result.dataset_created and options.by is not None:
@@ -173,9 +183,12 @@ class _Writer:
         self._grades()
         self._labels()
         self._adjudications()
+        self._run_sizes()
         # Bulk writes send no signal: kept figures are keyed by the dataset's review
-        # counters, which an import may change in any of its tables.
-        bump(dataset.pk, Event.DATASET_IMPORTED)
+        # counters, which an import may change in any of its tables. An import that changed
+        # nothing leaves them (and every kept figure) as they were.
+        if result.changed:
+            bump(dataset.pk, Event.DATASET_IMPORTED)
         return result
 
     # structure ---------------------------------------------------------------------
@@ -215,7 +228,7 @@ class _Writer:
         for k in changed:
             setattr(dataset, k, fields[k])
         if dataset.pk is None:
-            dataset.save()
+            save_new(dataset, as_copy=bool(self.options.as_copy))
             self.result.count("datasets", created=1)
         elif changed:
             dataset.save(update_fields=changed)
@@ -301,9 +314,11 @@ class _Writer:
 
     def _checklists(self, guidelines: dict[tuple[str, int], Guideline]) -> None:
         checklists = {c.pk: c for c in Checklist.objects.filter(query__dataset=self.dataset)}
+        # Checklists created or changed here, each to get one history entry (with its
+        # guideline findings, if any). An unchanged one gets none, even if it breaks the
+        # guideline: importing the same files again must change nothing.
         self.touched: dict[int, str] = {}
-        warned = {w.split(": checklist", 1)[0] for w in self.plan.warnings}
-        for where, row in self.plan.tables["checklists"]:
+        for _, row in self.plan.tables["checklists"]:
             guideline = (
                 guidelines[(row["guideline"], row["guideline_version"] or 1)]
                 if row["guideline"]
@@ -333,8 +348,6 @@ class _Writer:
                     checklist.save(update_fields=[*diff, "updated_at"])
                     self.touched[pk] = "updated"
                 self.result.count("checklists", updated=int(bool(diff)), unchanged=int(not diff))
-            if where in warned:
-                self.touched[self.stored.checklists[key]] = "breaks the guideline"
 
     def _criteria(self) -> None:
         stored = {
@@ -609,6 +622,7 @@ class _Writer:
             panels[row["name"]] = panel
             self.result.count("panels", created=1)
         self.runs_before = set(self.stored.runs)
+        self.unsized: list[int] = []  # new runs whose file gives no `expected`
         for _, row in self.plan.tables["runs"]:
             if row["run"] in self.stored.runs:
                 self.result.count("runs", unchanged=1)
@@ -626,11 +640,25 @@ class _Writer:
                 # found here; older exports without it take the panel's.
                 snapshot=row.get("snapshot") or snapshot.take(panel),
                 started_at=row["created_at"], finished_at=row["finished_at"],
+                expected=row.get("expected") or 0,
             )  # fmt: skip
+            if row.get("expected") is None:
+                self.unsized.append(run.pk)
             if row["created_at"]:
                 Run.objects.filter(pk=run.pk).update(created_at=row["created_at"])
             self.stored.runs[row["run"]] = run.pk
             self.result.count("runs", created=1)
+
+    def _run_sizes(self) -> None:
+        """A new run whose file does not say how many verdicts it expected (exports before
+        issue 28) expects those it holds, so that its page reads "48 / 48 verdicts", not
+        "48 / 0". Its tasks are not made up: no task of it ran here (the run page says so)."""
+        if not self.unsized:
+            return
+        held = Verdict.objects.filter(run=OuterRef("pk")).values("run").annotate(n=Count("pk"))
+        Run.objects.filter(pk__in=self.unsized).update(
+            expected=Coalesce(Subquery(held.values("n")), 0)
+        )
 
     # items -------------------------------------------------------------------------
 
@@ -685,10 +713,14 @@ class _Writer:
         self.plan.big["verdicts"] = written
 
     def _call_record(self, r: dict) -> tuple:
-        """A verdict's or a grade's judge-call values, in CALL_COLUMNS order."""
+        """A verdict's or a grade's judge-call values, in CALL_COLUMNS order. Attempts of 0
+        are real (a cache hit, a no-LLM check, a task that failed before its call): only a
+        missing value takes the model's default of 1, or every re-import of such verdicts
+        would rewrite them."""
+        attempts = 1 if r["attempts"] is None else r["attempts"]
         return (
             r["raw_output"], r["error_kind"], r["error"], r["prompt_tokens"] or 0,
-            r["completion_tokens"] or 0, r["latency_ms"] or 0, r["attempts"] or 1,
+            r["completion_tokens"] or 0, r["latency_ms"] or 0, attempts,
             bool(r["cache_hit"]), r["cache_key"], r["judge_params"] or {},
             r["created_at"] or self.now, self.now,
         )  # fmt: skip

@@ -253,6 +253,12 @@ TABLES: tuple[Table, ...] = (
             _c("panel", doc="The panel's name"),
             _c("status", doc="done, done_with_errors, cancelled or failed"),
             _c("reason", doc="Why the run failed, or a summary of its errors"),
+            _c(
+                "expected",
+                INT,
+                "Verdicts the run was to hold (its progress reads held / expected); "
+                "missing: the verdicts it holds",
+            ),
             _c("answer_run_label"),
             _c(
                 "snapshot",

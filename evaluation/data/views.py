@@ -16,6 +16,7 @@ from evaluation.data.access import check_import
 from evaluation.data.export import ExportOptions, export_chunks, file_name
 from evaluation.data.formats import FileRejected
 from evaluation.data.forms import ExportForm, ImportForm
+from evaluation.data.import_target import NameTaken
 from evaluation.data.importer import ImportOptions, ImportRejected, import_dataset
 from evaluation.data.models import DatasetExport
 from evaluation.data.storage import NotStored
@@ -72,23 +73,33 @@ def export_download(request: HttpRequest, token) -> HttpResponse:
 def dataset_import(request: HttpRequest) -> HttpResponse:
     user = request.user
     administered = selectors.datasets_for_user(user, roles.CHANGE).order_by("name")
-    if not user.has_perm("annotation.add_dataset") and not administered.exists():
+    may_create = user.has_perm("annotation.add_dataset")
+    if not may_create and not administered.exists():
         raise PermissionDenied("Only admins import datasets.")
-    initial = {"dataset": request.GET.get("dataset")} if request.GET.get("dataset") else None
-    form = ImportForm(request.POST or None, request.FILES or None, datasets=administered,
-                      initial=initial)  # fmt: skip
+    form = ImportForm(
+        request.POST or None, request.FILES or None, datasets=administered,
+        may_create=may_create, initial=_import_initial(request, administered, may_create),
+    )  # fmt: skip
     errors: list[str] = []
     status = 200
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         options = ImportOptions(
-            dataset=data["dataset"], guideline=data["guideline"],
+            dataset=data["dataset"], as_copy=data.get("name", ""), guideline=data["guideline"],
             on_guideline_errors=data["on_guideline_errors"], by=user,
         )  # fmt: skip
         try:
             with received(data["file"]) as path:
-                check_import(user, path, data["dataset"])
+                check_import(user, path, data["dataset"], options.as_copy)
                 result = import_dataset(path, options)
+        except NameTaken as taken:
+            # On the page the new dataset's name, typed or the file's, is one field.
+            form.add_error(
+                "name",
+                f"A dataset named “{taken.name}” already exists. Give the new dataset another "
+                "name, or import into that dataset.",
+            )
+            status = 400
         except (ImportRejected, FileRejected) as rejected:
             errors, status = rejected.errors, 400
         except NotStored as failed:  # the server's disk, not the file: 507 when full
@@ -100,3 +111,12 @@ def dataset_import(request: HttpRequest) -> HttpResponse:
         status = 400
     context = {"form": form, "errors": errors}
     return render(request, "evaluation/data/dataset_import.html", context, status=status)
+
+
+def _import_initial(request: HttpRequest, administered, may_create: bool) -> dict:
+    """From a dataset's page (`?dataset=<id>`) the choice starts on importing into it; from
+    anywhere else on a new dataset, which can change no existing one."""
+    chosen = request.GET.get("dataset", "")
+    if chosen.isdigit() and administered.filter(pk=int(chosen)).exists():
+        return {"target": ImportForm.INTO, "dataset": int(chosen)}
+    return {"target": ImportForm.NEW if may_create else ImportForm.INTO}

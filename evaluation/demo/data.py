@@ -51,6 +51,19 @@ SOURCES = [
         ("filings",),
         ("Solano Pharma annual report 2025, risk factors", "SOL-AR-2025", "filings", "2026-03-05"),
     ),
+    (
+        ("earnings-release", "earnings-call-transcript"),
+        (
+            "Harbor Logistics Q2 2026 earnings release",
+            "HBL-2026-Q2-release",
+            "earnings-release",
+            "2026-08-05",
+        ),
+    ),
+    (
+        ("filings", "earnings-release"),
+        ("Meridian Software annual report FY2026", "MRS-10-K-2026", "filings", "2026-09-02"),
+    ),
 ]
 
 # Notes on demo criteria. The first shows the vagueness override (docs/guidelines.md): the
@@ -61,8 +74,11 @@ NOTES = {
     ),
 }
 
-# Which demo checklists are submitted (the rest stay drafts), by (query index, expert).
-SUBMITTED = {(0, "alice"), (0, "bob"), (1, "alice"), (2, "bob")}
+# Which demo checklists are submitted (the rest stay drafts), by (query index, expert). The
+# last two queries have longer checklists (12 and 16 criteria, the others 5 to 7), so that
+# the analytics page's complexity curve has points in three buckets (<10, 10–14, 15–19),
+# not one: a curve, with the systems falling behind as checklists grow.
+SUBMITTED = {(0, "alice"), (0, "bob"), (1, "alice"), (2, "bob"), (5, "alice"), (6, "bob")}
 
 # (text, query date, category, {expert: [(kind, criterion)]}, {system name: answer markdown})
 QUERIES = [
@@ -250,6 +266,105 @@ QUERIES = [
             "Baseline RAG": (
                 "Solano Pharma faces risks from competition and regulation, and depends on one "
                 "manufacturing site."
+            ),
+        },
+    ),
+    (
+        "Summarise Harbor Logistics' Q2 2026 results: revenue, margins, volumes, cash and the "
+        "outlook.",
+        "2026-08-10",
+        "Thematic extraction",
+        {
+            "alice": [
+                (
+                    "methodology",
+                    "Uses the Q2 2026 earnings release of 5 August 2026 as the primary source.",
+                ),
+                ("methodology", "Compares each Q2 2026 figure with Q2 2025."),
+                ("fact", "States Q2 2026 revenue of $2.31 billion."),
+                ("fact", "States that revenue grew 6.5% from Q2 2025."),
+                ("fact", "Reports a Q2 2026 operating margin of 8.9%."),
+                ("fact", "States that container volumes rose 4% to 1.12 million TEU."),
+                ("fact", "Reports adjusted earnings per share of $1.47."),
+                ("fact", "Mentions fuel surcharge revenue of $180 million."),
+                ("fact", "States free cash flow of $240 million for the quarter."),
+                ("fact", "Mentions the full-year revenue guidance raised to $9.1–9.3 billion."),
+                ("fact", "States net debt of $1.9 billion at 30 June 2026."),
+                ("format", "Presents the quarter's figures in a table."),
+            ],
+            "bob": [
+                ("methodology", "Limits the answer to the Q2 2026 earnings release and call."),
+                ("fact", "States Q2 2026 revenue of $2.31 billion."),
+                ("fact", "Reports a Q2 2026 operating margin of 8.9%."),
+                ("fact", "Mentions the Asia–Europe service launched in May 2026."),
+                ("format", "Uses bullet points for the headline figures."),
+            ],
+        },
+        {
+            "Atlas QA": (
+                "**Harbor Logistics, Q2 2026** (release of 5 August 2026)\n\n"
+                "| Metric | Q2 2025 | Q2 2026 |\n|---|---|---|\n"
+                "| Revenue | $2.17 billion | **$2.31 billion** (+6.5%) |\n"
+                "| Operating margin | 8.1% | **8.9%** |\n"
+                "| Container volumes | 1.08 million TEU | **1.12 million TEU** (+4%) |\n"
+                "| Adjusted EPS | $1.29 | **$1.47** |\n\n"
+                "Free cash flow was $240 million. Management raised full-year revenue "
+                "guidance to $9.1–9.3 billion."
+            ),
+            "Baseline RAG": (
+                "Harbor Logistics reported Q2 2026 revenue of $2.31 billion, up on last year, "
+                "with an operating margin of about 9%. The company raised its outlook."
+            ),
+        },
+    ),
+    (
+        "Give an overview of Meridian Software's FY2026 annual report: growth, "
+        "profitability, cash flow, capital returns and the FY2027 outlook.",
+        "2026-09-20",
+        "Strategic analysis",
+        {
+            "alice": [
+                ("methodology", "Uses the FY2026 annual report as the only source."),
+                ("fact", "States FY2026 total revenue of $21.4 billion."),
+                ("fact", "Reports an FY2026 operating margin of 31.2%."),
+                ("fact", "Mentions FY2027 revenue guidance of $23.5–24.0 billion."),
+                ("format", "Presents the figures in a table."),
+            ],
+            "bob": [
+                (
+                    "methodology",
+                    "Uses the FY2026 annual report filed on 2 September 2026 as the primary "
+                    "source.",
+                ),
+                ("methodology", "Compares FY2026 with FY2025 for every figure it gives."),
+                ("fact", "States FY2026 total revenue of $21.4 billion."),
+                ("fact", "States that total revenue grew 14% year over year."),
+                ("fact", "Reports cloud revenue of $8.2 billion, 38% of the total."),
+                ("fact", "States that licence revenue fell 3% to $5.1 billion."),
+                ("fact", "Reports an FY2026 operating margin of 31.2%."),
+                ("fact", "States diluted earnings per share of $6.85."),
+                ("fact", "States operating cash flow of $7.9 billion."),
+                ("fact", "States free cash flow of $6.6 billion."),
+                ("fact", "Mentions share buybacks of $3.0 billion in FY2026."),
+                ("fact", "States the annual dividend of $2.40 per share."),
+                ("fact", "Mentions the acquisition of Quillon Analytics for $1.2 billion."),
+                ("fact", "Reports 61,000 employees at the end of FY2026."),
+                ("fact", "Mentions FY2027 revenue guidance of $23.5–24.0 billion."),
+                ("format", "Groups the figures under headings."),
+            ],
+        },
+        {
+            "Atlas QA": (
+                "### Growth\n- Revenue rose 14% to $21.4 billion; cloud revenue reached "
+                "$8.2 billion, 38% of the total.\n"
+                "### Profitability\n- Operating margin 31.2%; diluted EPS $6.85.\n"
+                "### Cash and returns\n- Free cash flow $6.6 billion; buybacks of $3.0 "
+                "billion.\n"
+                "### Outlook\n- FY2027 revenue guidance of $23.5–24.0 billion."
+            ),
+            "Baseline RAG": (
+                "Meridian Software grew revenue to $21.4 billion in FY2026 with strong cloud "
+                "growth and a healthy margin, and expects further growth in FY2027."
             ),
         },
     ),

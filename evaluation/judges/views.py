@@ -4,12 +4,13 @@ permissions, annotation.roles.GROUP_MODEL_PERMISSIONS) lists, creates and change
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required, permission_required
+from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Prefetch
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from config.site_permissions import site_permission_required
 from evaluation.judges import reachability, services
 from evaluation.judges.forms import JudgeForm, PanelForm, PanelMemberFormSet
 from evaluation.judging.connection import key_is_set
@@ -18,7 +19,7 @@ from evaluation.models import Judge, Panel, PanelMember
 
 @require_GET
 @login_required
-@permission_required("evaluation.change_judge", raise_exception=True)
+@site_permission_required("evaluation.change_judge", action="Managing judges")
 def judge_list(request: HttpRequest) -> HttpResponse:
     judges = list(Judge.objects.annotate(panel_count=Count("memberships")).order_by("name"))
     down = reachability.outages(judges)
@@ -29,7 +30,7 @@ def judge_list(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @login_required
-@permission_required("evaluation.add_judge", raise_exception=True)
+@site_permission_required("evaluation.add_judge", action="Adding a judge")
 def judge_create(request: HttpRequest) -> HttpResponse:
     form = JudgeForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
@@ -41,7 +42,7 @@ def judge_create(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @login_required
-@permission_required("evaluation.change_judge", raise_exception=True)
+@site_permission_required("evaluation.change_judge", action="Changing a judge")
 def judge_edit(request: HttpRequest, pk: int) -> HttpResponse:
     judge = get_object_or_404(Judge, pk=pk)
     form = JudgeForm(request.POST or None, instance=judge)
@@ -60,7 +61,7 @@ def judge_edit(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_POST
 @login_required
-@permission_required("evaluation.change_judge", raise_exception=True)
+@site_permission_required("evaluation.change_judge", action="Testing a judge")
 def judge_test(request: HttpRequest, pk: int) -> HttpResponse:
     """One small real call with the saved settings; the reply or the error kind."""
     judge = get_object_or_404(Judge, pk=pk)
@@ -73,7 +74,7 @@ def judge_test(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_GET
 @login_required
-@permission_required("evaluation.change_panel", raise_exception=True)
+@site_permission_required("evaluation.change_panel", action="Managing panels")
 def panel_list(request: HttpRequest) -> HttpResponse:
     members = PanelMember.objects.select_related("judge").order_by("judge__name")
     panels = Panel.objects.annotate(run_count=Count("runs")).prefetch_related(
@@ -85,14 +86,14 @@ def panel_list(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @login_required
-@permission_required("evaluation.add_panel", raise_exception=True)
+@site_permission_required("evaluation.add_panel", action="Adding a panel")
 def panel_create(request: HttpRequest) -> HttpResponse:
     return _panel_form(request, None)
 
 
 @require_http_methods(["GET", "POST"])
 @login_required
-@permission_required("evaluation.change_panel", raise_exception=True)
+@site_permission_required("evaluation.change_panel", action="Changing a panel")
 def panel_edit(request: HttpRequest, pk: int) -> HttpResponse:
     return _panel_form(request, get_object_or_404(Panel, pk=pk))
 

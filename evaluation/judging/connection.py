@@ -9,6 +9,7 @@ services back to them. The key variable and the host follow evaluation/judging/k
 
 from __future__ import annotations
 
+import re
 import socket
 import time
 from dataclasses import dataclass, replace
@@ -62,6 +63,22 @@ class ConnectionResult:
     def help(self) -> str:
         return KIND_HELP.get(self.kind, "")
 
+    @property
+    def sentence(self) -> str:
+        """The failure as the page says it, once: the message when it is a sentence written
+        here (the key variable not set, the model unknown), else what the kind means with
+        the HTTP status folded in ("The endpoint failed (HTTP 503)."). Empty when ok."""
+        if self.ok:
+            return ""
+        if self.message and not self.message.startswith("HTTP "):
+            return self.message
+        text = self.help or KIND_HELP["error"]
+        if not self.message:
+            return text
+        if "(HTTP " in text:
+            return re.sub(r"\(HTTP [^)]*\)", f"({self.message})", text)
+        return f"{text.removesuffix('.')} ({self.message})."
+
 
 key_is_set = keys.key_is_set  # pages ask through here: "set here" only for allowed names
 
@@ -73,7 +90,10 @@ async def check_connection(endpoint: client.Endpoint) -> ConnectionResult:
         return ConnectionResult(False, "host_not_allowed")
     if endpoint.api_key_env and not key_is_set(endpoint.api_key_env):
         return ConnectionResult(
-            False, "missing_key", f"{endpoint.api_key_env} is not set; no call was made."
+            False,
+            "missing_key",
+            f"{endpoint.api_key_env} is not set in the web process's environment; no call "
+            "was made.",
         )
     probe = replace(
         endpoint,
@@ -112,7 +132,7 @@ def _failure(
 def _short_message(kind: str, exc: Exception, endpoint: client.Endpoint) -> str:
     """What the page may show beside the kind: our own words and numbers, no reply text."""
     if kind == "model_not_found":
-        return f"Model “{endpoint.model}” is unknown there."
+        return f"The endpoint does not know the model “{endpoint.model}” (HTTP 404)."
     status = next(
         (s for c in _causes(exc) if isinstance(s := getattr(c, "status_code", None), int)), None
     )

@@ -342,6 +342,13 @@ class ReviewQueueViewSet(viewsets.GenericViewSet):
                 "graded each answer).",
             ),
             OpenApiParameter("mine", OpenApiTypes.BOOL, description="Only items assigned to you."),
+            OpenApiParameter(
+                "answers",
+                OpenApiTypes.STR,
+                enum=["system", "perfect"],
+                description="Labelling queue: the systems' answers (default), or the perfect "
+                "answers of cross-evaluation.",
+            ),
         ],
         responses={200: QueueItemSerializer(many=True)},
     )
@@ -362,8 +369,13 @@ class ReviewQueueViewSet(viewsets.GenericViewSet):
             if run is None:
                 raise ValidationError({"run": ["No such run in this dataset."]})
         mine = request.query_params.get("mine") in ("1", "true", "True")
+        answers = request.query_params.get("answers") or "system"
+        if answers not in ("system", "perfect"):
+            raise ValidationError({"answers": ["system or perfect."]})
         if queue == ReviewAssignment.Queue.LABELLING:
-            items: list = selectors.labelling_queue(dataset, request.user, run=run, mine=mine)
+            items: list = selectors.labelling_queue(
+                dataset, request.user, run=run, mine=mine, perfect=answers == "perfect"
+            )
         else:
             items = selectors.disagreement_queue(dataset, request.user, run=run, mine=mine).items
         # Page first (the queue's items are made when read), then load that page's answers.

@@ -37,12 +37,16 @@ class QueueFilters:
     """What a reviewer narrowed a queue to. `q` searches the query's text (and, in the
     disagreement queue, the criterion's); `system` keeps one system's answers; `kind` and
     `author` keep criteria of one kind or from one expert's checklist, so they narrow the
-    disagreement queue only (a labelling item is a whole answer)."""
+    disagreement queue only (a labelling item is a whole answer). `perfect` is not a
+    filter but which answers the labelling queue draws from: the systems' (the default) or
+    the perfect answers of cross-evaluation; it travels with the filters so that the
+    review page's Next stays in the same queue."""
 
     q: str = ""
     kind: str = ""
     system: int | None = None
     author: int | None = None
+    perfect: bool = False
 
     @property
     def active(self) -> bool:
@@ -50,7 +54,10 @@ class QueueFilters:
 
     def params(self) -> dict[str, object]:
         """The non-empty filters as URL parameters."""
-        values = {"q": self.q, "kind": self.kind, "system": self.system, "author": self.author}
+        values = {
+            "q": self.q, "kind": self.kind, "system": self.system, "author": self.author,
+            "answers": "perfect" if self.perfect else "",
+        }  # fmt: skip
         return {k: v for k, v in values.items() if v}
 
 
@@ -123,7 +130,9 @@ def filtered_queue(
 ) -> tuple[KeptQueue, int]:
     """A queue's items after the filters, and the count of adjudicated items left out."""
     if queue == LABELLING:
-        items = labelling_queue(dataset, user, run=run, mine=mine, recent=recent)
+        items = labelling_queue(
+            dataset, user, run=run, mine=mine, recent=recent, perfect=filters.perfect
+        )
         return _narrowed(items, dataset, filters, criteria=False), 0
     result = disagreement_queue(dataset, user, run=run, mine=mine, recent=recent)
     return _narrowed(result.items, dataset, filters, criteria=True), result.adjudicated

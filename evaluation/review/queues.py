@@ -9,9 +9,12 @@ design that the analytics can undo (evaluation.review.sampling):
 - uncertain: the share of answers drawn by priority sampling, with chances that grow with
   how uncertain the judges are (per criterion, how far the valid votes are from an even
   split), in priority order; answers without any valid vote are never drawn.
-Answers that still need labels come first (fewest human labels), then the order above: so
-that whatever point the reviewers stop at, the labelled answers are a random sample with
-known chances, which keeps the human-calibrated scores (PPI++) unbiased.
+The random and uncertain policies take at least a floor of answers (`at_least`, all of
+them on a smaller dataset) by going on down the same draw, so that a share of a small
+dataset is not two answers. Answers that still need labels come first (fewest human
+labels), then the order above: so that whatever point the reviewers stop at, the labelled
+answers are a random sample with known chances, which keeps the human-calibrated scores
+(PPI++) unbiased.
 
 Disagreement queue (one item per answer and criterion): the panel's verdict differs from a
 human label, or the judges' valid votes split. Split votes come first, the most even split
@@ -68,22 +71,28 @@ class AnswerFacts:
 
 
 def labelling_queue(
-    answers: Sequence[AnswerFacts], *, policy: Policy | str, share: float, dataset_id: int
-) -> list[AnswerFacts]:
+    answers: Sequence[AnswerFacts], *, policy: Policy | str, share: float, dataset_id: int,
+    at_least: int = 0,
+) -> list[AnswerFacts]:  # fmt: skip
     """The answers the policy selects, in queue order: fewest human labels first, then the
     policy's draw order (`drawn`)."""
     # A stable sort: equal labels keep the draw order.
-    return sorted(
-        drawn(answers, policy=policy, share=share, dataset_id=dataset_id), key=lambda a: a.labels
-    )
+    chosen = drawn(answers, policy=policy, share=share, dataset_id=dataset_id, at_least=at_least)
+    return sorted(chosen, key=lambda a: a.labels)
 
 
 def drawn(
-    answers: Sequence[AnswerFacts], *, policy: Policy | str, share: float, dataset_id: int
-) -> list[AnswerFacts]:
+    answers: Sequence[AnswerFacts], *, policy: Policy | str, share: float, dataset_id: int,
+    at_least: int = 0,
+) -> list[AnswerFacts]:  # fmt: skip
     """The answers the policy selects, in its draw order, whatever their labels:
     sampling.uniform for all and random, the priority for uncertain; then answer id. Labels
-    do not move it, so the kept queue keeps each answer's rank in it (review.order)."""
+    do not move it, so the kept queue keeps each answer's rank in it (review.order).
+
+    `at_least`: the random and least-certain policies take at least that many answers (all
+    of them when there are fewer), whatever the share, by going on down the same draw
+    order. Any head of that order is a sample of the same design (a simple random sample,
+    or a priority sample), so the floor changes how much is asked, never the weights."""
     if policy not in POLICIES:
         raise ValueError(f"unknown label policy {policy!r}; expected one of {sorted(POLICIES)}")
     if not 0.0 <= share <= 1.0:
@@ -100,19 +109,24 @@ def drawn(
         }
         judged.sort(key=lambda a: (-priority[a.answer_id], a.answer_id))
         # ceil: a share above zero of a small dataset still offers at least one answer.
-        return judged[: math.ceil(share * len(judged))]
-    if policy == "all":
-        chosen = list(answers)
-    else:
-        chosen = [
-            a
-            for a in answers
-            if in_random_share(dataset_id=dataset_id, answer_id=a.answer_id, share=share)
-        ]
+        return judged[: max(math.ceil(share * len(judged)), at_least)]
     draw = {
-        a.answer_id: sampling.uniform(dataset_id=dataset_id, answer_id=a.answer_id) for a in chosen
+        a.answer_id: sampling.uniform(dataset_id=dataset_id, answer_id=a.answer_id) for a in answers
     }
-    return sorted(chosen, key=lambda a: (draw[a.answer_id], a.answer_id))
+    ordered = sorted(answers, key=lambda a: (draw[a.answer_id], a.answer_id))
+    if policy == "all":
+        return ordered
+    share_of = [
+        a
+        for a in ordered
+        if in_random_share(dataset_id=dataset_id, answer_id=a.answer_id, share=share)
+    ]
+    if len(share_of) >= at_least:
+        return share_of
+    # The share is a head of the draw order (the same hash): the floor goes on down it.
+    taken = {a.answer_id for a in share_of}
+    rest = [a for a in ordered if a.answer_id not in taken]
+    return share_of + rest[: at_least - len(share_of)]
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,13 @@ LABELLING = ReviewAssignment.Queue.LABELLING
 DISAGREEMENT = ReviewAssignment.Queue.DISAGREEMENT
 DONE = Run.Status.DONE
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+# The random and least-certain label policies offer at least this many answers (every
+# answer of a smaller dataset), whatever their share: a fifth of 14 answers is 3, too few
+# for a reviewer's first session to say anything about the judges (a kappa on 20 criteria
+# spans most of its range). Twenty answers of five to ten criteria give 100–200 labelled
+# criteria, enough for a first agreement figure with an interval worth reading. The floor
+# goes on down the policy's own draw (queues.drawn), so PPI++ weighs the labels the same.
+LABEL_FLOOR = 20
 
 
 def reviewable_criteria(**filters: object):
@@ -108,15 +115,17 @@ SELECT run_id, answer_id, p, f, count(*) FROM (
 """
 
 
-def _vote_histogram(dataset: Dataset, runs: list[Run]) -> list[list[int]]:
+def _vote_histogram(dataset: Dataset, runs: list[Run], part: str = "") -> list[list[int]]:
     """(run, answer, passes, fails, criteria) rows: how many criteria of each answer got each
     split of valid votes in each run. Counted in the database, and kept while the runs have
     ended and not moved (their verdicts change only when a run is resumed, retried or
-    imported again, which moves its status, attempt or finish time)."""
+    imported again, which moves its status, attempt or finish time). `part`: the slot, one
+    per set of runs read by default (system answers, perfect answers), so that reading both
+    queues does not replace one kept histogram with the other."""
     if not runs:
         return []
     ordered = sorted(runs, key=lambda r: r.pk)
-    state = readers.state(dataset.pk, readers.QUEUE_VOTES, runs=ordered)
+    state = readers.state(dataset.pk, readers.QUEUE_VOTES, runs=ordered, part=part)
     if state.cacheable:
         rows = kept_figures.kept(state)
         if rows is not None:
@@ -133,18 +142,26 @@ def _vote_histogram(dataset: Dataset, runs: list[Run]) -> list[list[int]]:
     return rows
 
 
+def labelling_runs(dataset: Dataset, *, perfect: bool = False) -> list[Run]:
+    """The finished runs whose verdicts the labelling queue reads by default: those of
+    system answers (and imported verdicts), or with `perfect` the cross-evaluation runs,
+    the only ones that grade perfect answers. Kept apart so that a cross-evaluation
+    ending does not order the system answers' queue again."""
+    runs = Run.objects.filter(dataset=dataset, status=DONE)
+    cross = Run.Kind.CROSS_EVALUATION
+    return list(runs.filter(kind=cross) if perfect else runs.exclude(kind=cross))
+
+
 def _uncertainties(
-    dataset: Dataset, run: Run | None
+    dataset: Dataset, run: Run | None, *, perfect: bool = False
 ) -> tuple[dict[int, Run], dict[int, float | None], dict[int, int]]:
-    """For each graded answer: the run whose verdicts count (as runs_by_answer), the
-    judges' uncertainty on it (queues.uncertainty, from counted splits) and how many of its
-    criteria got a valid vote."""
-    if run is not None:
-        runs = [run]
-    else:
-        runs = list(Run.objects.filter(dataset=dataset, status=Run.Status.DONE))
+    """For each graded answer: the run whose verdicts count (as runs_by_answer, among the
+    runs of system answers, or of perfect answers with `perfect`), the judges' uncertainty
+    on it (queues.uncertainty, from counted splits) and how many of its criteria got a
+    valid vote."""
+    runs = [run] if run is not None else labelling_runs(dataset, perfect=perfect)
     by_pk = {r.pk: r for r in runs}
-    rows = _vote_histogram(dataset, runs)
+    rows = _vote_histogram(dataset, runs, "perfect" if perfect and run is None else "")
     graded: dict[int, list[Run]] = defaultdict(list)
     for run_id, answer_id, *_ in rows:
         if not graded[answer_id] or graded[answer_id][-1].pk != run_id:
@@ -262,14 +279,14 @@ def _run_map(dataset: Dataset, run: Run | None) -> tuple[list[Run], dict[int, Ru
 
 def _kept_header(
     dataset: Dataset, run: Run | None, runs: list[Run], *, figure: readers.Figure,
-    facts: tuple[object, ...], fill: Callable[[int], dict], recent: bool,
+    facts: tuple[object, ...], fill: Callable[[int], dict], recent: bool, part: str = "",
 ) -> KeptFigure:  # fmt: skip
     """The kept order a queue reads (evaluation.review.kept), per queue `figure` and `run`,
     computed from `runs` (in their order) and `facts` (the policy): under `recent`, the
     latest one kept for the same runs and facts will do; else the one of the current review
     counters, `fill`ed when missing. With a run still going, the order is made for this
     request alone (not cacheable: verdicts arrive without the runs' state moving)."""
-    basis = readers.basis(dataset.pk, figure, run=run, runs=runs, facts=facts)
+    basis = readers.basis(dataset.pk, figure, run=run, runs=runs, facts=facts, part=part)
     header = kept.latest(basis) if recent and basis.cacheable else None
     if header is None:
         header = kept.kept(readers.state_of(basis), fill)
@@ -317,16 +334,19 @@ def _labelling_items(rows: list[KeptQueueRow], user: AnyUser, by_pk: dict[int, R
     ]  # fmt: skip
 
 
-def _fill_labelling(dataset: Dataset, run: Run | None, header_id: int) -> dict:
+def _fill_labelling(dataset: Dataset, run: Run | None, header_id: int, perfect: bool) -> dict:
     """Order the labelling queue (queues.labelling_queue: the policy's draw, then fewest
     labels) and write it as kept rows, each keyed by its labels and its draw rank
     (review.order), so that a label moves its answer's key alone. Once per state of the
     runs and policy: every answer's labels counted and every graded answer's uncertainty
-    derived from the cached histogram."""
-    chosen, uncertainty, judged = _uncertainties(dataset, run)
+    derived from the cached histogram. The answers are the systems' (perfect answers, which
+    only cross-evaluation runs grade and no agreement figure compares, left out), or with
+    `perfect` the perfect answers alone."""
+    chosen, uncertainty, judged = _uncertainties(dataset, run, perfect=perfect)
     labels = HumanLabel.objects.filter(answer__query__dataset=dataset)
     all_labels = dict(labels.values_list("answer_id").annotate(n=Count("pk")).order_by())
-    answers = Answer.objects.filter(query__dataset=dataset).order_by("query_id", "system_id", "pk")
+    answers = Answer.objects.filter(query__dataset=dataset, checklist__isnull=not perfect)
+    answers = answers.order_by("query_id", "system_id", "pk")
     systems: set[int] = set()
     facts = []
     for pk, system_id in answers.values_list("pk", "system_id"):
@@ -338,8 +358,9 @@ def _fill_labelling(dataset: Dataset, run: Run | None, header_id: int) -> dict:
         )  # fmt: skip
         facts.append(fact)
     drawn = queues.drawn(
-        facts, policy=dataset.label_policy, share=dataset.label_share, dataset_id=dataset.pk
-    )
+        facts, policy=dataset.label_policy, share=dataset.label_share, dataset_id=dataset.pk,
+        at_least=LABEL_FLOOR,
+    )  # fmt: skip
     KeptQueueRow.objects.bulk_create(
         (
             KeptQueueRow(
@@ -360,7 +381,8 @@ def labelling_design(dataset: Dataset) -> sampling.Design | None:
     graded answer's uncertainty under the dataset's finished runs, and which answers have
     a human label. None under the other policies, whose queue order is a simple random
     draw (the labelled answers need no weights). Two queries (the vote histogram is kept
-    while the runs do not move)."""
+    while the runs do not move). System answers only, as the queue: cross-evaluation runs
+    grade perfect answers, which no analytics figure scores."""
     if dataset.label_policy != "uncertain":
         return None
     _, uncertainty, judged = _uncertainties(dataset, None)
@@ -387,16 +409,21 @@ def labelling_queue(
     run: Run | None = None,
     mine: bool = False,
     recent: bool = False,
+    perfect: bool = False,
 ) -> KeptQueue:
     """The dataset's labelling queue under its label policy, in order, read from its kept
     order (ordered again once per change of runs, labels or policy); the items of a slice
     are made with their live per-answer facts (_labelling_items). `recent`: an order kept
-    before the latest labels will do (kept.latest: moving on to the next item)."""
-    runs, by_pk = _run_map(dataset, run)
+    before the latest labels will do (kept.latest: moving on to the next item). The
+    systems' answers; with `perfect`, the perfect answers of cross-evaluation instead."""
+    runs = [run] if run is not None else labelling_runs(dataset, perfect=perfect)
+    by_pk = {r.pk: r for r in runs}
+    answers = "perfect" if perfect else "system"
+    policy = f"{dataset.label_policy}.{dataset.label_share!r}.at-least-{LABEL_FLOOR}.{answers}"
     header = _kept_header(
         dataset, run, sorted(runs, key=lambda r: r.pk), figure=readers.LABELLING_QUEUE,
-        facts=(f"{dataset.label_policy}.{dataset.label_share!r}",), recent=recent,
-        fill=lambda header_id: _fill_labelling(dataset, run, header_id),
+        facts=(policy,), recent=recent, part="perfect" if perfect else "",
+        fill=lambda header_id: _fill_labelling(dataset, run, header_id, perfect),
     )  # fmt: skip
     queue = KeptQueue(
         KeptQueueRow.objects.filter(kept=header, adjudicated=False),

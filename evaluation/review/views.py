@@ -66,6 +66,7 @@ def _filters(data: QueryDict) -> queue_filters.QueueFilters:
         kind=kind if kind in Criterion.Kind.values else "",
         system=parse_id(data.get("system", "")) if data.get("system") else None,
         author=parse_id(data.get("author", "")) if data.get("author") else None,
+        perfect=data.get("answers") == "perfect",
     )
 
 
@@ -139,7 +140,7 @@ def review_queue(request: HttpRequest, pk: int) -> HttpResponse:
         "runs": dataset.runs.order_by("-created_at", "-id")[:50], "page": page,
         "total": len(items), "adjudicated": adjudicated, "can_assign": can_assign,
         "reviewers": selectors.dataset_reviewers(dataset) if can_assign else [],
-        "filters": filters,
+        "filters": filters, "label_floor": selectors.LABEL_FLOOR,
         "choices": queue_filters.filter_choices(
             dataset, authors=queue == DISAGREEMENT, systems=items.systems
         ),

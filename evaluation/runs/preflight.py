@@ -5,6 +5,7 @@ the judge and the reason named, before anything is queued.
   with a base URL and a model, its API key variable set in this process's environment and
   its host reachable (a TCP connection, no request; RUNS_PREFLIGHT_CONNECT=0 turns this off
   where only the workers can reach the endpoint).
+  Saving an enabled schedule runs the same judge checks on its panel (`check_panel`).
 - The run has work: some answers match, and their queries have criteria to grade (or the
   panel grades 1–5).
 """
@@ -18,7 +19,8 @@ from django.conf import settings
 
 from evaluation.judging.connection import key_is_set
 from evaluation.judging.keys import key_variable_allowed
-from evaluation.models import Answer, Judge, Run
+from evaluation.models import Answer, Judge, Panel, Run
+from evaluation.runs import snapshot
 from evaluation.runs.snapshot import PanelSnapshot
 
 CONNECT_TIMEOUT = 2.0  # seconds per host: a person is waiting for the page
@@ -48,6 +50,12 @@ def check_judges(panel: PanelSnapshot) -> None:
         problems += judge_problems(judge, reachable)
     if problems:
         raise RunRefused(problems, field="panel")
+
+
+def check_panel(panel: Panel) -> None:
+    """The judges' checks on a panel no run has yet: a schedule is saved only if the runs
+    it will start would pass them (evaluation/schedules/services.py)."""
+    check_judges(snapshot.of_panel(panel))
 
 
 def judge_problems(judge: Judge, reachable: dict[tuple[str, int], str | None]) -> list[str]:

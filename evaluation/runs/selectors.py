@@ -79,6 +79,12 @@ class Progress:
     def percent(self) -> float:
         return 100.0 * self.done / self.expected if self.expected else 0.0
 
+    @property
+    def imported(self) -> bool:
+        """Verdicts with no task: made elsewhere and imported (a dataset or verdicts
+        import). A run of this installation records its tasks before its first verdict."""
+        return self.tasks == 0 and self.done > 0
+
 
 def _verdict_totals(run: Run) -> dict:
     """Counts over the run's verdicts: a scan of all of them, so an ended run's are kept in

@@ -24,6 +24,10 @@ class ProgressSerializer(serializers.Serializer):
     tasks = serializers.IntegerField(help_text="The run's (answer × judge) tasks.")
     tasks_done = serializers.IntegerField()
     tasks_failed = serializers.IntegerField(help_text="Tasks that raised; see `errors`.")
+    imported = serializers.BooleanField(
+        help_text="The verdicts were made elsewhere and imported: no task of the run ran "
+        "here, so `tasks` is 0 while `done` counts them."
+    )
     expected = serializers.IntegerField()
     done = serializers.IntegerField()
     percent = serializers.FloatField()

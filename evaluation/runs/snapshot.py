@@ -82,14 +82,31 @@ def of(run: Run) -> PanelSnapshot:
         method=run.panel_method,
         threshold=run.panel_threshold,
         graded=run.graded,
-        members=tuple(
-            MemberSnapshot(
-                judge_id=m["judge"],
-                name=m["name"],
-                kind=m["kind"],
-                samples=m["samples"],
-                temperatures=tuple(float(t) for t in m["temperatures"]),
-            )
-            for m in data.get("members", ())
-        ),
+        members=_members(data),
+    )
+
+
+def of_panel(panel: Panel) -> PanelSnapshot:
+    """What a run of the panel starting now would freeze, before any run has it (a schedule
+    being saved is checked as its runs will be)."""
+    data = take(panel)
+    return PanelSnapshot(
+        panel=panel.name,
+        method=panel.method,
+        threshold=panel.threshold,
+        graded=panel.graded,
+        members=_members(data),
+    )
+
+
+def _members(data: dict) -> tuple[MemberSnapshot, ...]:
+    return tuple(
+        MemberSnapshot(
+            judge_id=m["judge"],
+            name=m["name"],
+            kind=m["kind"],
+            samples=m["samples"],
+            temperatures=tuple(float(t) for t in m["temperatures"]),
+        )
+        for m in data.get("members", ())
     )

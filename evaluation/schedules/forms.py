@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 
 from evaluation.models import Panel, System
 
@@ -28,6 +29,9 @@ class ScheduleForm(forms.Form):
 
     def __init__(self, *args, dataset, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        # Named, so that 02:30 is not typed in one's own zone for a server in another.
+        zone = settings.TIME_ZONE
+        self.fields["at"].help_text = f"Hours and minutes, in the server's time zone ({zone})."
         self.fields["system"].queryset = System.objects.filter(
             answers__query__dataset=dataset, is_reference=False
         ).distinct()

@@ -5,7 +5,9 @@ and an optional `name`; the task calls `scheduled_run` below. When the run ends,
 regression alerts compare it with the previous one (alerts.py).
 
 Dataset admins set them in a page (`schedule_save`: a `RunSchedule` row tying beat's
-`PeriodicTask` to the dataset); the site administration shows beat's tasks as before.
+`PeriodicTask` to the dataset); the site administration shows beat's tasks as before. A
+schedule is saved enabled only if its panel passes the judges' checks of a run's start
+(evaluation/runs/preflight.py): the run it would start must not be refused at 02:30.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ from django_celery_beat.models import CrontabSchedule, PeriodicTask, PeriodicTas
 from annotation.models import Dataset
 from evaluation import task_names
 from evaluation.models import Answer, Panel, Run, RunSchedule, System
+from evaluation.runs import preflight
 from evaluation.runs import services as run_services
+from evaluation.schedules import timing
 from evaluation.schedules.forms import DAYS
 
 if TYPE_CHECKING:
@@ -106,12 +110,19 @@ def schedule_save(
     schedule: RunSchedule | None = None,
 ) -> RunSchedule:
     """Create or change a dataset's scheduled run: beat's task (its crontab and the
-    task's arguments) and the row that ties it to the dataset, in one transaction."""
+    task's arguments) and the row that ties it to the dataset, in one transaction.
+
+    Raises ScheduleError, or RunRefused when enabled with a panel a run could not start
+    with (a judge's key variable unset, its endpoint unreachable, no judges): the same
+    checks and words as starting a run by hand. A paused schedule is not checked, so that
+    one whose judge broke can be paused."""
     clash = RunSchedule.objects.filter(dataset=dataset, name=name)
     if schedule is not None:
         clash = clash.exclude(pk=schedule.pk)
     if clash.exists():
         raise ScheduleError("name", "This dataset already has a schedule of that name.")
+    if enabled:
+        preflight.check_panel(panel)
     crontab, _ = CrontabSchedule.objects.get_or_create(
         minute=str(at.minute), hour=str(at.hour), day_of_week=days, day_of_month="*",
         month_of_year="*", timezone=settings.TIME_ZONE,
@@ -127,7 +138,13 @@ def schedule_save(
         return RunSchedule.objects.create(
             dataset=dataset, task=task, name=name, system=system, panel=panel, created_by=by
         )
-    PeriodicTask.objects.filter(pk=schedule.task_id).update(**fields)
+    task = PeriodicTask.objects.get(pk=schedule.task_id)
+    if (task.crontab_id, task.enabled) != (crontab.pk, enabled):
+        # Beat counts from the last send: moved to a time already past today (or enabled
+        # again after a while), the task would be overdue and sent at once. Counted from
+        # this change instead, as django-celery-beat does for a task never sent.
+        fields.update(last_run_at=None, date_changed=timezone.now())
+    PeriodicTask.objects.filter(pk=task.pk).update(**fields)
     PeriodicTasks.update_changed()  # .update() skips the signal that tells beat to reload
     schedule.name, schedule.system, schedule.panel = name, system, panel
     schedule.save(update_fields=["name", "system", "panel"])
@@ -141,11 +158,14 @@ def schedule_delete(*, schedule: RunSchedule) -> None:
 
 
 def next_run(task: PeriodicTask) -> dt.datetime | None:
-    """When beat will next send the task (None while it is disabled)."""
+    """When beat will next send the task (None while it is disabled or not a crontab): the
+    crontab's first tick, in its own time zone, after the last send, or after the last
+    change for a task never sent (what django-celery-beat counts from). In the past when
+    beat did not send it at that time (it was not running): it is overdue."""
     if not task.enabled or task.crontab is None:
         return None
-    now = timezone.now()
-    return now + task.crontab.schedule.remaining_estimate(task.last_run_at or now)
+    since = task.last_run_at or task.date_changed or timezone.now()
+    return timing.next_tick(task.crontab.schedule, since)
 
 
 def describe(task: PeriodicTask) -> str:
@@ -155,7 +175,9 @@ def describe(task: PeriodicTask) -> str:
     if crontab is None:
         return "set in the site administration"
     days = dict(DAYS).get(crontab.day_of_week, crontab.day_of_week).lower()
+    # Saved under an earlier TIME_ZONE, it still fires in that zone's time: say which.
+    zone = "" if str(crontab.timezone) == settings.TIME_ZONE else f" ({crontab.timezone})"
     try:
-        return f"{int(crontab.hour):02d}:{int(crontab.minute):02d}, {days}"
+        return f"{int(crontab.hour):02d}:{int(crontab.minute):02d}{zone}, {days}"
     except ValueError:  # a crontab written in the site administration: shown as it is
-        return f"{crontab.minute} {crontab.hour} * * {crontab.day_of_week}"
+        return f"{crontab.minute} {crontab.hour} * * {crontab.day_of_week}{zone}"

@@ -23,3 +23,10 @@ def scheduled_run(
     except Error as exc:
         transient.retry_task(self, exc)
     return None if run is None else run.pk
+
+
+@shared_task(name=task_names.SCHEDULER_HEARTBEAT_TASK, acks_late=False)
+def scheduler_heartbeat() -> None:
+    """Sent by celery beat every SCHEDULER_HEARTBEAT seconds; nothing to do here. Beat
+    records each send in its own table, which is what says it runs (schedules/beat.py):
+    a heartbeat written by the worker would also stop when only the workers stop."""

@@ -1,5 +1,6 @@
 """Scheduled runs of a dataset, set by its admins in pages (they were only in the site
-administration): the schedules with their last and next run, a form to add or change one."""
+administration): the schedules with their last and next run, a warning when no scheduler
+(celery beat) has been seen to send them, a form to add or change one."""
 
 from __future__ import annotations
 
@@ -7,12 +8,15 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation import roles
 from annotation.permissions import access_dataset
 from config.form_pages import form_status, posted
 from evaluation.models import Run, RunSchedule
+from evaluation.runs.preflight import RunRefused
+from evaluation.schedules import beat
 from evaluation.schedules import services as schedules
 from evaluation.schedules.forms import ScheduleForm
 
@@ -39,7 +43,12 @@ def dataset_schedules(request: HttpRequest, pk: int) -> HttpResponse:
         if names
         else Run.objects.none()
     )[:RECENT_RUNS]
-    context = {"dataset": dataset, "form": form, "rows": rows, "runs": runs}
+    # Only enabled schedules need beat: paused ones warn of nothing.
+    waiting = any(schedule.task.enabled for schedule, *_ in rows)
+    context = {
+        "dataset": dataset, "form": form, "rows": rows, "runs": runs, "now": timezone.now(),
+        "scheduler": beat.state() if waiting else None,
+    }  # fmt: skip
     return render(
         request, "evaluation/schedules/dataset_schedules.html", context, status=form_status(form)
     )
@@ -97,5 +106,9 @@ def _saved(form: ScheduleForm, dataset, request: HttpRequest, schedule) -> bool:
         )  # fmt: skip
     except schedules.ScheduleError as error:
         form.add_error(error.field, str(error))
+        return False
+    except RunRefused as refused:  # as the Runs page words it, under the same field
+        for problem in refused.problems:
+            form.add_error(refused.field, problem)
         return False
     return True

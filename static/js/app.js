@@ -76,3 +76,54 @@ document.addEventListener("change", (event) => {
     box.hidden = select.value !== "fact";
   });
 });
+
+// <form data-clears-messages>: an htmx request from it answers on the page itself, so the
+// messages shown above (a "Judge created." from the page's load) are about something else
+// by then: they go, and the request's own answer is the one thing left to read.
+document.addEventListener("htmx:beforeRequest", (event) => {
+  if (event.detail.elt.closest?.("form[data-clears-messages]")) {
+    document.querySelectorAll("#main > .messages").forEach((list) => list.remove());
+  }
+});
+
+// <button data-add-row="PREFIX">: one more row in a Django formset, made from its empty form
+// (<template data-empty-row-of="PREFIX">) with __prefix__ numbered and TOTAL_FORMS counted
+// up, so the server reads it as any other row; never past MAX_NUM_FORMS. Without
+// JavaScript the button stays hidden and the page says how to get more rows.
+function formsetParts(button) {
+  const prefix = button.dataset.addRow;
+  const form = button.form;
+  return {
+    form,
+    total: form?.querySelector(`input[name="${prefix}-TOTAL_FORMS"]`),
+    max: form?.querySelector(`input[name="${prefix}-MAX_NUM_FORMS"]`),
+    template: form?.querySelector(`template[data-empty-row-of="${prefix}"]`),
+    rows: form?.querySelector(`[data-rows-of="${prefix}"]`),
+  };
+}
+
+function fullFormset(parts) {
+  return Number(parts.total.value) >= Number(parts.max?.value ?? Infinity);
+}
+
+document.querySelectorAll("button[data-add-row]").forEach((button) => {
+  const parts = formsetParts(button);
+  if (!parts.total || !parts.template || !parts.rows) return;
+  button.hidden = false;
+  button.disabled = fullFormset(parts);
+});
+
+document.addEventListener("click", (event) => {
+  const button = event.target.closest("button[data-add-row]");
+  if (!button) return;
+  const parts = formsetParts(button);
+  if (!parts.total || !parts.template || !parts.rows || fullFormset(parts)) return;
+  const index = Number(parts.total.value);
+  const html = parts.template.innerHTML
+    .replaceAll("__prefix__", String(index))
+    .replaceAll("__row__", String(index + 1));
+  parts.rows.insertAdjacentHTML("beforeend", html);
+  parts.total.value = String(index + 1);
+  button.disabled = fullFormset(parts);
+  parts.rows.lastElementChild?.querySelector("select, input")?.focus();
+});

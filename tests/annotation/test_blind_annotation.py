@@ -100,7 +100,7 @@ def test_search_does_not_reveal_hidden_criteria(client, query, first_checklist, 
     url = reverse("dataset-detail", args=[query.dataset_id])
     client.force_login(second_expert)
     page = client.get(url, {"q": "data-centre demand"}).content.decode()
-    assert "No query matches." in page
+    assert "No query matches these filters." in page
     # The author finds their own query by the words of their own criterion.
     client.force_login(first_checklist.author)
     page = client.get(url, {"q": "data-centre demand"}).content.decode()

@@ -107,7 +107,8 @@ def test_token_authentication_works(dataset, collaborator):
 def test_removing_a_member_revokes_access(client, owner, collaborator, dataset):
     client.force_login(owner)
     url = reverse("dataset-member-remove", args=[dataset.pk, collaborator.pk])
-    assert client.post(url).status_code == 302
+    # Removal is confirmed (tests/accounts/test_members.py has the confirmation itself).
+    assert client.post(url, {"confirm": "remove"}).status_code == 302
     client.force_login(collaborator)
     assert client.get(reverse("dataset-detail", args=[dataset.pk])).status_code == 404
 

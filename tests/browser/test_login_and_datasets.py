@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 
 import pytest
@@ -9,9 +10,11 @@ from django.conf import settings
 from django.core.management import call_command
 from playwright.sync_api import expect
 
+from evaluation.demo import data as demo_data
 from tests.browser.conftest import log_in
 from tests.browser.test_checklist_editor import snap
 from tests.factories import QueryFactory
+from tests.support.beat import beat_seen
 
 pytestmark = pytest.mark.browser
 
@@ -22,7 +25,7 @@ def test_demo_admin_logs_in_and_sees_the_demo_dataset(page, transactional_db):
     expect(page.get_by_role("link", name="Finance demo")).to_be_visible()
     page.get_by_role("link", name="Finance demo").click()
     expect(page.get_by_role("heading", name="Finance demo")).to_be_visible()
-    expect(page.locator("#query-table tbody tr")).to_have_count(5)
+    expect(page.locator("#query-table tbody tr")).to_have_count(len(demo_data.QUERIES))
     snap(page, "dataset-queries")
 
 
@@ -56,8 +59,9 @@ def test_wrong_password_shows_an_error(page, owner):
 
 
 def test_health_page_is_green_with_a_live_worker(page, celery_worker, admin_user):
+    beat_seen(dt.timedelta(seconds=20))  # as celery beat leaves its heartbeat
     log_in(page, admin_user.username, "password")  # the checks' detail is for staff
     page.goto("/healthz")
     expect(page.get_by_role("heading", name=re.compile("Health"))).to_contain_text("all green")
-    expect(page.locator("tbody tr")).to_have_count(3)
+    expect(page.locator("tbody tr")).to_have_count(4)
     expect(page.locator("tbody")).not_to_contain_text("fail")

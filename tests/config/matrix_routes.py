@@ -86,6 +86,11 @@ PAGE_ARGS["panel-edit"] = lambda w: {"pk": w.panel.pk}
 PAGE_ARGS["run-detail"] = lambda w: {"pk": w.run.pk}
 PAGE_ARGS["run-answer"] = lambda w: {"pk": w.run.pk, "answer_id": w.answer.pk}
 PAGE_ARGS["run-action"] = lambda w: {"pk": w.run.pk, "action": "resume"}
+PAGE_ARGS["dataset-invite"] = lambda w: {"pk": w.dataset.pk}
+PAGE_ARGS["dataset-account-create"] = lambda w: {"pk": w.dataset.pk}
+PAGE_ARGS["invitation-revoke"] = lambda w: {"pk": w.dataset.pk, "invitation_id": w.invitation.pk}
+PAGE_ARGS["invitation-accept"] = lambda w: {"key": w.invitation_key}
+PAGE_ARGS["token-revoke"] = lambda w: {"pk": w.api_token.pk}
 PAGE_ARGS["dataset-member-remove"] = lambda w: {
     "pk": w.dataset.pk,
     "user_id": w.users["other_expert"].pk,
@@ -107,6 +112,7 @@ API_IDS: dict[str, Callable[[World], int]] = {
     "review-assignments": lambda w: w.assignment.pk,
     "runs": lambda w: w.run.pk,
     "source-types": lambda w: 1,
+    "tokens": lambda w: w.api_token.pk,
     "systems": lambda w: w.system.pk,
     "verdicts": lambda w: w.verdict.pk,
 }

@@ -251,19 +251,24 @@ def test_an_upload_on_a_full_disk_is_refused_saying_so_and_changes_nothing(
     small_disk.fill()
     client.force_login(owner)
 
+    into = {"dataset": dataset.pk}
     page = client.post(
         "/datasets/import/",
-        {"file": SimpleUploadedFile("set.zip", data), "on_guideline_errors": "warn"},
-    )
+        {"file": SimpleUploadedFile("set.zip", data), "on_guideline_errors": "warn",
+         "target": "into", **into},
+    )  # fmt: skip
     assert page.status_code == 507
     assert FULL_IMPORTS in page.content.decode() and b"Nothing was imported" in page.content
-    api = client.post("/api/datasets/import/", {"file": SimpleUploadedFile("set.zip", data)})
+    upload = SimpleUploadedFile("set.zip", data)
+    api = client.post("/api/datasets/import/", {"file": upload, **into})
     assert api.status_code == 507 and api.json()["detail"].startswith(FULL_IMPORTS)
     assert import_counts() == before
     assert small_disk.files("imports") == []  # no half-received upload left behind
 
     small_disk.free()
-    api = client.post("/api/datasets/import/", {"file": SimpleUploadedFile("set.zip", data)})
+    api = client.post(
+        "/api/datasets/import/", {"file": SimpleUploadedFile("set.zip", data), **into}
+    )
     assert api.status_code == 201 and api.json()["created"]["queries"] == 1
     assert small_disk.files("imports") == []
 

@@ -1,4 +1,5 @@
-"""A real Celery worker in its own process, pointed at the test database and test queue.
+"""A real Celery worker in its own process, pointed at the test database and test queue;
+and a real celery beat, started as `dev.py run` starts it.
 
 The worker is `celery -A config worker`, exactly as in production; only its environment
 differs: DATABASE_URL names the test database and CELERY_QUEUE the test session's queue.
@@ -104,3 +105,56 @@ class WorkerProcess:
             self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.kill()
+
+
+class BeatProcess:
+    """`celery -A config beat` with `dev.py run`'s arguments (dev.BEAT_ARGS: the
+    DatabaseScheduler of the settings) on the test database, sending to `queue`."""
+
+    def __init__(self, *, queue: str, database: str, env: dict[str, str] | None = None) -> None:
+        self.queue = queue
+        self.database = database
+        self.extra_env = env or {}
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log_path = Path(tempfile.mkstemp(prefix="celery-beat-", suffix=".log")[1])
+
+    def start(self, timeout: float = 60) -> BeatProcess:
+        from dev import BEAT_ARGS
+
+        env = {
+            **os.environ,
+            "DATABASE_URL": self.database,
+            "CELERY_QUEUE": self.queue,
+            **self.extra_env,
+        }
+        command = [sys.executable, "-m", "celery", "-A", "config", *BEAT_ARGS]
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
+            )
+        deadline = time.monotonic() + timeout
+        while "beat: Starting..." not in self.log():
+            if self.process.poll() is not None:
+                raise RuntimeError(f"celery beat exited early:\n{self.log()}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise TimeoutError(f"celery beat did not start in {timeout}s:\n{self.log()}")
+            time.sleep(0.1)
+        return self
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self, timeout: float = 20) -> None:
+        if not self.alive:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)

@@ -70,6 +70,9 @@ class World:
     export: object = None  # a finished-or-not export job of the dataset, by its admin
     alert: object = None  # a regression alert of the dataset
     schedule: object = None  # a scheduled run of the dataset
+    api_token: object = None  # the dataset admin's personal API token (read and write)
+    invitation: object = None  # an open invitation to the dataset
+    invitation_key: str = "world-invitation-key"  # its link's key
 
 
 def build_world() -> World:
@@ -149,6 +152,16 @@ def build_world() -> World:
     w.schedule = schedule_save(
         dataset=w.dataset, name="Nightly", system=w.system, panel=w.panel, at=dt.time(2, 30),
         days="*", enabled=True, by=admin,
+    )  # fmt: skip
+    from accounts import keys
+    from accounts.models import Invitation
+    from accounts.services import api_token_create
+
+    w.api_token, _ = api_token_create(user=admin, name="World token", scope="write")
+    w.invitation = Invitation.objects.create(
+        dataset=w.dataset, email="newcomer@example.com", role="expert", invited_by=admin,
+        key_digest=keys.digest(w.invitation_key),
+        expires_at=timezone.now() + dt.timedelta(days=7),
     )  # fmt: skip
     # The run's analytics figures, as the task at a run's end keeps them: the analytics
     # pages and API serve kept figures and never compute them in the request.

@@ -1,14 +1,18 @@
 """Import a dataset from the export layout: a zip, or a folder of table files.
 
     python manage.py import_dataset finance-demo-20261122.zip
+    python manage.py import_dataset finance-demo-20261122.zip --dataset "Finance demo"
+    python manage.py import_dataset finance-demo-20261122.zip --as-copy "Finance demo (copy)"
     python manage.py import_dataset ./my-benchmark/ --guideline Generic \
         --on-guideline-errors refuse
 
-Creates or updates the dataset named in dataset.json (or --dataset ID), its queries,
-checklists, criteria, citations, perfect answers, answers, runs, verdicts, labels and
-adjudications, matched by external ids. Every file is checked first; any error rejects the
-import with every error listed and nothing written (exit status 2). Importing the same files
-again changes nothing. See docs/data-formats.md#dataset-import.
+Where the rows go is said, never guessed: `--dataset ID|NAME` imports into that dataset
+(rows matched by their keys, only what differs written: the export of a dataset imported
+back into it changes nothing); `--as-copy NAME` makes a new dataset of that name, every row
+new; with neither, a new dataset named as in dataset.json. A new dataset's name that is
+taken is refused, nothing written (exit status 2). Every file is checked first; any error
+rejects the import with every error listed and nothing written (exit status 2). See
+docs/data-formats.md#dataset-import.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Guideline
+from evaluation.data.import_target import NameTaken
 from evaluation.data.importer import ImportOptions, ImportRejected, import_dataset
 from evaluation.data.storage import NotStored
 from evaluation.management.commands.export_dataset import find_dataset
@@ -40,11 +45,26 @@ def find_guideline(value: str) -> Guideline:
 
 
 class Command(BaseCommand):
-    help = "Import a dataset (zip or folder in the export layout), matched by external ids."
+    help = (
+        "Import a dataset (zip or folder in the export layout): into the dataset named with "
+        "--dataset, or as a new dataset (--as-copy NAME, else the name in dataset.json; a "
+        "taken name is refused). Rows are matched by external ids."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("path", type=Path, help="A zip or a folder.")
-        parser.add_argument("--dataset", help="Import into this dataset (id or name).")
+        target = parser.add_mutually_exclusive_group()
+        target.add_argument(
+            "--dataset",
+            help="Import into this existing dataset (id or name): rows are matched by their "
+            "keys and only what differs is written.",
+        )
+        target.add_argument(
+            "--as-copy", metavar="NAME", default="",
+            help="Import as a new dataset of this name (every row new), whatever dataset.json "
+            "calls it. Without --dataset or --as-copy the new dataset takes dataset.json's "
+            "name; a taken name is refused.",
+        )  # fmt: skip
         parser.add_argument(
             "--guideline",
             help="The dataset's guideline: an id, a name (newest version) or NAME:VERSION.",
@@ -59,22 +79,39 @@ class Command(BaseCommand):
         path: Path = options["path"]
         if not path.exists():
             raise CommandError(f"{path} not found.", returncode=2)
+        as_copy = options["as_copy"].strip()
+        if options["as_copy"] and not as_copy:
+            raise CommandError("--as-copy needs a name.", returncode=2)
         import_options = ImportOptions(
             dataset=find_dataset(options["dataset"]) if options["dataset"] else None,
+            as_copy=as_copy,
             guideline=find_guideline(options["guideline"]) if options["guideline"] else None,
             on_guideline_errors=options["on_guideline_errors"],
         )
         started = time.monotonic()
         try:
             result = import_dataset(path, import_options)
+        except NameTaken as taken:
+            fix = (
+                "choose another name"
+                if taken.as_copy
+                else f"--dataset {taken.name!r} to import into it, or --as-copy NAME"
+            )
+            raise CommandError(
+                f"{taken.errors[0]} ({fix}); nothing was imported.", returncode=2
+            ) from taken
         except ImportRejected as rejected:
             raise CommandError(str(rejected), returncode=2) from rejected
         except NotStored as failed:
             raise CommandError(failed.message) from failed
         dataset = result.dataset
-        verb = "Created" if result.dataset_created else "Updated"
+        if result.dataset_created:
+            verb = "Created"
+        else:
+            verb = "Updated" if result.changed else "Nothing changed in"
+        copy = f", a copy of {result.copy_of!r}," if result.copy_of else ""
         self.stdout.write(
-            f"{verb} dataset {dataset.pk} ({dataset.name}) from {path.name} in "
+            f"{verb} dataset {dataset.pk} ({dataset.name}){copy} from {path.name} in "
             f"{time.monotonic() - started:.1f} s."
         )
         for table in sorted(set(result.created) | set(result.updated) | set(result.unchanged)):

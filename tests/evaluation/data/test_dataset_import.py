@@ -11,6 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 
 from annotation.models import Checklist, ChecklistEvent, Criterion, Dataset, Guideline, Query
+from evaluation.data.import_target import NameTaken
 from evaluation.data.importer import ImportOptions, ImportRejected, import_dataset
 from evaluation.models import Answer
 from tests.evaluation.data.imports import META, checklist_files, write, zipped
@@ -46,7 +47,7 @@ def test_a_csv_with_a_byte_order_mark_imports_and_a_second_import_changes_nothin
     assert result.dataset_created and result.created["answers"] == 10_000
     answer = Answer.objects.get(run_label="run-7")
     assert answer.text == "Revenue was $4.7 billion,\nup 3%." and answer.system.name == "Atlas"
-    again = import_dataset(folder)
+    again = import_dataset(folder, ImportOptions(dataset=result.dataset))
     assert not again.changed and again.unchanged["answers"] == 10_000
 
 
@@ -111,11 +112,11 @@ def test_a_criterion_with_labels_keeps_its_text(tmp_path):
         "labels.jsonl": [{"system": "S", "query": "q1", "author": "ann", "criterion": "c1",
                           "rater": "r", "label": "pass"}],
     })  # fmt: skip
-    import_dataset(folder)
+    into = ImportOptions(dataset=import_dataset(folder).dataset)
     changed = checklist_files(texts=("States the revenue instead.",))
     write(folder, {"criteria.jsonl": changed["criteria.jsonl"]})
     with pytest.raises(ImportRejected) as rejected:
-        import_dataset(folder)
+        import_dataset(folder, into)
     assert rejected.value.errors == [
         "criteria.jsonl:1: field 'text': criterion 'c1' carries verdicts, labels or "
         "adjudications here; its text cannot change by import"
@@ -123,14 +124,13 @@ def test_a_criterion_with_labels_keeps_its_text(tmp_path):
     assert Criterion.objects.get().text == "States revenue."
 
 
-@pytest.mark.django_db(transaction=True)
-def test_two_imports_of_the_same_file_at_once_give_the_result_of_one(tmp_path):
-    folder = write(tmp_path / "in", {**checklist_files(), "answers.csv": answers_csv(2_000)})
+def _at_once(folder, options: ImportOptions) -> tuple[list, list]:
+    """Two imports of the folder in two threads, each on its own connection."""
     results, failures = [], []
 
     def run() -> None:
         try:
-            results.append(import_dataset(folder))
+            results.append(import_dataset(folder, options))
         except Exception as exc:
             failures.append(exc)
         finally:
@@ -141,10 +141,30 @@ def test_two_imports_of_the_same_file_at_once_give_the_result_of_one(tmp_path):
         thread.start()
     for thread in threads:
         thread.join()
+    return results, failures
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_imports_of_the_same_file_into_a_dataset_at_once_give_the_result_of_one(tmp_path):
+    dataset = import_dataset(write(tmp_path / "first", checklist_files())).dataset
+    folder = write(tmp_path / "in", {**checklist_files(), "answers.csv": answers_csv(2_000)})
+    results, failures = _at_once(folder, ImportOptions(dataset=dataset))
     assert failures == []
-    assert sorted(r.dataset_created for r in results) == [False, True]
+    assert [r.dataset_created for r in results] == [False, False]
     assert sorted(r.created.get("answers", 0) for r in results) == [0, 2_000]
     assert Dataset.objects.filter(name="Imported benchmark").count() == 1
+    assert Answer.objects.count() == 2_000 and Criterion.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_imports_as_the_same_new_dataset_at_once_make_one_and_refuse_the_other(tmp_path):
+    """Both may pass the check before either commits: the import's lock on the name makes
+    the second wait, and it then finds the name taken and writes nothing."""
+    folder = write(tmp_path / "in", {**checklist_files(), "answers.csv": answers_csv(2_000)})
+    results, failures = _at_once(folder, ImportOptions(as_copy="Twice at once"))
+    assert [r.dataset_created for r in results] == [True]
+    assert [type(f) for f in failures] == [NameTaken] and failures[0].as_copy
+    assert Dataset.objects.filter(name="Twice at once").count() == 1
     assert Answer.objects.count() == 2_000 and Criterion.objects.count() == 1
 
 
@@ -156,20 +176,26 @@ def test_who_may_import_through_the_page_and_the_api(
     for user in (collaborator, outsider):
         client.force_login(user)
         assert client.get("/datasets/import/").status_code == 403
-        upload = SimpleUploadedFile("set.zip", data)
-        response = client.post("/api/datasets/import/", {"file": upload})
-        assert response.status_code == 403, response.content
+        for chosen in ({}, {"dataset": dataset.pk}, {"as_copy": "Mine now"}):
+            upload = SimpleUploadedFile("set.zip", data)
+            response = client.post("/api/datasets/import/", {"file": upload, **chosen})
+            assert response.status_code in (403, 404), (user, chosen, response.content)
     client.force_login(owner)
     page = client.get("/datasets/import/")
     assert page.status_code == 200
     response = client.post(
         "/datasets/import/",
-        {"file": SimpleUploadedFile("set.zip", data), "on_guideline_errors": "warn"},
-    )
+        {"file": SimpleUploadedFile("set.zip", data), "target": "into",
+         "dataset": dataset.pk, "on_guideline_errors": "warn"},
+    )  # fmt: skip
     assert response.status_code == 200 and b"Updated" in response.content
     assert Query.objects.filter(dataset=dataset, external_id="q1").exists()
-    api = client.post("/api/datasets/import/", {"file": SimpleUploadedFile("set.zip", data)})
+    api = client.post(
+        "/api/datasets/import/",
+        {"file": SimpleUploadedFile("set.zip", data), "dataset": dataset.pk},
+    )
     assert api.status_code == 200 and api.json()["unchanged"]["queries"] == 1
+    assert api.json()["changed"] is False
     bad = client.post("/api/datasets/import/", {"file": SimpleUploadedFile("x.zip", b"nope")})
     assert bad.status_code == 400 and "not a zip file" in bad.json()["file"][0]
 

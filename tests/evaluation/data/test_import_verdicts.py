@@ -13,7 +13,7 @@ import pytest
 from annotation.models import Criterion, Dataset, Query
 from bench.data_io.generate import generate
 from evaluation.data.export import ExportOptions, export_chunks
-from evaluation.data.importer import ImportRejected, import_dataset
+from evaluation.data.importer import ImportOptions, ImportRejected, import_dataset
 from evaluation.models import Answer, HumanLabel, Verdict
 from tests.evaluation.data.imports import empty_the_database
 
@@ -76,7 +76,7 @@ def test_good_verdicts_are_all_written_once(tmp_path):
     path = _export_with(tmp_path, lambda rows: count.append(len(rows)))
     result = import_dataset(path)
     assert result.created["verdicts"] == count[0] == Verdict.objects.count()
-    assert not import_dataset(path).changed
+    assert not import_dataset(path, ImportOptions(dataset=result.dataset)).changed
 
 
 def test_new_rows_are_inserted_plainly_and_a_row_stored_meanwhile_falls_back_to_the_upsert(
@@ -89,7 +89,7 @@ def test_new_rows_are_inserted_plainly_and_a_row_stored_meanwhile_falls_back_to_
     from evaluation.data import bulk
 
     path = _export_with(tmp_path, lambda rows: None)
-    import_dataset(path)
+    into = ImportOptions(dataset=import_dataset(path).dataset)
     before = sorted(Verdict.objects.values_list("pk", "updated_at"))
     plain = []
     monkeypatch.setattr(bulk, "_existing", lambda *args: 0)  # as if none were stored
@@ -97,6 +97,6 @@ def test_new_rows_are_inserted_plainly_and_a_row_stored_meanwhile_falls_back_to_
     monkeypatch.setattr(
         bulk, "_plain_insert", lambda *args: plain.append(done := real(*args)) or done
     )
-    import_dataset(path)
+    import_dataset(path, into)
     assert False in plain  # the plain INSERT met the stored rows and was undone
     assert sorted(Verdict.objects.values_list("pk", "updated_at")) == before

@@ -17,7 +17,7 @@ from django.core.management import call_command
 from annotation.models import Dataset
 from bench.data_io.generate import generate
 from evaluation.data.export import export_chunks
-from evaluation.data.importer import import_dataset
+from evaluation.data.importer import ImportOptions, import_dataset
 from evaluation.models import Judge
 from tests.evaluation.data.imports import empty_the_database
 from tests.evaluation.data.zips import members
@@ -53,7 +53,7 @@ def _round_trip(dataset: Dataset, tmp_path: Path) -> tuple[dict, dict]:
     result = import_dataset(path)
     assert result.dataset_created
     second = b"".join(export_chunks(result.dataset))
-    again = import_dataset(path)
+    again = import_dataset(path, ImportOptions(dataset=result.dataset))
     assert not again.changed, again.rows
     return members(first), members(second)
 
@@ -83,7 +83,7 @@ def test_round_trip_of_the_demo_dataset(tmp_path):
     call_command("demo", stdout=io.StringIO())
     first, second = _round_trip(Dataset.objects.get(name="Finance demo"), tmp_path)
     assert _comparable(first) == _comparable(second)
-    assert first["checklists.csv"].count(b"\r\n") == 11  # header and ten checklists
+    assert first["checklists.csv"].count(b"\r\n") == 15  # header and fourteen checklists
 
 
 def _flip_labels(data: bytes) -> bytes:
@@ -113,7 +113,7 @@ def test_an_import_that_changes_labels_refreshes_the_cached_agreement(tmp_path):
     before = report_data(agreement_report(dataset, run.pk))  # counted, then cached
     path = tmp_path / "flipped.zip"
     path.write_bytes(_flip_labels(b"".join(export_chunks(dataset))))
-    assert import_dataset(path).changed
+    assert import_dataset(path, ImportOptions(dataset=dataset)).changed
     after = report_data(agreement_report(dataset, run.pk))
     assert after != before
     assert after == report_data(agreement_oracle.agreement_report(dataset, run.pk))

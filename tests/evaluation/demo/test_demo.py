@@ -100,3 +100,35 @@ def test_demo_cross_evaluation_runs_offline_and_fills_the_matrix():
     assert all(c.undecided == 0 and c.passed + c.failed > 0 for c in cells.values())
     assert cells[a.pk, a.pk].overlap > cells[b.pk, a.pk].overlap
     assert cells[b.pk, b.pk].overlap > cells[a.pk, b.pk].overlap
+
+
+def test_the_demo_complexity_curve_has_several_buckets():
+    """The demo's checklists have several sizes, so that a run's complexity curve on the
+    analytics page is a curve (three buckets), not one point per system."""
+    from evaluation.analytics import figures
+    from evaluation.models import Panel, Run
+    from evaluation.runs import lifecycle, scope
+    from evaluation.runs import services as runs
+
+    call_command("demo")
+    dataset = Dataset.objects.get()
+    panel = Panel.objects.get(name="Offline checks")
+    run = runs.run_start(run=runs.run_create(dataset=dataset, panel=panel))
+    judge = panel.judges.get()
+    for answer in scope.run_answers(run):
+        lifecycle.run_task(worker="test", run_id=run.pk, answer_id=answer.pk, judge_id=judge.pk)
+    run.refresh_from_db()
+    assert run.status == Run.Status.DONE
+    curve = figures.page(run).curve
+    for line in curve.lines:
+        filled = [p.bucket.label for p in line.points if p.estimate.n]
+        assert filled == ["<10", "10–14", "15–19"], (line.system, filled)
+    # The stronger system stays above the baseline in every bucket.
+    atlas, baseline = (
+        next(line for line in curve.lines if line.system.startswith(name))
+        for name in ("Atlas QA", "Baseline RAG")
+    )
+    # Offline: Atlas QA 0.82, 0.67, 0.38; Baseline RAG 0.23, 0.08, 0.06: both fall.
+    for a, b in zip(atlas.points, baseline.points, strict=True):
+        if a.estimate.n:
+            assert a.estimate.mean > b.estimate.mean, a.bucket.label

@@ -13,6 +13,15 @@ from tests.support.builders import checklisted_query, finished_run, human_label
 
 
 @pytest.fixture
+def share_alone(monkeypatch):
+    """The label policy's share alone decides how many answers the queue offers: no floor
+    (selectors.LABEL_FLOOR), for tests of the share on datasets of a few answers."""
+    from evaluation.review import selectors
+
+    monkeypatch.setattr(selectors, "LABEL_FLOOR", 0)
+
+
+@pytest.fixture
 def second_reviewer(reviewed_dataset):
     user = UserFactory(username="second-reviewer")
     services.dataset_set_role(dataset=reviewed_dataset, user=user, role=roles.DatasetRole.REVIEWER)

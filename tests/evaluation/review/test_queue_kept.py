@@ -56,7 +56,9 @@ def test_an_adjudication_or_a_label_is_in_the_next_read_and_the_old_order_is_gon
     assert items[1].facts.labels == 6 and items[1].mine == 2
 
 
-def test_a_new_answer_and_a_new_policy_are_in_the_next_read(workload, reviewed_dataset, reviewer):
+def test_a_new_answer_and_a_new_policy_are_in_the_next_read(
+    workload, reviewed_dataset, reviewer, share_alone
+):
     a1, a2 = workload["a1"], workload["a2"]
     reviewed_dataset.label_policy = "all"
     assert len(selectors.labelling_queue(reviewed_dataset, reviewer)) == 2

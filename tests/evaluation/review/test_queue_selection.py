@@ -36,7 +36,7 @@ def test_a_chosen_run_replaces_the_latest(workload, reviewed_dataset, reviewer):
     assert keys(result.items) == [(a2.pk, c[4].pk), (a1.pk, c[0].pk)]
 
 
-def test_labelling_queue_policies(workload, reviewed_dataset, reviewer):
+def test_labelling_queue_policies(workload, reviewed_dataset, reviewer, share_alone):
     a1, a2 = workload["a1"], workload["a2"]
     reviewed_dataset.label_policy = "all"
     items = selectors.labelling_queue(reviewed_dataset, reviewer)

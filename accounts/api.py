@@ -1,0 +1,70 @@
+"""Personal API tokens in the API: `GET /api/tokens/`, `POST /api/tokens/` (the key is in
+that answer alone), `DELETE /api/tokens/{id}/`. Each person sees and revokes their own."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from accounts import permissions, selectors, services
+from accounts.models import ApiToken
+
+
+class ApiTokenSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ApiToken
+        fields = ["id", "name", "scope", "prefix", "created_at", "last_used_at"]
+        read_only_fields = fields
+
+
+class ApiTokenCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=100)
+    scope = serializers.ChoiceField(choices=ApiToken.Scope.choices, default=ApiToken.Scope.READ)
+
+
+class ApiTokenCreatedSerializer(ApiTokenSerializer):
+    key = serializers.CharField(
+        read_only=True, help_text="The key, shown in this answer only: it is never stored."
+    )
+
+    class Meta(ApiTokenSerializer.Meta):
+        fields = [*ApiTokenSerializer.Meta.fields, "key"]
+        read_only_fields = fields
+
+
+class ApiTokenViewSet(
+    mixins.ListModelMixin,
+    mixins.CreateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Your API tokens. A token cannot be read back or changed: make a new one and revoke
+    the old."""
+
+    serializer_class = ApiTokenSerializer
+    ordering_fields = ["id", "created_at", "last_used_at", "name"]
+    search_fields = ["name"]
+
+    def get_queryset(self):
+        return selectors.tokens_for_user(self.request.user)
+
+    def get_object(self) -> ApiToken:
+        return permissions.access_token(self.request.user, self.kwargs["pk"])
+
+    @extend_schema(request=ApiTokenCreateSerializer, responses={201: ApiTokenCreatedSerializer})
+    def create(self, request: Request, *args, **kwargs) -> Response:
+        given = ApiTokenCreateSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        try:
+            token, key = services.api_token_create(user=request.user, **given.validated_data)
+        except services.Refused as refused:
+            field = refused.field or "non_field_errors"
+            raise ValidationError({field: [refused.message]}) from None
+        token.key = key
+        return Response(ApiTokenCreatedSerializer(token).data, status=status.HTTP_201_CREATED)
+
+    def perform_destroy(self, instance: ApiToken) -> None:
+        services.api_token_revoke(token=instance)

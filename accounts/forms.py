@@ -1,0 +1,78 @@
+"""Forms of the members, invitation and account pages (input validation only; the rules are
+the services')."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib.auth import get_user_model
+from django.contrib.auth.forms import UserCreationForm
+
+from accounts.models import ROLE_CHOICES, ApiToken
+from accounts.services import Refused
+
+
+class MemberForm(forms.Form):
+    username = forms.CharField(max_length=150)
+    role = forms.ChoiceField(choices=ROLE_CHOICES)
+
+    def clean_username(self) -> object:
+        username = self.cleaned_data["username"]
+        try:
+            return get_user_model().objects.get(username=username, is_active=True)
+        except get_user_model().DoesNotExist:
+            raise forms.ValidationError(f"No active user is called {username!r}.") from None
+
+
+class InviteForm(forms.Form):
+    prefix = "invite"
+    email = forms.EmailField(label="Email address")
+    role = forms.ChoiceField(choices=ROLE_CHOICES)
+
+
+class NewAccountForm(UserCreationForm):
+    """An account an admin makes with its initial password (Django's password validators
+    apply, and usernames that differ only in case are refused)."""
+
+    prefix = "account"
+    role = forms.ChoiceField(choices=ROLE_CHOICES)
+
+    class Meta(UserCreationForm.Meta):
+        fields = ("username", "email")
+        labels = {"email": "Email address"}
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["email"].required = True
+        self.fields["username"].widget.attrs.pop("autofocus", None)
+        password = self.fields["password1"]
+        password.label = "Initial password"
+        password.help_text = (
+            "Tell it to them another way than email; they change it on their account page."
+        )
+        self.fields["password2"].label = "Initial password again"
+
+
+class AcceptInvitationForm(UserCreationForm):
+    """The invitee's username and password; the address is the invitation's."""
+
+    def __init__(self, *args, email: str, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # Read by the password validators (UserAttributeSimilarityValidator).
+        self.instance.email = email
+
+
+class TokenForm(forms.Form):
+    name = forms.CharField(
+        max_length=100, help_text="What uses it, such as “nightly upload on ci-runner-2”."
+    )
+    scope = forms.ChoiceField(
+        choices=ApiToken.Scope.choices,
+        initial=ApiToken.Scope.READ,
+        help_text="Read only refuses every request that would change something.",
+    )
+
+
+def refusal_on(form: forms.Form, refused: Refused) -> None:
+    """Show a service's refusal on the field it names, or on the whole form."""
+    field = refused.field if refused.field in form.fields else None
+    form.add_error(field, refused.message)

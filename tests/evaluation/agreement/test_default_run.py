@@ -1,0 +1,123 @@
+"""The agreement page opens on the run the labels can be compared with (issue 28, item 5): the
+finished run that graded the most labelled answers, not a later run of other answers; and it
+says plainly when the labels and the run shown do not overlap, naming the run to pick."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from evaluation.agreement.selectors import agreement_report, default_run, labelled_overlap
+from evaluation.cross_evaluation.services import perfect_answer_save
+from evaluation.models import Run
+from evaluation.runs.selectors import runs_of_system_answers
+from tests.factories import AnswerFactory, PanelFactory, external_judges
+from tests.support.builders import checklisted_query, finished_run, human_label
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def two_runs(reviewed_dataset):
+    """Run `labelled` graded the answers the reviewer labelled; run `other`, finished
+    later, graded only a new system's answers, which nobody labelled."""
+    panel = PanelFactory(judges=external_judges(3))
+    first = checklisted_query(reviewed_dataset, criteria=3, answers=2)
+    second = [AnswerFactory(query=first.query) for _ in range(2)]
+    votes = ("pass", "pass", "fail")
+    labelled = finished_run(
+        reviewed_dataset, panel, {(a, c): votes for a in first.answers for c in first.criteria}
+    )
+    other = finished_run(
+        reviewed_dataset, panel, {(a, c): votes for a in second for c in first.criteria}
+    )
+    # `other` finished last: the page used to open on it.
+    Run.objects.filter(pk=labelled.pk).update(finished_at=timezone.now() - dt.timedelta(hours=1))
+    for answer in first.answers:
+        for criterion in first.criteria[:2]:
+            human_label(answer, criterion, "reviewer", "pass")
+    return {"labelled": labelled, "other": other, "criteria": first.criteria}
+
+
+def test_the_page_opens_on_the_run_that_graded_the_labelled_answers(
+    two_runs, reviewed_dataset, client, reviewer
+):
+    runs = runs_of_system_answers(reviewed_dataset)
+    assert labelled_overlap(reviewed_dataset, runs) == {
+        two_runs["labelled"].pk: 2, two_runs["other"].pk: 0
+    }  # fmt: skip
+    assert default_run(reviewed_dataset, runs).pk == two_runs["labelled"].pk
+    report = agreement_report(reviewed_dataset)
+    assert report.run.pk == two_runs["labelled"].pk
+    assert report.counts.items == 4 and report.counts.without_votes == 0
+    assert report.overall.agreement.n == 4
+    client.force_login(reviewer)
+    html = client.get(reverse("dataset-agreement", args=[reviewed_dataset.pk])).content.decode()
+    assert f'<option value="{two_runs["labelled"].pk}" selected>' in html
+    assert "data-no-overlap" not in html
+
+
+def test_the_api_defaults_to_the_same_run(two_runs, reviewed_dataset, reviewer_api):
+    body = reviewer_api.get("/api/agreement/", {"dataset": reviewed_dataset.pk}).json()
+    assert body["run"]["id"] == two_runs["labelled"].pk
+
+
+def test_a_run_that_graded_none_of_the_labels_says_so_and_names_the_run_to_pick(
+    two_runs, reviewed_dataset, client, reviewer
+):
+    client.force_login(reviewer)
+    url = reverse("dataset-agreement", args=[reviewed_dataset.pk])
+    html = client.get(url, {"run": two_runs["other"].pk}).content.decode()
+    assert "The 4 labelled items are all on answers this run did not grade" in html
+    assert f'href="?run={two_runs["labelled"].pk}"' in html
+    assert "graded 2 of the labelled answers" in html
+
+
+def test_without_labels_the_latest_finished_run_is_shown(reviewed_dataset):
+    panel = PanelFactory(judges=external_judges(1))
+    made = checklisted_query(reviewed_dataset, criteria=1, answers=1)
+    older = finished_run(reviewed_dataset, panel, {(made.answers[0], made.criteria[0]): ("pass",)})
+    Run.objects.filter(pk=older.pk).update(finished_at=timezone.now() - dt.timedelta(hours=1))
+    newer = finished_run(reviewed_dataset, panel, {(made.answers[0], made.criteria[0]): ("fail",)})
+    assert agreement_report(reviewed_dataset).run.pk == newer.pk
+
+
+def test_labels_on_perfect_answers_point_to_the_cross_evaluation_page(
+    reviewed_dataset, client, reviewer
+):
+    panel = PanelFactory(judges=external_judges(1))
+    made = checklisted_query(reviewed_dataset, criteria=2, answers=1)
+    finished_run(reviewed_dataset, panel, {(made.answers[0], c): ("pass",) for c in made.criteria})
+    perfect = perfect_answer_save(checklist=made.checklist, text="All.", by=made.checklist.author)
+    for criterion in made.criteria:
+        human_label(perfect, criterion, "reviewer", "pass")
+    client.force_login(reviewer)
+    html = client.get(reverse("dataset-agreement", args=[reviewed_dataset.pk])).content.decode()
+    assert "The 2 labelled items are all on answers this run did not grade" in html
+    assert "1 of the labelled answers is a perfect answer of cross-evaluation" in html
+    assert reverse("dataset-cross-evaluation", args=[reviewed_dataset.pk]) in html
+
+
+def test_the_page_query_count_with_two_runs_stays_flat(
+    two_runs, reviewed_dataset, client, reviewer, django_assert_max_num_queries
+):
+    client.force_login(reviewer)
+    url = reverse("dataset-agreement", args=[reviewed_dataset.pk])
+    client.get(url)  # counts and keeps the cells
+    with django_assert_max_num_queries(12) as small:
+        client.get(url)
+    first = len(small.captured_queries)  # now: the connection's log is a bounded deque
+    for _ in range(6):  # more labelled answers, runs and labels: the same queries
+        more = checklisted_query(reviewed_dataset, criteria=2, answers=3)
+        finished_run(
+            reviewed_dataset, PanelFactory(judges=external_judges(2)),
+            {(a, c): ("pass", "fail") for a in more.answers for c in more.criteria},
+        )  # fmt: skip
+        for answer in more.answers:
+            human_label(answer, more.criteria[0], "reviewer", "fail")
+    client.get(url)
+    with django_assert_max_num_queries(first):
+        assert client.get(url).status_code == 200
