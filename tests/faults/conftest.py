@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import psycopg
 import pytest
-import redis
 from celery import current_app
 from django.db import connection
+
+from bench.faults.outages import RedisServer
 
 POSTGRES_ONLY = pytest.mark.skipif(
     connection.vendor != "postgresql",
@@ -56,54 +55,9 @@ def database_down(seconds: float) -> Iterator[None]:
         admin.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class RedisServer:
-    """A redis-server of the test's own, without persistence, as the broker's restart
-    is meant: the real server loses every message it held."""
-
-    def __init__(self) -> None:
-        self.port = _free_port()
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        client = redis.Redis.from_url(self.url)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                return
-            except redis.exceptions.ConnectionError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()  # no SHUTDOWN SAVE: what it held is gone
-            self.process.wait(timeout=10)
-
-    def restart(self, down_for: float = 1.0) -> None:
-        self.stop()
-        time.sleep(down_for)
-        self.start()
-
-
 @pytest.fixture
 def private_redis() -> Iterator[RedisServer]:
+    """bench.faults' own redis-server: the same fault as the benchmark's."""
     if shutil.which("redis-server") is None:
         pytest.skip("redis-server is not installed")
     server = RedisServer()

@@ -172,13 +172,13 @@ def test_a_broker_restart_mid_run_ends_done_without_waiting_for_the_stall_sweep(
     queue = f"broker-{uuid.uuid4().hex[:8]}"
     settings.RUNS_QUEUE = queue
     env = {
-        "CELERY_BROKER_URL": private_redis.url, "RUNS_HEARTBEAT": "1", "RUNS_SWEEP": "1",
+        "CELERY_BROKER_URL": private_redis.url(0), "RUNS_HEARTBEAT": "1", "RUNS_SWEEP": "1",
         "RUNS_LEASE_TIMEOUT": "120",
     }  # fmt: skip
     with LoopbackOpenAI(responder=scripted_judge, latency=0.3) as server:
         panel = PanelFactory(judges=loopback_judges(server, 1))
         worker = start_worker(queue=queue, concurrency=2, env=env)
-        with celery_broker(private_redis.url):
+        with celery_broker(private_redis.url(0)):
             run = runs.run_start(run=runs.run_create(dataset=dataset, panel=panel, concurrency=5))
             assert wait_until(lambda: Verdict.objects.filter(run=run).count() >= 30, timeout=60), (
                 worker.log()[-3000:]
