@@ -11,18 +11,48 @@ from rest_framework.response import Response
 
 from accounts import permissions, selectors, services
 from accounts.models import ApiToken
+from annotation.models import Dataset
+from annotation.selectors import datasets_for_user
 
 
 class ApiTokenSerializer(serializers.ModelSerializer):
+    datasets = serializers.PrimaryKeyRelatedField(
+        many=True, read_only=True, help_text="The datasets it is limited to; empty: no limit."
+    )
+
     class Meta:
         model = ApiToken
-        fields = ["id", "name", "scope", "prefix", "created_at", "last_used_at"]
+        fields = [
+            "id", "name", "scope", "datasets", "expires_at", "prefix", "created_at",
+            "last_used_at",
+        ]  # fmt: skip
         read_only_fields = fields
 
 
 class ApiTokenCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=100)
     scope = serializers.ChoiceField(choices=ApiToken.Scope.choices, default=ApiToken.Scope.READ)
+    datasets = serializers.ListField(
+        child=serializers.IntegerField(min_value=1),
+        required=False,
+        default=list,
+        max_length=1000,
+        help_text="Ids of the datasets it is limited to (required for a rewards token).",
+    )
+    expires_at = serializers.DateTimeField(
+        required=False, allow_null=True, default=None, help_text="When it stops working."
+    )
+
+    def validate_datasets(self, ids: list[int]) -> list[Dataset]:
+        """Every id must name a dataset the user can see; which role is needed is the
+        service's rule."""
+        found = {
+            d.pk: d for d in datasets_for_user(self.context["request"].user).filter(pk__in=ids)
+        }
+        unknown = [i for i in ids if i not in found]
+        if unknown:
+            raise serializers.ValidationError(f"No such dataset: {unknown[0]}.")
+        return list(dict.fromkeys(found[i] for i in ids))
 
 
 class ApiTokenCreatedSerializer(ApiTokenSerializer):
@@ -56,10 +86,13 @@ class ApiTokenViewSet(
 
     @extend_schema(request=ApiTokenCreateSerializer, responses={201: ApiTokenCreatedSerializer})
     def create(self, request: Request, *args, **kwargs) -> Response:
-        given = ApiTokenCreateSerializer(data=request.data)
+        given = ApiTokenCreateSerializer(data=request.data, context={"request": request})
         given.is_valid(raise_exception=True)
+        made_with = request.auth if isinstance(request.auth, ApiToken) else None
         try:
-            token, key = services.api_token_create(user=request.user, **given.validated_data)
+            token, key = services.api_token_create(
+                user=request.user, made_with=made_with, **given.validated_data
+            )
         except services.Refused as refused:
             field = refused.field or "non_field_errors"
             raise ValidationError({field: [refused.message]}) from None

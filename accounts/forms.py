@@ -3,12 +3,17 @@ the services')."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import UserCreationForm
+from django.utils import timezone
 
 from accounts.models import ROLE_CHOICES, ApiToken
 from accounts.services import Refused
+from annotation.models import Dataset
+from annotation.selectors import datasets_for_user
 
 
 class MemberForm(forms.Form):
@@ -61,6 +66,12 @@ class AcceptInvitationForm(UserCreationForm):
         self.instance.email = email
 
 
+EXPIRY_CHOICES = [
+    ("", "Never"), ("7", "In 7 days"), ("30", "In 30 days"), ("90", "In 90 days"),
+    ("365", "In a year"),
+]  # fmt: skip
+
+
 class TokenForm(forms.Form):
     name = forms.CharField(
         max_length=100, help_text="What uses it, such as “nightly upload on ci-runner-2”."
@@ -68,8 +79,33 @@ class TokenForm(forms.Form):
     scope = forms.ChoiceField(
         choices=ApiToken.Scope.choices,
         initial=ApiToken.Scope.READ,
-        help_text="Read only refuses every request that would change something.",
+        help_text=(
+            "Read only refuses every request that would change something; rewards only may "
+            "call the reward endpoints of the datasets you administer, for RL trainers."
+        ),
     )
+    datasets = forms.ModelMultipleChoiceField(
+        queryset=Dataset.objects.none(),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label="Limited to",
+        help_text="None ticked: every dataset you are a member of. A rewards token needs some.",
+    )
+    expires_in = forms.ChoiceField(choices=EXPIRY_CHOICES, required=False, label="Expires")
+
+    def __init__(self, *args, user, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["datasets"].queryset = datasets_for_user(user).order_by("name")
+
+    def token_fields(self) -> dict[str, object]:
+        """The cleaned data as accounts.services.api_token_create takes it."""
+        days = self.cleaned_data.get("expires_in")
+        return {
+            "name": self.cleaned_data["name"],
+            "scope": self.cleaned_data["scope"],
+            "datasets": list(self.cleaned_data["datasets"]),
+            "expires_at": timezone.now() + dt.timedelta(days=int(days)) if days else None,
+        }
 
 
 def refusal_on(form: forms.Form, refused: Refused) -> None:

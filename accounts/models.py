@@ -57,11 +57,18 @@ class Invitation(models.Model):
 
 
 class ApiToken(models.Model):
-    """A personal API key: sent as `Authorization: Token <key>`, shown once when made."""
+    """A personal API key: sent as `Authorization: Token <key>`, shown once when made.
+
+    It reaches what its person may reach, narrowed by its scope, by `datasets` when any are
+    chosen (none: every dataset the person is a member of) and by `expires_at` when set.
+    accounts.authentication enforces all three on every request."""
 
     class Scope(models.TextChoices):
         READ = "read", "Read only"
         WRITE = "write", "Read and write"
+        # For RL trainers: the reward endpoints (/api/rewards/) of its datasets, and nothing
+        # else; made by a dataset admin for chosen datasets (accounts.services.tokens).
+        REWARDS = "rewards", "Rewards only"
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
@@ -70,6 +77,15 @@ class ApiToken(models.Model):
     scope = models.CharField(max_length=10, choices=Scope.choices, default=Scope.READ)
     prefix = models.CharField(max_length=16, help_text="The key's first characters, in clear.")
     key_digest = models.CharField(max_length=64, unique=True)
+    datasets = models.ManyToManyField(
+        "annotation.Dataset",
+        blank=True,
+        related_name="+",
+        help_text="The datasets it is limited to; none: every dataset of its person.",
+    )
+    expires_at = models.DateTimeField(
+        null=True, blank=True, help_text="When it stops working; empty: never."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     # Moved at most once a minute (accounts.authentication): not a write per request.
     last_used_at = models.DateTimeField(null=True, blank=True)
@@ -86,3 +102,7 @@ class ApiToken(models.Model):
     @property
     def read_only(self) -> bool:
         return self.scope == self.Scope.READ
+
+    @property
+    def is_expired(self) -> bool:
+        return self.expires_at is not None and timezone.now() >= self.expires_at

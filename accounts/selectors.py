@@ -113,7 +113,11 @@ def member_footprint(dataset: Dataset, user: AbstractBaseUser) -> Footprint:
 
 
 def tokens_for_user(user: AbstractBaseUser) -> QuerySet[ApiToken]:
-    return ApiToken.objects.filter(user_id=user.pk).order_by("-created_at", "-pk")
+    return (
+        ApiToken.objects.filter(user_id=user.pk)
+        .prefetch_related("datasets")
+        .order_by("-created_at", "-pk")
+    )
 
 
 def legacy_token(user: AbstractBaseUser) -> Token | None:

@@ -22,10 +22,26 @@ if TYPE_CHECKING:
     AnyUser = AbstractBaseUser | AnonymousUser
 
 
+# Set on the user by accounts.authentication for a request made with an API token limited to
+# chosen datasets: the frozenset of their ids. Absent: no limit beyond the user's own.
+LIMITED_DATASETS_ATTRIBUTE = "api_token_datasets"
+DATASET_LIMIT_REFUSAL = (
+    "This API token is limited to other datasets: make a token for this one on your account "
+    "page, or use one without a dataset limit."
+)
+
+
+def token_allows(user: AnyUser, dataset_id: int) -> bool:
+    """False when the request's API token is limited to datasets this one is not among."""
+    limited_to = getattr(user, LIMITED_DATASETS_ATTRIBUTE, None)
+    return limited_to is None or dataset_id in limited_to
+
+
 def dataset_permissions(user: AnyUser, dataset: Dataset) -> set[str]:
     """The user's permissions on the dataset; none on a dataset being deleted, so every
-    access helper (and so every page, API call and task that uses one) answers 404."""
-    if dataset.deleting_since is not None:
+    access helper (and so every page, API call and task that uses one) answers 404; none
+    either on a dataset outside the request's token's limit."""
+    if dataset.deleting_since is not None or not token_allows(user, dataset.pk):
         return set()
     return held_permissions(user, dataset)
 
@@ -41,10 +57,21 @@ def check_dataset(user: AnyUser, dataset: Dataset, perm: str = roles.VIEW) -> se
     """Raise 404 for non-members and 403 for members without `perm`; return the perms held."""
     held = dataset_permissions(user, dataset)
     if roles.VIEW not in held:
+        if _member_outside_token(user, dataset):
+            # The member may know the dataset: say why the token is refused.
+            raise PermissionDenied(DATASET_LIMIT_REFUSAL)
         raise Http404("No such dataset.")
     if perm not in held:
         raise PermissionDenied(_needs(perm))
     return held
+
+
+def _member_outside_token(user: AnyUser, dataset: Dataset) -> bool:
+    return (
+        not token_allows(user, dataset.pk)
+        and dataset.deleting_since is None
+        and roles.VIEW in held_permissions(user, dataset)
+    )
 
 
 def _needs(perm: str) -> str:

@@ -11,6 +11,7 @@ from guardian.shortcuts import get_objects_for_user, get_users_with_perms
 
 from annotation import roles
 from annotation.models import Checklist, Criterion, Dataset, Query
+from annotation.permissions import LIMITED_DATASETS_ATTRIBUTE
 
 if TYPE_CHECKING:
     from annotation.permissions import AnyUser
@@ -25,6 +26,9 @@ def datasets_for_user(user: AnyUser, perm: str = roles.VIEW) -> QuerySet[Dataset
     # superusers still see everything (guardian grants them all object permissions).
     # A dataset being deleted is gone for everyone (annotation.permissions).
     live = Dataset.objects.filter(deleting_since__isnull=True)
+    limited_to = getattr(user, LIMITED_DATASETS_ATTRIBUTE, None)
+    if limited_to is not None:  # an API token limited to chosen datasets
+        live = live.filter(pk__in=limited_to)
     return get_objects_for_user(user, f"annotation.{perm}", klass=live, accept_global_perms=False)
 
 

@@ -18,7 +18,7 @@ from config.form_pages import form_status
 def _page(
     request: HttpRequest, *, form: TokenForm | None = None, created=None, key: str = ""
 ) -> HttpResponse:
-    form = form or TokenForm()
+    form = form or TokenForm(user=request.user)
     context = {
         "form": form,
         "tokens": selectors.tokens_for_user(request.user),
@@ -39,10 +39,10 @@ def profile(request: HttpRequest) -> HttpResponse:
 @require_POST
 @login_required
 def token_create(request: HttpRequest) -> HttpResponse:
-    form = TokenForm(request.POST)
+    form = TokenForm(request.POST, user=request.user)
     if form.is_valid():
         try:
-            token, key = services.api_token_create(user=request.user, **form.cleaned_data)
+            token, key = services.api_token_create(user=request.user, **form.token_fields())
         except services.Refused as refused:
             refusal_on(form, refused)
         else:
