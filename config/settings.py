@@ -452,6 +452,23 @@ ALERT_WEBHOOK_ALLOWED_HOSTS = envlist("ALERT_WEBHOOK_ALLOWED_HOSTS")
 ALERT_WEBHOOK_RETRY_ATTEMPTS = envint("ALERT_WEBHOOK_RETRY_ATTEMPTS", 6)
 ALERT_WEBHOOK_RETRY_BASE_DELAY = envint("ALERT_WEBHOOK_RETRY_BASE_DELAY", 30)
 ALERT_WEBHOOK_RETRY_MAX_DELAY = envint("ALERT_WEBHOOK_RETRY_MAX_DELAY", 600)
+# Rewards for RL trainers (evaluation/rewards/, docs/rewards.md). A request holds at most
+# REWARDS_MAX_BATCH completions, whose judge calls go out together, at most
+# REWARDS_CONCURRENCY at a time per judge. Each token (each user without one) may ask for
+# REWARDS_ITEMS_PER_MINUTE completions in any 60 s and REWARDS_ITEMS_PER_DAY in any 24 h
+# (0: no limit), apart from evaluation runs. REWARDS_AUDIT_SAMPLE of the items (0 to 1) keep
+# every vote for audit. The reward cache answers a vote seen within REWARDS_CACHE_DAYS.
+# The shaping defaults, in words, apply when a request does not set them (0: off).
+REWARDS_MAX_BATCH = envint("REWARDS_MAX_BATCH", 256)
+REWARDS_CONCURRENCY = envint("REWARDS_CONCURRENCY", 64)
+REWARDS_ITEMS_PER_MINUTE = envint("REWARDS_ITEMS_PER_MINUTE", 6000)
+REWARDS_ITEMS_PER_DAY = envint("REWARDS_ITEMS_PER_DAY", 1_000_000)
+REWARDS_AUDIT_SAMPLE = float(os.environ.get("REWARDS_AUDIT_SAMPLE", "0.0"))
+REWARDS_CACHE_DAYS = envint("REWARDS_CACHE_DAYS", 30)
+REWARDS_LENGTH_REFERENCE = envint("REWARDS_LENGTH_REFERENCE", 0)
+REWARDS_LENGTH_EXPONENT = float(os.environ.get("REWARDS_LENGTH_EXPONENT", "0.5"))
+REWARDS_MAX_WORDS = envint("REWARDS_MAX_WORDS", 0)
+REWARDS_OVER_LENGTH_PENALTY = float(os.environ.get("REWARDS_OVER_LENGTH_PENALTY", "1.0"))
 
 # --- Dataset exports and imports ------------------------------------------------------------
 # Exports bigger than DATA_EXPORT_STREAM_MAX_ROWS rows run as a Celery job that writes a zip

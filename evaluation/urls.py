@@ -19,6 +19,8 @@ from evaluation.judges import views as judges_views
 from evaluation.review import api as review_api
 from evaluation.review import assignments_api
 from evaluation.review import views as review_views
+from evaluation.rewards import api as rewards_api
+from evaluation.rewards import views as rewards_views
 from evaluation.runs import api as runs_api
 from evaluation.runs import scores_api
 from evaluation.runs import views as runs_views
@@ -125,6 +127,7 @@ urlpatterns = [
         name="schedule-delete",
     ),
     path("datasets/<int:pk>/alerts/", alerts_views.dataset_alerts, name="dataset-alerts"),
+    path("datasets/<int:pk>/rewards/", rewards_views.dataset_rewards, name="dataset-rewards"),
     path("datasets/<int:pk>/alerts/<int:alert_pk>/", alerts_views.alert_edit, name="alert-edit"),
     path(
         "datasets/<int:pk>/alerts/<int:alert_pk>/delete/",
@@ -194,4 +197,8 @@ api_urlpatterns = [
     path(
         "imports/verdicts/", review_imports_api.VerdictsImportView.as_view(), name="import-verdicts"
     ),
+    # Reward traffic: routes under api/rewards/ (a rewards-scope token reaches only these).
+    path("rewards/", rewards_api.RewardsView.as_view(), name="rewards"),
+    path("rewards/openrlhf/", rewards_api.OpenRlhfRewardsView.as_view(), name="rewards-openrlhf"),
+    path("rewards/verify/", rewards_api.VerifyRewardView.as_view(), name="rewards-verify"),
 ]

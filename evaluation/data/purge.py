@@ -60,6 +60,8 @@ from evaluation.models import (
     RegressionAlert,
     ReviewAssignment,
     ReviewRevision,
+    RewardAudit,
+    RewardBatch,
     Run,
     RunSchedule,
     RunTask,
@@ -128,6 +130,9 @@ STEPS: tuple[Step, ...] = (
     Step("regression alerts", _by(RegressionAlert, "dataset")),
     Step("run schedules", _by(RunSchedule, "dataset")),
     Step("exports", _by(DatasetExport, "dataset")),
+    # Reward traffic (evaluation.rewards): an audited item points at its query.
+    Step("reward audits", _by(RewardAudit, "batch__dataset", QUERY)),
+    Step("reward batches", _by(RewardBatch, "dataset")),
     Step("verdicts", _by(Verdict, "run__dataset", ANSWER, CRITERION)),
     Step("graded scores", _by(GradedScore, "run__dataset", ANSWER)),
     Step("run queries", _through(Run.queries, "run__dataset", QUERY)),

@@ -16,6 +16,7 @@ criteria verdicts into the answer's score (evaluation.metrics.scoring).
 | evaluation.kept.models | ReviewRevision, KeptFigure, KeptQueueRow, KeptRefresh |
 | evaluation.alerts.models | RegressionAlert, AlertEvent |
 | evaluation.schedules.models | RunSchedule |
+| evaluation.rewards.models | RewardBatch, RewardAudit, RewardVerdict |
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from evaluation.formality.models import FormalityAdvice
 from evaluation.judges.models import Judge, Panel, PanelMember
 from evaluation.kept.models import KeptFigure, KeptQueueRow, KeptRefresh, ReviewRevision
 from evaluation.review.models import Adjudication, HumanLabel, Label, ReviewAssignment
+from evaluation.rewards.models import RewardAudit, RewardBatch, RewardVerdict
 from evaluation.runs.models import GradedScore, JudgeCall, Run, RunTask, Verdict
 from evaluation.schedules.models import RunSchedule
 
@@ -34,5 +36,6 @@ __all__ = [
     "Adjudication", "AlertEvent", "Answer", "CrossEvaluationSettings", "DatasetExport",
     "FormalityAdvice", "GradedScore", "HumanLabel", "Judge", "JudgeCall", "KeptFigure",
     "KeptQueueRow", "KeptRefresh", "Label", "Panel", "PanelMember", "RegressionAlert",
-    "ReviewAssignment", "ReviewRevision", "Run", "RunSchedule", "RunTask", "System", "Verdict",
+    "ReviewAssignment", "ReviewRevision", "RewardAudit", "RewardBatch", "RewardVerdict", "Run",
+    "RunSchedule", "RunTask", "System", "Verdict",
 ]  # fmt: skip

@@ -48,7 +48,7 @@ for _name in (
     "dataset-answers", "dataset-export", "dataset-analytics", "analytics-compare",
     "analytics-complexity-csv", "analytics-complexity-svg", "analytics-criteria",
     "analytics-freshness",
-    "dataset-alerts", "dataset-schedules",
+    "dataset-alerts", "dataset-schedules", "dataset-rewards",
 ):  # fmt: skip
     PAGE_ARGS[_name] = lambda w: {"pk": w.dataset.pk}
 for _name in (

@@ -83,6 +83,7 @@ MATRIX = {
     ("GET", "dataset-edit"): "302 404 404 403 403 403 200 200",
     ("GET", "dataset-export"): "302 404 404 403 403 403 200 200",
     ("GET", "dataset-alerts"): "302 404 404 403 403 403 200 200",
+    ("GET", "dataset-rewards"): "302 404 404 403 403 403 200 200",
     ("GET", "alert-edit"): "302 404 404 403 403 403 200 200",
     ("GET", "alert-delete"): "405 405 405 405 405 405 405 405",
     ("GET", "dataset-invite"): "405 405 405 405 405 405 405 405",
@@ -153,6 +154,11 @@ MATRIX = {
     ("POST", "/api/datasets/import/"): "403 415 415 415 415 415 415 415",
     ("POST", "/api/imports/labels/"): "403 400 400 400 400 400 400 400",
     ("POST", "/api/imports/verdicts/"): "403 400 400 400 400 400 400 400",
+    # Rewards: an empty body names no dataset (400 before any access check); access itself
+    # (404 for non-members, 403 for members who are not admins) is in tests/evaluation/rewards.
+    ("POST", "/api/rewards/"): "403 400 400 400 400 400 400 400",
+    ("POST", "/api/rewards/openrlhf/"): "403 400 400 400 400 400 400 400",
+    ("POST", "/api/rewards/verify/"): "403 400 400 400 400 400 400 400",
     ("POST", "/api/judges/"): "403 403 403 403 403 403 400 400",
     ("POST", "/api/labels/"): "403 400 400 400 400 400 400 400",
     ("POST", "/api/panels/"): "403 403 403 403 403 403 400 400",
@@ -206,6 +212,7 @@ MATRIX = {
     ("POST", "dataset-members"): "302 404 404 403 403 403 200 200",
     ("POST", "dataset-overlaps-csv"): "405 405 405 405 405 405 405 405",
     ("POST", "dataset-progress"): "405 405 405 405 405 405 405 405",
+    ("POST", "dataset-rewards"): "405 405 405 405 405 405 405 405",
     ("POST", "dataset-runs"): "302 404 404 403 403 403 200 200",
     ("POST", "export-download"): "405 405 405 405 405 405 405 405",
     ("POST", "export-status"): "405 405 405 405 405 405 405 405",

@@ -35,6 +35,8 @@ from evaluation.models import (
     KeptRefresh,
     Panel,
     ReviewAssignment,
+    RewardAudit,
+    RewardBatch,
     Run,
     RunTask,
     System,
@@ -143,6 +145,8 @@ def build_dataset(shared: Shared, name: str, *, queries: int = 2) -> Dataset:
         dataset=dataset, run=runs[0], group="default", claimed_at=timezone.now()
     )
     CrossEvaluationSettings.objects.create(dataset=dataset, panel=s.panel)
+    rewards = RewardBatch.objects.create(user=s.admin, dataset=dataset, panel=s.panel, items=1)
+    RewardAudit.objects.create(batch=rewards, item=0, query=query, completion="An answer.")
     DatasetExport.objects.create(dataset=dataset, requested_by=s.admin)
     alert = RegressionAlert.objects.create(
         dataset=dataset, emails="team@example.com", created_by=s.admin

@@ -1,0 +1,155 @@
+"""The judge calls of a reward batch: answered from the caches when they can be, the rest
+made all at once.
+
+A vote's cache key (evaluation.judging.prompts.cache_key) names everything the call depends
+on, so equal keys are the same call: within a batch they are made once (a trainer's group of
+identical samples costs one call per criterion), and across batches they are answered by the
+reward cache (RewardVerdict, pass and fail only) or by a decided verdict of a run (the
+Verdict table, as runs reuse each other's: evaluation.runs.calls.cached_or_made). The misses
+of every judge go out together, in one event loop, each judge at most REWARDS_CONCURRENCY at
+a time and through its shared rate limiter, retry policy, worker gate and circuit breaker
+(evaluation.runs.calls.call_controls), exactly as a run's are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.conf import settings
+from django.utils import timezone
+
+from evaluation.judging import client, engine
+from evaluation.metrics.cost import JudgeUsage, run_cost
+from evaluation.models import Judge, RewardVerdict, Verdict
+from evaluation.runs.calls import call_controls, text_of
+
+DECIDED = ("pass", "fail")
+_CHUNK = 2000  # keys per IN (...): far below SQLite's and PostgreSQL's parameter limits
+
+
+@dataclass(frozen=True)
+class Planned:
+    judge: Judge
+    call: engine.Call
+
+
+@dataclass(frozen=True)
+class Answered:
+    """Every planned call's result by cache key, and what answering them took."""
+
+    results: dict[str, engine.CallResult]
+    made: int  # calls made now
+    prompt_tokens: int
+    completion_tokens: int
+    cost: Decimal | None  # None: an LLM judge that was called has no price
+
+
+def answer(planned: dict[str, Planned]) -> Answered:
+    results = _cached(list(planned))
+    misses = [p for key, p in planned.items() if key not in results]
+    made = _make(misses) if misses else []
+    _remember(made)
+    results.update({r.cache_key: r for r in made})
+    tokens: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    judges = {p.call.cache_key: p.judge for p in misses}
+    for result in made:
+        usage = tokens[judges[result.cache_key].pk]
+        usage[0] += result.prompt_tokens
+        usage[1] += result.completion_tokens
+    by_pk = {p.judge.pk: p.judge for p in misses}
+    usages = [
+        JudgeUsage(
+            name=by_pk[pk].name,
+            calls_llm=True,
+            prompt_tokens=p,
+            completion_tokens=c,
+            prompt_price=by_pk[pk].prompt_price,
+            completion_price=by_pk[pk].completion_price,
+        )
+        for pk, (p, c) in tokens.items()
+    ]
+    return Answered(
+        results, len(made),
+        sum(p for p, _ in tokens.values()), sum(c for _, c in tokens.values()),
+        run_cost(usages, done=1, expected=1).so_far,
+    )  # fmt: skip
+
+
+def _chunks(keys: Sequence[str]) -> Iterator[Sequence[str]]:
+    for start in range(0, len(keys), _CHUNK):
+        yield keys[start : start + _CHUNK]
+
+
+def _cached(keys: list[str]) -> dict[str, engine.CallResult]:
+    """Reward cache first (fresh within REWARDS_CACHE_DAYS), then runs' decided verdicts."""
+    found: dict[str, engine.CallResult] = {}
+    fresh = timezone.now() - dt.timedelta(days=settings.REWARDS_CACHE_DAYS)
+    fields = ("cache_key", "outcome", "failure_kind", "rationale")
+    for chunk in _chunks(keys):
+        rows = RewardVerdict.objects.filter(cache_key__in=chunk, made_at__gte=fresh)
+        for row in rows.values_list(*fields):
+            found[row[0]] = _hit(*row)
+    left = [k for k in keys if k not in found]
+    for chunk in _chunks(left):
+        rows = Verdict.objects.filter(cache_key__in=chunk, outcome__in=DECIDED).order_by()
+        for row in rows.values_list(*fields):
+            found.setdefault(row[0], _hit(*row))
+    return found
+
+
+def _hit(key: str, outcome: str, failure_kind: str, rationale: str) -> engine.CallResult:
+    return engine.CallResult(
+        0, 0, key, outcome, failure_kind=failure_kind, rationale=rationale, attempts=0,
+        cache_hit=True,
+    )  # fmt: skip
+
+
+def _make(misses: list[Planned]) -> list[engine.CallResult]:
+    by_judge: dict[int, list[Planned]] = defaultdict(list)
+    for planned in misses:
+        by_judge[planned.judge.pk].append(planned)
+
+    async def every_judge() -> list[list[engine.CallResult]]:
+        batches = []
+        for group in by_judge.values():
+            controls = call_controls(group[0].judge)
+            batches.append(
+                engine.judge_all(
+                    [p.call for p in group],
+                    concurrency=settings.REWARDS_CONCURRENCY,
+                    limiter=controls.limiter,
+                    policy=controls.policy,
+                    gate=controls.gate,
+                    circuit=controls.circuit,
+                )
+            )
+        return list(await asyncio.gather(*batches))
+
+    return [result for batch in client.run_sync(every_judge()) for result in batch]
+
+
+def _remember(made: list[engine.CallResult]) -> None:
+    now = timezone.now()
+    rows = [
+        RewardVerdict(
+            cache_key=r.cache_key,
+            outcome=r.outcome,
+            failure_kind=r.failure_kind,
+            rationale=text_of(r.rationale),
+            made_at=now,
+        )
+        for r in made
+        if r.outcome in DECIDED
+    ]
+    RewardVerdict.objects.bulk_create(
+        rows,
+        batch_size=500,
+        update_conflicts=True,
+        unique_fields=["cache_key"],
+        update_fields=["outcome", "failure_kind", "rationale", "made_at"],
+    )

@@ -1,0 +1,302 @@
+"""A batch of rewards: every completion scored against its query's submitted checklists by
+a panel, synchronously, with no Celery round trip (docs/rewards.md).
+
+In order: the panel and the items are checked (one bad item refuses the request: nothing is
+recorded, nothing called); the batch is recorded and admitted by the quota; no-LLM checks
+answer their votes for free; every LLM vote is planned as one call per (completion,
+criterion, judge, sample) exactly as a run plans it (evaluation.runs.work); the caches
+answer what they can and the rest goes out at once (evaluation.rewards.calls); the votes
+become rewards (evaluation.rewards.reward, then shaping); the batch row gets its counts.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from annotation.models import Criterion, Dataset, Query
+from evaluation.checks.deterministic import offline_verdict
+from evaluation.judging import engine, prompts
+from evaluation.metrics.aggregation import Vote
+from evaluation.models import Judge, Panel, RewardAudit, RewardBatch
+from evaluation.rewards import calls, quota, reward
+from evaluation.rewards.shapes import Item, Problem, RefusedInput, refuse_if
+from evaluation.rewards.shaping import Shaping, shaped, words
+from evaluation.runs import scope, snapshot
+from evaluation.runs.calls import endpoint_for
+from evaluation.runs.snapshot import MemberSnapshot
+
+
+@dataclass(frozen=True)
+class ItemResult:
+    reward: float | None  # the shaped score; None when failed or nothing was decided
+    score: float | None  # the checklist score before shaping
+    failed: bool
+    undecided: int
+    words: int
+    criteria: tuple[reward.CriterionResult, ...]
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    batch: RewardBatch
+    items: list[ItemResult]
+
+
+@dataclass(frozen=True)
+class _Source:
+    """Where one vote comes from: a no-LLM check's result, or a call's cache key."""
+
+    member: MemberSnapshot
+    sample: int
+    key: str = ""
+    check: reward.CastVote | None = None
+
+
+def default_shaping() -> Shaping:
+    return Shaping(
+        length_reference=settings.REWARDS_LENGTH_REFERENCE,
+        length_exponent=settings.REWARDS_LENGTH_EXPONENT,
+        max_words=settings.REWARDS_MAX_WORDS,
+        over_length_penalty=settings.REWARDS_OVER_LENGTH_PENALTY,
+    )
+
+
+def scoring_strategy(dataset: Dataset) -> str:
+    """The dataset's scoring strategy; "share" until datasets choose one (issue 23)."""
+    return getattr(dataset, "scoring", "") or reward.DEFAULT_STRATEGY
+
+
+def reward_batch(
+    *,
+    dataset: Dataset,
+    panel: Panel,
+    items: Sequence[Item],
+    by,
+    token_id: int | None = None,
+    shape: str = RewardBatch.Shape.NATIVE,
+    shaping: Shaping | None = None,
+    query_field: str = "query",
+) -> BatchResult:
+    """Raises RefusedInput (nothing recorded) or quota.QuotaExceeded (nothing kept)."""
+    started = time.monotonic()
+    shaping = shaping or default_shaping()
+    members = _members(panel)
+    criteria = _criteria(dataset, items, query_field)
+    batch = RewardBatch.objects.create(
+        user=by, token_id=token_id, dataset=dataset, panel=panel, shape=shape, items=len(items)
+    )
+    quota.admit(batch, quota.Principal(by.pk, token_id))
+
+    judges = Judge.objects.in_bulk([m.judge_id for m in members])
+    planned: dict[str, calls.Planned] = {}
+    sources: list[list[tuple[Criterion, list[_Source]]]] = []
+    for item, (query, item_criteria) in zip(items, criteria, strict=True):
+        sources.append(
+            [(c, _plan(c, query, item, members, judges, planned)) for c in item_criteria]
+        )
+    answered = calls.answer(planned)
+
+    strategy = reward.strategy_named(scoring_strategy(dataset))
+    audit_share = settings.REWARDS_AUDIT_SAMPLE
+    results = []
+    audits = []
+    cache_hits = checks = 0
+    for index, (item, item_sources) in enumerate(zip(items, sources, strict=True)):
+        votes = []
+        audited = []
+        for criterion, vote_sources in item_sources:
+            cast = []
+            for source in vote_sources:
+                if source.check is not None:
+                    checks += 1
+                    cast.append(source.check)
+                    audited.append((criterion, source, source.check, "check"))
+                else:
+                    result = answered.results[source.key]
+                    cache_hits += result.cache_hit
+                    cast.append(_cast(source, result))
+                    origin = "cache" if result.cache_hit else "call"
+                    audited.append((criterion, source, cast[-1], origin))
+            votes.append(
+                reward.CriterionVotes(
+                    criterion.pk,
+                    criterion.checklist_id,
+                    criterion.text,
+                    tuple(cast),
+                    criterion.weight,
+                    criterion.is_core,
+                )
+            )
+        scored = reward.item_reward(
+            votes, method=panel.method, threshold=panel.threshold, strategy=strategy
+        )
+        length = words(item.completion)
+        result = ItemResult(
+            shaped(scored.score, length, shaping), scored.score, scored.failed,
+            scored.undecided, length, scored.criteria,
+        )  # fmt: skip
+        results.append(result)
+        # A sample for audit, not a secret: the ordinary generator is right.
+        if audit_share > 0 and random.random() < audit_share:  # noqa: S311
+            audits.append(_audit(batch, index, criteria[index][0], item, result, audited))
+    RewardAudit.objects.bulk_create(audits, batch_size=100)
+
+    batch.failed_items = sum(r.failed for r in results)
+    batch.calls = answered.made
+    batch.cache_hits = cache_hits
+    batch.checks = checks
+    batch.prompt_tokens = answered.prompt_tokens
+    batch.completion_tokens = answered.completion_tokens
+    batch.cost = answered.cost
+    batch.latency_ms = round((time.monotonic() - started) * 1000)
+    batch.save(update_fields=[*_COUNTS])
+    return BatchResult(batch, results)
+
+
+_COUNTS = (
+    "failed_items", "calls", "cache_hits", "checks", "prompt_tokens", "completion_tokens",
+    "cost", "latency_ms",
+)  # fmt: skip
+
+
+def _members(panel: Panel) -> tuple[MemberSnapshot, ...]:
+    members = snapshot.of_panel(panel).members
+    if not members:
+        raise RefusedInput([Problem(None, "panel", f"Panel “{panel.name}” has no judges.")])
+    external = [m.name for m in members if m.kind == Judge.Kind.EXTERNAL]
+    if external:
+        raise RefusedInput(
+            [
+                Problem(
+                    None,
+                    "panel",
+                    f"Panel “{panel.name}” has external judges (imported verdicts, never "
+                    f"called): {', '.join(external)}. Choose a panel of judges that can grade.",
+                )
+            ]
+        )
+    return members
+
+
+def _criteria(
+    dataset: Dataset, items: Sequence[Item], query_field: str
+) -> list[tuple[Query, list[Criterion]]]:
+    """Each item's query and the criteria it is scored on: those of the query's submitted
+    checklists, enabled and not archived (as runs grade them). Two queries in all."""
+    wanted = {item.query for item in items}
+    queries = {
+        q.external_id: q for q in Query.objects.filter(dataset=dataset, external_id__in=wanted)
+    }
+    by_query = scope.criteria_of([q.pk for q in queries.values()])
+    problems = []
+    found = []
+    for index, item in enumerate(items):
+        query = queries.get(item.query)
+        if query is None:
+            problems.append(
+                Problem(
+                    index,
+                    query_field,
+                    f"No query with external id “{item.query}” in dataset {dataset.pk}.",
+                )
+            )
+            continue
+        if not by_query.get(query.pk):
+            problems.append(
+                Problem(
+                    index,
+                    query_field,
+                    f"Query “{item.query}” has no submitted checklist with criteria to score.",
+                )
+            )
+            continue
+        found.append((query, by_query[query.pk]))
+    refuse_if(problems)
+    return found
+
+
+def _plan(
+    criterion: Criterion,
+    query: Query,
+    item: Item,
+    members: Sequence[MemberSnapshot],
+    judges: dict[int, Judge],
+    planned: dict[str, calls.Planned],
+) -> list[_Source]:
+    """The sources of one criterion's votes on one completion; LLM calls join `planned`
+    by cache key, so an identical call anywhere in the batch is made once."""
+    found = []
+    for member in members:
+        judge = judges[member.judge_id]
+        for sample in range(member.samples):
+            if member.kind == Judge.Kind.NO_LLM:
+                check = offline_verdict(
+                    criterion=criterion.text, kind=criterion.kind, answer=item.completion
+                )
+                vote = Vote(str(member.judge_id), sample, check.outcome)
+                found.append(_Source(member, sample, check=reward.CastVote(vote, check.rationale)))
+                continue
+            endpoint = endpoint_for(judge, member, sample)
+            key = prompts.cache_key(
+                base_url=endpoint.base_url, model=endpoint.model,
+                prompt_version=judge.prompt_version, temperature=endpoint.temperature,
+                max_tokens=endpoint.max_tokens, seed=endpoint.seed, sample=sample,
+                query=query.text, query_date=query.query_date, criterion=criterion.text,
+                answer=item.completion,
+            )  # fmt: skip
+            if key not in planned:
+                # The criterion comes last: the instructions, query and completion are one
+                # prefix for every criterion of the completion (providers' prompt caches).
+                messages = prompts.messages(
+                    query=query.text, query_date=query.query_date, answer=item.completion,
+                    criterion=criterion.text,
+                )  # fmt: skip
+                call = engine.Call(criterion.pk, sample, key, messages, endpoint)
+                planned[key] = calls.Planned(judge, call)
+            found.append(_Source(member, sample, key=key))
+    return found
+
+
+def _cast(source: _Source, result: engine.CallResult) -> reward.CastVote:
+    vote = Vote(str(source.member.judge_id), source.sample, result.outcome)  # type: ignore[arg-type]
+    if result.outcome in calls.DECIDED:
+        return reward.CastVote(vote, result.rationale)
+    if result.outcome == "unparseable":
+        return reward.CastVote(vote, "The judge's output could not be parsed, after retries.")
+    return reward.CastVote(vote, f"The judge call failed ({result.error_kind}): {result.error}")
+
+
+def _audit(
+    batch: RewardBatch,
+    index: int,
+    query: Query,
+    item: Item,
+    result: ItemResult,
+    audited: list[tuple[Criterion, _Source, reward.CastVote, str]],
+) -> RewardAudit:
+    """The sampled item with every vote: who cast it, what it said and where it came from
+    ("check", "cache" or "call")."""
+    votes: dict[int, list[dict[str, object]]] = {}
+    for criterion, source, cast, origin in audited:
+        votes.setdefault(criterion.pk, []).append(
+            {
+                "judge": source.member.judge_id,
+                "sample": source.sample,
+                "outcome": cast.vote.outcome,
+                "rationale": cast.rationale,
+                "source": origin,
+            }
+        )
+    verdicts = [
+        {"criterion": c.criterion_id, "outcome": c.outcome, "votes": votes.get(c.criterion_id, [])}
+        for c in result.criteria
+    ]
+    return RewardAudit(
+        batch=batch, item=index, query=query, completion=item.completion,
+        reward=result.reward, failed=result.failed, verdicts=verdicts,
+    )  # fmt: skip
