@@ -150,6 +150,39 @@ if TESTING:
     # Hashing dominates login-heavy tests; the algorithm is irrelevant to what they check.
     PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
+# --- Single sign-on (OpenID Connect) -------------------------------------------------------
+# Off unless OIDC_ENABLED: then the login page offers "Sign in with …" beside the password
+# form, and people are matched to accounts by their verified email (accounts/sso.py,
+# docs/operations.md#single-sign-on). mozilla-django-oidc reads the OIDC_RP_* and OIDC_OP_*
+# names; the endpoints come from OIDC_ISSUER's discovery document unless set one by one.
+OIDC_ENABLED = envbool("OIDC_ENABLED", False)
+OIDC_ISSUER = os.environ.get("OIDC_ISSUER", "")
+OIDC_RP_CLIENT_ID = os.environ.get("OIDC_CLIENT_ID", "")
+OIDC_RP_CLIENT_SECRET = envsecret("OIDC_CLIENT_SECRET", "") or ""
+OIDC_LOGIN_LABEL = os.environ.get("OIDC_LOGIN_LABEL", "Sign in with single sign-on")
+# Empty: any address the provider vouches for; else only these domains ("example.com").
+OIDC_ALLOWED_EMAIL_DOMAINS = [d.lower().lstrip("@") for d in envlist("OIDC_ALLOWED_EMAIL_DOMAINS")]
+# Some providers (Microsoft Entra ID) send no email_verified claim: turn this off only for
+# a provider whose addresses are all its own, or anyone could claim an admin's address.
+OIDC_REQUIRE_VERIFIED_EMAIL = envbool("OIDC_REQUIRE_VERIFIED_EMAIL", True)
+OIDC_OP_AUTHORIZATION_ENDPOINT = os.environ.get("OIDC_AUTHORIZATION_ENDPOINT") or None
+OIDC_OP_TOKEN_ENDPOINT = os.environ.get("OIDC_TOKEN_ENDPOINT") or None
+OIDC_OP_USER_ENDPOINT = os.environ.get("OIDC_USERINFO_ENDPOINT") or None
+OIDC_OP_JWKS_ENDPOINT = os.environ.get("OIDC_JWKS_ENDPOINT") or None
+OIDC_RP_SIGN_ALGO = "RS256"
+OIDC_RP_SCOPES = "openid email profile"
+OIDC_USE_PKCE = True
+OIDC_TIMEOUT = envint("OIDC_TIMEOUT", 10)  # seconds for each request to the provider
+OIDC_AUTHENTICATION_CALLBACK_URL = "oidc-callback"
+if OIDC_ENABLED:
+    if not (OIDC_ISSUER and OIDC_RP_CLIENT_ID and OIDC_RP_CLIENT_SECRET):
+        raise ImproperlyConfigured(
+            "OIDC_ENABLED needs OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET "
+            "(or OIDC_CLIENT_SECRET_FILE); see docs/operations.md#single-sign-on."
+        )
+    # Before guardian's: it answers the sign-in callback only, and nothing else.
+    AUTHENTICATION_BACKENDS.insert(-1, "accounts.sso.SsoBackend")
+
 # --- Internationalisation -------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = os.environ.get("TIME_ZONE", "UTC")

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 from csp.decorators import csp_update
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from accounts.views.login import LoginView
 from annotation.views.datasets import home
 from config.favicon import favicon
 from config.health import healthz, livez
@@ -16,7 +18,7 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("livez", livez, name="livez"),
     path("favicon.ico", favicon, name="favicon"),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path(
         "accounts/password/",
@@ -48,3 +50,6 @@ urlpatterns = [
     ),
     path("admin/", admin.site.urls),
 ]
+if settings.OIDC_ENABLED:
+    # Single sign-on (accounts/sso.py): no such URL at all while it is off.
+    urlpatterns.append(path("accounts/oidc/", include("accounts.sso_urls")))
