@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from accounts.models import ROLE_CHOICES, ApiToken
 from accounts.services import Refused
+from annotation import roles
 from annotation.models import Dataset
 from annotation.selectors import datasets_for_user
 
@@ -96,6 +97,11 @@ class TokenForm(forms.Form):
     def __init__(self, *args, user, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.fields["datasets"].queryset = datasets_for_user(user).order_by("name")
+        if not datasets_for_user(user, roles.CHANGE).exists():
+            # Only a dataset's admins make rewards tokens: not offered to anyone else.
+            scope = self.fields["scope"]
+            scope.choices = [c for c in scope.choices if c[0] != ApiToken.Scope.REWARDS]
+            scope.help_text = "Read only refuses every request that would change something."
 
     def token_fields(self) -> dict[str, object]:
         """The cleaned data as accounts.services.api_token_create takes it."""

@@ -140,7 +140,8 @@ def access_dataset_for_new_query(user: AnyUser, pk: int) -> Dataset:
     """The dataset, if the user may add queries to it: 404 for non-members, 403 otherwise."""
     dataset = access_dataset(user, pk)
     if not can_create_queries(dataset, dataset_permissions(user, dataset)):
-        raise PermissionDenied("Only dataset admins may add queries to this dataset.")
+        who = "admins and experts" if dataset.experts_create_queries else "admins"
+        raise PermissionDenied(f"Only the dataset's {who} may add queries to this dataset.")
     return dataset
 
 

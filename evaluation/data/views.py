@@ -75,7 +75,11 @@ def dataset_import(request: HttpRequest) -> HttpResponse:
     administered = selectors.datasets_for_user(user, roles.CHANGE).order_by("name")
     may_create = user.has_perm("annotation.add_dataset")
     if not may_create and not administered.exists():
-        raise PermissionDenied("Only admins import datasets.")
+        raise PermissionDenied(
+            "Importing needs the Admin role site-wide (the Admin group), to import a new "
+            "dataset, or the admin role on a dataset, to import into it: ask a site "
+            "administrator, or one of a dataset's admins."
+        )
     form = ImportForm(
         request.POST or None, request.FILES or None, datasets=administered,
         may_create=may_create, initial=_import_initial(request, administered, may_create),

@@ -82,7 +82,8 @@ document.addEventListener("change", (event) => {
 // by then: they go, and the request's own answer is the one thing left to read.
 document.addEventListener("htmx:beforeRequest", (event) => {
   if (event.detail.elt.closest?.("form[data-clears-messages]")) {
-    document.querySelectorAll("#main > .messages").forEach((list) => list.remove());
+    // base.html's live region of messages (a <div role=status> around their list).
+    document.querySelectorAll("#main > .messages").forEach((region) => region.remove());
   }
 });
 

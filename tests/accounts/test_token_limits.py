@@ -192,3 +192,13 @@ def test_the_account_page_makes_a_limited_expiring_token(client, owner, dataset,
     assert refused.status_code == 400
     assert "choose the ones it may score for" in refused.content.decode()
     assert ApiToken.objects.count() == 1
+
+
+def test_rewards_tokens_are_offered_to_dataset_admins_alone(client, collaborator, dataset):
+    client.force_login(collaborator)  # an expert of the dataset, admin of none
+    page = client.get(reverse("account")).content.decode()
+    assert 'value="rewards"' not in page
+    refused = client.post(
+        reverse("token-create"), {"name": "t", "scope": "rewards", "datasets": [dataset.pk]}
+    )
+    assert refused.status_code == 400 and not ApiToken.objects.exists()

@@ -62,7 +62,8 @@ def test_the_import_page_says_its_own_reason_not_the_datasets(client, collaborat
     response = client.get(reverse("dataset-import"))
     assert response.status_code == 403
     text = _text(response)
-    assert "Only admins import datasets." in text and DATASET_ROLE not in text
+    assert "Importing needs the Admin role site-wide" in text and DATASET_ROLE not in text
+    assert "or the admin role on a dataset, to import into it" in text
 
 
 def test_a_dataset_page_names_the_role_it_needs_on_the_dataset(client, dataset, collaborator):
@@ -184,6 +185,53 @@ def test_an_empty_dataset_says_what_to_do_next(client, dataset, owner, collabora
     assert "Add the first query" in text and reverse("dataset-import") not in text
     text = _text(client.get(url, {"q": "nothing like this"}))
     assert "No query matches these filters." in text and "No queries yet." not in text
+
+
+def _empty_note(response) -> str:
+    """The text of the page's empty state (`data-empty`)."""
+    return _text(response).split("data-empty", 1)[1].split("</", 1)[0]
+
+
+def test_an_empty_datasets_other_pages_say_what_to_do_next(client, dataset, owner, reviewer):
+    dataset_set_role(dataset=dataset, user=reviewer, role=roles.DatasetRole.REVIEWER)
+    runs = reverse("dataset-runs", args=[dataset.pk])
+
+    def page(name, **params):
+        return client.get(reverse(name, args=[dataset.pk]), params)
+
+    client.force_login(owner)
+    queue = _empty_note(page("review-queue"))
+    assert runs in queue and "Start a run" in queue
+    assert runs in _text(page("analytics-criteria")).split("data-empty")[1]
+    assert "Upload the systems' answers below" in _empty_note(page("dataset-answers"))
+    progress = _text(page("dataset-progress")).split("data-empty")[1]
+    assert reverse("query-create", args=[dataset.pk]) in progress
+    assert "start one below" in _empty_note(page("dataset-cross-evaluation"))
+    filtered = _empty_note(page("review-queue", q="nothing like this"))
+    assert "Nothing matches these filters." in filtered
+    client.force_login(reviewer)
+    assert "The dataset's admins start runs." in _empty_note(page("review-queue"))
+    assert "The dataset's admins upload" in _empty_note(page("dataset-answers"))
+    assert "start one below" not in _empty_note(page("dataset-cross-evaluation"))
+
+
+def test_a_site_admin_without_datasets_is_told_to_make_one(client, owner):
+    client.force_login(owner)  # of the Admin group, on no dataset
+    text = _text(client.get(reverse("home"))).split("data-empty", 1)[1]
+    assert reverse("dataset-create") in text and reverse("dataset-import") in text
+
+
+def test_a_dataset_admin_outside_the_admin_group_is_not_sent_to_the_judges(
+    client, dataset, collaborator, owner
+):
+    dataset_set_role(dataset=dataset, user=collaborator, role=roles.DatasetRole.ADMIN)
+    client.force_login(collaborator)  # of the Expert group: judges and panels refuse them
+    text = _text(client.get(reverse("dataset-runs", args=[dataset.pk])))
+    assert "Start a run" in text and "set up by the site's Admin group" in text
+    assert reverse("judge-list") not in text and reverse("panel-list") not in text
+    client.force_login(owner)
+    text = _text(client.get(reverse("dataset-runs", args=[dataset.pk])))
+    assert reverse("judge-list") in text and reverse("panel-list") in text
 
 
 # --- Panel form ---------------------------------------------------------------------------------
