@@ -1,0 +1,1 @@
+"""`python -m bench.rewards`: the reward endpoint against its bound and a bare openai client."""

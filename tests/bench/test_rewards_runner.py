@@ -1,0 +1,48 @@
+"""The rewards benchmark runs end to end on a tiny workload, so it cannot rot: its own
+database, the loopback judge in its own process, the reward endpoint and the bare client,
+the figures printed. No timing is asserted; docs/benchmarks.md holds the measured figures."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from django.conf import settings
+
+from bench.rewards.cli import bound_seconds, percentile
+from tests.bench.test_judge_throughput_runner import bench_database_url
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_runner_scores_tiny_batches_and_prints_its_figures(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_VERSION"}
+    env["VAR_DIR"] = str(tmp_path)
+    url = bench_database_url(tmp_path).replace("bench-judge", "bench-rewards")
+    url = url.replace("/bench_", "/bench_rewards_")
+    command = [
+        sys.executable, "-m", "bench.rewards", "--completions", "6", "--criteria", "4",
+        "--latency", "0.01", "--concurrency", "8", "--batches", "2",
+        "--database-url", url, "--broker-url", settings.CELERY_BROKER_URL,
+    ]  # fmt: skip
+    done = subprocess.run(
+        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    out = done.stdout
+    assert done.returncode == 0, out + done.stderr[-3000:]
+    assert "6 completions × 4 criteria × 1 judge = 24 calls per batch" in out
+    # 2 batches of 24 calls and a warm-up of 6 × 4: every call made once, none cached.
+    assert "app: 12 rewards, 0 failed; server calls 72," in out
+    assert "bare: server calls 56," in out  # its warm-up is 8 calls
+    for figure in ("app: rewards/s", "app: time over bound", "bare: rewards/s", "app/bare time:"):
+        assert re.search(rf"^{figure} \S*\d", out, re.MULTILINE), (figure, out)
+
+
+def test_the_bound_counts_waves_of_c_calls():
+    assert bound_seconds(calls=5120, concurrency=256, latency=0.2) == 4.0
+    assert bound_seconds(calls=5121, concurrency=256, latency=0.2) == 4.2
+    assert percentile([3.0, 1.0, 2.0], 0.5) == 2.0
+    assert percentile([3.0, 1.0, 2.0], 0.95) == 3.0
