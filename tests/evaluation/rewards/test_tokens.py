@@ -8,6 +8,7 @@ from rest_framework.test import APIClient
 
 from accounts.models import ApiToken
 from accounts.services.tokens import api_token_create
+from annotation import services as annotation_services
 from evaluation.models import RewardBatch
 from tests.evaluation.rewards.conftest import native
 
@@ -38,3 +39,15 @@ def test_the_quota_counts_per_token(owner, owner_api, dataset, checklisted, pane
     assert recorded == [
         (owner.pk, first_token.pk), (owner.pk, second_token.pk), (owner.pk, None)
     ]  # fmt: skip
+
+
+def test_a_rewards_token_of_another_dataset_is_refused(owner, dataset, checklisted, panel):
+    other = annotation_services.dataset_create(name="Other dataset", by=owner)
+    client, _ = token_client(owner, other, "trainer for the other dataset")
+    refused = client.post(URL, native(dataset, panel, "a"), format="json")
+    assert refused.status_code == 403
+    assert "limited to other datasets" in refused.json()["detail"]
+    assert not RewardBatch.objects.exists()
+    # Its own dataset's reward routes are all it reaches: the trainer shapes too.
+    elsewhere = client.get(f"/api/datasets/{other.pk}/")
+    assert elsewhere.status_code == 403 and "rewards only" in elsewhere.json()["detail"]
