@@ -1,17 +1,47 @@
 from __future__ import annotations
 
+from decimal import Decimal
+
 from django import forms
 from django.contrib.auth import get_user_model
 
-from annotation.models import Citation, Criterion, Dataset, Query, QueryCategory, SourceType
+from annotation.models import (
+    Citation,
+    Criterion,
+    CriterionGroup,
+    Dataset,
+    Query,
+    QueryCategory,
+    SourceType,
+    query_dimensions_problem,
+)
 from annotation.services.datasets import DATASET_SETTINGS
 from annotation.validation import RULES
+from config import limits
 
 
 class DatasetForm(forms.ModelForm):
     class Meta:
         model = Dataset
         fields = list(DATASET_SETTINGS)
+
+    # The scoring settings (issue 23) are optional on the form: a form that leaves them out
+    # (an older page, a script) keeps the dataset's current ones.
+    _KEEP = ("scoring", "blend_weight")
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        for name in self._KEEP:
+            self.fields[name].required = False
+
+    def clean(self) -> dict:
+        cleaned = super().clean()
+        for name in self._KEEP:
+            if cleaned.get(name) in (None, ""):
+                cleaned[name] = (
+                    getattr(self.instance, name) or Dataset._meta.get_field(name).get_default()
+                )
+        return cleaned
 
 
 class QueryForm(forms.ModelForm):
@@ -28,12 +58,59 @@ class QueryForm(forms.ModelForm):
             "query_date": forms.DateInput(attrs={"type": "date"}),
         }
 
+    def __init__(self, *args: object, dataset: Dataset | None = None, **kwargs: object) -> None:
+        """One field per dimension the dataset declares (issue 23): a choice among its
+        allowed values, or free text when it allows any; `cleaned_data["dimensions"]`
+        gathers them ({name: value}, an empty field left out)."""
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.dataset = dataset or (self.instance.dataset if self.instance.dataset_id else None)
+        declared = (self.dataset.dimensions or {}) if self.dataset else {}
+        current = self.instance.dimensions or {}
+        self.dimension_fields: dict[str, str] = {}
+        for n, (name, allowed) in enumerate(sorted(declared.items())):
+            key = f"dimension_{n}"
+            self.dimension_fields[key] = name
+            label = f"Dimension: {name}"
+            if allowed:
+                self.fields[key] = forms.ChoiceField(
+                    label=label, required=False, choices=[("", "—"), *((v, v) for v in allowed)],
+                    help_text=f"One of the dataset's values for {name}; empty for none.",
+                )  # fmt: skip
+            else:
+                self.fields[key] = forms.CharField(
+                    label=label, required=False, max_length=200,
+                    help_text=f"Any value for {name}; empty for none.",
+                )  # fmt: skip
+            self.initial.setdefault(key, current.get(name, ""))
+
     def clean_tags(self) -> list[str]:
         names = [t.strip() for t in self.cleaned_data["tags"].split(",") if t.strip()]
         too_long = [n for n in names if len(n) > 60]
         if too_long:
             raise forms.ValidationError(f"Tags are at most 60 characters: {too_long[0]!r}.")
         return names
+
+    def clean(self) -> dict:
+        cleaned = super().clean()
+        values = {}
+        for key, name in self.dimension_fields.items():
+            value = (cleaned.pop(key, "") or "").strip()
+            if value:
+                values[name] = value
+        declared = (self.dataset.dimensions or {}) if self.dataset else {}
+        problem = query_dimensions_problem(declared, values)
+        if problem:
+            raise forms.ValidationError(problem)
+        cleaned["dimensions"] = values
+        return cleaned
+
+    def _post_clean(self) -> None:
+        # The model's clean() checks the dimensions against the dataset's declared ones:
+        # a new query has no dataset yet on its instance.
+        if self.dataset is not None and not self.instance.dataset_id:
+            self.instance.dataset = self.dataset
+        self.instance.dimensions = self.cleaned_data.get("dimensions", {})
+        super()._post_clean()
 
 
 class QueryFilterForm(forms.Form):
@@ -88,6 +165,30 @@ class CriterionForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         if source_types is not None:  # the editor passes one list for all rows: no query each
             self.fields["source_types"].queryset = source_types
+
+
+class GroupForm(forms.Form):
+    """A group of the editor: its parent is one of the same checklist's groups (`parents`);
+    the service refuses a cycle (annotation.services.groups)."""
+
+    title = forms.CharField(max_length=300)
+    description = forms.CharField(required=False, max_length=limits.CRITERION_NOTES)
+    weight = forms.DecimalField(max_digits=6, decimal_places=2, min_value=Decimal("0.01"))
+    parent = forms.ModelChoiceField(queryset=CriterionGroup.objects.none(), required=False)
+
+    def __init__(self, *args: object, checklist_id: int, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.fields["parent"].queryset = CriterionGroup.objects.filter(checklist_id=checklist_id)
+
+
+class GroupChoiceForm(forms.Form):
+    """Which group of the checklist a criterion goes into; empty for none."""
+
+    group = forms.ModelChoiceField(queryset=CriterionGroup.objects.none(), required=False)
+
+    def __init__(self, *args: object, checklist_id: int, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.fields["group"].queryset = CriterionGroup.objects.filter(checklist_id=checklist_id)
 
 
 class NewCriterionForm(forms.ModelForm):

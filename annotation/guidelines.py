@@ -7,6 +7,7 @@ and picks the guideline version that applies to a dataset.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from decimal import Decimal
 
 from annotation.models import Checklist, Criterion, Dataset, Guideline
 from annotation.seeds import FINANCE_GUIDELINE
@@ -52,12 +53,15 @@ def criterion_values_input(
     notes: str,
     source_types: Iterable[str],
     citations: Iterable[CitationInput],
+    weight: float | Decimal,
+    in_group: bool | None,
 ) -> CriterionInput:
     """What the rules read of one criterion, from plain values. The editor (stored or
     unsaved criteria, below) and the dataset import (file rows) both come through here, so
     the rules see the same fields from each: every argument is required, and the notes,
     where an author justifies an override (`override fact-anchor: …`), cannot be left out
-    by one caller and honoured by the other."""
+    by one caller and honoured by the other. `weight` is negative for a penalty (the
+    penalty-wording rule); `in_group` None when the caller does not know (criterion-in-group)."""
     return CriterionInput(
         key=key,
         text=text,
@@ -65,6 +69,8 @@ def criterion_values_input(
         source_types=tuple(source_types),
         citations=tuple(citations),
         notes=notes,
+        weight=float(weight),
+        in_group=in_group,
     )
 
 
@@ -76,6 +82,9 @@ def _criterion_input(key: str, criterion, source_types, citations) -> CriterionI
         notes=criterion.notes,
         source_types=(st.slug for st in source_types),
         citations=(_citation_input(c) for c in citations),
+        weight=criterion.weight,
+        # A stored criterion knows its group; unsaved data (a payload) does not say.
+        in_group=criterion.group_id is not None if isinstance(criterion, Criterion) else None,
     )
 
 

@@ -103,6 +103,47 @@ class LabelPolicy(models.TextChoices):
     UNCERTAIN = "uncertain", "The answers the judges are least certain about"
 
 
+class Scoring(models.TextChoices):
+    """How a checklist's verdicts become its score (evaluation.metrics.rubrics,
+    docs/metrics.md#scoring-strategies)."""
+
+    SHARE = "share", "Share of criteria passed"
+    WEIGHTED = "weighted", "Weighted share"
+    CONCEPT = "concept", "Concept: criteria met / all criteria"
+    ASPECT = "aspect", "Aspect: groups fully met / all groups"
+    BLEND = "blend", "Blend of concept and aspect"
+    TREE = "tree", "Weighted tree of groups"
+    POINTS = "points", "Points with penalties"
+
+
+def dimensions_problem(dimensions: object) -> str | None:
+    """What is wrong with a dataset's declared dimensions ({name: [allowed values]}; an
+    empty list allows any value), or None."""
+    if not isinstance(dimensions, dict):
+        return 'Expected an object such as {"answer_type": ["number", "text"]}.'
+    for name, values in dimensions.items():
+        if not name or len(name) > 60:
+            return "A dimension's name has 1 to 60 characters."
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            return f"Dimension {name!r}: expected a list of allowed values (text)."
+    return None
+
+
+def query_dimensions_problem(declared: dict, values: object) -> str | None:
+    """What is wrong with a query's dimension values against its dataset's declared ones."""
+    if not isinstance(values, dict):
+        return 'Expected an object such as {"answer_type": "number"}.'
+    for name, value in values.items():
+        if name not in declared:
+            known = ", ".join(sorted(declared)) or "none"
+            return f"Unknown dimension {name!r}; the dataset declares: {known}."
+        if not isinstance(value, str):
+            return f"Dimension {name!r}: the value is text."
+        if declared[name] and value not in declared[name]:
+            return f"Dimension {name!r}: {value!r} is not one of {', '.join(declared[name])}."
+    return None
+
+
 class Dataset(models.Model):
     name = models.CharField(max_length=200, unique=True)
     description = models.TextField(blank=True, max_length=limits.DATASET_DESCRIPTION)
@@ -149,6 +190,21 @@ class Dataset(models.Model):
         help_text="An answer passes when its score (share of criteria passed, 0–1) reaches "
         "this value; empty for no pass/fail line.",
     )
+    scoring = models.CharField(
+        max_length=20,
+        choices=Scoring.choices,
+        default=Scoring.SHARE,
+        help_text="How a checklist's verdicts become its score; a checklist may override it.",
+    )
+    blend_weight = models.FloatField(
+        default=0.7,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="For the blend strategy: w in w × concept + (1 - w) × aspect.",
+    )
+    # The named dimensions queries are described along (file type, answer type, ...), each
+    # with its allowed values: {"answer_type": ["number", "text"], "sources": []}; an empty
+    # list allows any value. Analytics break scores down by each (docs/metrics.md).
+    dimensions = models.JSONField(default=dict, blank=True)
     label_policy = models.CharField(
         max_length=20,
         choices=LabelPolicy.choices,
@@ -181,6 +237,13 @@ class Dataset(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        if self.dimensions is None:  # an empty field of the settings form
+            self.dimensions = {}
+        problem = dimensions_problem(self.dimensions)
+        if problem:
+            raise ValidationError({"dimensions": problem})
 
 
 # Direct foreign-key permission tables: guardian joins on an integer column instead of a
@@ -229,6 +292,8 @@ class Query(models.Model):
         "empty, the graded view uses the query's perfect answers.",
     )
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.OPEN)
+    # The query's value on each of its dataset's dimensions, as text: {"answer_type": "number"}.
+    dimensions = models.JSONField(default=dict, blank=True)
     assigned_experts = models.ManyToManyField(
         settings.AUTH_USER_MODEL, blank=True, related_name="assigned_queries"
     )
@@ -258,6 +323,12 @@ class Query(models.Model):
     def __str__(self) -> str:
         return self.text[:80]
 
+    def clean(self) -> None:
+        if self.dimensions and self.dataset_id:
+            problem = query_dimensions_problem(self.dataset.dimensions, self.dimensions)
+            if problem:
+                raise ValidationError({"dimensions": problem})
+
 
 class Checklist(models.Model):
     class Status(models.TextChoices):
@@ -277,6 +348,12 @@ class Checklist(models.Model):
         on_delete=models.PROTECT,
         related_name="checklists",
         help_text="The guideline version the checklist was last validated under on submit.",
+    )
+    scoring = models.CharField(
+        max_length=20,
+        choices=Scoring.choices,
+        blank=True,
+        help_text="How this checklist is scored; empty: the dataset's strategy.",
     )
     first_submitted_at = models.DateTimeField(null=True, blank=True)
     submitted_at = models.DateTimeField(null=True, blank=True)
@@ -325,6 +402,43 @@ class ChecklistEvent(models.Model):
         )
 
 
+class CriterionGroup(models.Model):
+    """A group of a checklist's criteria (an aspect, or a node of a weighted rubric tree).
+    Groups nest to any depth through `parent`, always within one checklist (refused
+    otherwise by annotation.services.groups and the import); a criterion is in at most one
+    group. Scoring reads the tree (evaluation.metrics.rubrics)."""
+
+    checklist = models.ForeignKey(Checklist, on_delete=models.CASCADE, related_name="groups")
+    # Your own id for the group, unique in its checklist (see Query.external_id).
+    external_id = models.CharField(max_length=200, blank=True)
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="children"
+    )
+    title = models.CharField(max_length=300)
+    description = models.TextField(blank=True, max_length=limits.CRITERION_NOTES)
+    weight = models.DecimalField(
+        max_digits=6,
+        decimal_places=2,
+        default=1,
+        help_text="Its weight among its siblings (the tree strategy); always positive.",
+    )
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["checklist_id", "position", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["checklist", "external_id"],
+                condition=~models.Q(external_id=""),
+                name="group_external_id_unique_in_checklist",
+            ),
+            models.CheckConstraint(condition=models.Q(weight__gt=0), name="group_weight_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title[:80]
+
+
 class CriterionQuerySet(models.QuerySet):
     def active(self) -> CriterionQuerySet:
         """Criteria as the checklist stands now: archived ones (deleted or reworded while they
@@ -353,7 +467,17 @@ class Criterion(models.Model):
     kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.FACT)
     source_types = models.ManyToManyField(SourceType, blank=True, related_name="criteria")
     notes = models.TextField(blank=True, max_length=limits.CRITERION_NOTES)
+    # Negative for a penalty: a pitfall the answer should avoid ("Recommends a drug the
+    # patient is allergic to"); met when the answer does it, like any criterion.
     weight = models.DecimalField(max_digits=6, decimal_places=2, default=1)
+    group = models.ForeignKey(
+        CriterionGroup,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="criteria",
+        help_text="The group (aspect) the criterion belongs to; empty for none.",
+    )
     is_core = models.BooleanField(default=True, help_text="Core, or supplementary.")
     scoring_enabled = models.BooleanField(
         default=True, help_text="Disabled criteria stay in the checklist but are not scored."
@@ -391,6 +515,10 @@ class Criterion(models.Model):
 
     def __str__(self) -> str:
         return self.text[:80]
+
+    @property
+    def is_penalty(self) -> bool:
+        return self.weight < 0
 
 
 class Citation(models.Model):

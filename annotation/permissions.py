@@ -14,7 +14,7 @@ from django.http import Http404
 from guardian.core import ObjectPermissionChecker
 
 from annotation import roles
-from annotation.models import Checklist, Citation, Criterion, Dataset, Query
+from annotation.models import Checklist, Citation, Criterion, CriterionGroup, Dataset, Query
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -203,6 +203,18 @@ def access_criterion(user: AnyUser, pk: int, *, edit: bool = False) -> Criterion
     criterion = Criterion.objects.get(pk=pk)
     criterion.checklist = checklist  # reuse the loaded checklist, query and dataset
     return criterion
+
+
+def access_group(user: AnyUser, pk: int, *, edit: bool = False) -> CriterionGroup:
+    """A checklist's group, by the rules of its checklist (blind reads, author-only edits)."""
+    try:
+        checklist_id = CriterionGroup.objects.values_list("checklist_id", flat=True).get(pk=pk)
+    except (CriterionGroup.DoesNotExist, ValueError, TypeError):
+        raise Http404("No such group.") from None
+    checklist = access_checklist(user, checklist_id, edit=edit)
+    group = CriterionGroup.objects.get(pk=pk)
+    group.checklist = checklist
+    return group
 
 
 def access_citation(user: AnyUser, pk: int, *, edit: bool = False) -> Citation:

@@ -10,7 +10,7 @@ from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
 from guardian.shortcuts import get_objects_for_user, get_users_with_perms
 
 from annotation import roles
-from annotation.models import Checklist, Criterion, Dataset, Query
+from annotation.models import Checklist, Criterion, CriterionGroup, Dataset, Query
 from annotation.permissions import LIMITED_DATASETS_ATTRIBUTE
 
 if TYPE_CHECKING:
@@ -132,7 +132,8 @@ def checklist_for_editor(checklist_pk: int) -> Checklist:
                 queryset=Criterion.objects.active()
                 .prefetch_related("source_types", "citations__source_type", "formality_advice")
                 .order_by("position", "id"),
-            )
+            ),
+            Prefetch("groups", queryset=CriterionGroup.objects.order_by("position", "id")),
         )
         .get(pk=checklist_pk)
     )

@@ -141,6 +141,12 @@ def _copy(cursor, table: str, columns: tuple[str, ...], rows: Iterator[tuple]) -
     return n
 
 
+# An answer's conversation, retrieved context and metadata (issue 24): empty, as for a
+# plain answer. COPY applies no Django default.
+AGENT_COLUMNS = ("turns", "context", "metadata")
+AGENT_VALUES = ("[]", "[]", "{}")
+
+
 def _truth(answer_id: int, criterion_id: int, salt: int) -> str:
     """The item's "true" label: fixed by the ids and seed, so votes and labels agree on it."""
     return "pass" if (answer_id * 7919 + criterion_id * 104729 + salt) % 100 < 62 else "fail"
@@ -245,8 +251,8 @@ def seed(preset_name: str, *, seed_value: int = 14, out=sys.stdout) -> dict:
             ))  # fmt: skip
         # COPY applies no Django default: every NOT NULL column is named.
         columns = ("id", "dataset_id", "text", "query_date", "category_id", "reference_answer",
-                   "status", "created_at", "external_id", "complexity")  # fmt: skip
-        _copy(cursor, "annotation_query", columns, iter(query_rows))
+                   "status", "created_at", "external_id", "complexity", "dimensions")  # fmt: skip
+        _copy(cursor, "annotation_query", columns, ((*row, "{}") for row in query_rows))
         say(f"{len(query_rows):,} queries")
 
         checklists: dict[int, list[int]] = {}  # query id -> checklist ids
@@ -257,9 +263,10 @@ def seed(preset_name: str, *, seed_value: int = 14, out=sys.stdout) -> dict:
                 pk = ids["annotation_checklist"].take()
                 checklists[q].append(pk)
                 checklist_rows.append((pk, q, expert.pk, "submitted", now, now, now, now))
+        # scoring "": the dataset's strategy.
         _copy(cursor, "annotation_checklist", ("id", "query_id", "author_id", "status",
-              "first_submitted_at", "submitted_at", "created_at", "updated_at"),
-              iter(checklist_rows))  # fmt: skip
+              "first_submitted_at", "submitted_at", "created_at", "updated_at", "scoring"),
+              ((*row, "") for row in checklist_rows))  # fmt: skip
         say(f"{len(checklist_rows):,} checklists")
 
         criteria: dict[int, list[int]] = {}  # checklist id -> criterion ids
@@ -309,8 +316,8 @@ def seed(preset_name: str, *, seed_value: int = 14, out=sys.stdout) -> dict:
                 )  # fmt: skip
                 answer_rows.append((pk, system.pk, q, text, f"{system.name}-{q}", "", "", now, now))
         _copy(cursor, "evaluation_answer", ("id", "system_id", "query_id", "text", "external_id",
-              "run_label", "draft_prompt_version", "created_at", "updated_at"),
-              iter(answer_rows))  # fmt: skip
+              "run_label", "draft_prompt_version", "created_at", "updated_at", *AGENT_COLUMNS),
+              ((*row, *AGENT_VALUES) for row in answer_rows))  # fmt: skip
         say(f"{len(answer_rows):,} answers")
 
         # The run: every answer to the first run_queries queries, by every judge.
@@ -464,7 +471,7 @@ def _cross_evaluation(
     assert run_label  # the app's label format is "perfect:<checklist id>"
     _copy(cursor, "evaluation_answer", ("id", "system_id", "query_id", "text", "external_id",
           "run_label", "checklist_id", "author_id", "draft_prompt_version", "created_at",
-          "updated_at"), iter(rows))  # fmt: skip
+          "updated_at", *AGENT_COLUMNS), ((*row, *AGENT_VALUES) for row in rows))  # fmt: skip
     panel, _ = Panel.objects.get_or_create(name="bench cross-evaluation panel")
     PanelMember.objects.get_or_create(panel=panel, judge=judge)
     run = Run.objects.create(
@@ -532,6 +539,9 @@ def _delete_dataset(cursor, dataset_id: int) -> None:
         f"DELETE FROM annotation_citation WHERE criterion_id IN ({criteria})",
         f"DELETE FROM evaluation_answer WHERE id IN ({answers})",
         f"DELETE FROM annotation_criterion WHERE id IN ({criteria})",
+        "DELETE FROM annotation_criteriongroup WHERE checklist_id IN (SELECT k.id FROM "
+        "annotation_checklist k JOIN annotation_query q ON q.id = k.query_id "
+        "WHERE q.dataset_id = %s)",
         "DELETE FROM annotation_checklistevent WHERE checklist_id IN (SELECT k.id FROM "
         "annotation_checklist k JOIN annotation_query q ON q.id = k.query_id "
         "WHERE q.dataset_id = %s)",

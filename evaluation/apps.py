@@ -17,6 +17,7 @@ class EvaluationConfig(AppConfig):
         # answers move through these receivers (evaluation.kept.receivers).
         from evaluation.alerts import receivers as alerts_receivers  # noqa: F401
         from evaluation.analytics import receivers as analytics_receivers  # noqa: F401
+        from evaluation.criterion_checks import receivers as check_receivers  # noqa: F401
         from evaluation.cross_evaluation import receivers  # noqa: F401
         from evaluation.kept import receivers as kept_receivers
 

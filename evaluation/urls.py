@@ -11,6 +11,7 @@ from evaluation.agreement import views as agreement_views
 from evaluation.alerts import views as alerts_views
 from evaluation.analytics import api as analytics_api
 from evaluation.analytics import views as analytics_views
+from evaluation.criterion_checks import views as criterion_check_views
 from evaluation.cross_evaluation import api as cross_evaluation_api
 from evaluation.cross_evaluation import views as cross_evaluation_views
 from evaluation.data import answers_api, review_imports_api
@@ -27,6 +28,7 @@ from evaluation.runs import views as runs_views
 from evaluation.schedules import views as schedules_views
 
 urlpatterns = [
+    path("criteria/<int:pk>/check/", criterion_check_views.criterion_check, name="criterion-check"),
     path("datasets/<int:pk>/review/", review_views.review_queue, name="review-queue"),
     path("datasets/<int:pk>/review/assign/", review_views.review_assign, name="review-assign"),
     path("datasets/<int:pk>/review/next/", review_views.review_next, name="review-next"),

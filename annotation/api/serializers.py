@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -9,11 +11,13 @@ from annotation.models import (
     Checklist,
     Citation,
     Criterion,
+    CriterionGroup,
     Dataset,
     Guideline,
     Query,
     QueryCategory,
     SourceType,
+    query_dimensions_problem,
 )
 from annotation.services.checklists import CitationData, CriterionData
 from annotation.services.datasets import DATASET_SETTINGS
@@ -112,10 +116,19 @@ class QuerySerializer(serializers.ModelSerializer):
             "reference_answer",
             "status",
             "assigned_experts",
+            "dimensions",
             "created_by",
             "created_at",
         ]
         read_only_fields = ["id", "external_id", "status", "created_by", "created_at"]
+
+    def validate(self, attrs: dict) -> dict:
+        dataset = attrs.get("dataset") or getattr(self.instance, "dataset", None)
+        if "dimensions" in attrs and dataset is not None:
+            problem = query_dimensions_problem(dataset.dimensions, attrs["dimensions"])
+            if problem:
+                raise serializers.ValidationError({"dimensions": problem})
+        return attrs
 
 
 class QueryWriteSerializer(QuerySerializer):
@@ -168,7 +181,10 @@ class CriterionInputSerializer(serializers.Serializer):
     notes = serializers.CharField(
         required=False, allow_blank=True, default="", max_length=limits.CRITERION_NOTES
     )
-    weight = serializers.DecimalField(max_digits=6, decimal_places=2, min_value=0, default=1)
+    weight = serializers.DecimalField(
+        max_digits=6, decimal_places=2, min_value=Decimal("-9999.99"), default=1,
+        help_text="Negative for a penalty: a pitfall, met when the answer does it.",
+    )  # fmt: skip
     is_core = serializers.BooleanField(default=True)
     citations = CitationSerializer(many=True, required=False)
 
@@ -219,6 +235,7 @@ class CriterionSerializer(serializers.ModelSerializer):
             "source_types",
             "notes",
             "weight",
+            "group",
             "is_core",
             "scoring_enabled",
             "citations",
@@ -248,16 +265,37 @@ class CriterionUpdateSerializer(CriterionInputSerializer):
 
     text = serializers.CharField(max_length=limits.CRITERION_TEXT, required=False)
     kind = serializers.ChoiceField(choices=Criterion.Kind.choices, required=False)
-    weight = serializers.DecimalField(max_digits=6, decimal_places=2, min_value=0, required=False)
+    weight = serializers.DecimalField(
+        max_digits=6, decimal_places=2, min_value=Decimal("-9999.99"), required=False
+    )
+    group = serializers.PrimaryKeyRelatedField(
+        queryset=CriterionGroup.objects.all(), required=False, allow_null=True,
+        help_text="The group (of the same checklist) to move the criterion into; null: none.",
+    )  # fmt: skip
     is_core = serializers.BooleanField(required=False)
     notes = serializers.CharField(
         required=False, allow_blank=True, max_length=limits.CRITERION_NOTES
     )
 
 
+class GroupSerializer(serializers.ModelSerializer):
+    """A group (aspect) of a checklist's criteria; groups nest through `parent`."""
+
+    weight = serializers.DecimalField(
+        max_digits=6, decimal_places=2, min_value=Decimal("0.01"), default=1
+    )
+
+    class Meta:
+        model = CriterionGroup
+        fields = ["id", "checklist", "external_id", "parent", "title", "description", "weight",
+                  "position"]  # fmt: skip
+        read_only_fields = ["id"]
+
+
 class ChecklistSerializer(serializers.ModelSerializer):
     author = serializers.SlugRelatedField(slug_field="username", read_only=True)
     criteria = CriterionSerializer(many=True, read_only=True)
+    groups = GroupSerializer(many=True, read_only=True)
     guideline = serializers.StringRelatedField()
 
     class Meta:
@@ -272,6 +310,8 @@ class ChecklistSerializer(serializers.ModelSerializer):
             "submitted_at",
             "created_at",
             "updated_at",
+            "scoring",
+            "groups",
             "criteria",
         ]
         read_only_fields = fields

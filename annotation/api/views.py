@@ -9,18 +9,29 @@ import dataclasses
 import django_filters
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Prefetch, Q
+from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import APIException, ValidationError
+from rest_framework.exceptions import APIException, MethodNotAllowed, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotation import guidelines, permissions, roles, selectors, services
 from annotation.api import serializers as s
-from annotation.models import Checklist, Criterion, Dataset, Guideline, Query, SourceType
+from annotation.models import (
+    Checklist,
+    Criterion,
+    CriterionGroup,
+    Dataset,
+    Guideline,
+    Query,
+    SourceType,
+)
+from annotation.services import groups
 from annotation.services.checklists import CitationData
 from config.api_filters import IdFilterSet
+from config.ids import parse_id
 from config.pagination import CountlessPagination
 from config.permissions import ModelPermsOrReadOnly
 
@@ -244,7 +255,8 @@ class ChecklistViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
                     queryset=Criterion.objects.active().prefetch_related(
                         "source_types", "citations__source_type", "formality_advice"
                     ),
-                )
+                ),
+                "groups",
             )
             .order_by("id")
         )
@@ -421,6 +433,10 @@ class CriterionViewSet(viewsets.ModelViewSet):
                 weight=v.get("weight"),
                 is_core=v.get("is_core"),
             )
+            if "group" in v:
+                criterion = groups.criterion_set_group(
+                    criterion=criterion, by=request.user, group=v["group"]
+                )
             if "citations" in v:
                 services.criterion_replace_citations(
                     criterion=criterion,
@@ -429,6 +445,8 @@ class CriterionViewSet(viewsets.ModelViewSet):
                 )
         except services.ChecklistNotEditable as exc:
             raise Conflict(str(exc)) from exc
+        except groups.GroupRefused as exc:
+            raise ValidationError({"group": [str(exc)]}) from exc
         return self._respond(criterion)
 
     @extend_schema(responses={200: s.CriterionArchivedSerializer, 204: None})
@@ -444,3 +462,65 @@ class CriterionViewSet(viewsets.ModelViewSet):
             return Response(status=status.HTTP_204_NO_CONTENT)
         body = {"archived": True, "id": criterion.pk, **dataclasses.asdict(work)}
         return Response(s.CriterionArchivedSerializer(body).data)
+
+
+class GroupViewSet(
+    mixins.CreateModelMixin, mixins.UpdateModelMixin, mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):  # fmt: skip
+    """A checklist's groups (aspects): create, change (title, description, weight, parent,
+    position) and delete, by the checklist's author while it is editable. Read them with the
+    checklist (`groups`); a criterion's group is set by PATCH /api/criteria/{id}/."""
+
+    serializer_class = s.GroupSerializer
+    queryset = CriterionGroup.objects.none()
+    http_method_names = ["post", "patch", "delete"]
+
+    def get_object(self) -> CriterionGroup:
+        group = CriterionGroup.objects.filter(pk=parse_id(self.kwargs["pk"])).first()
+        if group is None:
+            raise Http404("No such group.")
+        permissions.access_checklist(self.request.user, group.checklist_id, edit=True)
+        return group
+
+    def create(self, request: Request) -> Response:
+        payload = s.GroupSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        v = payload.validated_data
+        checklist = permissions.access_checklist(request.user, v["checklist"].pk, edit=True)
+        try:
+            group = groups.group_create(
+                checklist=checklist, by=request.user, title=v["title"],
+                description=v.get("description", ""), weight=v.get("weight", 1),
+                parent=v.get("parent"), position=v.get("position"),
+                external_id=v.get("external_id", ""),
+            )  # fmt: skip
+        except groups.GroupRefused as exc:
+            raise ValidationError({"parent": [str(exc)]}) from exc
+        except services.ChecklistNotEditable as exc:
+            raise Conflict(str(exc)) from exc
+        return Response(s.GroupSerializer(group).data, status=status.HTTP_201_CREATED)
+
+    def partial_update(self, request: Request, pk: str) -> Response:
+        group = self.get_object()
+        payload = s.GroupSerializer(group, data=request.data, partial=True)
+        payload.is_valid(raise_exception=True)
+        changes = {k: v for k, v in payload.validated_data.items() if k != "checklist"}
+        try:
+            group = groups.group_update(group=group, by=request.user, **changes)
+        except groups.GroupRefused as exc:
+            raise ValidationError({"parent": [str(exc)]}) from exc
+        except services.ChecklistNotEditable as exc:
+            raise Conflict(str(exc)) from exc
+        return Response(s.GroupSerializer(group).data)
+
+    def update(self, request: Request, *args: object, **kwargs: object) -> Response:
+        raise MethodNotAllowed("PUT")
+
+    def destroy(self, request: Request, pk: str) -> Response:
+        group = self.get_object()
+        try:
+            groups.group_delete(group=group, by=request.user)
+        except services.ChecklistNotEditable as exc:
+            raise Conflict(str(exc)) from exc
+        return Response(status=status.HTTP_204_NO_CONTENT)

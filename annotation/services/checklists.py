@@ -17,6 +17,7 @@ starts a new version, so the labels stay on the wording they judged.
 from __future__ import annotations
 
 import datetime as dt
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -167,32 +168,50 @@ def _snapshot(checklist: Checklist) -> list[dict]:
 
 def snapshots(checklist_ids: Iterable[int]) -> dict[int, list[dict]]:
     """The criteria of each checklist as they stand, for its history: three queries
-    whatever the number of checklists (an import records thousands at once)."""
+    whatever the number of checklists (an import records thousands at once). Plain rows,
+    not models with prefetched relations: for a checklist of 2,000 criteria these took
+    a quarter of a second, most of it in building related managers."""
     ids = list(checklist_ids)
     out: dict[int, list[dict]] = {pk: [] for pk in ids}
     criteria = (
         Criterion.objects.filter(checklist_id__in=ids)
         .active()
         .order_by("checklist_id", "position", "id")
-        .prefetch_related("source_types", "citations__source_type")
+        .values_list("pk", "checklist_id", "position", "kind", "text")
     )
-    for c in criteria:
-        out[c.checklist_id].append(
+    of_checklists = {"criterion__checklist_id__in": ids, "criterion__archived_at__isnull": True}
+    slugs: dict[int, list[str]] = defaultdict(list)
+    through = Criterion.source_types.through
+    # In SourceType's own order, as the prefetch gave them.
+    for criterion_id, slug in (
+        through.objects.filter(**of_checklists)
+        .order_by("sourcetype__is_banned", "sourcetype__name")
+        .values_list("criterion_id", "sourcetype__slug")
+    ):
+        slugs[criterion_id].append(slug)
+    citations: dict[int, list[dict]] = defaultdict(list)
+    for criterion_id, title, url, slug, published_on in (
+        Citation.objects.filter(**of_checklists)
+        .order_by("criterion_id", "id")
+        .values_list("criterion_id", "title", "url", "source_type__slug", "published_on")
+    ):
+        citations[criterion_id].append(
             {
-                "id": c.pk,
-                "position": c.position,
-                "kind": c.kind,
-                "text": c.text,
-                "source_types": [st.slug for st in c.source_types.all()],
-                "citations": [
-                    {
-                        "title": ci.title,
-                        "url": ci.url,
-                        "source_type": ci.source_type.slug if ci.source_type_id else "",
-                        "published_on": ci.published_on.isoformat() if ci.published_on else None,
-                    }
-                    for ci in c.citations.all()
-                ],
+                "title": title,
+                "url": url,
+                "source_type": slug or "",
+                "published_on": published_on.isoformat() if published_on else None,
+            }
+        )
+    for pk, checklist_id, position, kind, text in criteria:
+        out[checklist_id].append(
+            {
+                "id": pk,
+                "position": position,
+                "kind": kind,
+                "text": text,
+                "source_types": slugs.get(pk, []),
+                "citations": citations.get(pk, []),
             }
         )
     return out

@@ -6,13 +6,14 @@ import logging
 from typing import TYPE_CHECKING
 
 from django.contrib.auth.models import Group, Permission
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 from guardian.shortcuts import assign_perm, remove_perm
 
 from annotation import roles
-from annotation.models import Dataset, DomainTag, Query
+from annotation.models import Dataset, DomainTag, Query, query_dimensions_problem
 from annotation.permissions import dataset_permissions
 from evaluation import task_names
 
@@ -36,6 +37,9 @@ DATASET_SETTINGS = (
     "pass_threshold",
     "label_policy",
     "label_share",
+    "scoring",
+    "blend_weight",
+    "dimensions",
 )
 
 
@@ -130,8 +134,12 @@ def query_create(
     complexity: str = "",
     tags: list[str] = (),
     reference_answer: str = "",
+    dimensions: dict[str, str] | None = None,
     by: AbstractBaseUser | None = None,
 ) -> Query:
+    """A new query; `dimensions` ({name: value}) among the dataset's declared ones, else
+    ValidationError naming what is wrong."""
+    _check_dimensions(dataset, dimensions)
     query = Query.objects.create(
         dataset=dataset,
         text=text.strip(),
@@ -139,6 +147,7 @@ def query_create(
         category=category,
         complexity=complexity,
         reference_answer=reference_answer,
+        dimensions=dimensions or {},
         created_by=by,
     )
     _set_tags(query, tags)
@@ -147,8 +156,10 @@ def query_create(
 
 @transaction.atomic
 def query_update(*, query: Query, tags: list[str] | None = None, **fields: object) -> Query:
-    """Change the given fields (text, query_date, category, complexity, status, dataset);
-    tags if given."""
+    """Change the given fields (text, query_date, category, complexity, status, dataset,
+    dimensions); tags if given."""
+    if "dimensions" in fields:
+        _check_dimensions(fields.get("dataset") or query.dataset, fields["dimensions"])
     for name, value in fields.items():
         setattr(query, name, value)
     if fields:
@@ -162,6 +173,13 @@ def query_update(*, query: Query, tags: list[str] | None = None, **fields: objec
 def query_delete(*, query: Query) -> None:
     """Delete a query with its checklists, answers and their grading."""
     query.delete()
+
+
+def _check_dimensions(dataset: Dataset, dimensions: object) -> None:
+    if dimensions:
+        problem = query_dimensions_problem(dataset.dimensions or {}, dimensions)
+        if problem:
+            raise ValidationError({"dimensions": problem})
 
 
 def _set_tags(query: Query, names: list[str]) -> None:

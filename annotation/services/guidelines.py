@@ -19,9 +19,8 @@ from django.db import transaction
 from django.db.models import Max
 
 from annotation.models import Dataset, Guideline, SourceType
-from annotation.validation import PRESETS, GuidelineConfig, RuleSetting
-
-_DEFAULT_SETTING = RuleSetting()
+from annotation.validation import PRESETS, GuidelineConfig
+from annotation.validation.types import default_setting
 
 
 class GuidelineInvalid(ValueError):
@@ -73,7 +72,9 @@ def guideline_config(
         raise _config_error(exc) from None
     # A rule left at its default is not stored, so that a page (which sends every rule) and
     # the API (which sends the changes) save the same config for the same settings.
-    parsed = replace(parsed, rules={k: v for k, v in parsed.rules.items() if v != _DEFAULT_SETTING})
+    parsed = replace(
+        parsed, rules={k: v for k, v in parsed.rules.items() if v != default_setting(k)}
+    )
     known = set(SourceType.objects.values_list("slug", flat=True))
     unknown = sorted(parsed.banned_source_types - known)
     if unknown:

@@ -11,6 +11,7 @@ Rule ids are stable API: stored configs and the REST API name them.
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import date
@@ -543,6 +544,59 @@ def fact_anchor(
     )
 
 
+# --- criterion scope: groups and penalties (rubrics of other shapes, docs/metrics.md) -------
+
+
+@rule(
+    "criterion-in-group",
+    severity="error",
+    scope="criterion",
+    title="The criterion is in a group (off unless a guideline switches it on)",
+)
+def criterion_in_group(
+    criterion: CriterionInput, config: GuidelineConfig, query_date: date | None
+) -> Iterator[Issue]:
+    # in_group None: the caller does not know (a payload without groups); nothing to say.
+    if criterion.in_group is False and criterion.text.strip():
+        yield Issue(
+            "Put this criterion in a group: this guideline scores criteria by group (aspect), "
+            "and a criterion in no group counts in none."
+        )
+
+
+# The openings of a criterion that describes what the answer avoids rather than what it does
+# (an apostrophe straight or curly: \u2019).
+_AVOIDANCE = re.compile(
+    r"^\s*(?:(?:does|do|did|is|are|should|must|will)\s*(?:n['\u2019]t|\s+not)\b|"
+    r"(?:doesn['\u2019]t|don['\u2019]t|didn['\u2019]t|isn['\u2019]t|never|not|no|without|"
+    r"avoids?|refrains?|abstains?)\b)",
+    re.IGNORECASE,
+)
+
+
+@rule(
+    "penalty-wording",
+    severity="warning",
+    scope="criterion",
+    title="A penalty (negative weight) describes the bad behaviour, not its avoidance",
+)
+def penalty_wording(
+    criterion: CriterionInput, config: GuidelineConfig, query_date: date | None
+) -> Iterator[Issue]:
+    if criterion.weight >= 0:
+        return
+    found = _AVOIDANCE.match(criterion.text)
+    if found:
+        yield Issue(
+            f"This penalty starts with {_quote(found.group(0).strip())}: the judge asks whether "
+            "the answer does what the criterion says, and a penalty that is met counts against "
+            "the answer, so a penalty worded as an avoidance punishes the good answers. "
+            'Describe the bad behaviour itself ("Recommends a drug the patient is allergic '
+            'to.", "States a revenue figure from after the query date."), or make the '
+            "weight positive."
+        )
+
+
 # --- checklist scope -----------------------------------------------------------------------
 
 
@@ -645,17 +699,29 @@ def _content_words(text: str) -> frozenset[str]:
     title="No two criteria say nearly the same thing",
 )
 def near_duplicate(checklist: ChecklistInput, config: GuidelineConfig) -> Iterator[Issue]:
-    earlier: list[tuple[int, frozenset[str], frozenset[str], str]] = []
+    # Only criteria with the same markers are compared (different figures or names mean
+    # different facts: "Q3 revenue of $4.12 billion" vs "Q4 revenue of $4.30 billion"), and
+    # of those, with a positive threshold, only the ones sharing a content word (the others'
+    # similarity is 0): each earlier criterion is found through its markers and its words,
+    # not by comparing every pair (2,000 criteria made two million pairs, a quarter of a
+    # second). Candidates come in checklist order, so the first best match still wins.
+    earlier: dict[frozenset[str], list[tuple[int, frozenset[str], str]]] = defaultdict(list)
+    by_word: dict[frozenset[str], dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     for number, criterion in _numbered(checklist):
         content = _content_words(criterion.text)
         markers = tx.content_markers(criterion.text)
         normalised = tx.normalise(criterion.text)
+        same_markers, words = earlier[markers], by_word[markers]
+        at: Iterable[int]
+        if content and config.near_duplicate_threshold > 0:
+            at = sorted({i for word in content for i in words.get(word, ())})
+        else:
+            at = range(len(same_markers))
         best: tuple[float, int] | None = None
-        for other_number, other_content, other_markers, other_normalised in earlier:
-            # Exact repeats are duplicate's business; different figures or names mean
-            # different facts ("Q3 revenue of $4.12 billion" vs "Q4 revenue of $4.30 billion").
-            if normalised == other_normalised or markers != other_markers:
-                continue
+        for i in at:
+            other_number, other_content, other_normalised = same_markers[i]
+            if normalised == other_normalised:
+                continue  # exact repeats are duplicate's business
             similarity = tx.jaccard(content, other_content)
             if similarity >= config.near_duplicate_threshold and (
                 best is None or similarity > best[0]
@@ -668,7 +734,9 @@ def near_duplicate(checklist: ChecklistInput, config: GuidelineConfig) -> Iterat
                 f"the difference explicit: they share {best[0]:.0%} of their words.",
                 criterion_key=criterion.key,
             )
-        earlier.append((number, content, markers, normalised))
+        for word in content:
+            words[word].append(len(same_markers))
+        same_markers.append((number, content, normalised))
 
 
 # --- the engine ----------------------------------------------------------------------------

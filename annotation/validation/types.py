@@ -38,6 +38,8 @@ class CriterionInput:
     source_types: tuple[str, ...] = ()
     citations: tuple[CitationInput, ...] = ()
     notes: str = ""  # the author's notes; an override of a rule is justified here
+    weight: float = 1.0  # negative for a penalty: met when the answer does the bad thing
+    in_group: bool | None = None  # in a group (aspect) of its checklist; None: not known
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -155,7 +157,7 @@ class GuidelineConfig:
 
     def setting(self, rule_id: str) -> RuleSetting:
         """The setting of one rule; the default setting when the config does not mention it."""
-        return self.rules.get(rule_id, _DEFAULT_SETTING)
+        return self.rules.get(rule_id) or default_setting(rule_id)
 
     def with_rule(
         self, rule_id: str, *, enabled: bool | None = None, severity: Severity | None = None
@@ -217,6 +219,15 @@ class GuidelineConfig:
 
 
 _DEFAULT_SETTING = RuleSetting()
+
+# Rules a config leaves off unless it switches them on: a stored config that does not name
+# one keeps working as before when a release adds it (every other rule starts enabled).
+OFF_BY_DEFAULT = frozenset({"criterion-in-group"})
+
+
+def default_setting(rule_id: str) -> RuleSetting:
+    """The setting of a rule a config does not mention."""
+    return RuleSetting(enabled=False) if rule_id in OFF_BY_DEFAULT else _DEFAULT_SETTING
 
 
 def _word_set(name: str, values: Iterable[str]) -> frozenset[str]:

@@ -20,8 +20,16 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation import guidelines, permissions, selectors, services
-from annotation.forms import CitationForm, CriterionForm, NewCriterionForm, allowed_source_types
-from annotation.models import Checklist, Criterion
+from annotation.forms import (
+    CitationForm,
+    CriterionForm,
+    GroupChoiceForm,
+    GroupForm,
+    NewCriterionForm,
+    allowed_source_types,
+)
+from annotation.models import Checklist, Criterion, CriterionGroup
+from annotation.services import groups
 from annotation.services.checklists import CitationData, CriterionData, CriterionWork
 from annotation.validation import Finding
 from evaluation.analytics.editor_health import checklist_health
@@ -43,9 +51,59 @@ class EditorRow:
     override: str = ""  # the justified vagueness override in the notes, shown on the row
 
 
+@dataclass(frozen=True)
+class EditorGroup:
+    """A group as a collapsible section: its own criteria's rows, then its subgroups."""
+
+    group: CriterionGroup
+    depth: int  # 1 at the top
+    rows: list[EditorRow]
+    children: list[EditorGroup]
+    inside: frozenset[int]  # its id and its subgroups' ids: parents it cannot take
+    count: int  # criteria in the whole section, subgroups included
+
+
+@dataclass(frozen=True)
+class GroupOption:
+    """A group in a choice list, indented by depth."""
+
+    pk: int
+    label: str
+
+
+def _group_tree(
+    all_groups: list[CriterionGroup], rows: list[EditorRow]
+) -> tuple[list[EditorRow], list[EditorGroup], list[GroupOption]]:
+    """The criteria in no group, the tree of groups holding the others, and every group as
+    a choice (depth first: annotation.services.groups.section_order)."""
+    children: dict[int | None, list[CriterionGroup]] = {}
+    for group in all_groups:  # by position, then id (selectors.checklist_for_editor)
+        children.setdefault(group.parent_id, []).append(group)
+    own: dict[int | None, list[EditorRow]] = {}
+    for row in rows:
+        own.setdefault(row.criterion.group_id, []).append(row)
+    options: list[GroupOption] = []
+
+    def build(group: CriterionGroup, depth: int) -> EditorGroup:
+        options.append(GroupOption(group.pk, "\u2003" * (depth - 1) + group.title))
+        kids = [build(child, depth + 1) for child in children.get(group.pk, [])]
+        inside = frozenset({group.pk}).union(*(k.inside for k in kids))
+        mine = own.get(group.pk, [])
+        count = len(mine) + sum(k.count for k in kids)
+        return EditorGroup(group, depth, mine, kids, inside, count)
+
+    tree = [build(group, 1) for group in children.get(None, [])]
+    return own.get(None, []), tree, options
+
+
 def _editor_context(request: HttpRequest, checklist_pk: int, **extra: object) -> dict:
     checklist = selectors.checklist_for_editor(checklist_pk)
+    all_groups = list(checklist.groups.all())  # prefetched, by position
+    sections = groups.reading_sections((g.pk, g.parent_id) for g in all_groups)
+    section = {pk: index for index, pk in enumerate(sections)}
     criteria = list(checklist.criteria.all())  # active ones (selectors.checklist_for_editor)
+    if all_groups:  # as the expert reads them (positions follow, annotation.services.groups)
+        criteria.sort(key=lambda c: (section.get(c.group_id, 0), c.position, c.pk))
     work = services.criteria_work(c.pk for c in criteria)
     guideline = guidelines.guideline_for(checklist.query.dataset)
     report = guidelines.validate_checklist(
@@ -62,6 +120,7 @@ def _editor_context(request: HttpRequest, checklist_pk: int, **extra: object) ->
         )
         for c in criteria
     ]
+    loose_rows, tree, group_options = _group_tree(all_groups, rows)
     editable = checklist.is_editable and checklist.author_id == request.user.pk
     return {
         "checklist": checklist,
@@ -70,6 +129,9 @@ def _editor_context(request: HttpRequest, checklist_pk: int, **extra: object) ->
         "guideline": guideline,
         "report": report,
         "rows": rows,
+        "loose_rows": loose_rows,
+        "tree": tree,
+        "group_options": group_options,
         "editable": editable,
         "source_types": list(allowed_source_types()),
         "kinds": Criterion.Kind.choices,
@@ -157,9 +219,23 @@ def criterion_create(request: HttpRequest, pk: int) -> HttpResponse:
         messages.error(request, f"Criterion not added: {form.errors.as_text()}")
         return _back(checklist, "#new-criterion")
     data = CriterionData(text=form.cleaned_data["text"], kind=form.cleaned_data["kind"])
-    criterion = services.criterion_add(checklist=checklist, by=request.user, data=data)
+    if not checklist.groups.exists():
+        criterion = services.criterion_add(checklist=checklist, by=request.user, data=data)
+        if request.htmx:
+            return _row_response(request, criterion)
+        return _back(checklist, f"#criterion-{criterion.pk}")
+    # With groups, the new criterion may go into one and the numbers after it change: the
+    # whole list comes back.
+    choice = GroupChoiceForm(request.POST, checklist_id=checklist.pk)
+    group = choice.cleaned_data["group"] if choice.is_valid() else None
+    criterion = groups.criterion_add_to_group(
+        checklist=checklist, by=request.user, data=data, group=group
+    )
     if request.htmx:
-        return _row_response(request, criterion)
+        response = _criteria_response(request, checklist.pk)
+        response["HX-Retarget"] = "#criteria"
+        response["HX-Reswap"] = "outerHTML"
+        return response
     return _back(checklist, f"#criterion-{criterion.pk}")
 
 
@@ -234,11 +310,108 @@ def criterion_delete(request: HttpRequest, pk: int) -> HttpResponse:
 @locked_checklist_answers_409
 def criterion_move(request: HttpRequest, pk: int) -> HttpResponse:
     criterion = permissions.access_criterion(request.user, pk, edit=True)
-    offset = -1 if request.POST.get("direction") == "up" else 1
-    services.criterion_move(criterion=criterion, by=request.user, offset=offset)
+    direction = request.POST.get("direction", "down")
+    offset = -1 if direction in ("up", "group-up") else 1
+    if direction.startswith("group-"):  # straight into the previous or next group
+        groups.criterion_shift_group(criterion=criterion, by=request.user, offset=offset)
+    else:
+        groups.criterion_shift(criterion=criterion, by=request.user, offset=offset)
     if request.htmx:
         return _criteria_response(request, criterion.checklist_id)
     return _back(criterion.checklist, f"#criterion-{criterion.pk}")
+
+
+@require_POST
+@login_required
+@locked_checklist_answers_409
+def criterion_group(request: HttpRequest, pk: int) -> HttpResponse:
+    """Move a criterion into a group of its checklist (at its end), or out of every group."""
+    criterion = permissions.access_criterion(request.user, pk, edit=True)
+    form = GroupChoiceForm(request.POST, checklist_id=criterion.checklist_id)
+    if form.is_valid():
+        groups.criterion_to_group(
+            criterion=criterion, by=request.user, group=form.cleaned_data["group"]
+        )
+    return _tree_changed(request, criterion.checklist, form, f"#criterion-{criterion.pk}")
+
+
+def _tree_changed(
+    request: HttpRequest, checklist: Checklist, form: object, anchor: str = "",
+    refused: str = "",
+) -> HttpResponse:  # fmt: skip
+    """The answer to a change of the groups: the whole list again (htmx, with what was
+    refused), or back to the editor with a message."""
+    errors = getattr(form, "errors", None)
+    problem = refused or (errors.as_text() if errors else "")
+    if request.htmx:
+        context = _editor_context(request, checklist.pk, group_error=problem)
+        # The group choices outside the list (new criterion, new group) follow, out of band.
+        return _partials(request, context, "criteria", "new-criterion-group", "new-group-parent")
+    if problem:
+        messages.error(request, f"Not changed: {problem}")
+    return _back(checklist, anchor)
+
+
+@require_POST
+@login_required
+@locked_checklist_answers_409
+def group_create(request: HttpRequest, pk: int) -> HttpResponse:
+    checklist = permissions.access_checklist(request.user, pk, edit=True)
+    form = GroupForm(request.POST, checklist_id=checklist.pk)
+    refused = ""
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            group = groups.group_create(
+                checklist=checklist, by=request.user, title=data["title"],
+                description=data["description"], weight=data["weight"], parent=data["parent"],
+            )  # fmt: skip
+        except groups.GroupRefused as exc:
+            refused = str(exc)
+        else:
+            return _tree_changed(request, checklist, form, f"#group-{group.pk}")
+    return _tree_changed(request, checklist, form, "#new-group", refused)
+
+
+@require_POST
+@login_required
+@locked_checklist_answers_409
+def group_update(request: HttpRequest, pk: int) -> HttpResponse:
+    """Rename, describe, weight or nest (choose the parent of) a group."""
+    group = permissions.access_group(request.user, pk, edit=True)
+    form = GroupForm(request.POST, checklist_id=group.checklist_id)
+    refused = ""
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            groups.group_update(
+                group=group, by=request.user, title=data["title"].strip(),
+                description=data["description"], weight=data["weight"], parent=data["parent"],
+            )  # fmt: skip
+        except groups.GroupRefused as exc:
+            refused = str(exc)
+    return _tree_changed(request, group.checklist, form, f"#group-{group.pk}", refused)
+
+
+@require_POST
+@login_required
+@locked_checklist_answers_409
+def group_move(request: HttpRequest, pk: int) -> HttpResponse:
+    """Move a group up or down among its siblings."""
+    group = permissions.access_group(request.user, pk, edit=True)
+    offset = -1 if request.POST.get("direction") == "up" else 1
+    groups.group_shift(group=group, by=request.user, offset=offset)
+    return _tree_changed(request, group.checklist, None, f"#group-{group.pk}")
+
+
+@require_POST
+@login_required
+@locked_checklist_answers_409
+def group_delete(request: HttpRequest, pk: int) -> HttpResponse:
+    """Delete a group and its subgroups; their criteria stay, in no group."""
+    group = permissions.access_group(request.user, pk, edit=True)
+    groups.group_delete(group=group, by=request.user)
+    return _tree_changed(request, group.checklist, None)
 
 
 @require_POST

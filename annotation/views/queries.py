@@ -75,7 +75,7 @@ def checklist_start(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 def query_create(request: HttpRequest, pk: int) -> HttpResponse:
     dataset = permissions.access_dataset_for_new_query(request.user, pk)
-    form = QueryForm(request.POST or None)
+    form = QueryForm(request.POST or None, dataset=dataset)
     if request.method == "POST" and form.is_valid():
         query = services.query_create(dataset=dataset, by=request.user, **form.cleaned_data)
         messages.success(request, "Query added.")
@@ -92,6 +92,7 @@ def query_edit(request: HttpRequest, pk: int) -> HttpResponse:
     form = QueryForm(request.POST or None, instance=query, initial=initial)
     if request.method == "POST" and form.is_valid():
         fields = {name: form.cleaned_data[name] for name in form.Meta.fields}
+        fields["dimensions"] = form.cleaned_data["dimensions"]
         services.query_update(query=query, tags=form.cleaned_data["tags"], **fields)
         messages.success(request, "Query saved.")
         return redirect("query-detail", pk=query.pk)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from bench.judge_throughput.workload import QUERY, QUERY_DATE, Workload
+from bench.judge_throughput.workload import BUDGET_TOKENS, QUERY, QUERY_DATE, Workload
 
 
 class UnsafeDatabase(Exception):
@@ -102,7 +102,7 @@ def build(workload: Workload, *, base_url: str, rpm: int | None, tpm: int | None
     from django.contrib.auth import get_user_model
 
     from annotation.models import Checklist, Criterion, Dataset, Query
-    from evaluation.models import Answer, Judge, Panel, PanelMember, System
+    from evaluation.models import Answer, CriterionCheck, Judge, Panel, PanelMember, System
 
     author = get_user_model().objects.create(username="bench-author")
     dataset = Dataset.objects.create(name="Judge throughput benchmark")
@@ -118,14 +118,19 @@ def build(workload: Workload, *, base_url: str, rpm: int | None, tpm: int | None
         System(name=f"System {a}") for a in range(workload.answers)
     )
     Answer.objects.bulk_create(
-        Answer(system=system, query=query, text=workload.answer_text(a))
+        Answer(system=system, query=query, text=workload.answer_text(a),
+               context=workload.context(a))
         for a, system in enumerate(systems)
-    )
+    )  # fmt: skip
+    if workload.context_kb:
+        CriterionCheck.objects.bulk_create(
+            CriterionCheck(criterion=c, evidence="context") for c in checklist.criteria.all()
+        )
     panel = Panel.objects.create(name=f"Panel of {workload.judges}")
     for j in range(workload.judges):
         judge = Judge.objects.create(
             name=f"Judge {j}", base_url=base_url, model=workload.judge_model(j),
-            rpm_limit=rpm, tpm_limit=tpm, timeout=30,
+            rpm_limit=rpm, tpm_limit=tpm, timeout=30, context_tokens=BUDGET_TOKENS,
         )  # fmt: skip
         PanelMember.objects.create(panel=panel, judge=judge, samples=1)
     _reset_rate_limits(panel)

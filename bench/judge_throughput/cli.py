@@ -80,6 +80,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--answers", type=int, default=200, help="N answers (default 200)")
     p.add_argument("--criteria", type=int, default=20, help="M criteria (default 20)")
     p.add_argument("--judges", type=int, default=3, help="K judges (default 3)")
+    p.add_argument(
+        "--context-kb", type=int, default=0, help="KB of context per answer, judged against (0)"
+    )
     p.add_argument("--latency", type=float, default=0.2, help="L seconds per call (0.2)")
     p.add_argument("--concurrency", type=int, default=64, help="C calls in flight (64)")
     p.add_argument("--rpm", type=int, default=None, help="requests per minute, per judge")
@@ -102,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from bench.judge_throughput import app, processes
 
-    workload = Workload(args.answers, args.criteria, args.judges)
+    workload = Workload(args.answers, args.criteria, args.judges, args.context_kb)
     c, latency = args.concurrency, args.latency
     mapping = map_concurrency(
         c, args.criteria, threads=args.threads, per_task=args.per_task, gate=not args.no_gate
@@ -118,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(line, flush=True)
 
     out(f"workload: {args.answers} answers × {args.criteria} criteria × {args.judges} judges "
-        f"= {workload.judgments} judgments")  # fmt: skip
+        f"= {workload.judgments} judgments; context {args.context_kb} KB per answer")  # fmt: skip
     out(f"latency: {latency * 1000:g} ms; concurrency C: {c}; "
         f"rpm per judge: {args.rpm or '-'}; tpm per judge: {args.tpm or '-'}; "
         f"tokens per call: {tokens:.0f}")  # fmt: skip

@@ -29,6 +29,9 @@ class Workload:
     answers: int
     criteria: int
     judges: int
+    # KB of retrieved context per answer (0: plain answers). With context, every criterion
+    # is judged against it (CriterionCheck evidence "context", docs/judging.md).
+    context_kb: int = 0
 
     @property
     def judgments(self) -> int:
@@ -48,8 +51,26 @@ class Workload:
     def judge_model(self, j: int) -> str:
         return f"judge-model-{j}"
 
+    def context(self, a: int) -> list[dict[str, str]]:
+        """About `context_kb` KB of passages of 1 KB, distinct per answer."""
+        return [
+            {"id": f"doc-{a}-{i}", "title": f"Filing {i} for answer {a}", "source": "SEC",
+             "text": (f"Passage {i} of answer {a}. " + 4 * _PARAGRAPH.format(
+                 b=3 + i % 5, c=i % 10, p=5 + i % 20, lo=3, hi=4, m=40 + i % 15))[:1024]}
+            for i in range(self.context_kb)
+        ]  # fmt: skip
+
+    def evidence(self, a: int) -> prompts.Evidence | None:
+        if not self.context_kb:
+            return None
+        return prompts.context_evidence(self.context(a), budget_tokens=BUDGET_TOKENS)
+
     def messages(self, a: int, c: int) -> list[dict[str, str]]:
         return prompts.messages(
             query=QUERY, query_date=QUERY_DATE, answer=self.answer_text(a),
-            criterion=self.criterion_text(c),
+            criterion=self.criterion_text(c), evidence=self.evidence(a),
         )  # fmt: skip
+
+
+# The judges' evidence budget in the benchmark: 20 KB of context fits whole (5,000 tokens).
+BUDGET_TOKENS = 8000

@@ -16,7 +16,7 @@ from rest_framework.utils.urls import remove_query_param, replace_query_param
 from rest_framework.views import APIView
 
 from annotation.models import Dataset
-from evaluation.analytics import figures
+from evaluation.analytics import figures, summaries
 from evaluation.analytics.access import access_analytics
 from evaluation.metrics import analytics as am
 from evaluation.models import Run
@@ -53,6 +53,9 @@ def _run_data(run: Run) -> dict:
 class AnalyticsQuerySerializer(serializers.Serializer):
     run = serializers.IntegerField(min_value=1, required=False)
     edges = serializers.CharField(required=False, help_text="Bucket edges, e.g. 10,15,20,25,30,35")
+    complexity = serializers.CharField(
+        required=False, help_text="A numeric query dimension for the complexity curve."
+    )
 
     def validate_edges(self, value: str) -> tuple[int, ...]:
         try:
@@ -77,6 +80,12 @@ class AnalyticsView(APIView):
         parameters=[
             RUN,
             OpenApiParameter("edges", str, description="Bucket edges, default 10,15,…,35."),
+            OpenApiParameter(
+                "complexity",
+                str,
+                description="The complexity curve by this numeric query dimension (a point "
+                "per value) instead of the criteria count.",
+            ),
         ],
         responses={200: OpenApiTypes.OBJECT, 202: OpenApiTypes.OBJECT, 503: OpenApiTypes.OBJECT},
     )
@@ -94,6 +103,17 @@ class AnalyticsView(APIView):
         if served.figures is None:
             return _computing(head, served)
         page = served.figures
+        curve = page.curve
+        numeric = summaries.numeric_dimensions(page.cells)
+        by = params.validated_data.get("complexity")
+        if by:
+            if by not in numeric:
+                known = ", ".join(numeric) or "none"
+                raise ValidationError(
+                    {"complexity": f"Not a numeric query dimension of this run: {by!r}; "
+                     f"known: {known}."}
+                )  # fmt: skip
+            curve = summaries.dimension_curve(page.cells, by, page.curve.human)
         return Response(
             {
                 **head,
@@ -108,7 +128,9 @@ class AnalyticsView(APIView):
                 "panels": [o.as_dict() for o in page.panels],
                 "judge_agreement": [a.as_dict() for a in page.judges],
                 "saturated_queries": page.saturated,
-                "complexity": page.curve.as_dict(),
+                "complexity": curve.as_dict(),
+                "complexity_dimensions": numeric,
+                "calibrated_scale": page.scale,
             }
         )
 

@@ -59,7 +59,7 @@ from evaluation.metrics.overlap import Interval
 from evaluation.models import Run
 from evaluation.runs.selectors import choose_run, runs_of_system_answers
 
-VERSION = 6  # bump when what is stored changes shape or meaning
+VERSION = 7  # bump when what is stored changes shape or meaning
 BUCKET_ROWS = 500  # rows kept per bucket for the drill-down
 
 
@@ -77,6 +77,9 @@ class Page:
     judges: list[summaries.JudgeAgreement]  # each judge and the panel vs people, by kind, source
     saturated: list[int]
     curve: summaries.ComplexityCurve
+    # PPI++'s scale: "items" (every checklist scored by its share, no penalty) or "answers"
+    # (each answer's value under its checklists' strategies: summaries.calibrated_scores).
+    scale: str = "items"
 
     @property
     def ppi_labelled(self) -> int:
@@ -155,6 +158,7 @@ def page_json(data: summaries.RunData, human: Interval) -> dict:
         "buckets": [{"low": b.low, "high": b.high} for b in data.buckets],
         "checklists": curve.checklists,
         "human": asdict(human),
+        "scale": "items" if data.answer_values is None else "answers",
     }  # fmt: skip
 
 
@@ -192,6 +196,7 @@ def page_from_json(d: dict) -> Page:
         ],
         d["saturated"],
         curve,
+        d.get("scale", "items"),
     )
 
 
@@ -199,7 +204,16 @@ def buckets_json(data: summaries.RunData) -> dict[str, list[list]]:
     """Each bucket's BUCKET_ROWS lowest (answer, checklist) rows, for the drill-down."""
     return {
         key: [
-            [r.answer_id, r.query_id, r.system, r.checklist_id, r.criteria, r.passed, r.decided]
+            [
+                r.answer_id,
+                r.query_id,
+                r.system,
+                r.checklist_id,
+                r.criteria,
+                r.passed,
+                r.decided,
+                r.value,
+            ]
             for r in rows
         ]
         for key, rows in summaries.every_bucket_rows(data, limit=BUCKET_ROWS).items()

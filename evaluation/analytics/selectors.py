@@ -50,18 +50,34 @@ from evaluation.cross_evaluation.selectors import dataset_mean_overlap
 from evaluation.kept import figures as kept_figures
 from evaluation.kept import readers
 from evaluation.metrics import analytics as am
-from evaluation.metrics import votes_sql
+from evaluation.metrics import rubrics, votes_sql
 from evaluation.metrics.calibration import CalibrationItem, PanelOption, panel_options
 from evaluation.metrics.cost import JudgeUsage
 from evaluation.metrics.overlap import Interval
-from evaluation.models import Adjudication, Answer, HumanLabel, Judge, Run, Verdict
+from evaluation.models import (
+    Adjudication,
+    Answer,
+    CriterionCheck,
+    HumanLabel,
+    Judge,
+    Run,
+    Verdict,
+)
 from evaluation.review import selectors as review_selectors
+from evaluation.runs import trees
 
 # What a caller may ask `load_run` for besides the scores (always loaded).
 HEALTH, LABELLED = "health", "labelled"
 
 
 ITEMS_TABLE = "analytics_run_items"
+# Tool-use and grounding criteria are reported apart from content criteria, as kinds of
+# their own: a criterion decided by a trajectory check (evaluation.checks.trajectory) is
+# "tool use", one judged against the retrieved context is "grounding" (docs/judging.md).
+CHECKED_KIND = (
+    "CASE WHEN cc.kind <> '' THEN 'tool use' WHEN cc.evidence = 'context' THEN 'grounding' "
+    "ELSE c.kind END"
+)
 
 
 def _items_select(run: Run, queries: Sequence[int] | None) -> tuple[str, list]:
@@ -69,8 +85,11 @@ def _items_select(run: Run, queries: Sequence[int] | None) -> tuple[str, list]:
     outcome and human reference: the SELECT and its parameters."""
     t = {
         m: m._meta.db_table
-        for m in (Verdict, Answer, Criterion, Checklist, Query, HumanLabel, Adjudication)
-    }
+        for m in (
+            Verdict, Answer, Criterion, Checklist, Query, HumanLabel, Adjudication,
+            CriterionCheck,
+        )
+    }  # fmt: skip
     only = labels_only = ""
     ids: list[int] = []
     if queries is not None:
@@ -87,13 +106,15 @@ def _items_select(run: Run, queries: Sequence[int] | None) -> tuple[str, list]:
     # grouped per item over the dataset: a few per labelled item).
     return (
         f"""
-        SELECT answer_id, criterion_id, system_id, query_id, checklist_id, kind, p, f, panel,
+        SELECT answer_id, criterion_id, system_id, query_id, checklist_id, kind, group_id,
+               weight, p, f, panel,
                COALESCE(adjudication, panel) AS outcome,
                CASE WHEN adjudication IS NULL THEN 0 ELSE 1 END AS adjudicated,
                COALESCE(adjudication, CASE WHEN hp > hf THEN 'pass'
                                            WHEN hf > hp THEN 'fail' END) AS human
         FROM (
-            SELECT votes.*, a.system_id, a.query_id, c.checklist_id, c.kind, {panel} AS panel,
+            SELECT votes.*, a.system_id, a.query_id, c.checklist_id, {CHECKED_KIND} AS kind,
+                   c.group_id, c.weight, {panel} AS panel,
                    j.label AS adjudication, l.hp, l.hf
             FROM (
                 SELECT v.answer_id, v.criterion_id,
@@ -105,6 +126,7 @@ def _items_select(run: Run, queries: Sequence[int] | None) -> tuple[str, list]:
             ) votes
             JOIN {t[Answer]} a ON a.id = votes.answer_id
             JOIN {t[Criterion]} c ON c.id = votes.criterion_id
+            LEFT JOIN {t[CriterionCheck]} cc ON cc.criterion_id = c.id
             JOIN {t[Checklist]} cl ON cl.id = c.checklist_id
             JOIN {t[Query]} q ON q.id = cl.query_id
             LEFT JOIN {t[Adjudication]} j
@@ -174,15 +196,16 @@ def load_run(
     with transaction.atomic(), connection.cursor() as cursor:
         items = _Items(cursor, run, queries)
         try:
-            rows = items.execute(
-                f"""SELECT answer_id, checklist_id, kind, SUM({PASSED}), SUM({DECIDED}),
-                           COUNT(*), SUM(adjudicated),
-                           SUM(CASE WHEN human IS NULL THEN 0 ELSE 1 END)
-                    FROM {{items}} items GROUP BY answer_id, checklist_id, kind
-                    ORDER BY answer_id, checklist_id, kind"""  # noqa: S608
+            found = items.execute(
+                f"""SELECT answer_id, checklist_id, kind, group_id, SUM({PASSED}),
+                           SUM({DECIDED}), COUNT(*), SUM(adjudicated),
+                           SUM(CASE WHEN human IS NULL THEN 0 ELSE 1 END), {RUBRIC_SUMS}
+                    FROM {{items}} items GROUP BY answer_id, checklist_id, kind, group_id
+                    ORDER BY answer_id, checklist_id, kind, group_id"""  # noqa: S608
             )
+            rows, rubric = _by_kind(found)
             groups = [r[:6] for r in rows]  # plain tuples: tens of thousands
-            source_groups = _source_groups(items)
+            source_groups, rubric_sources = _source_groups(items)
             checklist_size = dict(
                 items.execute(
                     """SELECT checklist_id, COUNT(DISTINCT criterion_id) FROM {items} items
@@ -190,6 +213,12 @@ def load_run(
                 )
             )
             panel_counts = _panel_counts(items)
+            scorings, checklist_trees, on_items = _strategies(run, checklist_size)
+            answer_values = (
+                None
+                if on_items
+                else _answer_values(items, scorings, checklist_trees, run.dataset.blend_weight)
+            )
             health = _health_counts(items) if HEALTH in parts else None
             labelled_items = calibration = None
             sources: dict[int, tuple[str, ...]] = {}
@@ -213,6 +242,13 @@ def load_run(
         labelled_items=labelled_items,
         calibration=calibration,
         health=health,
+        rubric=rubric,
+        rubric_sources=rubric_sources,
+        scorings=scorings,
+        trees=checklist_trees,
+        blend_weight=run.dataset.blend_weight,
+        dimensions=dict(run.dataset.dimensions or {}),
+        answer_values=answer_values,
     )
 
 
@@ -220,19 +256,144 @@ DECIDED = "CASE WHEN outcome = 'pass' OR outcome = 'fail' THEN 1 ELSE 0 END"
 PASSED = "CASE WHEN outcome = 'pass' THEN 1 ELSE 0 END"
 
 
-def _source_groups(items: _Items) -> list[tuple]:
-    """(answer, checklist, source type, passed, decided) over the decided items."""
+# What the scoring strategies read of a group's decided items (rubrics.GroupCounts, as the
+# run scores count them: evaluation.runs.scores): satisfied (a criterion met, a penalty
+# not met) and not, their |weight|s, and for points the weights of the met criteria and
+# of the met penalties and of the decided positive criteria.
+_SATISFIED = "(outcome = 'pass' OR outcome = 'fail') AND (outcome = 'pass') = (weight >= 0)"
+_SIZE = "CASE WHEN weight < 0 THEN -weight ELSE weight END"
+RUBRIC_SUMS = ", ".join(
+    f"SUM(CASE WHEN {when} THEN {then} ELSE 0 END)"
+    for when, then in (
+        (_SATISFIED, "1"),
+        (f"(outcome = 'pass' OR outcome = 'fail') AND NOT ({_SATISFIED})", "1"),
+        (_SATISFIED, _SIZE),
+        ("outcome = 'pass' OR outcome = 'fail'", _SIZE),
+        ("weight >= 0 AND outcome = 'pass'", "weight"),
+        ("weight < 0 AND outcome = 'pass'", "-weight"),
+        ("weight >= 0 AND (outcome = 'pass' OR outcome = 'fail')", "weight"),
+    )
+)
+
+
+def rubric_sums(outcome: str = "outcome") -> str:
+    """RUBRIC_SUMS of another verdict column (the panel's, the human reference)."""
+    return RUBRIC_SUMS.replace("outcome", outcome)
+
+
+def _counts(undecided: int, sums: Sequence) -> rubrics.GroupCounts:
+    satisfied, unsatisfied, w_sat, w_dec, points, penalty, points_decided = sums
+    return rubrics.GroupCounts(
+        int(satisfied), int(unsatisfied), int(undecided), float(w_sat), float(w_dec),
+        float(points), float(penalty), float(points_decided),
+    )  # fmt: skip
+
+
+def _by_kind(found: list[tuple]) -> tuple[list[tuple], dict]:
+    """The rows per (answer, checklist, kind, group) as rows per (answer, checklist, kind)
+    (passed, decided, items, adjudicated, labelled summed over groups), and the groups'
+    counts for the strategies: (answer, checklist) -> kind -> group key -> GroupCounts."""
+    rows: list[list] = []
+    rubric: dict[tuple[int, int], dict[str, dict[str | None, rubrics.GroupCounts]]] = {}
+    for a, c, kind, group_id, passed, decided, n, adjudicated, labelled, *sums in found:
+        if rows and rows[-1][:3] == [a, c, kind]:
+            last = rows[-1]
+            for i, v in enumerate((passed, decided, n, adjudicated, labelled), start=3):
+                last[i] += v
+        else:
+            rows.append([a, c, kind, passed, decided, n, adjudicated, labelled])
+        by_kind = rubric.setdefault((a, c), {}).setdefault(kind, {})
+        by_kind[trees.group_key(group_id)] = _counts(n - decided, sums)
+    return [tuple(r) for r in rows], rubric
+
+
+def _source_groups(items: _Items) -> tuple[list[tuple], dict]:
+    """(answer, checklist, source type, passed, decided) over the decided items, and the
+    groups' counts for the strategies: (answer, checklist) -> source -> group -> counts."""
     through = Criterion.source_types.through
     source_table = through._meta.get_field("sourcetype").related_model._meta.db_table
-    return items.execute(
-        f"""SELECT i.answer_id, i.checklist_id, s.name, SUM({PASSED}), SUM({DECIDED})
+    found = items.execute(
+        f"""SELECT i.answer_id, i.checklist_id, s.name, i.group_id, SUM({PASSED}),
+                   SUM({DECIDED}), {RUBRIC_SUMS}
             FROM {{items}} i
             LEFT JOIN {through._meta.db_table} cs ON cs.criterion_id = i.criterion_id
             LEFT JOIN {source_table} s ON s.id = cs.sourcetype_id
             WHERE i.outcome = 'pass' OR i.outcome = 'fail'
-            GROUP BY i.answer_id, i.checklist_id, s.name
-            ORDER BY i.answer_id, i.checklist_id, s.name"""  # noqa: S608
+            GROUP BY i.answer_id, i.checklist_id, s.name, i.group_id
+            ORDER BY i.answer_id, i.checklist_id, s.name, i.group_id"""  # noqa: S608
     )
+    rows: list[list] = []
+    rubric: dict[tuple[int, int], dict[str, dict[str | None, rubrics.GroupCounts]]] = {}
+    for a, c, source, group_id, passed, decided, *sums in found:
+        if rows and rows[-1][:3] == [a, c, source]:
+            rows[-1][3] += passed
+            rows[-1][4] += decided
+        else:
+            rows.append([a, c, source, passed, decided])
+        by_source = rubric.setdefault((a, c), {}).setdefault(source or NO_VALUE, {})
+        by_source[trees.group_key(group_id)] = _counts(0, sums)
+    return [tuple(r) for r in rows], rubric
+
+
+def _strategies(run: Run, checklist_ids: Iterable[int]) -> tuple[dict[int, str], dict, bool]:
+    """Each checklist's strategy (its own, else the dataset's), its groups' tree, and
+    whether every score is on the item scale (every checklist scored by its share, no
+    penalty): three queries, none when the run graded no checklist."""
+    ids = list(checklist_ids)
+    if not ids:
+        return {}, {}, True
+    own = Checklist.objects.filter(pk__in=ids).values_list("pk", "scoring")
+    scorings = {pk: trees.strategy_of(run.dataset, scoring) for pk, scoring in own}
+    on_items = all(s == rubrics.DEFAULT_STRATEGY for s in scorings.values()) and not (
+        Criterion.objects.filter(checklist_id__in=ids, weight__lt=0).exists()
+    )
+    return scorings, trees.trees_of(ids), on_items
+
+
+def _answer_values(
+    items: _Items, scorings: dict[int, str], checklist_trees: dict, blend_weight: float
+) -> dict[int, tuple[float | None, float | None]]:
+    """answer -> (its value under the panel's verdicts, under the human reference where
+    every scored item of the answer has one, else None): PPI++ on the strategies' scale
+    (summaries.calibrated_scores). The value of an answer is the mean over its
+    checklists, as everywhere."""
+    found = items.execute(
+        f"""SELECT answer_id, checklist_id, group_id,
+                   SUM(CASE WHEN panel = 'pass' OR panel = 'fail' THEN 0 ELSE 1 END),
+                   {rubric_sums("panel")},
+                   SUM(CASE WHEN human IS NULL THEN 1 ELSE 0 END), {rubric_sums("human")}
+            FROM {{items}} items GROUP BY answer_id, checklist_id, group_id
+            ORDER BY answer_id, checklist_id, group_id"""  # noqa: S608
+    )
+    panel: dict[tuple[int, int], dict] = {}
+    human: dict[tuple[int, int], dict] = {}
+    unlabelled: dict[int, int] = defaultdict(int)
+    for a, c, group_id, undecided, *sums in found:
+        key = trees.group_key(group_id)
+        panel.setdefault((a, c), {})[key] = _counts(undecided, sums[:7])
+        human.setdefault((a, c), {})[key] = _counts(0, sums[8:])
+        unlabelled[a] += sums[7]
+
+    def value(counts: dict, c: int) -> float | None:
+        return rubrics.value_counted(
+            counts, checklist_trees.get(c, rubrics.EMPTY_TREE),
+            scorings.get(c, rubrics.DEFAULT_STRATEGY), blend_weight=blend_weight,
+        )  # fmt: skip
+
+    by_answer: dict[int, tuple[list, list]] = {}
+    for (a, c), counts in panel.items():
+        judged, labelled = by_answer.setdefault(a, ([], []))
+        judged.append(value(counts, c))
+        labelled.append(value(human[a, c], c))
+    return {
+        a: (_mean(judged), None if unlabelled[a] else _mean(labelled))
+        for a, (judged, labelled) in by_answer.items()
+    }
+
+
+def _mean(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
 
 
 def _panel_counts(items: _Items) -> list[PanelCounts]:
@@ -254,11 +415,19 @@ def _panel_counts(items: _Items) -> list[PanelCounts]:
 def _run_answers(verdicts) -> dict[int, AnswerInfo]:
     """The answers the run graded, with their query, system and category."""
     found = Answer.objects.filter(pk__in=verdicts.values("answer_id")).values_list(
-        "pk", "query_id", "system_id", "system__name", "system__version", "query__category__name"
-    )
+        "pk", "query_id", "system_id", "system__name", "system__version",
+        "query__category__name", "query__dimensions",
+    )  # fmt: skip
     return {
-        pk: AnswerInfo(pk, query_id, system_id, f"{name} {version}".strip(), category or NO_VALUE)
-        for pk, query_id, system_id, name, version, category in found
+        pk: AnswerInfo(
+            pk,
+            query_id,
+            system_id,
+            f"{name} {version}".strip(),
+            category or NO_VALUE,
+            tuple(sorted((str(k), str(v)) for k, v in (dimensions or {}).items())),
+        )
+        for pk, query_id, system_id, name, version, category, dimensions in found
     }
 
 

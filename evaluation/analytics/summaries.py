@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 from evaluation.metrics import analytics as am
+from evaluation.metrics import rubrics
 from evaluation.metrics.agreement import Agreement, agreement_from_matrix, matrix_from_counts
 from evaluation.metrics.calibration import CalibrationItem
 from evaluation.metrics.overlap import Interval
@@ -26,6 +27,7 @@ if TYPE_CHECKING:  # the loaded run carries its model instance; nothing here que
     from evaluation.models import Run
 
 NO_VALUE = "(none)"
+Counted = dict[str | None, rubrics.GroupCounts]  # a checklist's counts per group key
 
 
 # Pages draw fewer resamples than the domain default: a system × group grid of intervals
@@ -33,7 +35,10 @@ NO_VALUE = "(none)"
 PAGE_RESAMPLES = 1000
 
 
-GROUPS = ("category", "bucket", "kind", "source")
+GROUPS = ("category", "bucket", "kind", "source", "group")
+# A query dimension's cells: group "dimension:<name>", value the query's value (NO_VALUE
+# when it has none); the complexity curve by a numeric dimension: "bucket:<name>".
+DIMENSION, DIMENSION_BUCKET = "dimension:", "bucket:"
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,8 @@ class AnswerInfo:
     system_id: int
     system: str
     category: str
+    # The query's values on the dataset's dimensions, as (name, value) pairs.
+    dimensions: tuple[tuple[str, str], ...] = ()
 
 
 class Item(NamedTuple):
@@ -99,6 +106,22 @@ class RunData:
     # (answer, group, value) -> score: computed once, used by every figure of a page.
     shares: dict[tuple[int, str, str], float] | None = None
     overall: list[tuple[int, float]] | None = None  # (answer, its overall score), in order
+    # What the scoring strategies read (evaluation.metrics.rubrics): per (answer,
+    # checklist), the groups' counts by criterion kind and by source type; each
+    # checklist's strategy and tree. Left out (tests that build a run by hand), they are
+    # derived from `groups` and `source_groups`: every checklist scored by its share.
+    rubric: dict[tuple[int, int], dict[str, Counted]] | None = None
+    rubric_sources: dict[tuple[int, int], dict[str, Counted]] | None = None
+    scorings: dict[int, str] = field(default_factory=dict)
+    trees: dict[int, rubrics.Tree] = field(default_factory=dict)
+    blend_weight: float = rubrics.DEFAULT_BLEND_WEIGHT
+    dimensions: dict[str, list[str]] = field(default_factory=dict)  # the dataset's declared
+    # answer -> (its value under the panel, under the human reference when every item of
+    # it has one): PPI++ on the strategies' scale. None: every score is on the item scale
+    # (each checklist scored by its share, no penalty), and PPI++ is drawn over items.
+    answer_values: dict[int, tuple[float | None, float | None]] | None = None
+    # (answer, checklist) -> its value under its strategy: computed once (`values`).
+    checklist_values: dict[tuple[int, int], float | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -129,57 +152,132 @@ def _answer_group_shares(data: RunData) -> dict[tuple[int, str, str], float]:
     return data.shares
 
 
+def _as_counts(passed: int, decided: int, undecided: int = 0) -> rubrics.GroupCounts:
+    """Counts of criteria of weight 1 (`RunData.rubric` left out)."""
+    return rubrics.GroupCounts(
+        passed, decided - passed, undecided, passed, decided, passed, 0.0, decided
+    )
+
+
+def _rubric(data: RunData) -> tuple[dict, dict]:
+    """`data.rubric` and `data.rubric_sources`, derived from the plain counts when left out."""
+    if data.rubric is None:
+        data.rubric = {}
+        for a, c, kind, passed, decided, items in data.groups:
+            data.rubric.setdefault((a, c), {})[kind] = {
+                None: _as_counts(passed, decided, items - decided)
+            }
+    if data.rubric_sources is None:
+        data.rubric_sources = {}
+        for a, c, source, passed, decided in data.source_groups:
+            by_source = data.rubric_sources.setdefault((a, c), {})
+            by_source[source or NO_VALUE] = {None: _as_counts(passed, decided)}
+    return data.rubric, data.rubric_sources
+
+
+def _merged(by_part: dict[str, dict[str | None, rubrics.GroupCounts]]):
+    """One checklist's counts per group, summed over kinds."""
+    if len(by_part) == 1:
+        return next(iter(by_part.values()))
+    merged: dict[str | None, rubrics.GroupCounts] = {}
+    for counts in by_part.values():
+        for key, counted in counts.items():
+            merged.setdefault(key, rubrics.GroupCounts()).add(counted)
+    return merged
+
+
+def _scorer(data: RunData):
+    def score(c: int, counts: dict[str | None, rubrics.GroupCounts]) -> float | None:
+        return rubrics.value_counted(
+            counts,
+            data.trees.get(c, rubrics.EMPTY_TREE),
+            data.scorings.get(c, rubrics.DEFAULT_STRATEGY),
+            blend_weight=data.blend_weight,
+        )
+
+    return score
+
+
+def values(data: RunData) -> dict[tuple[int, int], float | None]:
+    """(answer, checklist) -> the checklist's value under its strategy (None: no decided
+    criterion), for the run's answers, in (answer, checklist) order."""
+    if data.checklist_values is None:
+        rubric, _ = _rubric(data)
+        score = _scorer(data)
+        data.checklist_values = {
+            (a, c): score(c, _merged(by_kind))
+            for (a, c), by_kind in rubric.items()
+            if a in data.answers
+        }
+    return data.checklist_values
+
+
 def _compute_shares(data: RunData) -> dict[tuple[int, str, str], float]:
-    # From the items counted per (answer, checklist, kind) and per (answer, checklist,
-    # source type), answer by answer, checklists in order: the share of each checklist's
-    # decided items passed, then their mean per group. "all" and the answer's category
-    # hold the same checklists; a group counts a checklist only where it has a decided item.
+    # Answer by answer, checklists in order: each checklist's value under its strategy
+    # (evaluation.metrics.rubrics), then their mean per group. A criterion kind's or a source
+    # type's value is the strategy's on that kind's (type's) criteria alone, the tree's
+    # other groups undecided; a top-level group's, the group's score under the strategy
+    # (groups of the same title across a query's checklists count together). "all", the
+    # answer's category and its values on the dimensions hold the same checklists; a group
+    # counts a checklist only where it has a value (a decided criterion).
+    rubric, rubric_sources = _rubric(data)
+    checklist_values = values(data)
+    score = _scorer(data)
     bucket_of = {c: am.bucket_of(n, data.buckets).key for c, n in data.checklist_size.items()}
     answers = data.answers
-    checklists: dict[int, dict[int, list[int]]] = {}
-    by_kind: dict[int, dict[tuple[str, int], list[int]]] = {}
-    for a, c, kind, passed, decided, _ in data.groups:
-        if not decided or a not in answers:
+    ratios_of: dict[int, dict[tuple[str, str], list[float]]] = {}
+    for (a, c), value in checklist_values.items():
+        ratios = ratios_of.setdefault(a, defaultdict(list))
+        if value is None:
             continue
-        t = checklists.setdefault(a, {}).setdefault(c, [0, 0])
-        t[0] += passed
-        t[1] += decided
-        by_kind.setdefault(a, {})[kind, c] = [passed, decided]
-    by_source: dict[int, dict[tuple[str, int], list[int]]] = {}
-    for a, c, source, passed, decided in data.source_groups:
-        if decided and a in answers:
-            t = by_source.setdefault(a, {}).setdefault((source or NO_VALUE, c), [0, 0])
-            t[0] += passed
-            t[1] += decided
+        ratios["all", ""].append(value)
+        ratios["bucket", bucket_of[c]].append(value)
+        by_kind = rubric[a, c]
+        for kind, counts in by_kind.items():
+            v = value if len(by_kind) == 1 else score(c, counts)
+            if v is not None:
+                ratios["kind", kind].append(v)
+        for source, counts in rubric_sources.get((a, c), {}).items():
+            v = score(c, counts)
+            if v is not None:
+                ratios["source", source].append(v)
+        tree = data.trees.get(c)
+        if tree is not None and tree.tops:
+            for group in _top_scores(data, c, by_kind, tree):
+                if group.score is not None:
+                    ratios["group", group.title].append(group.score)
     out: dict[tuple[int, str, str], float] = {}
-    for a, tallies in checklists.items():
-        ratios: dict[tuple[str, str], list[float]] = defaultdict(list)
-        for c, (passed, decided) in tallies.items():
-            ratios["all", ""].append(passed / decided)
-            ratios["bucket", bucket_of[c]].append(passed / decided)
-        for (kind, _), (passed, decided) in by_kind[a].items():
-            ratios["kind", kind].append(passed / decided)
-        for (source, _), (passed, decided) in by_source.get(a, {}).items():
-            ratios["source", source].append(passed / decided)
+    for a, ratios in ratios_of.items():
+        if ("all", "") not in ratios:
+            continue
         for (group, value), v in ratios.items():
             out[a, group, value] = sum(v) / len(v)
-        out[a, "category", answers[a].category] = out[a, "all", ""]
+        overall = out[a, "all", ""]
+        answer = answers[a]
+        out[a, "category", answer.category] = overall
+        named = dict(answer.dimensions)
+        for name in data.dimensions:
+            out[a, DIMENSION + name, named.get(name, NO_VALUE)] = overall
     return out
+
+
+def _top_scores(data: RunData, c: int, by_kind: dict, tree: rubrics.Tree):
+    scored = rubrics.score_counted(
+        _merged(by_kind),
+        tree,
+        data.scorings.get(c, rubrics.DEFAULT_STRATEGY),
+        blend_weight=data.blend_weight,
+    )
+    return [g for g in scored.groups if g.depth == 1]
 
 
 def _overall_shares(data: RunData) -> dict[tuple[int, str, str], float]:
     """`_compute_shares` of the group "all" alone (the same sums in the same order)."""
-    checklists: dict[int, dict[int, list[int]]] = {}
-    for a, c, _, passed, decided, _ in data.groups:
-        if decided and a in data.answers:
-            t = checklists.setdefault(a, {}).setdefault(c, [0, 0])
-            t[0] += passed
-            t[1] += decided
-    out = {}
-    for a, tallies in checklists.items():
-        v = [passed / decided for passed, decided in tallies.values()]
-        out[a, "all", ""] = sum(v) / len(v)
-    return out
+    by_answer: dict[int, list[float]] = {}
+    for (a, _), value in values(data).items():
+        if value is not None:
+            by_answer.setdefault(a, []).append(value)
+    return {(a, "all", ""): sum(v) / len(v) for a, v in by_answer.items()}
 
 
 def system_scores(data: RunData, *, resamples: int = PAGE_RESAMPLES) -> list[Cell]:
@@ -203,11 +301,70 @@ def system_scores(data: RunData, *, resamples: int = PAGE_RESAMPLES) -> list[Cel
         key=lambda c: (
             c.system,
             c.system_id,
-            ("all", *GROUPS).index(c.group),
+            *_group_order(c.group),
             order.get(c.value, 0) if c.group == "bucket" else 0,
+            _number(c.value) is None if c.group.startswith(DIMENSION) else False,
+            _number(c.value) or 0.0 if c.group.startswith(DIMENSION) else 0.0,
             c.value,
         ),
     )
+
+
+def _group_order(group: str) -> tuple[int, str]:
+    """The fixed groups first, then the dimensions by name."""
+    if group.startswith(DIMENSION):
+        return (len(GROUPS) + 1, group)
+    return (("all", *GROUPS).index(group), "")
+
+
+def _number(text: str) -> float | None:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        return None
+    return value if value == value and abs(value) != float("inf") else None
+
+
+def numeric_dimensions(cells: Iterable[Cell]) -> list[str]:
+    """The dimensions whose every value (but NO_VALUE) is a number: the complexity curve
+    may use them instead of the criteria count, a point per value in numeric order."""
+    seen: dict[str, bool] = {}
+    for c in cells:
+        if c.group.startswith(DIMENSION) and c.value != NO_VALUE:
+            name = c.group[len(DIMENSION) :]
+            seen[name] = seen.get(name, True) and _number(c.value) is not None
+    return sorted(name for name, numeric in seen.items() if numeric)
+
+
+@dataclass(frozen=True)
+class ValuePoint:
+    """A point of the complexity curve by a numeric dimension: one value (a Bucket's
+    `key`, `label`, `low` and `high`, low = high = the value)."""
+
+    key: str
+    label: str
+    low: float | None
+    high: float | None
+
+
+def dimension_curve(cells: Iterable[Cell], name: str, human: Interval) -> ComplexityCurve:
+    """The complexity curve by dimension `name`: one point per value of it, in numeric
+    order, from the dimension's cells (the system scores by that dimension)."""
+    group = DIMENSION + name
+    found = {(c.system_id, c.value): c for c in cells if c.group == group}
+    numbers = sorted({v for _, v in found if _number(v) is not None}, key=_number)  # type: ignore[arg-type]
+    points = tuple(ValuePoint(v, v, _number(v), _number(v)) for v in numbers)
+    names = {c.system_id: c.system for c in cells}
+    empty = am.Estimate(None, None, None, 0, 0, "")
+    lines = tuple(
+        CurveLine(
+            system_id, names[system_id],
+            tuple(CurvePoint(p, found[system_id, p.key].estimate  # type: ignore[arg-type]
+                             if (system_id, p.key) in found else empty) for p in points),
+        )
+        for system_id in sorted(names, key=lambda s: (names[s], s))
+    )  # fmt: skip
+    return ComplexityCurve(points, lines, human, {}, dimension=name)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -238,6 +395,8 @@ def calibrated_scores(
     label policy the labelled answers were drawn with unequal chances
     (evaluation.review.sampling), so PPI++ weighs each by the inverse of its chance
     (`ppi_mean_weighted`); under the others they are a simple random draw (`ppi_mean`)."""
+    if data.answer_values is not None:
+        return _answer_calibrated(data, design, resamples)
     if design is not None:
         return _weighted_calibrated(data, design, resamples)
     # Rebuilt from each answer's counts: items with the same query, prediction and label
@@ -272,6 +431,49 @@ def calibrated_scores(
         for system_id, ppi_items in by_system.items()
     }
     return _calibrated(data, list(by_system), samples, ppi, resamples)
+
+
+def _answer_calibrated(
+    data: RunData, design: sampling.Design | None, resamples: int
+) -> list[Calibrated]:
+    """`calibrated_scores` on the strategies' scale: each answer is one unit, its judge
+    value the strategy's under the panel's verdicts, its human value the strategy's under
+    the human reference, known when every scored item of the answer has one (a strategy
+    such as aspect or tree is not a sum over items, so a half-labelled answer has no human
+    value). PPI++ over answers, clustered by query; under the "least certain" policy the
+    labelled answers weigh their inverse chance of being drawn."""
+    by_system: dict[int, list[tuple[int, float, float | None, int]]] = defaultdict(list)
+    for answer_id, (judged, human) in (data.answer_values or {}).items():
+        answer = data.answers.get(answer_id)
+        if answer is None or judged is None:
+            continue
+        by_system[answer.system_id].append((answer.query_id, judged, human, answer_id))
+    systems = sorted(by_system)
+    samples: list[dict[object, list[float]]] = []
+    ppi: dict[int, am.PPIEstimate] = {}
+    for system in systems:
+        rows = by_system[system]
+        judge: dict[object, list[float]] = defaultdict(list)
+        human_values: dict[object, list[float]] = defaultdict(list)
+        for q, judged, human, _ in rows:
+            judge[q].append(judged)
+            if human is not None:
+                human_values[q].append(human)
+        samples += [judge, human_values]
+        if design is None:
+            items = [am.PPIItem(q, judged, human) for q, judged, human, _ in rows]
+            ppi[system] = am.ppi_mean(items, clustered=True, resamples=resamples)
+            continue
+        labelled = [
+            (q, human, judged, design.weights[a], 1)
+            for q, judged, human, a in rows
+            if human is not None and a in design.weights
+        ]
+        population = [(q, judged, 1) for q, judged, _, _ in rows]
+        ppi[system] = am.ppi_mean_weighted(
+            labelled, population, clustered=True, resamples=resamples
+        )
+    return _calibrated(data, systems, samples, ppi, resamples)
 
 
 def _calibrated(
@@ -358,9 +560,11 @@ class ComplexityCurve:
     lines: tuple[CurveLine, ...]
     human: Interval  # the experts' mean cross-evaluation overlap
     checklists: dict[str, int] = field(default_factory=dict)  # bucket key -> checklists
+    dimension: str = ""  # by this numeric query dimension, not the criteria count
 
     def as_dict(self) -> dict:
         return {
+            "by": f"{DIMENSION}{self.dimension}" if self.dimension else "criteria",
             "buckets": [{"key": b.key, "label": b.label, "low": b.low, "high": b.high}
                         for b in self.buckets],
             "checklists": self.checklists,
@@ -420,6 +624,7 @@ class BucketRow:
     criteria: int
     passed: int
     decided: int
+    value: float | None = None  # the checklist's value under its strategy
 
     @property
     def share(self) -> float | None:
@@ -432,7 +637,7 @@ def bucket_rows(data: RunData, key: str, *, limit: int = 500) -> list[BucketRow]
 
 
 def every_bucket_rows(data: RunData, *, limit: int = 500) -> dict[str, list[BucketRow]]:
-    """`bucket_rows` of every bucket, in one pass over the items."""
+    """`bucket_rows` of every bucket, in one pass over the items, lowest value first."""
     bucket_of = {c: am.bucket_of(size, data.buckets).key for c, size in data.checklist_size.items()}
     tally: dict[tuple[int, int], list[int]] = defaultdict(lambda: [0, 0])
     for a, c, _, passed, decided, _ in data.groups:
@@ -442,6 +647,7 @@ def every_bucket_rows(data: RunData, *, limit: int = 500) -> dict[str, list[Buck
         t[0] += passed
         t[1] += decided
     found: dict[str, list[BucketRow]] = {b.key: [] for b in data.buckets}
+    checklist_values = values(data)
     for (a, c), (passed, decided) in tally.items():
         found[bucket_of[c]].append(
             BucketRow(
@@ -452,10 +658,11 @@ def every_bucket_rows(data: RunData, *, limit: int = 500) -> dict[str, list[Buck
                 data.checklist_size[c],
                 passed,
                 decided,
+                checklist_values.get((a, c)),
             )
         )
     for rows in found.values():
-        rows.sort(key=lambda r: (r.share if r.share is not None else 2.0, r.system, r.answer_id))
+        rows.sort(key=lambda r: (r.value if r.value is not None else 2.0, r.system, r.answer_id))
         del rows[limit:]
     return found
 

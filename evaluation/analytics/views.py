@@ -77,9 +77,14 @@ def _query(selection: Selection, **extra: str) -> str:
 
 def curve_chart(selection: Selection, curve: summaries.ComplexityCurve):
     base = reverse("dataset-analytics", args=[selection.dataset.pk])
-    categories = [
-        (b.label, f"{base}{_query(selection, bucket=b.key)}#bucket") for b in curve.buckets
-    ]
+    if curve.dimension:  # a point per value: its row in the dimension's table
+        anchor = f"#scores-{_table_key(summaries.DIMENSION + curve.dimension)}"
+        by = _query(selection, complexity=curve.dimension)
+        categories = [(b.label, f"{base}{by}{anchor}") for b in curve.buckets]
+    else:
+        categories = [
+            (b.label, f"{base}{_query(selection, bucket=b.key)}#bucket") for b in curve.buckets
+        ]
     series = [
         SeriesInput(
             line.system,
@@ -100,7 +105,9 @@ def curve_chart(selection: Selection, curve: summaries.ComplexityCurve):
     return line_chart(
         categories,
         series,
-        title="Score by number of criteria per checklist, with the experts' overlap",
+        title=f"Score by {curve.dimension}, with the experts' overlap"
+        if curve.dimension
+        else "Score by number of criteria per checklist, with the experts' overlap",
         reference=("Human (experts' overlap)", human.mean, human.low, human.high)
         if human.mean is not None
         else None,
@@ -115,9 +122,18 @@ def _score_tables(cells: list[summaries.Cell], bucket_labels: dict[str, str]) ->
         "bucket": "By complexity (criteria per checklist)",
         "kind": "By criterion kind",
         "source": "By source type",
+        "group": "By top-level group of the checklists",
     }
+    labels = {"group": "Group"}
+    present = {c.group for c in cells}
+    dimensions = sorted(g for g in present if g.startswith(summaries.DIMENSION))
+    for group in dimensions:
+        name = group[len(summaries.DIMENSION) :]
+        titles[group], labels[group] = f"By query dimension “{name}”", name
     tables = []
-    for group in summaries.GROUPS:
+    for group in (*summaries.GROUPS, *dimensions):
+        if group == "group" and group not in present:
+            continue  # no checklist of the run has groups
         rows: dict[str, dict] = {}
         systems: list[str] = []
         for c in cells:
@@ -129,6 +145,8 @@ def _score_tables(cells: list[summaries.Cell], bucket_labels: dict[str, str]) ->
         tables.append(
             {
                 "group": group,
+                "key": _table_key(group),
+                "label": labels.get(group, group.capitalize()),
                 "title": titles[group],
                 "systems": systems,
                 "rows": [
@@ -141,6 +159,23 @@ def _score_tables(cells: list[summaries.Cell], bucket_labels: dict[str, str]) ->
             }
         )
     return tables
+
+
+def _table_key(group: str) -> str:
+    """A table's id suffix: the group, a dimension's as "dimension-<name>"."""
+    return group.replace(":", "-").replace(" ", "_")
+
+
+def complexity_curve(
+    request: HttpRequest, page: figures.Page
+) -> tuple[summaries.ComplexityCurve, list[str]]:
+    """The curve the page asks for (`complexity`: a numeric query dimension, else the
+    criteria count) and the numeric dimensions it may ask for."""
+    numeric = summaries.numeric_dimensions(page.cells)
+    by = request.GET.get("complexity", "")
+    if by in numeric:
+        return summaries.dimension_curve(page.cells, by, page.curve.human), numeric
+    return page.curve, numeric
 
 
 def _judge_tables(rows: list[summaries.JudgeAgreement]) -> list[dict]:
@@ -219,7 +254,11 @@ def dataset_analytics(request: HttpRequest, pk: int) -> HttpResponse:
 
 def _page_context(request: HttpRequest, selection: Selection, page: figures.Page) -> dict:
     dataset, bucket = selection.dataset, request.GET.get("bucket", "")
+    curve, numeric = complexity_curve(request, page)
+    by = {"complexity": curve.dimension} if curve.dimension else {}
     return {
+        "complexity_by": curve.dimension,
+        "numeric_dimensions": numeric,
         "data": page,
         "overall": [c for c in page.cells if c.group == "all"],
         "tables": _score_tables(page.cells, {b.key: b.label for b in page.curve.buckets}),
@@ -229,10 +268,12 @@ def _page_context(request: HttpRequest, selection: Selection, page: figures.Page
         "saturated": list(
             Query.objects.filter(pk__in=page.saturated, dataset=dataset).values_list("pk", "text")
         ),
-        "curve": page.curve,
-        "chart": curve_chart(selection, page.curve),
-        "csv_href": reverse("analytics-complexity-csv", args=[dataset.pk]) + _query(selection),
-        "svg_href": reverse("analytics-complexity-svg", args=[dataset.pk]) + _query(selection),
+        "curve": curve,
+        "chart": curve_chart(selection, curve),
+        "csv_href": reverse("analytics-complexity-csv", args=[dataset.pk])
+        + _query(selection, **by),
+        "svg_href": reverse("analytics-complexity-svg", args=[dataset.pk])
+        + _query(selection, **by),
         "png_name": f"complexity-dataset-{dataset.pk}-run-{selection.run.pk}.png",
         "bucket": next((b for b in page.curve.buckets if b.key == bucket), None),
         "bucket_rows": figures.served_bucket_rows(selection.run, bucket, selection.edges).figures
@@ -249,7 +290,9 @@ def _curve_for(
     if selection.run is None:
         raise Http404("No run to analyse yet.")
     served = figures.served_page(selection.run, selection.edges)
-    return selection, served.figures.curve if served.figures else None, served
+    if served.figures is None:
+        return selection, None, served
+    return selection, complexity_curve(request, served.figures)[0], served
 
 
 def _state_headers(response: HttpResponse, served: figures.Served) -> HttpResponse:

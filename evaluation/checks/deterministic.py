@@ -44,6 +44,7 @@ class CheckResult:
     outcome: Literal["pass", "fail"]
     rationale: str  # starts with "No-LLM check (<check>):"
     check: str  # which check decided: "figures", "keywords", "format:table", …
+    score: float | None = None  # the trajectory checks' score in [0, 1] (checks.trajectory)
 
     @property
     def passed(self) -> bool:

@@ -1,5 +1,6 @@
-"""Systems (site-wide; the Admin group writes them) and answers (per dataset; written by the
-answers upload, `POST /api/answers/import/`), in the API."""
+"""Systems (site-wide; the Admin group writes them) and answers (per dataset; written one by
+one with `POST /api/answers/` or by the answers upload, `POST /api/answers/import/`), in the
+API. An agent's answer carries `turns`, `context` and `metadata` (docs/data-formats.md)."""
 
 from __future__ import annotations
 
@@ -15,10 +16,11 @@ from annotation import permissions as access
 from annotation import roles
 from annotation.models import Dataset
 from annotation.selectors import datasets_for_user
+from config.ids import is_id
 from config.pagination import CountlessPagination
 from config.permissions import ModelPermsOrReadOnly
 from config.uploads import validate_upload_size
-from evaluation.data.answers_upload import decode_upload, import_answers
+from evaluation.data.answers_upload import decode_upload, import_answers, save_answer
 from evaluation.data.rows import ImportRejected
 from evaluation.models import Answer, System
 
@@ -33,8 +35,26 @@ class SystemSerializer(serializers.ModelSerializer):
 class AnswerSerializer(serializers.ModelSerializer):
     class Meta:
         model = Answer
-        fields = ["id", "system", "query", "text", "external_id", "run_label", "created_at"]
+        fields = [
+            "id", "system", "query", "text", "external_id", "run_label", "turns", "context",
+            "metadata", "created_at",
+        ]  # fmt: skip
         read_only_fields = fields
+
+
+class AnswerWriteSerializer(serializers.Serializer):
+    """The body of `POST /api/answers/`; checked by evaluation.data.answers_upload as an
+    imported row is (the same fields, limits and messages)."""
+
+    query = serializers.IntegerField(help_text="The query's id")
+    system = serializers.CharField(help_text="The system's name (created when new)")
+    system_version = serializers.CharField(required=False, allow_blank=True)
+    text = serializers.CharField(help_text="The final answer, Markdown")
+    external_id = serializers.CharField(required=False, allow_blank=True)
+    run_label = serializers.CharField(required=False, allow_blank=True)
+    turns = serializers.JSONField(required=False, help_text="The conversation, see docs")
+    context = serializers.JSONField(required=False, help_text="Retrieved passages")
+    metadata = serializers.JSONField(required=False, help_text="Model, latency, cost, steps")
 
 
 class AnswerImportSerializer(serializers.Serializer):
@@ -83,6 +103,26 @@ class AnswerViewSet(viewsets.ReadOnlyModelViewSet):
             raise Http404("No such answer.")
         access.check_dataset(self.request.user, answer.query.dataset)
         return answer
+
+    @extend_schema(request=AnswerWriteSerializer, responses={201: AnswerSerializer})
+    def create(self, request: Request) -> Response:
+        """Add or replace one answer (its dataset's admins only): an answer is identified by
+        its system, query and run label. Every problem is listed, naming the field; a bad
+        answer changes nothing."""
+        body = request.data if isinstance(request.data, dict) else {}
+        query_id = body.get("query")
+        if not is_id(str(query_id)):
+            raise ValidationError({"query": ["answer: field 'query' must be a query id"]})
+        query = access.access_query(request.user, int(query_id), roles.CHANGE)
+        try:
+            row = body.dict() if hasattr(body, "dict") else dict(body)  # a form: one value each
+            answer, created = save_answer(dataset=query.dataset, row=row)
+        except ImportRejected as rejected:
+            raise ValidationError({"errors": rejected.errors}) from rejected
+        return Response(
+            AnswerSerializer(answer).data,
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )
 
     @extend_schema(
         request={"multipart/form-data": AnswerImportSerializer},

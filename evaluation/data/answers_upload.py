@@ -2,14 +2,16 @@
 written, then all rows are written in one transaction, or none.
 
 Row fields: `query` (the query's id in the dataset), `system` (name), `system_version`
-(optional), `text` (the answer, markdown), `external_id` and `run_label` (optional).
+(optional), `text` (the answer, markdown), `external_id` and `run_label` (optional), and
+for an agent's answer `turns`, `context` and `metadata` (optional; JSON values in JSONL,
+JSON text in a CSV cell; evaluation.data.agent_fields checks them).
 Importing the same file again updates the same answers: an answer is identified by its
 system, query and run label.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.db import transaction
@@ -17,12 +19,12 @@ from django.db import transaction
 from annotation.models import Dataset
 from config import limits
 from config.ids import is_id
-from evaluation.data import formats
+from evaluation.data import agent_fields, formats
 from evaluation.data.rows import Checked, ImportRejected, check_rows, field_text
 from evaluation.models import Answer, System
 
 REQUIRED = ("query", "system", "text")
-OPTIONAL = ("system_version", "external_id", "run_label")
+OPTIONAL = ("system_version", "external_id", "run_label", *agent_fields.FIELDS)
 LIMITS = {
     "system": 200,
     "system_version": 100,
@@ -41,6 +43,17 @@ class AnswerRow:
     text: str
     external_id: str
     run_label: str
+    turns: list = field(default_factory=list)
+    context: list = field(default_factory=list)
+    metadata: dict = field(default_factory=dict)
+
+    @property
+    def fields(self) -> dict:
+        """What an answer row writes besides its identity."""
+        return {
+            "text": self.text, "external_id": self.external_id, "turns": self.turns,
+            "context": self.context, "metadata": self.metadata,
+        }  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -92,9 +105,11 @@ def _check_answer(
         problems.append(f"{where}: field 'query' must be a query id (a number), not {query!r}")
     elif query and int(query) not in query_ids:
         problems.append(f"{where}: field 'query': no query {query} in dataset {dataset_id}")
-    for field, limit in LIMITS.items():
-        if len(field_text(row, field)) > limit:
-            problems.append(f"{where}: field {field!r} is longer than {limit} characters")
+    for name, limit in LIMITS.items():
+        if len(field_text(row, name)) > limit:
+            problems.append(f"{where}: field {name!r} is longer than {limit} characters")
+    agent, found = agent_fields.check_fields(row)
+    problems.extend(f"{where}: {p}" for p in found)
     if problems:
         return problems
     answer = AnswerRow(
@@ -105,9 +120,27 @@ def _check_answer(
         text=str(row["text"]),
         external_id=field_text(row, "external_id"),
         run_label=field_text(row, "run_label"),
+        **agent,
     )
     return Checked(
         answer, (answer.system, answer.system_version, answer.query_id, answer.run_label)
+    )
+
+
+@transaction.atomic
+def save_answer(*, dataset: Dataset, row: dict) -> tuple[Answer, bool]:
+    """One answer posted to the API (`POST /api/answers/`), checked as an imported row is;
+    ImportRejected names each bad field and writes nothing. Returns (answer, created)."""
+    if not isinstance(row, dict):
+        raise ImportRejected(["answer: the body must be a JSON object"])
+    query_ids = set(dataset.queries.values_list("pk", flat=True))
+    checked = _check_answer(1, row, "answer", dataset.pk, query_ids)
+    if not isinstance(checked, Checked):
+        raise ImportRejected(checked)
+    value: AnswerRow = checked.value
+    system, _ = System.objects.get_or_create(name=value.system, version=value.system_version)
+    return Answer.objects.update_or_create(
+        system=system, query_id=value.query_id, run_label=value.run_label, defaults=value.fields
     )
 
 
@@ -128,7 +161,7 @@ def import_answers(*, dataset: Dataset, name: str, content: str) -> ImportResult
             system=systems[key],
             query_id=row.query_id,
             run_label=row.run_label,
-            defaults={"text": row.text, "external_id": row.external_id},
+            defaults=row.fields,
         )
         created += made
         updated += not made

@@ -19,6 +19,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Model
 
 BATCH = 5_000
+BATCH_SET = 300  # set_column's rows per statement: 900 parameters, under SQLite's 999
 
 
 @dataclass(frozen=True)
@@ -256,3 +257,37 @@ def _sqlite_values(row: tuple) -> tuple:
             value = value.isoformat()
         out.append(value)
     return tuple(out)
+
+
+def set_column(model: type[Model], column: str, values: dict[int, int | None]) -> int:
+    """Set one column of many rows ({pk: value}): on PostgreSQL in one UPDATE from two
+    arrays, on SQLite in a CASE on the primary key per BATCH_SET rows. Django's
+    bulk_update builds the CASE through an expression per row, which cost 0.17 s for 500
+    groups' parents; this costs a few ms."""
+    field = model._meta.get_field(column)
+    table, attname = _quote(model._meta.db_table), _quote(field.column)
+    pk = _quote(model._meta.pk.column)
+    cast = field.rel_db_type(connection) if field.is_relation else field.db_type(connection)
+    if not values:
+        return 0
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            pk_type = model._meta.pk.rel_db_type(connection)
+            cursor.execute(
+                f"UPDATE {table} t SET {attname} = v.value "  # noqa: S608 (our own names)
+                f"FROM unnest(%s::{pk_type}[], %s::{cast}[]) AS v(pk, value) WHERE t.{pk} = v.pk",
+                [list(values), list(values.values())],
+            )
+            return cursor.rowcount
+        done = 0
+        items = list(values.items())
+        for start in range(0, len(items), BATCH_SET):
+            batch = items[start : start + BATCH_SET]
+            whens = " ".join(f"WHEN %s THEN CAST(%s AS {cast})" for _ in batch)
+            cursor.execute(
+                f"UPDATE {table} SET {attname} = CASE {pk} {whens} END "  # noqa: S608
+                f"WHERE {pk} IN ({', '.join(['%s'] * len(batch))})",
+                [v for pair in batch for v in pair] + [k for k, _ in batch],
+            )
+            done += cursor.rowcount
+    return done

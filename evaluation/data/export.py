@@ -32,7 +32,16 @@ from django.utils.text import slugify
 from guardian.shortcuts import get_users_with_perms
 
 from annotation import roles
-from annotation.models import Checklist, Citation, Criterion, Dataset, Guideline, Query, SourceType
+from annotation.models import (
+    Checklist,
+    Citation,
+    Criterion,
+    CriterionGroup,
+    Dataset,
+    Guideline,
+    Query,
+    SourceType,
+)
 from annotation.selectors import checklists_for_user
 from evaluation.analytics import figures
 from evaluation.cross_evaluation.export import overlap_rows
@@ -43,6 +52,7 @@ from evaluation.metrics.analytics import saturated_queries
 from evaluation.models import (
     Adjudication,
     Answer,
+    CriterionCheck,
     GradedScore,
     HumanLabel,
     Judge,
@@ -403,7 +413,7 @@ class Exporter:
                 q.category.name if q.category else "", sorted(t.name for t in q.tags.all()),
                 q.reference_answer, q.status,
                 sorted(u.get_username() for u in q.assigned_experts.all()), q.complexity,
-                self.keys.user(q.created_by_id), q.pk,
+                self.keys.user(q.created_by_id), q.dimensions or {}, q.pk,
             )  # fmt: skip
 
     def _checklists(self) -> Iterator[Row]:
@@ -417,7 +427,20 @@ class Exporter:
             yield (
                 query, author, c.status, c.guideline.name if c.guideline else "",
                 c.guideline.version if c.guideline else None, _iso(c.first_submitted_at),
-                _iso(c.submitted_at), c.pk,
+                _iso(c.submitted_at), c.scoring, c.pk,
+            )  # fmt: skip
+
+    def _groups(self) -> Iterator[Row]:
+        groups = CriterionGroup.objects.filter(checklist_id__in=list(self.keys.checklists))
+        rows = list(groups.order_by("checklist_id", "position", "pk").values_list(
+            "pk", "checklist_id", "parent_id", "external_id", "title", "description", "weight",
+            "position",
+        ))  # fmt: skip
+        keys = {pk: external_id or f"group-{pk}" for pk, _, _, external_id, *_ in rows}
+        for pk, checklist_id, parent, _, title, description, weight, position in rows:
+            yield (
+                *self.keys.checklists[checklist_id], keys[pk], keys.get(parent, ""), title,
+                description, float(weight), position,
             )  # fmt: skip
 
     def _criteria(self) -> Iterator[Row]:
@@ -430,7 +453,7 @@ class Exporter:
         criteria = Criterion.objects.filter(pk__in=list(self.keys.criteria)).order_by("pk")
         rows = criteria.values_list(
             "pk", "position", "text", "kind", "notes", "weight", "is_core", "scoring_enabled",
-            "archived_at", "previous_version_id",
+            "archived_at", "previous_version_id", "group_id", "group__external_id",
         )  # fmt: skip
         for (
             pk,
@@ -443,11 +466,14 @@ class Exporter:
             scoring,
             archived,
             previous,
+            group,
+            group_external,
         ) in rows.iterator(5000):
             yield (
                 *self.keys.criteria[pk], position, text, kind, sorted(slugs.get(pk, [])), notes,
                 float(weight), is_core, scoring, _iso(archived),
-                self.keys.criteria[previous][2] if previous in self.keys.criteria else "", pk,
+                self.keys.criteria[previous][2] if previous in self.keys.criteria else "",
+                (group_external or f"group-{group}") if group else "", pk,
             )  # fmt: skip
 
     def _citations(self) -> Iterator[Row]:
@@ -458,6 +484,15 @@ class Exporter:
         )
         for criterion_id, title, url, slug, published in citations.iterator(5000):
             yield (*self.keys.criteria[criterion_id], title, url, slug or "", _iso(published))
+
+    def _criterion_checks(self) -> Iterator[Row]:
+        checks = (
+            CriterionCheck.objects.filter(criterion_id__in=list(self.keys.criteria))
+            .order_by("criterion_id")
+            .values_list("criterion_id", "kind", "params", "threshold", "evidence")
+        )
+        for criterion_id, kind, params, threshold, evidence in checks.iterator(5000):
+            yield (*self.keys.criteria[criterion_id], kind, params or None, threshold, evidence)
 
     def _perfect_answers(self) -> Iterator[Row]:
         answers = (
@@ -481,10 +516,14 @@ class Exporter:
         answers = (
             Answer.objects.filter(query__dataset=self.dataset, checklist__isnull=True)
             .order_by("pk")
-            .values_list("pk", "external_id", "text")
+            .values_list("pk", "external_id", "text", "turns", "context", "metadata")
         )
-        for pk, external_id, text in answers.iterator(2000):
-            yield (*self.keys.answers[pk], external_id, text, pk)
+        for pk, external_id, text, turns, context, metadata in answers.iterator(2000):
+            # Empty agent fields are written as null: a plain answer's row stays small.
+            yield (
+                *self.keys.answers[pk], external_id, text, pk, turns or None, context or None,
+                metadata or None,
+            )  # fmt: skip
 
     def _judges(self) -> Iterator[Row]:
         used = Verdict.objects.filter(run__dataset=self.dataset).values("judge_id").distinct()
@@ -495,7 +534,7 @@ class Exporter:
         for j in judges.distinct().order_by("name"):
             yield (
                 j.name, j.kind, j.base_url, j.model, j.api_key_env, j.temperature, j.max_tokens,
-                j.seed, j.timeout, j.prompt_version,
+                j.seed, j.timeout, j.prompt_version, j.context_tokens,
             )  # fmt: skip
 
     def _panels(self) -> Iterator[Row]:
@@ -505,7 +544,7 @@ class Exporter:
                 {"judge": m.judge.name, "samples": m.samples, "temperatures": m.temperatures}
                 for m in sorted(p.members.all(), key=lambda m: m.judge.name)
             ]
-            yield (p.name, p.description, p.method, p.threshold, p.graded, members)
+            yield (p.name, p.description, p.method, p.threshold, p.graded, members, p.conversation)
 
     def _runs(self) -> Iterator[Row]:
         runs = Run.objects.filter(pk__in=list(self.keys.runs)).select_related("panel")
@@ -609,7 +648,8 @@ class Exporter:
                 yield (
                     self.keys.runs[run.pk], *answer, _round(a.score), _round(a.weighted),
                     _round(a.core), a.undecided, a.split, a.adjudicated, a.passed,
-                    _round(a.graded),
+                    _round(a.graded), ",".join(sorted({c.scoring for c in a.checklists})),
+                    _round(a.value),
                 )  # fmt: skip
 
     def _saturated_queries(self) -> Iterator[Row]:
@@ -663,6 +703,9 @@ class Exporter:
             "pass_threshold": d.pass_threshold,
             "label_policy": d.label_policy,
             "label_share": d.label_share,
+            "scoring": d.scoring,
+            "blend_weight": d.blend_weight,
+            "dimensions": d.dimensions,
         }
         return (json.dumps(data, ensure_ascii=False, indent=2) + "\n").encode()
 

@@ -24,9 +24,11 @@ from annotation import roles
 from annotation.models import (
     Checklist,
     Criterion,
+    CriterionGroup,
     Dataset,
     Guideline,
     Query,
+    Scoring,
     SourceType,
 )
 from annotation.services.datasets import DATASET_SETTINGS
@@ -37,12 +39,14 @@ from annotation.validation import (
     GuidelineConfig,
     validate_checklist,
 )
+from evaluation.checks import trajectory
 from evaluation.cross_evaluation.services import REFERENCE_SYSTEM
-from evaluation.data import import_target, schema
+from evaluation.data import agent_fields, import_target, schema
 from evaluation.data.export import criterion_key, perfect_label, query_key
 from evaluation.data.formats import FileRejected, cell
 from evaluation.data.rows import ImportRejected  # one refusal for every import
 from evaluation.data.source import Source
+from evaluation.metrics import rubrics
 from evaluation.models import (
     Answer,
     GradedScore,
@@ -116,8 +120,10 @@ REQUIRED = {
     "members": ("username", "role"),
     "queries": ("external_id", "text", "query_date"),
     "checklists": ("query", "author", "status"),
+    "groups": ("query", "author", "external_id", "title"),
     "criteria": ("query", "author", "external_id", "text", "kind"),
     "citations": ("query", "author", "criterion", "title"),
+    "criterion_checks": ("query", "author", "criterion"),
     "perfect_answers": ("query", "author", "text"),
     "systems": ("name",),
     "answers": ("system", "query", "text"),
@@ -134,9 +140,11 @@ CHOICES = {
     ("queries", "status"): tuple(Query.Status.values),
     ("queries", "complexity"): tuple(Query.Complexity.values),
     ("checklists", "status"): tuple(Checklist.Status.values),
+    ("checklists", "scoring"): ("", *Scoring.values),
     ("criteria", "kind"): tuple(Criterion.Kind.values),
     ("judges", "kind"): tuple(Judge.Kind.values),
     ("panels", "method"): tuple(Panel.Method.values),
+    ("panels", "conversation"): tuple(Panel.Conversation.values),
     ("runs", "kind"): tuple(Run.Kind.values),
     ("runs", "status"): tuple(Run.Status.values),
     ("verdicts", "outcome"): tuple(Verdict.Outcome.values),
@@ -159,8 +167,8 @@ DATETIMES = {
 }  # fmt: skip
 # Tables read whole into memory (the structure: thousands of rows); the others are streamed.
 SMALL = (
-    "guidelines", "source_types", "members", "queries", "checklists", "criteria", "citations",
-    "perfect_answers", "systems", "judges", "panels", "runs",
+    "guidelines", "source_types", "members", "queries", "checklists", "groups", "criteria",
+    "citations", "criterion_checks", "perfect_answers", "systems", "judges", "panels", "runs",
 )  # fmt: skip
 BIG = ("answers", "verdicts", "grades", "labels", "adjudications")
 # The largest tables are read once: checked row by row while they are written, inside the
@@ -285,6 +293,8 @@ class Known:
         self.queries: set[str] = set()
         self.checklists: set[tuple[str, str]] = set()
         self.criteria: set[CriterionKey] = set()
+        self.groups: set[CriterionKey] = set()
+        self.group_parents: dict[CriterionKey, str | None] = {}
         self.answers: set[AnswerKey] = set()
         self.runs: set[str] = set()
         self.judges: set[str] = set(Judge.objects.values_list("name", flat=True))
@@ -295,6 +305,8 @@ class Known:
         self.queries |= set(stored.queries)
         self.checklists |= set(stored.checklists)
         self.criteria |= set(stored.criteria)
+        self.groups |= set(stored.groups)
+        self.group_parents.update(stored.group_parents)
         self.answers |= set(stored.answers)
         self.runs |= set(stored.runs)
 
@@ -323,6 +335,16 @@ class StoredKeys:
             checklist__query__dataset=dataset
         ).values_list("pk", "checklist_id", "external_id"):
             self.criteria[(*checklist_keys[checklist_id], criterion_key(pk, external_id))] = pk
+        self.groups: dict[CriterionKey, int] = {}
+        self.group_parents: dict[CriterionKey, str | None] = {}
+        group_rows = CriterionGroup.objects.filter(checklist__query__dataset=dataset).values_list(
+            "pk", "checklist_id", "external_id", "parent_id"
+        )
+        group_keys = {pk: external_id or f"group-{pk}" for pk, _, external_id, _ in group_rows}
+        for pk, checklist_id, _, parent_id in group_rows:
+            key = (*checklist_keys[checklist_id], group_keys[pk])
+            self.groups[key] = pk
+            self.group_parents[key] = group_keys.get(parent_id)
         self.answers: dict[AnswerKey, int] = {}
         for pk, query_id, system, version, run_label, checklist_id in Answer.objects.filter(
             query__dataset=dataset
@@ -425,9 +447,12 @@ def _check_structure(
     once = _Once(errors)
     _check_queries(t["queries"], plan, known, once)
     _check_checklists(t["checklists"], plan, known, guideline_keys, once, errors)
+    _check_groups(t["groups"], known, once, errors)
     _check_criteria(t["criteria"], known, once, errors)
+    _check_rubrics(plan, dataset, errors)
     _check_previous_versions(t["criteria"], known, errors)
     _check_citations(t["citations"], known, errors)
+    _check_criterion_checks(t["criterion_checks"], known, once, errors)
     _check_perfect_answers(t["perfect_answers"], plan, known, once, errors)
     _check_judges_panels_and_runs(t, known, once, errors)
     _check_guideline(plan, errors, options)
@@ -534,6 +559,52 @@ def _check_checklists(
             plan.usernames.add(row["author"])
 
 
+def _check_groups(rows: Rows, known: Known, once: _Once, errors: Errors) -> None:
+    """Each group's checklist exists, its weight is positive, its parent is a group of the
+    same checklist and the parents form no cycle (evaluation.metrics.rubrics.Tree)."""
+    parents = dict(known.group_parents)
+    wheres: dict[tuple[str, str, str], str] = {}
+    for where, row in rows:
+        key = (row["query"], row["author"], row["external_id"])
+        if (row["query"], row["author"]) not in known.checklists:
+            errors.add(f"{where}: field 'author': no checklist of {row['author']!r} for query "
+                       f"{row['query']!r} in checklists or the dataset")  # fmt: skip
+            continue
+        if row["weight"] is not None and not 0 < row["weight"] < 10_000:
+            errors.add(f"{where}: field 'weight': a group's weight must be positive (above 0 "
+                       "and below 10000)")  # fmt: skip
+        if once(("g", key), where, "query, author and external_id"):
+            known.groups.add(key)
+            parents[key] = row["parent"] or None
+            wheres[key] = where
+    by_checklist: dict[tuple[str, str], list[rubrics.Group]] = {}
+    for (query, author, external_id), parent in parents.items():
+        by_checklist.setdefault((query, author), []).append(rubrics.Group(external_id, parent))
+    for (query, author), groups in by_checklist.items():
+        try:
+            rubrics.Tree.of(groups)
+        except rubrics.TreeError as exc:
+            where = wheres.get((query, author, exc.group), f"groups ({query}, {author})")
+            if exc.field == "parent" and "is not a group" in str(exc):
+                parent = parents[(query, author, exc.group)]
+                errors.add(f"{where}: field 'parent': no group {parent!r} in the same "
+                           "checklist (a parent must be in the group's checklist)")  # fmt: skip
+            else:
+                errors.add(f"{where}: field {exc.field!r}: {exc}")
+
+
+def _check_rubrics(plan: Plan, dataset: Dataset | None, errors: Errors) -> None:
+    """A checklist scored by `tree` has no penalty (a negative weight)."""
+    default = plan.meta.get("scoring") or (dataset.scoring if dataset is not None else "")
+    own = {(r["query"], r["author"]): r["scoring"] for _, r in plan.tables["checklists"]}
+    for where, row in plan.tables["criteria"]:
+        scoring = own.get((row["query"], row["author"])) or default
+        problem = rubrics.penalty_problem(scoring or "share", [row["weight"] or 0])
+        if problem:
+            errors.add(f"{where}: field 'weight': {problem} (checklist of {row['author']!r} "
+                       f"for query {row['query']!r})")  # fmt: skip
+
+
 def _check_criteria(rows: Rows, known: Known, once: _Once, errors: Errors) -> None:
     for where, row in rows:
         key = (row["query"], row["author"], row["external_id"])
@@ -546,8 +617,11 @@ def _check_criteria(rows: Rows, known: Known, once: _Once, errors: Errors) -> No
         for slug in row["source_types"] or []:
             if slug not in known.slugs:
                 errors.add(f"{where}: field 'source_types': no source type {slug!r}")
-        if row["weight"] is not None and not 0 <= row["weight"] < 10_000:
-            errors.add(f"{where}: field 'weight' must be from 0 to 9999.99")
+        if row["weight"] is not None and not -10_000 < row["weight"] < 10_000:
+            errors.add(f"{where}: field 'weight' must be from -9999.99 to 9999.99")
+        if row["group"] and (row["query"], row["author"], row["group"]) not in known.groups:
+            errors.add(f"{where}: field 'group': no group {row['group']!r} in the checklist "
+                       f"of {row['author']!r} for query {row['query']!r}")  # fmt: skip
         if once(("k", key), where, "query, author and external_id"):
             known.criteria.add(key)
 
@@ -559,6 +633,32 @@ def _check_citations(rows: Rows, known: Known, errors: Errors) -> None:
                        f"{row['author']!r} for query {row['query']!r}")  # fmt: skip
         if row["source_type"] and row["source_type"] not in known.slugs:
             errors.add(f"{where}: field 'source_type': no source type {row['source_type']!r}")
+
+
+def _check_criterion_checks(rows: Rows, known: Known, once: _Once, errors: Errors) -> None:
+    """Each check names a criterion of the file or the dataset, at most once, with a known
+    evidence mode and parameters its kind accepts (evaluation.checks.trajectory)."""
+    for where, row in rows:
+        key = (row["query"], row["author"], row["criterion"])
+        if key not in known.criteria:
+            errors.add(f"{where}: field 'criterion': no criterion {row['criterion']!r} of "
+                       f"{row['author']!r} for query {row['query']!r}")  # fmt: skip
+            continue
+        if not once(("criterion_checks", key), where, "criterion"):
+            continue
+        if row["evidence"] not in ("", *EVIDENCE):
+            errors.add(f"{where}: field 'evidence' must be one of context, reference or empty")
+        if row["kind"]:
+            threshold = row["threshold"]
+            for problem in trajectory.check_params(row["kind"], row["params"] or {}, threshold):
+                field = "threshold" if problem.startswith("threshold") else "params"
+                field = "kind" if problem.startswith("kind") else field
+                errors.add(f"{where}: field {field!r}: {problem}")
+        elif row["params"]:
+            errors.add(f"{where}: field 'params': parameters without a check kind")
+
+
+EVIDENCE = ("context", "reference")
 
 
 def _check_perfect_answers(
@@ -663,6 +763,8 @@ def _check_guideline(plan: Plan, errors: Errors, options: ImportOptions) -> None
             guideline_rules.criterion_values_input(
                 key=row["external_id"], text=row["text"], kind=row["kind"], notes=row["notes"],
                 source_types=row["source_types"] or (), citations=citations[key],
+                weight=row["weight"] if row["weight"] is not None else 1,
+                in_group=bool(row["group"]),
             )
         )  # fmt: skip
     for where, row in plan.tables["checklists"]:
@@ -712,6 +814,7 @@ def check_big_row(
             found.append(f"{where}: field 'system': perfect answers go in perfect_answers")
         else:
             known.answers.add(key)
+        found.extend(f"{where}: {p}" for p in agent_fields.check_fields(row)[1])
         return _report(found, errors)
     answer = (row["system"], row["system_version"], row["query"], row["run_label"])
     if answer not in known.answers:

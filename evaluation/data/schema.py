@@ -134,6 +134,11 @@ TABLES: tuple[Table, ...] = (
                 "complexity", doc="simple, moderate or complex, as its author judged (may be empty)"
             ),
             _c("created_by", doc="Username of who added the query (may be empty)"),
+            _c(
+                "dimensions",
+                JSON,
+                'Its value on each dimension the dataset declares: {"answer_type": "number"}',
+            ),
             _c("id", INT, "The app's id (ignored by the import)"),
         ),
     ),
@@ -147,8 +152,26 @@ TABLES: tuple[Table, ...] = (
             _c("guideline_version", INT),
             _c("first_submitted_at", DATETIME),
             _c("submitted_at", DATETIME),
+            _c(
+                "scoring",
+                doc="Its own scoring strategy (docs/metrics.md); empty: the dataset's",
+            ),
             _c("id", INT, "The app's id (ignored by the import)"),
         ),
+    ),
+    Table(
+        "groups",
+        (
+            _c("query"),
+            _c("author"),
+            _c("external_id", doc="Unique in its checklist; `group-<id>` when none was set"),
+            _c("parent", doc="The parent group's external id (empty at the top)"),
+            _c("title"),
+            _c("description"),
+            _c("weight", FLOAT, "Positive: its weight among its siblings (tree scoring)"),
+            _c("position", INT),
+        ),
+        doc="The groups (aspects) of the checklists' criteria, nested through `parent`",
     ),
     Table(
         "criteria",
@@ -175,6 +198,7 @@ TABLES: tuple[Table, ...] = (
                 doc="External id (in the same checklist) of the archived wording this "
                 "criterion replaced (empty: none)",
             ),
+            _c("group", doc="The external id of its group in the checklist (empty: none)"),
             _c("id", INT, "The app's id (ignored by the import)"),
         ),
     ),
@@ -189,6 +213,20 @@ TABLES: tuple[Table, ...] = (
             _c("source_type", doc="A source type slug (may be empty)"),
             _c("published_on", DATE),
         ),
+    ),
+    Table(
+        "criterion_checks",
+        (
+            _c("query"),
+            _c("author"),
+            _c("criterion", doc="The criterion's external id"),
+            _c("kind", doc="tool_set, tool_sequence, step_order, keyword_share, rouge1 or empty"),
+            _c("params", JSON, "The check's parameters (docs/no-llm-checks.md)"),
+            _c("threshold", FLOAT, "Pass at this score or more (empty: the kind's default)"),
+            _c("evidence", doc="What an LLM judge decides against: context, reference or empty"),
+        ),
+        doc="A criterion's deterministic trajectory check and evidence mode (one row per "
+        "criterion that has either)",
     ),
     Table(
         "perfect_answers",
@@ -214,6 +252,9 @@ TABLES: tuple[Table, ...] = (
             _c("external_id", doc="Your own id for the answer (may be empty)"),
             _c("text"),
             _c("id", INT, "The app's id (ignored by the import)"),
+            _c("turns", JSON, "An agent's conversation: turns with tool calls (empty: none)"),
+            _c("context", JSON, "The passages the system retrieved (empty: none)"),
+            _c("metadata", JSON, "Model, latency, cost, steps… as the system reported them"),
         ),
         include="answers",
     ),
@@ -230,6 +271,7 @@ TABLES: tuple[Table, ...] = (
             _c("seed", INT),
             _c("timeout", FLOAT),
             _c("prompt_version"),
+            _c("context_tokens", INT, "Evidence budget in tokens (docs/judging.md)"),
         ),
         include="verdicts",
     ),
@@ -242,6 +284,7 @@ TABLES: tuple[Table, ...] = (
             _c("threshold", FLOAT),
             _c("graded", BOOL),
             _c("members", JSON, 'A list of {"judge", "samples", "temperatures"}'),
+            _c("conversation", doc="last_turn, cumulative or average (docs/judging.md)"),
         ),
         include="verdicts",
     ),
@@ -343,6 +386,18 @@ TABLES: tuple[Table, ...] = (
             _c("adjudicated", INT),
             _c("passed", BOOL, "Against the dataset's pass threshold (empty: none)"),
             _c("graded", FLOAT, "Mean 1–5 grade (empty: not graded)"),
+            _c(
+                "scoring",
+                STR,
+                "The strategy the query's checklists are scored by (several, "
+                "comma-separated, when they differ); docs/metrics.md",
+            ),
+            _c(
+                "value",
+                FLOAT,
+                "Mean over the query's checklists of each one's value under "
+                "its strategy: what pass/fail and the analytics read",
+            ),
         ),
         include="scores",
         doc="Computed from verdicts and adjudications; never imported",

@@ -369,3 +369,156 @@ QUERIES = [
         },
     ),
 ]
+
+# Atlas QA is an agent: on the first two queries its answers carry the conversation that
+# led to them (tool calls with arguments, tool results), the passages it retrieved and its
+# metadata. Baseline RAG retrieves passages but calls no tool. (query index, system) ->
+# fields of the answer; see docs/data-formats.md#answers.
+_NWS_CONTEXT = [
+    {
+        "id": "NWS-2026-Q3-call#p4",
+        "title": "Northwind Q3 FY2026 earnings call transcript",
+        "source": "earnings-call-transcript",
+        "text": "CFO: Revenue for the third quarter was $4.12 billion, above the top of our "
+        "$3.9 to $4.0 billion range, driven by data-centre demand. Gross margin was 61.5%. "
+        "Inventory days fell to 98.",
+    },
+    {
+        "id": "NWS-2026-Q3-call#p9",
+        "title": "Northwind Q3 FY2026 earnings call transcript",
+        "source": "earnings-call-transcript",
+        "text": "CEO: For the fourth quarter we expect revenue of $4.3 to $4.45 billion.",
+    },
+    {
+        "id": "NWS-2026-Q2-call#p3",
+        "title": "Northwind Q2 FY2026 earnings call transcript",
+        "source": "earnings-call-transcript",
+        "text": "CFO: We guide Q3 revenue to $3.9 to $4.0 billion and gross margin of about 60%.",
+    },
+]
+AGENT_ANSWERS = {
+    (0, "Atlas QA"): {
+        "turns": [
+            {
+                "role": "user",
+                "content": "Summarise Northwind Semiconductors' Q3 FY2026 earnings call and "
+                "compare the results with the guidance given on the Q2 call.",
+            },
+            {
+                "role": "assistant",
+                "content": "I will read the Q3 call, then the Q2 guidance.",
+                "tool_calls": [
+                    {
+                        "id": "call-1",
+                        "name": "search_transcripts",
+                        "arguments": {"company": "Northwind", "quarter": "Q3 FY2026"},
+                    }
+                ],
+            },
+            {
+                "role": "tool",
+                "tool_call_id": "call-1",
+                "name": "search_transcripts",
+                "content": "NWS-2026-Q3-call#p4, NWS-2026-Q3-call#p9",
+            },
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {
+                        "id": "call-2",
+                        "name": "search_transcripts",
+                        "arguments": {"company": "Northwind", "quarter": "Q2 FY2026"},
+                    }
+                ],
+            },
+            {
+                "role": "tool",
+                "tool_call_id": "call-2",
+                "name": "search_transcripts",
+                "content": "NWS-2026-Q2-call#p3",
+            },
+        ],
+        "context": _NWS_CONTEXT,
+        "metadata": {
+            "model": "atlas-agent-2026.10",
+            "latency_ms": 8420,
+            "cost": 0.031,
+            "steps": ["plan", "retrieve", "retrieve", "write"],
+        },
+    },
+    (0, "Baseline RAG"): {
+        "context": _NWS_CONTEXT[:1],
+        "metadata": {"model": "baseline-rag-1.4", "latency_ms": 1900},
+    },
+    (1, "Atlas QA"): {
+        "turns": [
+            {
+                "role": "user",
+                "content": "How did Harbor Logistics' operating margin change from FY2023 "
+                "to FY2025?",
+            },
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {
+                        "id": "call-1",
+                        "name": "search_filings",
+                        "arguments": {"company": "Harbor Logistics", "form": "10-K"},
+                    },
+                    {
+                        "id": "call-2",
+                        "name": "calculator",
+                        "arguments": {"expression": "9.6 - 7.8"},
+                    },
+                ],
+            },
+            {
+                "role": "tool",
+                "tool_call_id": "call-1",
+                "name": "search_filings",
+                "content": "HBL-10-K-2025: operating margin FY2023 7.8%, FY2025 9.6%.",
+            },
+            {"role": "tool", "tool_call_id": "call-2", "name": "calculator", "content": "1.8"},
+        ],
+        "context": [
+            {
+                "id": "HBL-10-K-2025#item7",
+                "title": "Harbor Logistics annual report FY2025",
+                "source": "filings",
+                "text": "Operating margin was 9.6% in FY2025, compared with 7.8% in FY2023.",
+            }
+        ],
+        "metadata": {"model": "atlas-agent-2026.10", "latency_ms": 5120, "cost": 0.018},
+    },
+}
+
+# Deterministic trajectory checks and evidence settings on some criteria, matched by
+# (query index, author, criterion text). The offline panel decides the checks; an LLM judge
+# also reads "evidence": the retrieved context.
+CRITERION_CHECKS = {
+    (0, "alice", "Uses the Q3 FY2026 earnings call of 28 October 2026 as the primary source."): {
+        "kind": "tool_sequence",
+        "params": {
+            "calls": [
+                {
+                    "name": "search_transcripts",
+                    "arguments": {"company": "Northwind", "quarter": "Q3 FY2026"},
+                },
+            ],
+            "mode": "in_order",
+            "compare_arguments": True,
+        },
+    },
+    (0, "bob", "Covers the Q3 FY2026 call and the Q2 FY2026 guidance only."): {
+        "kind": "tool_set",
+        "params": {"tools": ["search_transcripts"]},
+    },
+    (0, "bob", "Explains that data-centre demand drove the revenue beat."): {
+        "kind": "keyword_share",
+        "params": {"keywords": ["data-centre demand", "beat", "revenue"]},
+        "threshold": 0.66,
+    },
+    (0, "alice", "States Q3 revenue of $4.12 billion."): {"evidence": "context"},
+}

@@ -10,12 +10,14 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 
 from annotation import roles, services
-from annotation.models import Checklist, Dataset, Query, QueryCategory, SourceType
+from annotation.models import Checklist, Criterion, Dataset, Query, QueryCategory, SourceType
 from annotation.services.checklists import CitationData, CriterionData
 from evaluation.cross_evaluation import services as cross_evaluation
+from evaluation.data import agent_fields
 from evaluation.demo import data
 from evaluation.models import (
     Answer,
+    CriterionCheck,
     CrossEvaluationSettings,
     Judge,
     Panel,
@@ -113,15 +115,30 @@ def load_demo() -> Dataset:
                 submit=(index, author_name) in data.SUBMITTED,
             )
         for system_name, markdown in answers.items():
+            agent = _agent_fields(data.AGENT_ANSWERS.get((index, system_name), {}))
             Answer.objects.get_or_create(
                 system=systems[system_name],
                 query=query,
                 run_label="demo",
-                defaults={"text": markdown},
+                defaults={"text": markdown, **agent},
             )
+        _criterion_checks(index, query, experts)
     panel = _offline_panel()
     _perfect_answers(dataset, panel)
     return dataset
+
+
+def _criterion_checks(index: int, query: Query, experts: dict) -> None:
+    """The demo's trajectory checks and evidence settings; a criterion's existing settings
+    are left as users edited them."""
+    for (at, author, text), settings_ in data.CRITERION_CHECKS.items():
+        if at != index:
+            continue
+        criterion = Criterion.objects.filter(
+            checklist__query=query, checklist__author=experts[author], text=text
+        ).first()
+        if criterion is not None:
+            CriterionCheck.objects.get_or_create(criterion=criterion, defaults=settings_)
 
 
 def _perfect_answers(dataset: Dataset, panel: Panel) -> None:
@@ -151,3 +168,15 @@ def _offline_panel() -> Panel:
     )
     PanelMember.objects.get_or_create(panel=panel, judge=judge)
     return panel
+
+
+def _agent_fields(given: dict) -> dict:
+    """The demo's turns, context and metadata in the form every import stores them (keys
+    in one order): on SQLite, JSON keeps the order it is given, and an export re-imported
+    must compare equal to what the demo stored."""
+    if not given:
+        return {}
+    values, problems = agent_fields.check_fields(given)
+    if problems:  # the demo's own data: a mistake here is a bug
+        raise ValueError(f"demo agent answer: {problems[0]}")
+    return {field: values[field] for field in given}

@@ -29,9 +29,20 @@ class JudgeForm(forms.ModelForm):
         fields = [
             "name", "kind", "base_url", "model", "api_key_env", "temperature", "max_tokens",
             "seed", "timeout", "rpm_limit", "tpm_limit", "prompt_price", "completion_price",
-            "prompt_version", "is_formality_judge",
+            "prompt_version", "context_tokens", "is_formality_judge",
         ]  # fmt: skip
         widgets = {"api_key_env": forms.TextInput(attrs={"placeholder": "OPENAI_API_KEY"})}
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # Optional in a post (forms and API clients that predate it keep working).
+        self.fields["context_tokens"].required = False
+
+    def clean_context_tokens(self) -> int:
+        value = self.cleaned_data.get("context_tokens")
+        if value is None:
+            return self.instance.context_tokens if self.instance.pk else 8000
+        return value
 
     def clean_api_key_env(self) -> str:
         name = self.cleaned_data["api_key_env"].strip()
@@ -78,7 +89,7 @@ class JudgeForm(forms.ModelForm):
 class PanelForm(forms.ModelForm):
     class Meta:
         model = Panel
-        fields = ["name", "description", "method", "threshold", "graded"]
+        fields = ["name", "description", "method", "threshold", "graded", "conversation"]
         widgets = {"description": forms.Textarea(attrs={"rows": 2})}
         labels = {"graded": "Graded view (1–5)"}
 
@@ -86,6 +97,16 @@ class PanelForm(forms.ModelForm):
         value = self.cleaned_data["threshold"]
         if not 0.0 <= value <= 1.0:
             raise ValidationError("Between 0 and 1 (a share of the valid votes).")
+        return value
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["conversation"].required = False  # optional in a post: the default
+
+    def clean_conversation(self) -> str:
+        value = self.cleaned_data.get("conversation")
+        if not value:
+            return self.instance.conversation if self.instance.pk else Panel.Conversation.LAST_TURN
         return value
 
 

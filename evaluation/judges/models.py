@@ -49,6 +49,13 @@ class Judge(models.Model):
         help_text="Shared by every worker; empty for no limit.",
     )
     prompt_version = models.CharField(max_length=40, default=VERDICT_PROMPT_VERSION)
+    context_tokens = models.PositiveIntegerField(
+        "Evidence budget (tokens)",
+        default=8000,
+        validators=[MinValueValidator(100)],
+        help_text="The most retrieved context, or earlier conversation, put in one prompt; "
+        "the rest is cut by the stated rule and the verdict records it (docs/judging.md).",
+    )
     prompt_price = models.DecimalField(
         "Price per million prompt tokens",
         max_digits=10,
@@ -96,6 +103,20 @@ class Panel(models.Model):
         default=False,
         help_text="Also rate each answer 1–5 for correctness against the query's reference "
         "(G-Eval style), beside the checklist score.",
+    )
+
+    class Conversation(models.TextChoices):
+        LAST_TURN = "last_turn", "The last assistant turn"
+        CUMULATIVE = "cumulative", "All assistant turns: met once in the conversation"
+        AVERAGE = "average", "All assistant turns: the average of the turns"
+
+    conversation = models.CharField(
+        "Conversations",
+        max_length=12,
+        choices=Conversation.choices,
+        default=Conversation.LAST_TURN,
+        help_text="For answers with turns: which assistant turns each criterion is graded "
+        "on (docs/judging.md#conversations). Plain answers have one turn.",
     )
     judges = models.ManyToManyField(Judge, through="PanelMember", related_name="panels")
     created_at = models.DateTimeField(auto_now_add=True)

@@ -30,7 +30,7 @@ class JudgeSerializer(serializers.ModelSerializer):
         fields = [
             "id", "name", "kind", "base_url", "model", "api_key_env", "temperature",
             "max_tokens", "seed", "timeout", "rpm_limit", "tpm_limit", "prompt_version",
-            "prompt_price", "completion_price", "is_formality_judge",
+            "prompt_price", "completion_price", "context_tokens", "is_formality_judge",
         ]  # fmt: skip
 
     def validate_api_key_env(self, value: str) -> str:
@@ -88,7 +88,10 @@ class PanelSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Panel
-        fields = ["id", "name", "description", "method", "threshold", "graded", "members"]
+        fields = [
+            "id", "name", "description", "method", "threshold", "graded", "conversation",
+            "members",
+        ]  # fmt: skip
 
     def validate_members(self, members: list[dict]) -> list[dict]:
         judges = [m["judge"].pk for m in members]

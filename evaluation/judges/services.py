@@ -18,10 +18,10 @@ JUDGE_FIELDS = frozenset(
     {
         "name", "kind", "base_url", "model", "api_key_env", "temperature", "max_tokens", "seed",
         "timeout", "rpm_limit", "tpm_limit", "prompt_price", "completion_price",
-        "prompt_version", "is_formality_judge",
+        "prompt_version", "context_tokens", "is_formality_judge",
     }
 )  # fmt: skip
-PANEL_FIELDS = frozenset({"name", "description", "method", "threshold", "graded"})
+PANEL_FIELDS = frozenset({"name", "description", "method", "threshold", "graded", "conversation"})
 
 
 def judge_endpoint(judge: Judge) -> client.Endpoint:

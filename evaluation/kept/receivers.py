@@ -13,12 +13,21 @@ from __future__ import annotations
 from django.db.models.signals import (
     m2m_changed,
     post_delete,
+    post_init,
     post_save,
     pre_delete,
     pre_save,
 )
 
-from annotation.models import Criterion, Dataset, Query, QueryCategory, SourceType
+from annotation.models import (
+    Checklist,
+    Criterion,
+    CriterionGroup,
+    Dataset,
+    Query,
+    QueryCategory,
+    SourceType,
+)
 from evaluation.kept.events import Event, bump, bump_all
 from evaluation.models import Answer, Judge, ReviewRevision, System
 
@@ -34,6 +43,34 @@ def _criterion_changed(sender, instance, **kwargs) -> None:
     )
     if dataset_id is not None:
         bump(dataset_id, Event.CRITERION_CHANGED)
+
+
+def _group_changed(sender, instance, **kwargs) -> None:
+    """A group's weight, parent or title is read by every strategy's score and group score."""
+    dataset_id = (
+        Query.objects.filter(checklists=instance.checklist_id)
+        .values_list("dataset_id", flat=True)
+        .first()
+    )
+    if dataset_id is not None:
+        bump(dataset_id, Event.CRITERION_CHANGED)
+
+
+def _scoring_loaded(sender, instance, **kwargs) -> None:
+    """Remember the strategy a checklist was loaded with, for `_scoring_changed` (no query:
+    a checklist is saved on every edit of the editor)."""
+    instance._scoring_before = instance.__dict__.get("scoring")
+
+
+def _scoring_changed(sender, instance, created: bool = False, **kwargs) -> None:
+    """A checklist's own scoring strategy moves its scores (the dataset's is a fact of the
+    scores' state: evaluation.runs.scores); its other saves move nothing kept."""
+    if created or getattr(instance, "_scoring_before", instance.scoring) == instance.scoring:
+        return
+    instance._scoring_before = instance.scoring
+    dataset_id = Query.objects.filter(pk=instance.query_id).values_list("dataset_id", flat=True)
+    for found in dataset_id:
+        bump(found, Event.CRITERION_CHANGED)
 
 
 def _query_changed(sender, instance, **kwargs) -> None:
@@ -99,6 +136,10 @@ def connect() -> None:
     m2m_changed.connect(
         _criterion_changed, sender=Criterion.source_types.through, dispatch_uid="rev-sources"
     )
+    post_save.connect(_group_changed, sender=CriterionGroup, dispatch_uid="rev-group")
+    pre_delete.connect(_group_changed, sender=CriterionGroup, dispatch_uid="rev-group-del")
+    post_init.connect(_scoring_loaded, sender=Checklist, dispatch_uid="rev-scoring-init")
+    post_save.connect(_scoring_changed, sender=Checklist, dispatch_uid="rev-scoring")
     post_save.connect(_query_changed, sender=Query, dispatch_uid="rev-query")
     post_delete.connect(_query_changed, sender=Query, dispatch_uid="rev-query-delete")
     for model in NAMES:

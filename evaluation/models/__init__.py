@@ -13,6 +13,7 @@ criteria verdicts into the answer's score (evaluation.metrics.scoring).
 | evaluation.runs.models | Run, JudgeCall, Verdict, GradedScore, RunTask |
 | evaluation.review.models | Label, HumanLabel, Adjudication, ReviewAssignment |
 | evaluation.cross_evaluation.models | CrossEvaluationSettings |
+| evaluation.criterion_checks.models | CriterionCheck |
 | evaluation.kept.models | ReviewRevision, KeptFigure, KeptQueueRow, KeptRefresh |
 | evaluation.alerts.models | RegressionAlert, AlertEvent |
 | evaluation.schedules.models | RunSchedule |
@@ -22,6 +23,7 @@ criteria verdicts into the answer's score (evaluation.metrics.scoring).
 from __future__ import annotations
 
 from evaluation.alerts.models import AlertEvent, RegressionAlert
+from evaluation.criterion_checks.models import CriterionCheck
 from evaluation.cross_evaluation.models import CrossEvaluationSettings
 from evaluation.data.models import Answer, DatasetExport, System
 from evaluation.formality.models import FormalityAdvice
@@ -33,8 +35,9 @@ from evaluation.runs.models import GradedScore, JudgeCall, Run, RunTask, Verdict
 from evaluation.schedules.models import RunSchedule
 
 __all__ = [
-    "Adjudication", "AlertEvent", "Answer", "CrossEvaluationSettings", "DatasetExport",
-    "FormalityAdvice", "GradedScore", "HumanLabel", "Judge", "JudgeCall", "KeptFigure",
+    "Adjudication", "AlertEvent", "Answer", "CriterionCheck", "CrossEvaluationSettings",
+    "DatasetExport", "FormalityAdvice", "GradedScore", "HumanLabel", "Judge", "JudgeCall",
+    "KeptFigure",
     "KeptQueueRow", "KeptRefresh", "Label", "Panel", "PanelMember", "RegressionAlert",
     "ReviewAssignment", "ReviewRevision", "RewardAudit", "RewardBatch", "RewardVerdict", "Run",
     "RunSchedule", "RunTask", "System", "Verdict",

@@ -29,6 +29,7 @@ from evaluation.models import Answer, Label, ReviewAssignment, Run
 from evaluation.review import answer_rows, selectors, services
 from evaluation.review import filters as queue_filters
 from evaluation.review.permissions import access_answer, reviewable_criterion
+from evaluation.review.timeline import timeline_of
 
 QUEUES = {q.value: q.label for q in ReviewAssignment.Queue}
 DISAGREEMENT = ReviewAssignment.Queue.DISAGREEMENT
@@ -290,6 +291,7 @@ def answer_review(request: HttpRequest, pk: int) -> HttpResponse:
     next_url = f"{reverse('review-next', args=[dataset.pk])}?{urlencode(next_params)}"
     context = {
         "dataset": dataset, "answer": answer, "answer_html": render_answer(answer.text),
+        "timeline": timeline_of(answer, rows),
         "run": run, "runs": runs, "rows": rows, "queue": queue, "queue_name": QUEUES[queue],
         "current": str(current_criterion or ""), "position": position,
         "filtered": filters.active or mine,
@@ -425,6 +427,7 @@ def _conflict_page(request: HttpRequest, answer: Answer, run: Run | None, criter
     dataset = answer.query.dataset
     context = {
         "dataset": dataset, "answer": answer, "answer_html": render_answer(answer.text),
+        "timeline": timeline_of(answer, rows),
         "run": run, "runs": answer_rows.offered_runs(answer), "rows": rows,
         "queue": "disagreement", "current": str(criterion.pk),
         "labelled": sum(1 for r in rows if r.own is not None),

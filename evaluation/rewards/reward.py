@@ -14,30 +14,53 @@ that did come back, so a flaky judge cannot teach a policy anything.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
+from evaluation.metrics import rubrics
 from evaluation.metrics.aggregation import INVALID_OUTCOMES, Vote, aggregate
-from evaluation.metrics.scoring import AnswerScore, ScoredCriterion, score_answer
-
-# A scoring strategy turns one checklist's AnswerScore into its score. Issue 23's strategies
-# (aspects, trees, points with penalties) plug in here by name.
-Strategy = Callable[[AnswerScore], float | None]
-STRATEGIES: dict[str, Strategy] = {
-    "share": lambda score: score.share,
-    "weighted_share": lambda score: score.weighted_share,
-    "core_share": lambda score: score.core_share,
-}
-DEFAULT_STRATEGY = "share"
+from evaluation.metrics.rubrics import EMPTY_TREE, RubricCriterion, Tree
 
 
-def strategy_named(name: str) -> Strategy:
+@dataclass(frozen=True)
+class ChecklistVerdicts:
+    """One checklist's verdicts on a completion, with its groups: what a strategy scores."""
+
+    criteria: tuple[RubricCriterion, ...]
+    core: tuple[bool, ...]
+    tree: Tree = EMPTY_TREE
+
+
+# A scoring strategy turns one checklist's verdicts into its score: the rubric strategies of
+# evaluation.metrics.rubrics (issue 23) by name, and the core share.
+Strategy = Callable[[ChecklistVerdicts], float | None]
+DEFAULT_STRATEGY = rubrics.DEFAULT_STRATEGY
+# Names the reward service took before the dataset setting existed.
+_ALIASES = {"weighted_share": "weighted"}
+
+
+def _core_share(checked: ChecklistVerdicts) -> float | None:
+    core = [c for c, is_core in zip(checked.criteria, checked.core, strict=True) if is_core]
+    return rubrics.score_rubric(core, EMPTY_TREE, "share").value
+
+
+def strategy_named(name: str, *, blend_weight: float = rubrics.DEFAULT_BLEND_WEIGHT) -> Strategy:
+    if name == "core_share":
+        return _core_share
+    name = _ALIASES.get(name, name)
     try:
-        return STRATEGIES[name]
-    except KeyError:
-        known = sorted(STRATEGIES)
+        rubrics.check_strategy(name)
+    except ValueError:
+        known = sorted([*rubrics.STRATEGIES, "core_share", *_ALIASES])
         raise ValueError(f"unknown scoring strategy {name!r}; known: {known}") from None
+
+    def strategy(checked: ChecklistVerdicts) -> float | None:
+        return rubrics.score_rubric(
+            checked.criteria, checked.tree, name, blend_weight=blend_weight
+        ).value
+
+    return strategy
 
 
 @dataclass(frozen=True)
@@ -54,8 +77,9 @@ class CriterionVotes:
     checklist_id: int
     text: str
     votes: tuple[CastVote, ...]
-    weight: float | Decimal = 1.0
+    weight: float | Decimal = 1.0  # negative: a penalty
     core: bool = True
+    group: str | None = None  # the key of its group in the checklist's tree
 
 
 @dataclass(frozen=True)
@@ -76,10 +100,19 @@ class ItemReward:
 
 
 def item_reward(
-    criteria: Sequence[CriterionVotes], *, method: str, threshold: float, strategy: Strategy
+    criteria: Sequence[CriterionVotes],
+    *,
+    method: str,
+    threshold: float,
+    strategy: Strategy,
+    overrides: Mapping[int, Strategy] | None = None,
+    trees: Mapping[int, Tree] | None = None,
 ) -> ItemReward:
+    """`strategy` scores each checklist, unless `overrides` names its own (by checklist id);
+    `trees` holds the checklists' groups (none: the checklist has no group)."""
     results: list[CriterionResult] = []
-    by_checklist: dict[int, list[ScoredCriterion]] = defaultdict(list)
+    by_checklist: dict[int, list[CriterionVotes]] = defaultdict(list)
+    outcomes: dict[int, str] = {}
     failed = False
     for criterion in criteria:
         verdict = aggregate([c.vote for c in criterion.votes], method, threshold=threshold)
@@ -93,15 +126,22 @@ def item_reward(
                 verdict.invalid,
             )
         )
-        by_checklist[criterion.checklist_id].append(
-            ScoredCriterion(
-                str(criterion.criterion_id), verdict.outcome, criterion.weight, criterion.core
-            )
-        )
+        by_checklist[criterion.checklist_id].append(criterion)
+        outcomes[criterion.criterion_id] = verdict.outcome
     undecided = sum(1 for r in results if r.outcome == "undecided")
     if failed:
         return ItemReward(None, True, undecided, tuple(results))
-    scores = [strategy(score_answer(c)) for c in by_checklist.values()]
+    overrides, trees = overrides or {}, trees or {}
+    scores = [
+        overrides.get(checklist_id, strategy)(
+            ChecklistVerdicts(
+                tuple(RubricCriterion(outcomes[c.criterion_id], c.weight, c.group) for c in listed),
+                tuple(c.core for c in listed),
+                trees.get(checklist_id, EMPTY_TREE),
+            )
+        )
+        for checklist_id, listed in by_checklist.items()
+    ]
     decided = [s for s in scores if s is not None]
     score = sum(decided) / len(decided) if decided else None
     return ItemReward(score, False, undecided, tuple(results))

@@ -19,16 +19,20 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from annotation.models import Criterion, Dataset, Query
+from evaluation.checks import trajectory
 from evaluation.checks.deterministic import offline_verdict
+from evaluation.judging import conversation as conv
 from evaluation.judging import engine, prompts
+from evaluation.metrics import rubrics
 from evaluation.metrics.aggregation import Vote
 from evaluation.models import Judge, Panel, RewardAudit, RewardBatch
 from evaluation.rewards import calls, quota, reward
 from evaluation.rewards.shapes import Item, Problem, RefusedInput, refuse_if
 from evaluation.rewards.shaping import Shaping, shaped, words
-from evaluation.runs import scope, snapshot
+from evaluation.runs import grading, scope, snapshot, trees
 from evaluation.runs.calls import endpoint_for
 from evaluation.runs.snapshot import MemberSnapshot
+from evaluation.runs.work import checks_of
 
 
 @dataclass(frozen=True)
@@ -51,7 +55,7 @@ class BatchResult:
 class _Source:
     """Where one vote comes from: a no-LLM check's result, or a call's cache key."""
 
-    member: MemberSnapshot
+    member: MemberSnapshot | None  # None: a deterministic check, whichever judge votes
     sample: int
     key: str = ""
     check: reward.CastVote | None = None
@@ -67,8 +71,21 @@ def default_shaping() -> Shaping:
 
 
 def scoring_strategy(dataset: Dataset) -> str:
-    """The dataset's scoring strategy; "share" until datasets choose one (issue 23)."""
+    """The dataset's scoring strategy (a checklist may override it: _strategies)."""
     return getattr(dataset, "scoring", "") or reward.DEFAULT_STRATEGY
+
+
+def _strategies(dataset: Dataset, criteria) -> tuple[dict, dict]:
+    """The checklists' own strategies (those that override the dataset's) and their group
+    trees, for the checklists these items are scored on: one query for the groups."""
+    checklists = {c.checklist_id: c.checklist for _, listed in criteria for c in listed}
+    blend = getattr(dataset, "blend_weight", rubrics.DEFAULT_BLEND_WEIGHT)
+    overrides = {
+        pk: reward.strategy_named(checklist.scoring, blend_weight=blend)
+        for pk, checklist in checklists.items()
+        if checklist.scoring
+    }
+    return overrides, trees.trees_of(checklists)
 
 
 def reward_batch(
@@ -93,15 +110,30 @@ def reward_batch(
     quota.admit(batch, quota.Principal(by.pk, token_id))
 
     judges = Judge.objects.in_bulk([m.judge_id for m in members])
+    checks = checks_of({c.pk for _, listed in criteria for c in listed})
     planned: dict[str, calls.Planned] = {}
     sources: list[list[tuple[Criterion, list[_Source]]]] = []
+    references: dict[int, str] = {}
     for item, (query, item_criteria) in zip(items, criteria, strict=True):
+        checked = _checked(item, query, item_criteria, checks, references)
         sources.append(
-            [(c, _plan(c, query, item, members, judges, planned)) for c in item_criteria]
+            [
+                (
+                    c,
+                    checked[c.pk]
+                    if c.pk in checked
+                    else _plan(c, query, item, members, judges, planned),
+                )
+                for c in item_criteria
+            ]
         )
     answered = calls.answer(planned)
 
-    strategy = reward.strategy_named(scoring_strategy(dataset))
+    strategy = reward.strategy_named(
+        scoring_strategy(dataset),
+        blend_weight=getattr(dataset, "blend_weight", rubrics.DEFAULT_BLEND_WEIGHT),
+    )
+    overrides, checklist_trees = _strategies(dataset, criteria)
     audit_share = settings.REWARDS_AUDIT_SAMPLE
     results = []
     audits = []
@@ -130,11 +162,13 @@ def reward_batch(
                     tuple(cast),
                     criterion.weight,
                     criterion.is_core,
+                    trees.group_key(criterion.group_id),
                 )
             )
         scored = reward.item_reward(
-            votes, method=panel.method, threshold=panel.threshold, strategy=strategy
-        )
+            votes, method=panel.method, threshold=panel.threshold, strategy=strategy,
+            overrides=overrides, trees=checklist_trees,
+        )  # fmt: skip
         length = words(item.completion)
         result = ItemResult(
             shaped(scored.score, length, shaping), scored.score, scored.failed,
@@ -220,6 +254,32 @@ def _criteria(
     return found
 
 
+def _checked(
+    item: Item,
+    query: Query,
+    criteria: Sequence[Criterion],
+    checks: dict,
+    references: dict[int, str],
+) -> dict[int, list[_Source]]:
+    """The votes of the criteria a deterministic check decides (evaluation.checks.trajectory),
+    as runs decide them: the check's verdict for every vote of every judge, no call. The
+    completion's turns give the tool calls; ROUGE-1 reads the query's reference answer."""
+    wanted = [c for c in criteria if c.pk in checks and checks[c.pk].kind]
+    if not wanted:
+        return {}
+    if any(checks[c.pk].kind == "rouge1" for c in wanted) and query.pk not in references:
+        found = grading.references_for(query)
+        references[query.pk] = found[0] if found else ""
+    path = trajectory.trajectory_of(item.completion, item.turns, {}, references.get(query.pk, ""))
+    decided = {}
+    for criterion in wanted:
+        check = checks[criterion.pk]
+        result = trajectory.run_check(check.kind, check.params, check.threshold, path)
+        vote = Vote("check", 0, result.outcome)
+        decided[criterion.pk] = [_Source(None, 0, check=reward.CastVote(vote, result.rationale))]
+    return decided
+
+
 def _plan(
     criterion: Criterion,
     query: Query,
@@ -242,24 +302,36 @@ def _plan(
                 found.append(_Source(member, sample, check=reward.CastVote(vote, check.rationale)))
                 continue
             endpoint = endpoint_for(judge, member, sample)
+            history = _history(item, judge)
+            extra = None
+            if history:  # as runs key a conversation's turn (evaluation.runs.work)
+                version = prompts.prompt_version(judge.prompt_version, conversation=True)
+                extra = {"prompt": version, "evidence": "", "conversation": history}
             key = prompts.cache_key(
                 base_url=endpoint.base_url, model=endpoint.model,
                 prompt_version=judge.prompt_version, temperature=endpoint.temperature,
                 max_tokens=endpoint.max_tokens, seed=endpoint.seed, sample=sample,
                 query=query.text, query_date=query.query_date, criterion=criterion.text,
-                answer=item.completion,
+                answer=item.completion, extra=extra,
             )  # fmt: skip
             if key not in planned:
                 # The criterion comes last: the instructions, query and completion are one
                 # prefix for every criterion of the completion (providers' prompt caches).
                 messages = prompts.messages(
                     query=query.text, query_date=query.query_date, answer=item.completion,
-                    criterion=criterion.text,
+                    criterion=criterion.text, conversation=history,
                 )  # fmt: skip
                 call = engine.Call(criterion.pk, sample, key, messages, endpoint)
                 planned[key] = calls.Planned(judge, call)
             found.append(_Source(member, sample, key=key))
     return found
+
+
+def _history(item: Item, judge: Judge) -> str:
+    """The conversation before the graded (last assistant) turn, within the judge's budget."""
+    turns = conv.graded_turns(conv.LAST_TURN, item.completion, list(item.turns))
+    before = list(turns[-1].before) if turns else []
+    return prompts.transcript(before, budget_tokens=judge.context_tokens)[0] if before else ""
 
 
 def _cast(source: _Source, result: engine.CallResult) -> reward.CastVote:
@@ -285,7 +357,7 @@ def _audit(
     for criterion, source, cast, origin in audited:
         votes.setdefault(criterion.pk, []).append(
             {
-                "judge": source.member.judge_id,
+                "judge": source.member.judge_id if source.member else None,
                 "sample": source.sample,
                 "outcome": cast.vote.outcome,
                 "rationale": cast.rationale,

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
+from evaluation.data.agent_fields import check_turns
 from evaluation.rewards.shaping import Shaping
 
 MAX_LISTED = 20  # problems listed in one refusal; the rest are counted
@@ -20,7 +21,11 @@ QUERY_ID_MAX = 200  # Query.external_id
 @dataclass(frozen=True)
 class Item:
     query: str  # the query's external id
-    completion: str
+    completion: str  # the text graded: the last assistant turn's when `turns` are given
+    # A conversation (the native shape's `completion` given as turns, as answers with
+    # structure hold them: evaluation.data.agent_fields): the turns before the graded one go
+    # into the prompt, and the trajectory checks read its tool calls.
+    turns: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -82,15 +87,46 @@ def _check_item(index: int, query: Any, completion: Any, fields: tuple[str, str]
         problems.append(Problem(index, query_field, "Give the query's external id (a string)."))
     elif len(query) > QUERY_ID_MAX:
         problems.append(Problem(index, query_field, "No query has an external id this long."))
-    if not isinstance(completion, str):
-        problems.append(Problem(index, completion_field, "The completion must be a string."))
+    if isinstance(completion, list) and completion_field == "completion":
+        problems += _check_turns(index, completion)
+    elif not isinstance(completion, str):
+        problems.append(
+            Problem(index, completion_field, "The completion must be a string or a list of turns.")
+        )
     elif not completion.strip():
         problems.append(Problem(index, completion_field, "The completion is empty."))
     return problems
 
 
+def _check_turns(index: int, turns: list) -> list[Problem]:
+    _, errors = check_turns(turns)
+    if errors:
+        return [Problem(index, "completion", error) for error in errors]
+    if not final_turn(turns):
+        return [Problem(index, "completion", "No assistant turn with content to grade.")]
+    return []
+
+
+def final_turn(turns: Sequence[Mapping[str, Any]]) -> str:
+    """The last assistant turn's content: what a conversation's reward grades."""
+    said = [
+        str(t.get("content") or "")
+        for t in turns
+        if t.get("role") == "assistant" and str(t.get("content") or "").strip()
+    ]
+    return said[-1] if said else ""
+
+
+def _native_item(item: Mapping[str, Any]) -> Item:
+    completion = item["completion"]
+    if isinstance(completion, list):
+        turns, _ = check_turns(completion)
+        return Item(item["query"].strip(), final_turn(turns), tuple(turns))
+    return Item(item["query"].strip(), completion)
+
+
 def native_items(data: Any, max_batch: int) -> list[Item]:
-    """{"items": [{"query": "<external id>", "completion": "..."}]}"""
+    """{"items": [{"query": "<external id>", "completion": "..." or [turns]}]}"""
     items = data.get("items") if isinstance(data, Mapping) else None
     if not isinstance(items, list):
         raise RefusedInput([Problem(None, "items", "Send a list of {query, completion} objects.")])
@@ -104,7 +140,7 @@ def native_items(data: Any, max_batch: int) -> list[Item]:
             index, item.get("query"), item.get("completion"), ("query", "completion")
         )
     refuse_if(problems)
-    return [Item(i["query"].strip(), i["completion"]) for i in items]
+    return [_native_item(i) for i in items]
 
 
 def openrlhf_items(data: Any, max_batch: int, strip: Sequence[str] = ()) -> list[Item]:

@@ -22,7 +22,8 @@ from annotation.models import Checklist
 from evaluation.analytics import refresh
 from evaluation.kept import figures as kept_figures
 from evaluation.kept import readers
-from evaluation.metrics import votes_sql
+from evaluation.metrics import rubrics, votes_sql
+from evaluation.metrics.rubrics import GroupScore
 from evaluation.metrics.scoring import (
     AnswerScore,
     ScoreCounts,
@@ -32,6 +33,11 @@ from evaluation.metrics.scoring import (
 )
 from evaluation.metrics.summary import graded_mean, mean, pass_rate
 from evaluation.models import Answer, GradedScore, Run
+from evaluation.runs import trees
+
+# The shape of the kept counts and reports: moved when their columns change, so that rows
+# kept by an earlier release are never read as this one's.
+_SHAPE = "rubrics-1"
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,9 @@ class ChecklistResult:
     checklist_id: int
     author: str
     score: AnswerScore
+    scoring: str = rubrics.DEFAULT_STRATEGY  # the strategy it is scored by
+    value: float | None = None  # its score under that strategy
+    groups: tuple[GroupScore, ...] = ()  # each group's score, in reading order
 
 
 @dataclass(frozen=True)
@@ -50,12 +59,13 @@ class AnswerReport:
     system_name: str
     checklists: list[ChecklistResult]
     score: float | None  # mean over the query's checklists of the share of criteria passed
+    value: float | None  # mean over the query's checklists of each one's strategy's value
     weighted: float | None
     core: float | None
     undecided: int
     split: int  # criteria whose valid votes disagreed
     adjudicated: int  # criteria decided by an adjudication
-    passed: bool | None  # score against the dataset's pass threshold; None: no threshold/score
+    passed: bool | None  # value against the dataset's pass threshold; None: no threshold/score
     graded: float | None  # mean 1–5 grade: over each judge's samples, then over judges
 
 
@@ -65,6 +75,7 @@ class SystemReport:
     system: str
     answers: int
     score: float | None
+    value: float | None
     weighted: float | None
     core: float | None
     graded: float | None
@@ -79,10 +90,13 @@ class ScoreReport:
     systems: list[SystemReport]
 
 
-# Per (answer, checklist) of the run: the counts score_counted() needs over the enabled
-# criteria, and the split and adjudicated criteria (all that have votes, as the page counts
-# them). The votes are counted per criterion in the database and turned into the run's
-# verdict by evaluation.metrics.votes_sql, the SQL form of metrics.aggregation.
+# Per (answer, checklist, group) of the run: the counts score_counted() needs over the enabled
+# criteria, the points counts of the rubric strategies (evaluation.metrics.rubrics), and the
+# split and adjudicated criteria (all that have votes, as the page counts them). The votes
+# are counted per criterion in the database and turned into the run's verdict by
+# evaluation.metrics.votes_sql, the SQL form of metrics.aggregation. A criterion is
+# *satisfied* when met, a penalty (negative weight) when not met: `passed` counts those,
+# weighted by |weight|; points count the signed weights of the met ones.
 _COUNTS_SQL = """
 WITH iv AS (
   SELECT v.answer_id, v.criterion_id,
@@ -92,7 +106,8 @@ WITH iv AS (
   GROUP BY v.answer_id, v.criterion_id
 ),
 item AS (
-  SELECT iv.answer_id, c.checklist_id, c.weight, c.is_core, c.scoring_enabled AS enabled,
+  SELECT iv.answer_id, c.checklist_id, c.group_id, c.weight, c.is_core,
+         c.scoring_enabled AS enabled,
          CASE WHEN iv.p > 0 AND iv.f > 0 THEN 1 ELSE 0 END AS split,
          CASE WHEN d.label IS NULL THEN 0 ELSE 1 END AS adjudicated,
          coalesce(d.label, {panel}) AS outcome
@@ -100,22 +115,33 @@ item AS (
   JOIN annotation_criterion c ON c.id = iv.criterion_id
   LEFT JOIN evaluation_adjudication d
     ON d.answer_id = iv.answer_id AND d.criterion_id = iv.criterion_id
+),
+judged AS (
+  SELECT item.*,
+         CASE WHEN outcome = 'undecided' THEN 'undecided'
+              WHEN (outcome = 'pass') = (weight >= 0) THEN 'ok' ELSE 'no' END AS met,
+         CASE WHEN weight < 0 THEN -weight ELSE weight END AS size
+  FROM item
 )
-SELECT answer_id, checklist_id,
-  sum(CASE WHEN enabled AND outcome = 'pass' THEN 1 ELSE 0 END),
-  sum(CASE WHEN enabled AND outcome = 'fail' THEN 1 ELSE 0 END),
-  sum(CASE WHEN enabled AND outcome = 'undecided' THEN 1 ELSE 0 END),
-  sum(CASE WHEN enabled AND outcome = 'pass' THEN weight ELSE 0 END),
-  sum(CASE WHEN enabled AND outcome <> 'undecided' THEN weight ELSE 0 END),
-  sum(CASE WHEN enabled AND is_core AND outcome = 'pass' THEN 1 ELSE 0 END),
-  sum(CASE WHEN enabled AND is_core AND outcome <> 'undecided' THEN 1 ELSE 0 END),
+SELECT answer_id, checklist_id, group_id,
+  sum(CASE WHEN enabled AND met = 'ok' THEN 1 ELSE 0 END),
+  sum(CASE WHEN enabled AND met = 'no' THEN 1 ELSE 0 END),
+  sum(CASE WHEN enabled AND met = 'undecided' THEN 1 ELSE 0 END),
+  sum(CASE WHEN enabled AND met = 'ok' THEN size ELSE 0 END),
+  sum(CASE WHEN enabled AND met <> 'undecided' THEN size ELSE 0 END),
+  sum(CASE WHEN enabled AND is_core AND met = 'ok' THEN 1 ELSE 0 END),
+  sum(CASE WHEN enabled AND is_core AND met <> 'undecided' THEN 1 ELSE 0 END),
+  sum(CASE WHEN enabled AND weight >= 0 AND outcome = 'pass' THEN weight ELSE 0 END),
+  sum(CASE WHEN enabled AND weight < 0 AND outcome = 'pass' THEN -weight ELSE 0 END),
+  sum(CASE WHEN enabled AND weight >= 0 AND outcome <> 'undecided' THEN weight ELSE 0 END),
   sum(split), sum(adjudicated)
-FROM item GROUP BY answer_id, checklist_id
+FROM judged GROUP BY answer_id, checklist_id, group_id
 """
 
 
 def _counted(run: Run) -> list[tuple]:
-    """(answer, checklist, ScoreCounts fields..., splits, adjudicated) rows of the run."""
+    """(answer, checklist, group, ScoreCounts fields..., points fields..., splits,
+    adjudicated) rows of the run."""
     sql = _COUNTS_SQL.format(
         panel=votes_sql.panel_outcome(run.panel_method, run.panel_threshold, "iv.p", "iv.f")
     )
@@ -138,10 +164,12 @@ def _cached_counts(run: Run) -> list[tuple]:
     them (evaluation.kept.readers.SCORE_COUNTS)."""
     if not run.ended:
         return _counted(run)
-    state = readers.state(run.dataset_id, readers.SCORE_COUNTS, run=run)
+    state = readers.state(run.dataset_id, readers.SCORE_COUNTS, run=run, facts=[_SHAPE])
     rows = kept_figures.kept(state)
     if rows is None:
-        rows = [[int(v) if isinstance(v, int) else str(v) for v in row] for row in _counted(run)]
+        rows = [
+            [v if v is None or isinstance(v, int) else str(v) for v in row] for row in _counted(run)
+        ]
         kept_figures.store(state, rows)
     return rows
 
@@ -154,26 +182,55 @@ def run_report(run: Run) -> ScoreReport:
 
 
 def _report(run: Run, counted: list) -> ScoreReport:
-    """The report from the run's counts per (answer, checklist) (_counted)."""
-    per_checklist: dict[int, dict[int, AnswerScore]] = defaultdict(dict)
+    """The report from the run's counts per (answer, checklist, group) (_counted)."""
+    # Summed per (answer, checklist) for the shares, kept per group for the strategies.
+    sums: dict[int, dict[int, list]] = defaultdict(dict)
+    by_group: dict[tuple[int, int], dict[str | None, rubrics.GroupCounts]] = defaultdict(dict)
     splits: dict[int, int] = defaultdict(int)
     decided_by_adjudication: dict[int, int] = defaultdict(int)
-    for answer_id, checklist_id, *counts, split, adjudicated in counted:
-        per_checklist[answer_id][checklist_id] = score_counted(
-            ScoreCounts(*(int(c) for c in counts[:3]), Decimal(str(counts[3])),
-                        Decimal(str(counts[4])), int(counts[5]), int(counts[6]))
+    for answer_id, checklist_id, group_id, *counts, split, adjudicated in counted:
+        numbers = [int(c) for c in counts[:3]] + [_decimal(counts[3]), _decimal(counts[4]),
+                   int(counts[5]), int(counts[6])]  # fmt: skip
+        total = sums[answer_id].get(checklist_id)
+        if total is None:
+            sums[answer_id][checklist_id] = numbers
+        else:
+            for n, number in enumerate(numbers):
+                total[n] += number
+        by_group[answer_id, checklist_id][trees.group_key(group_id)] = rubrics.GroupCounts(
+            numbers[0], numbers[1], numbers[2], float(numbers[3]), float(numbers[4]),
+            float(counts[7]), float(counts[8]), float(counts[9]),
         )  # fmt: skip
         splits[answer_id] += int(split)
         decided_by_adjudication[answer_id] += int(adjudicated)
+    per_checklist: dict[int, dict[int, AnswerScore]] = {
+        answer_id: {pk: score_counted(ScoreCounts(*numbers)) for pk, numbers in own.items()}
+        for answer_id, own in sums.items()
+    }
     grades: dict[int, dict[str, list[int | None]]] = defaultdict(lambda: defaultdict(list))
     graded_rows = GradedScore.objects.filter(run=run, outcome=GradedScore.Outcome.SCORED)
     for answer_id, judge_id, score in graded_rows.values_list("answer_id", "judge_id", "score"):
         grades[answer_id][str(judge_id)].append(score)
-    authors = dict(
-        Checklist.objects.filter(
-            pk__in={c for own in per_checklist.values() for c in own}
-        ).values_list("pk", "author__username")
-    )
+    checklist_ids = {c for own in per_checklist.values() for c in own}
+    authors, scorings = {}, {}
+    found = Checklist.objects.filter(pk__in=checklist_ids)
+    for pk, author, scoring in found.values_list("pk", "author__username", "scoring"):
+        authors[pk], scorings[pk] = author, trees.strategy_of(run.dataset, scoring)
+    checklist_trees = trees.trees_of(checklist_ids) if checklist_ids else {}
+    blend = run.dataset.blend_weight
+
+    def result(answer_id: int, checklist_id: int, score: AnswerScore) -> ChecklistResult:
+        scoring = scorings.get(checklist_id, rubrics.DEFAULT_STRATEGY)
+        rubric = rubrics.score_counted(
+            by_group[answer_id, checklist_id],
+            checklist_trees.get(checklist_id, rubrics.EMPTY_TREE),
+            scoring,
+            blend_weight=blend,
+        )
+        return ChecklistResult(
+            checklist_id, authors.get(checklist_id) or "", score, scoring, rubric.value,
+            rubric.groups,
+        )  # fmt: skip
 
     threshold = run.dataset.pass_threshold
     # The answers with a vote or a grade, by id: an OR of two IN (subquery) over a million
@@ -186,11 +243,12 @@ def _report(run: Run, counted: list) -> ScoreReport:
     reports = []
     for pk, query_id, system_id, name, version in answers:
         checklists = [
-            ChecklistResult(checklist_id, authors.get(checklist_id) or "", score)
+            result(pk, checklist_id, score)
             for checklist_id, score in sorted(per_checklist.get(pk, {}).items())
         ]
         scores = [c.score for c in checklists]
         share = mean_score(scores)
+        value = mean(c.value for c in checklists)
         reports.append(
             AnswerReport(
                 answer_id=pk,
@@ -200,16 +258,23 @@ def _report(run: Run, counted: list) -> ScoreReport:
                 system_name=name,
                 checklists=checklists,
                 score=share,
+                value=value,
                 weighted=mean_score(scores, "weighted_share"),
                 core=mean_score(scores, "core_share"),
                 undecided=sum(s.undecided for s in scores),
                 split=splits[pk],
                 adjudicated=decided_by_adjudication[pk],
-                passed=passes_threshold(share, threshold) if threshold is not None else None,
+                passed=passes_threshold(value, threshold) if threshold is not None else None,
                 graded=graded_mean(grades[pk]) if pk in grades else None,
             )
         )
     return ScoreReport(threshold, reports, _by_system(reports))
+
+
+def _decimal(value) -> Decimal:
+    """A sum of weights: a Decimal from PostgreSQL, text from the kept counts, a float or
+    an int from SQLite."""
+    return value if isinstance(value, Decimal) else Decimal(str(value))
 
 
 def _by_system(answers: list[AnswerReport]) -> list[SystemReport]:
@@ -222,6 +287,7 @@ def _by_system(answers: list[AnswerReport]) -> list[SystemReport]:
             system=rows[0].system,
             answers=len(rows),
             score=mean(r.score for r in rows),
+            value=mean(r.value for r in rows),
             weighted=mean(r.weighted for r in rows),
             core=mean(r.core for r in rows),
             graded=mean(r.graded for r in rows),
@@ -280,7 +346,8 @@ def _scores_state(run: Run) -> readers.State:
     verdicts and grades), the `scores` counter (adjudications, criteria, systems' names,
     answers deleted) and the dataset's pass threshold (the pass/fail column and the pass
     rates), which moves no counter."""
-    facts = [repr(run.dataset.pass_threshold)]
+    dataset = run.dataset
+    facts = [repr(dataset.pass_threshold), dataset.scoring, repr(dataset.blend_weight), _SHAPE]
     if not run.ended:  # its verdicts arrive without its state moving: see readers.live_window
         facts.append(readers.live_window())
     return readers.state(run.dataset_id, readers.RUN_SCORES, run=run, facts=facts)
@@ -293,7 +360,9 @@ def _answer_row(report: AnswerReport) -> dict:
     row = {name: getattr(report, name) for name in _ANSWER_FIELDS}
     row["checklists"] = [
         {"checklist_id": c.checklist_id,
-         "score": {name: getattr(c.score, name) for name in _SCORE_FIELDS}}
+         "score": {name: getattr(c.score, name) for name in _SCORE_FIELDS},
+         "scoring": c.scoring, "value": c.value,
+         "groups": [[getattr(g, name) for name in _GROUP_FIELDS] for g in c.groups]}
         for c in report.checklists
     ]  # fmt: skip
     return row
@@ -301,12 +370,14 @@ def _answer_row(report: AnswerReport) -> dict:
 
 _ANSWER_FIELDS = tuple(f.name for f in fields(AnswerReport))
 _SCORE_FIELDS = tuple(f.name for f in fields(AnswerScore))
+_GROUP_FIELDS = tuple(f.name for f in fields(GroupScore))
 
 
 def _answer_from(row: dict, authors: dict[int, str]) -> AnswerReport:
     checklists = [
         ChecklistResult(c["checklist_id"], authors.get(c["checklist_id"]) or "",
-                        AnswerScore(**c["score"]))
+                        AnswerScore(**c["score"]), c["scoring"], c["value"],
+                        tuple(GroupScore(*g) for g in c["groups"]))
         for c in row["checklists"]
     ]  # fmt: skip
     return AnswerReport(**{**row, "checklists": checklists})

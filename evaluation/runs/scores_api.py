@@ -112,10 +112,25 @@ class ScoreSerializer(serializers.Serializer):
     core_share = serializers.FloatField(**_SHARE)
 
 
+class GroupScoreSerializer(serializers.Serializer):
+    external_id = serializers.CharField()
+    title = serializers.CharField()
+    depth = serializers.IntegerField(help_text="1 for a top-level group.")
+    score = serializers.FloatField(
+        **_SHARE, help_text="The strategy's value on the group; null: nothing decided in it."
+    )
+    met = serializers.IntegerField(help_text="Criteria satisfied (a penalty: avoided).")
+    missing = serializers.IntegerField(help_text="Criteria not satisfied (a penalty: committed).")
+    undecided = serializers.IntegerField()
+
+
 class ChecklistScoreSerializer(serializers.Serializer):
     checklist = serializers.IntegerField(source="checklist_id")
     author = serializers.CharField()
     score = ScoreSerializer()
+    scoring = serializers.CharField(help_text="The strategy it is scored by (docs/metrics.md).")
+    value = serializers.FloatField(**_SHARE, help_text="Its score under that strategy.")
+    groups = GroupScoreSerializer(many=True, help_text="Each group, parents before children.")
 
 
 class AnswerScoreSerializer(serializers.Serializer):
@@ -124,6 +139,9 @@ class AnswerScoreSerializer(serializers.Serializer):
     system = serializers.IntegerField(source="system_id")
     system_name = serializers.CharField(source="system")
     checklists = ChecklistScoreSerializer(many=True)
+    value = serializers.FloatField(
+        **_SHARE, help_text="Mean over the query's checklists of each one's strategy value."
+    )
     share = serializers.FloatField(source="score", **_SHARE)
     weighted = serializers.FloatField(**_SHARE)
     core = serializers.FloatField(**_SHARE)
@@ -131,7 +149,7 @@ class AnswerScoreSerializer(serializers.Serializer):
     split = serializers.IntegerField()
     adjudicated = serializers.IntegerField()
     passed = serializers.BooleanField(
-        allow_null=True, help_text="share ≥ the dataset's pass threshold; null without one."
+        allow_null=True, help_text="value ≥ the dataset's pass threshold; null without one."
     )
     graded = serializers.FloatField(allow_null=True, min_value=1.0, max_value=5.0)
 
@@ -140,6 +158,7 @@ class SystemScoreSerializer(serializers.Serializer):
     system = serializers.IntegerField(source="system_id")
     system_name = serializers.CharField(source="system")
     answers = serializers.IntegerField()
+    value = serializers.FloatField(**_SHARE)
     share = serializers.FloatField(source="score", **_SHARE)
     weighted = serializers.FloatField(**_SHARE)
     core = serializers.FloatField(**_SHARE)

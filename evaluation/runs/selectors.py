@@ -13,8 +13,11 @@ from django.utils import timezone
 from annotation.models import Checklist, Criterion, Dataset
 from evaluation.kept import readers
 from evaluation.kept.figures import remembered
+from evaluation.metrics import rubrics
 from evaluation.metrics.aggregation import CriterionVerdict, Vote, aggregate
-from evaluation.models import Answer, GradedScore, Run, RunTask, Verdict
+from evaluation.metrics.rubrics import GroupScore
+from evaluation.models import Adjudication, Answer, GradedScore, Run, RunTask, Verdict
+from evaluation.runs import trees
 
 # The runs the agreement and analytics pages offer: the latest ones.
 OFFERED_RUNS = 50
@@ -252,3 +255,53 @@ def answer_verdicts(run: Run, answer: Answer) -> list[tuple[str, list[CriterionV
         author = criterion.checklist.author.get_username()
         by_checklist.setdefault(author, []).append(CriterionVotes(criterion, own, verdict))
     return list(by_checklist.items())
+
+
+@dataclass(frozen=True)
+class RubricSection:
+    """A group's heading (None: the criteria in no group) and its own criteria's rows."""
+
+    group: GroupScore | None
+    rows: list[CriterionVotes]
+
+
+@dataclass(frozen=True)
+class ChecklistRubric:
+    author: str
+    scoring: str
+    value: float | None
+    sections: list[RubricSection]
+
+
+def answer_rubrics(
+    run: Run, answer: Answer, checklists: list[tuple[str, list[CriterionVotes]]]
+) -> list[ChecklistRubric]:
+    """answer_verdicts' checklists laid out by group, with each checklist's strategy value and
+    each group's score for this answer, an adjudication deciding its criterion as in the run's
+    scores (evaluation.metrics.rubrics). Two queries: adjudications and groups."""
+    adjudicated = dict(
+        Adjudication.objects.filter(answer=answer).values_list("criterion_id", "label")
+    )
+    ids = {rows[0].criterion.checklist_id for _, rows in checklists if rows}
+    checklist_trees = trees.trees_of(ids) if ids else {}
+    out = []
+    for author, rows in checklists:
+        checklist = rows[0].criterion.checklist
+        tree = checklist_trees.get(checklist.pk, rubrics.EMPTY_TREE)
+        scoring = trees.strategy_of(run.dataset, checklist.scoring)
+        criteria = [
+            rubrics.RubricCriterion(
+                adjudicated.get(row.criterion.pk) or row.verdict.outcome,
+                row.criterion.weight,
+                trees.group_key(row.criterion.group_id),
+            )
+            for row in rows
+        ]
+        score = rubrics.score_rubric(criteria, tree, scoring, blend_weight=run.dataset.blend_weight)
+        own: dict[str | None, list[CriterionVotes]] = defaultdict(list)
+        for row in rows:
+            own[trees.group_key(row.criterion.group_id)].append(row)
+        sections = [RubricSection(None, own[None])] if own[None] else []
+        sections += [RubricSection(g, own[g.key]) for g in score.groups]
+        out.append(ChecklistRubric(author, scoring, score.value, sections))
+    return out

@@ -40,6 +40,7 @@ class PanelSnapshot:
     threshold: float
     graded: bool
     members: tuple[MemberSnapshot, ...]
+    conversation: str = Panel.Conversation.LAST_TURN  # how answers with turns are graded
 
     @property
     def method_label(self) -> str:
@@ -57,7 +58,15 @@ class PanelSnapshot:
 def take(panel: Panel) -> dict:
     """The JSON stored in Run.snapshot (two queries)."""
     members = panel.members.select_related("judge").order_by("judge__name")
+    # Written only when it is not the default, so that the snapshots of panels that never
+    # set it stay what they were.
+    conversation = (
+        {"conversation": panel.conversation}
+        if panel.conversation != Panel.Conversation.LAST_TURN
+        else {}
+    )
     return {
+        **conversation,
         "panel": panel.name,
         "method": panel.method,
         "threshold": panel.threshold,
@@ -83,6 +92,7 @@ def of(run: Run) -> PanelSnapshot:
         threshold=run.panel_threshold,
         graded=run.graded,
         members=_members(data),
+        conversation=data.get("conversation", Panel.Conversation.LAST_TURN),
     )
 
 
@@ -96,6 +106,7 @@ def of_panel(panel: Panel) -> PanelSnapshot:
         threshold=panel.threshold,
         graded=panel.graded,
         members=_members(data),
+        conversation=panel.conversation,
     )
 
 

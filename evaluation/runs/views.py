@@ -196,7 +196,7 @@ def run_answer(request: HttpRequest, pk: int, answer_id: int) -> HttpResponse:
         "dataset": run.dataset,
         "answer": answer,
         "answer_html": render_answer(answer.text),
-        "checklists": selectors.answer_verdicts(run, answer),
+        "checklists": selectors.answer_rubrics(run, answer, selectors.answer_verdicts(run, answer)),
         "grades": grading.answer_grades(run, answer),
     }
     return render(request, "evaluation/runs/run_answer.html", context)

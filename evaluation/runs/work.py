@@ -12,13 +12,26 @@ redo them. Claiming the task and finishing it are evaluation.runs.lifecycle's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+import json
+from dataclasses import dataclass, replace
+from typing import Any
 
 from annotation.models import Criterion
 from evaluation import transient
+from evaluation.checks import trajectory
 from evaluation.checks.deterministic import offline_verdict
 from evaluation.judging import client, engine, graded, prompts
-from evaluation.models import Answer, GradedScore, Judge, JudgeCall, Run, Verdict
+from evaluation.judging import conversation as conv
+from evaluation.models import (
+    Answer,
+    CriterionCheck,
+    GradedScore,
+    Judge,
+    JudgeCall,
+    Run,
+    Verdict,
+)
 from evaluation.runs import grading, scope, snapshot
 from evaluation.runs.calls import (
     Reuse,
@@ -89,14 +102,61 @@ def judge_answer(*, run: Run, answer_id: int, judge_id: int) -> int:
     grading.grade_answer(run=run, judge=work.judge, member=work.member, answer=work.answer)
     if not work.votes:
         return 0
-    if work.judge.kind == Judge.Kind.NO_LLM:
-        results = [_offline(c, s, work.answer) for c, s in work.votes]
-    else:
-        results = _judge_with_llm(run, work)
+    checks = checks_of({c.pk for c, _ in work.votes})
+    mode = snapshot.of(run).conversation
+    # Criteria with a deterministic check are decided by it, whichever judge votes: no
+    # call is made (evaluation.checks.trajectory).
+    checked = [(c, s) for c, s in work.votes if c.pk in checks and checks[c.pk].kind]
+    decided = {(c.pk, s) for c, s in checked}
+    rest = replace(work, votes=[(c, s) for c, s in work.votes if (c.pk, s) not in decided])
+    provenance: dict[tuple[int, int], dict[str, Any]] = {}
+    results = _checked(work.answer, checked, checks, provenance) if checked else []
+    if rest.votes and work.judge.kind == Judge.Kind.NO_LLM:
+        results += [_offline(c, s, work.answer, mode, provenance) for c, s in rest.votes]
+    elif rest.votes:
+        results += _judge_with_llm(run, rest, checks, mode, provenance)
     # The calls are made and paid for: their results wait out a database restart here
     # rather than be lost with the connection.
-    transient.retrying(lambda: upsert(run, work, results))
+    transient.retrying(lambda: upsert(run, work, results, provenance))
     return len(results)
+
+
+def checks_of(criterion_ids: set[int]) -> dict[int, CriterionCheck]:
+    """The criteria's checks and evidence settings (one query)."""
+    return {
+        c.criterion_id: c for c in CriterionCheck.objects.filter(criterion_id__in=criterion_ids)
+    }
+
+
+def _checked(
+    answer: Answer,
+    votes: list[tuple[Criterion, int]],
+    checks: dict[int, CriterionCheck],
+    provenance: dict[tuple[int, int], dict[str, Any]],
+) -> list[engine.CallResult]:
+    """The deterministic checks' verdicts: the same for every sample."""
+    reference = ""
+    if any(checks[c.pk].kind == "rouge1" for c, _ in votes):
+        references = grading.references_for(answer.query, excluding=answer.pk)
+        reference = references[0] if references else ""
+    path = trajectory.trajectory_of(answer.text, answer.turns, answer.metadata, reference)
+    results = []
+    for criterion, sample in votes:
+        check = checks[criterion.pk]
+        result = trajectory.run_check(check.kind, check.params, check.threshold, path)
+        provenance[(criterion.pk, sample)] = {"check": check.as_json(), "score": result.score}
+        results.append(
+            engine.CallResult(
+                criterion.pk,
+                sample,
+                "",
+                result.outcome,
+                failure_kind="missing" if result.outcome == "fail" else "",
+                rationale=result.rationale,
+                attempts=0,
+            )
+        )
+    return results
 
 
 def record_failure(*, run: Run, answer_id: int, judge_id: int, error: str) -> int:
@@ -125,32 +185,91 @@ def record_failure(*, run: Run, answer_id: int, judge_id: int, error: str) -> in
     return len(results)
 
 
-def _offline(criterion: Criterion, sample: int, answer: Answer) -> engine.CallResult:
-    result = offline_verdict(criterion=criterion.text, kind=criterion.kind, answer=answer.text)
+def _offline(
+    criterion: Criterion,
+    sample: int,
+    answer: Answer,
+    mode: str = conv.LAST_TURN,
+    provenance: dict[tuple[int, int], dict[str, Any]] | None = None,
+) -> engine.CallResult:
+    turns = conv.graded_turns(mode, answer.text, answer.turns)
+    votes = []
+    for turn in turns:
+        result = offline_verdict(criterion=criterion.text, kind=criterion.kind, answer=turn.content)
+        votes.append(
+            conv.TurnVote(
+                turn.number,
+                result.outcome,
+                "missing" if result.outcome == "fail" else "",
+                result.rationale,
+            )
+        )
+    verdict = conv.aggregate(mode, votes)
+    if provenance is not None and len(turns) > 1:
+        provenance[(criterion.pk, sample)] = {"conversation": mode, "turns": len(turns)}
     return engine.CallResult(
-        criterion.pk, sample, "", result.outcome,
-        failure_kind="missing" if result.outcome == "fail" else "",
-        rationale=result.rationale, attempts=0,
+        criterion.pk, sample, "", verdict.outcome, failure_kind=verdict.failure_kind,
+        rationale=verdict.rationale, attempts=0,
     )  # fmt: skip
 
 
-def _judge_with_llm(run: Run, work: Owed) -> list[engine.CallResult]:
+def _judge_with_llm(
+    run: Run,
+    work: Owed,
+    checks: dict[int, CriterionCheck],
+    mode: str,
+    provenance: dict[tuple[int, int], dict[str, Any]],
+) -> list[engine.CallResult]:
     judge, member, answer, query = work.judge, work.member, work.answer, work.answer.query
+    turns = conv.graded_turns(mode, answer.text, answer.turns)
+    asked = {checks[c.pk].evidence for c, _ in work.votes if c.pk in checks}
+    evidence = _evidence(judge, answer, asked - {""})
+    histories = {
+        t.number: prompts.transcript(list(t.before), budget_tokens=judge.context_tokens)
+        for t in turns
+        if t.before
+    }
     calls = []
+    turn_of: dict[str, int] = {}  # a call's cache key -> the turn it grades
+    refused: list[engine.CallResult] = []
     for criterion, sample in work.votes:
         endpoint = endpoint_for(judge, member, sample)
-        key = prompts.cache_key(
-            base_url=endpoint.base_url, model=endpoint.model,
-            prompt_version=judge.prompt_version, temperature=endpoint.temperature,
-            max_tokens=endpoint.max_tokens, seed=endpoint.seed, sample=sample,
-            query=query.text, query_date=query.query_date, criterion=criterion.text,
-            answer=answer.text,
-        )  # fmt: skip
-        messages = prompts.messages(
-            query=query.text, query_date=query.query_date, answer=answer.text,
-            criterion=criterion.text,
-        )  # fmt: skip
-        calls.append(engine.Call(criterion.pk, sample, key, messages, endpoint))
+        mode_of = checks[criterion.pk].evidence if criterion.pk in checks else ""
+        given = evidence.get(mode_of) if mode_of else None
+        if mode_of and given is None:
+            refused.append(_no_reference(criterion, sample))
+            continue
+        version = prompts.prompt_version(
+            judge.prompt_version, evidence=mode_of, conversation=bool(histories)
+        )
+        record: dict[str, Any] = {}
+        if version != judge.prompt_version:
+            record["prompt_version"] = version
+        if given is not None:
+            record |= given.provenance()
+        if histories:
+            record |= {
+                "conversation": mode, "turns": len(turns),
+                "conversation_truncated": any(cut for _, cut in histories.values()),
+            }  # fmt: skip
+        if record:
+            provenance[(criterion.pk, sample)] = record
+        for turn in turns:
+            history = histories.get(turn.number, ("", False))[0]
+            extra = _key_extra(version, given, history)
+            key = prompts.cache_key(
+                base_url=endpoint.base_url, model=endpoint.model,
+                prompt_version=judge.prompt_version, temperature=endpoint.temperature,
+                max_tokens=endpoint.max_tokens, seed=endpoint.seed, sample=sample,
+                query=query.text, query_date=query.query_date, criterion=criterion.text,
+                answer=turn.content, extra=extra,
+            )  # fmt: skip
+            messages = prompts.messages(
+                query=query.text, query_date=query.query_date, answer=turn.content,
+                criterion=criterion.text, evidence=given, conversation=history,
+            )  # fmt: skip
+            turn_of[key] = turn.number
+            calls.append(engine.Call(criterion.pk, sample, key, messages, endpoint))
 
     def judge_misses(misses: list[engine.Call]) -> list[engine.CallResult]:
         controls = call_controls(judge)
@@ -161,27 +280,124 @@ def _judge_with_llm(run: Run, work: Owed) -> list[engine.CallResult]:
             )
         )  # fmt: skip
 
-    return cached_or_made(calls, REUSED, judge_misses)
+    made = cached_or_made(calls, REUSED, judge_misses) if calls else []
+    if len(turns) == 1:
+        return [*made, *refused]
+    return [*_per_vote(made, turn_of, mode), *refused]
 
 
-def upsert(run: Run, work: Owed, results: list[engine.CallResult]) -> None:
+def _key_extra(version: str, evidence: prompts.Evidence | None, history: str) -> dict | None:
+    """What the prompt holds beyond a plain verdict's, for the cache key (None: nothing)."""
+    if evidence is None and not history:
+        return None
+    return {
+        "prompt": version, "evidence": evidence.text if evidence else "",
+        "conversation": history,
+    }  # fmt: skip
+
+
+def _evidence(judge: Judge, answer: Answer, modes: set[str]) -> dict[str, prompts.Evidence]:
+    """The evidence each mode the criteria ask for puts in the prompt, built once per
+    answer; "reference" is absent when the query has no reference nor perfect answer."""
+    found: dict[str, prompts.Evidence] = {}
+    if "context" in modes:
+        found["context"] = prompts.context_evidence(
+            answer.context, budget_tokens=judge.context_tokens
+        )
+    if "reference" in modes:
+        references = grading.references_for(answer.query, excluding=answer.pk)
+        if references:
+            found["reference"] = prompts.reference_evidence(
+                references[0], budget_tokens=judge.context_tokens
+            )
+    return found
+
+
+def _no_reference(criterion: Criterion, sample: int) -> engine.CallResult:
+    return engine.CallResult(
+        criterion.pk, sample, "", "error", error_kind="no_reference",
+        error="The criterion is judged against the reference answer, and the query has no "
+        "reference answer nor perfect answer.", attempts=0,
+    )  # fmt: skip
+
+
+def _per_vote(
+    results: list[engine.CallResult], turn_of: dict[str, int], mode: str
+) -> list[engine.CallResult]:
+    """One result per (criterion, sample) from the results of its turns (conversation)."""
+    grouped: dict[tuple[int, int], list[engine.CallResult]] = {}
+    for r in results:
+        grouped.setdefault((r.criterion_id, r.sample), []).append(r)
+    merged = []
+    for (criterion_id, sample), parts in grouped.items():
+        parts.sort(key=lambda r: turn_of[r.cache_key])
+        verdict = conv.aggregate(
+            mode,
+            [
+                conv.TurnVote(
+                    turn_of[r.cache_key], r.outcome, r.failure_kind, r.rationale or r.error
+                )
+                for r in parts
+            ],
+        )
+        error = next((r for r in parts if r.outcome == "error"), None)
+        # Its own key, made of the turns' keys: an aggregated verdict is never reused as
+        # the verdict of one call.
+        key = hashlib.sha256("".join(r.cache_key for r in parts).encode()).hexdigest()
+        merged.append(
+            engine.CallResult(
+                criterion_id,
+                sample,
+                key,
+                verdict.outcome,
+                failure_kind=verdict.failure_kind,
+                rationale=verdict.rationale,
+                raw_output=json.dumps(
+                    [{"turn": turn_of[r.cache_key], "raw_output": r.raw_output} for r in parts],
+                    ensure_ascii=False,
+                ),
+                error_kind=error.error_kind if error else "",
+                error=error.error if error else "",
+                prompt_tokens=sum(r.prompt_tokens for r in parts),
+                completion_tokens=sum(r.completion_tokens for r in parts),
+                latency_ms=sum(r.latency_ms for r in parts),
+                attempts=sum(r.attempts for r in parts),
+                cache_hit=all(r.cache_hit for r in parts),
+            )
+        )
+    return merged
+
+
+def upsert(
+    run: Run,
+    work: Owed,
+    results: list[engine.CallResult],
+    provenance: dict[tuple[int, int], dict[str, Any]] | None = None,
+) -> None:
+    """Write the verdicts; `provenance` adds, per (criterion, sample), what the vote was
+    made with beyond the judge's parameters (a check, evidence, a conversation)."""
     if not results:
         return
     params = {s: judge_params(work.judge, work.member, s) for s in range(work.member.samples)}
-    verdicts = [
-        Verdict(
-            run=run,
-            answer=work.answer,
-            judge=work.judge,
-            criterion_id=r.criterion_id,
-            sample=r.sample,
-            outcome=r.outcome,
-            failure_kind=r.failure_kind,
-            rationale=text_of(r.rationale),
-            **call_record(r, params),
+    provenance = provenance or {}
+    verdicts = []
+    for r in results:
+        record = call_record(r, params)
+        if (extra := provenance.get((r.criterion_id, r.sample))) is not None:
+            record["judge_params"] = {**record["judge_params"], **extra}
+        verdicts.append(
+            Verdict(
+                run=run,
+                answer=work.answer,
+                judge=work.judge,
+                criterion_id=r.criterion_id,
+                sample=r.sample,
+                outcome=r.outcome,
+                failure_kind=r.failure_kind,
+                rationale=text_of(r.rationale),
+                **record,
+            )
         )
-        for r in results
-    ]
     Verdict.objects.bulk_create(
         verdicts,
         batch_size=500,

@@ -12,8 +12,11 @@ document.addEventListener("htmx:responseError", (event) => {
 
 // --- Checklist editor keyboard shortcuts -------------------------------------------------
 // Ctrl+Enter adds the new criterion; Ctrl+S saves the criterion you are in at once;
-// Alt+Up/Down moves it; "n" (outside a text field) jumps to the new-criterion box.
+// Alt+Up/Down moves it (into the neighbouring group at a group's edge), Alt+Shift+Up/Down
+// moves it straight into the previous/next group; on a group's title Alt+Up/Down moves the
+// group; "n" / "g" (outside a text field) jump to the new-criterion / new-group box.
 let refocusCriterion = null;
+let refocusGroup = null;
 
 function typingIn(target) {
   return target.closest("input, textarea, select, [contenteditable]") !== null;
@@ -33,17 +36,54 @@ document.addEventListener("keydown", (event) => {
   } else if (event.altKey && (event.key === "ArrowUp" || event.key === "ArrowDown") && criterion) {
     event.preventDefault();
     refocusCriterion = criterion.dataset.criterion;
-    criterion.querySelector(`[data-move="${event.key === "ArrowUp" ? "up" : "down"}"]`)?.click();
+    const way = event.key === "ArrowUp" ? "up" : "down";
+    criterion.querySelector(`[data-move="${event.shiftKey ? `group-${way}` : way}"]`)?.click();
+  } else if (event.altKey && (event.key === "ArrowUp" || event.key === "ArrowDown") && target.matches(".group-summary")) {
+    event.preventDefault();
+    const group = target.closest("[data-group]");
+    const way = event.key === "ArrowUp" ? "up" : "down";
+    const button = group.querySelector(`:scope > .group-tools [data-group-move="${way}"]`);
+    // Kept with the form that asks, so that a settle still pending from an earlier change
+    // does not spend it on the list about to be replaced.
+    refocusGroup = button && { id: group.dataset.group, form: button.form };
+    button?.click();
   } else if (event.key === "n" && !typingIn(target) && !event.ctrlKey && !event.metaKey && !event.altKey) {
     event.preventDefault();
     document.getElementById("new-criterion-text")?.focus();
+  } else if (event.key === "g" && !typingIn(target) && !event.ctrlKey && !event.metaKey && !event.altKey) {
+    event.preventDefault();
+    document.getElementById("new-group-title")?.focus();
   }
 });
 
-document.addEventListener("htmx:afterSettle", () => {
+// A group the expert folded stays folded when htmx redraws the list.
+const foldedGroups = new Set();
+document.addEventListener("toggle", (event) => {
+  const group = event.target;
+  if (!(group instanceof HTMLDetailsElement) || !group.matches("details[data-group]")) return;
+  if (group.open) foldedGroups.delete(group.dataset.group);
+  else foldedGroups.add(group.dataset.group);
+}, true);
+
+document.addEventListener("htmx:afterSettle", (event) => {
+  // The summary, swapped out of band, may settle before the list it came with: wait for the
+  // list, or the focus would go to an element about to be replaced.
+  if (event.target.closest?.("#checklist-summary")) return;
+  foldedGroups.forEach((id) => {
+    const group = document.querySelector(`details[data-group="${id}"]`);
+    if (group) group.open = false;
+  });
   if (refocusCriterion) {
-    document.getElementById(`text-${refocusCriterion}`)?.focus();
+    const text = document.getElementById(`text-${refocusCriterion}`);
+    for (let at = text?.closest("details[data-group]"); at; at = at.parentElement.closest("details[data-group]")) {
+      at.open = true;  // unfold the groups it went into
+    }
+    text?.focus();
     refocusCriterion = null;
+  }
+  if (refocusGroup && event.detail.requestConfig?.elt === refocusGroup.form) {
+    document.querySelector(`details[data-group="${refocusGroup.id}"] > summary`)?.focus();
+    refocusGroup = null;
   }
 });
 

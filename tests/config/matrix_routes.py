@@ -56,8 +56,13 @@ for _name in (
     "query-cross-evaluation-start", "query-edit",
 ):  # fmt: skip
     PAGE_ARGS[_name] = lambda w: {"pk": w.query.pk}
-for _name in ("checklist-detail", "criterion-create", "checklist-submit", "checklist-reopen"):
+for _name in (
+    "checklist-detail", "criterion-create", "checklist-submit", "checklist-reopen",
+    "group-create",
+):  # fmt: skip
     PAGE_ARGS[_name] = lambda w: {"pk": w.draft.pk}
+for _name in ("group-update", "group-move", "group-delete"):
+    PAGE_ARGS[_name] = lambda w: {"pk": w.group.pk}
 for _name in (
     "perfect-answer", "perfect-answer-preview", "perfect-answer-draft",
     "perfect-answer-draft-status",
@@ -65,7 +70,7 @@ for _name in (
     PAGE_ARGS[_name] = lambda w: {"pk": w.submitted.pk}
 for _name in (
     "criterion-update", "criterion-delete", "criterion-formality", "criterion-move",
-    "citation-create",
+    "citation-create", "criterion-check", "criterion-group",
 ):  # fmt: skip
     PAGE_ARGS[_name] = lambda w: {"pk": w.criterion.pk}
 for _name in (
@@ -103,6 +108,7 @@ API_IDS: dict[str, Callable[[World], int]] = {
     "checklists": lambda w: w.draft.pk,
     "criteria": lambda w: w.criterion.pk,
     "datasets": lambda w: w.dataset.pk,
+    "groups": lambda w: w.group.pk,
     "guidelines": lambda w: 1,
     "judges": lambda w: w.judge.pk,
     "labels": lambda w: w.label.pk,

@@ -69,7 +69,7 @@ def test_one_failed_vote_fails_the_item_with_no_score():
 
 def test_an_unknown_strategy_is_refused():
     with pytest.raises(ValueError, match="unknown scoring strategy"):
-        reward.strategy_named("points")
+        reward.strategy_named("median")
 
 
 def test_openrlhf_completion_is_what_follows_the_prompt_less_the_tail_tokens():

@@ -175,9 +175,12 @@ def test_presets() -> None:
     assert {"states", "provides", "includes", "breaks"} <= FINANCE.action_verbs
     assert FINANCE.banned_source_types == frozenset({"ai-tools"})
     assert (FINANCE.min_criteria, FINANCE.max_criteria, FINANCE.max_length) == (5, 60, 300)
-    assert all(FINANCE.setting(info["id"]).enabled for info in describe_rules())
+    # Every rule is on in the finance preset but criterion-in-group, off in every preset.
+    finance_off = {i["id"] for i in describe_rules() if not FINANCE.setting(i["id"]).enabled}
+    assert finance_off == {"criterion-in-group"}
     off = {info["id"] for info in describe_rules() if not GENERIC.setting(info["id"]).enabled}
     assert off == {
+        "criterion-in-group",
         "action-verb",
         "fact-anchor",
         "fact-source-type",

@@ -81,6 +81,8 @@ def test_every_rule_is_listed_with_its_metadata() -> None:
         "vague-reference",
         "vague-wording",
         "fact-anchor",
+        "criterion-in-group",
+        "penalty-wording",
         "methodology-required",
         "min-criteria",
         "max-criteria",
@@ -448,3 +450,51 @@ def test_findings_come_in_checklist_order_then_checklist_level() -> None:
     ]
     assert [f.rule_id for f in report.for_criterion("c2")] == ["single-sentence"]
     assert len(report.checklist_level) == 2
+
+
+# --- criterion-in-group / penalty-wording (issue 23) -------------------------------------------
+
+
+def test_criterion_in_group_is_off_unless_switched_on() -> None:
+    loose = fact("States Q3 revenue of $4.12 billion.", in_group=False)
+    assert "criterion-in-group" not in validate_criterion(loose, FINANCE).rule_ids
+    strict = FINANCE.with_rule("criterion-in-group", enabled=True)
+    report = validate_criterion(loose, strict)
+    assert report.rule_ids == {"criterion-in-group"} and report.errors
+    grouped = fact("States Q3 revenue of $4.12 billion.", in_group=True)
+    unknown = fact("States Q3 revenue of $4.12 billion.")  # a payload that does not say
+    assert not validate_criterion(grouped, strict).rule_ids
+    assert not validate_criterion(unknown, strict).rule_ids
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Does not recommend a drug the patient is allergic to.",
+        "Doesn't state a figure from after the query date.",
+        "Avoids speculative price targets.",
+        "Never mentions the unaudited figures.",
+        "Is not vague about the guidance.",
+    ],
+)
+def test_a_penalty_worded_as_an_avoidance_is_flagged(text: str) -> None:
+    report = validate_criterion(
+        fact(text, weight=-2), FINANCE.with_rule("action-verb", enabled=False)
+    )
+    findings = [f for f in report.findings if f.rule_id == "penalty-wording"]
+    assert len(findings) == 1 and findings[0].severity == "warning"
+    assert "punishes the good answers" in findings[0].message
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Recommends a drug the patient is allergic to.", "States a revenue figure from 2027.",
+     "Omits the boxed warning.", "Notes a guidance figure that was never given."],
+)  # fmt: skip
+def test_a_penalty_describing_the_bad_behaviour_passes(text: str) -> None:
+    assert "penalty-wording" not in validate_criterion(fact(text, weight=-1), FINANCE).rule_ids
+
+
+def test_a_positive_criterion_may_say_does_not() -> None:
+    text = "Does not exceed one page."
+    assert "penalty-wording" not in validate_criterion(fact(text, weight=1), FINANCE).rule_ids

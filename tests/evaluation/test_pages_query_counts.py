@@ -79,5 +79,6 @@ def test_query_counts_stay_flat_from_10_to_1000_items(client, owner, reviewer, c
     assert many == few, {k: (few[k], many[k]) for k in few if few[k] != many[k]}
     # And a ceiling, so that a new query per page shows up here too. The highest is the run
     # page computing its scores the first time: it keeps them, then reads them back as
-    # every later request does (runs.scores.run_scores); PostgreSQL adds its SET LOCAL.
-    assert max(many.values()) <= 42, many
+    # every later request does (runs.scores.run_scores); PostgreSQL adds its SET LOCAL. One
+    # more since issue 23: the group trees of the run's checklists, read once.
+    assert max(many.values()) <= 43, many

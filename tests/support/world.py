@@ -18,7 +18,7 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from annotation import roles, services
-from annotation.models import Checklist, Citation, Criterion, Dataset, Query
+from annotation.models import Checklist, Citation, Criterion, CriterionGroup, Dataset, Query
 from evaluation.cross_evaluation.services import perfect_answer_save
 from evaluation.models import (
     Adjudication,
@@ -55,6 +55,7 @@ class World:
     draft: Checklist | None = None  # the expert's, not submitted: blind to the others
     submitted: Checklist | None = None  # the other expert's
     criterion: Criterion | None = None  # of the draft
+    group: CriterionGroup | None = None  # of the draft (an aspect of its criteria)
     submitted_criterion: Criterion | None = None
     citation: Citation | None = None
     answer: Answer | None = None
@@ -110,6 +111,7 @@ def build_world() -> World:
     w.criterion = w.draft.criteria.order_by("position").first()
     w.submitted_criterion = w.submitted.criteria.order_by("position").first()
     w.citation = Citation.objects.create(criterion=w.criterion, title="Q3 release", url="x")
+    w.group = CriterionGroup.objects.create(checklist=w.draft, title="Figures")
     w.answer = AnswerFactory(query=w.query)
     w.system = w.answer.system
     # A no-LLM judge: "Test connection" and runs call no endpoint from the sweep.

@@ -25,6 +25,7 @@ from evaluation.data.models import DatasetExport
 from evaluation.models import (
     Adjudication,
     Answer,
+    CriterionCheck,
     CrossEvaluationSettings,
     FormalityAdvice,
     GradedScore,
@@ -110,6 +111,7 @@ def build_dataset(shared: Shared, name: str, *, queries: int = 2) -> Dataset:
         first = criteria[0]
         Citation.objects.create(criterion=first, title="Q3 release", url="https://x.test/q3")
         FormalityAdvice.objects.create(criterion=first, text_hash=f"h{first.pk}")
+        CriterionCheck.objects.create(criterion=first, kind="tool_set", params={"tools": ["x"]})
         answer = Answer.objects.create(system=s.system, query=query, text="An answer.")
         for run in runs:
             RunTask.objects.create(run=run, answer=answer, judge=s.judge, done_at=now)

@@ -2,6 +2,10 @@
 unchanged as the test oracle of the SQL counting in evaluation/runs/scores.py
 (tests/evaluation/runs/test_scores_sql.py).
 
+Issue 23 added each checklist's strategy value and group scores: computed here by the
+recursive oracle of tests/support/rubric_oracle.py from every criterion's verdict, never by
+evaluation.metrics.rubrics' per-group counts. Penalties (negative weights) count as passed
+when avoided in the shares, as the app counts them.
 """
 
 from __future__ import annotations
@@ -11,8 +15,9 @@ from dataclasses import dataclass
 
 from django.db.models import Q
 
-from annotation.models import Criterion
+from annotation.models import Checklist, Criterion, CriterionGroup
 from evaluation.metrics.aggregation import Vote, aggregate
+from evaluation.metrics.rubrics import GroupScore
 from evaluation.metrics.scoring import (
     AnswerScore,
     ScoredCriterion,
@@ -22,6 +27,7 @@ from evaluation.metrics.scoring import (
 )
 from evaluation.metrics.summary import decided_outcome, graded_mean, mean, pass_rate
 from evaluation.models import Adjudication, Answer, GradedScore, Run, Verdict
+from tests.support import rubric_oracle
 
 
 @dataclass(frozen=True)
@@ -29,6 +35,9 @@ class ChecklistResult:
     checklist_id: int
     author: str
     score: AnswerScore
+    scoring: str = "share"
+    value: float | None = None
+    groups: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -40,6 +49,7 @@ class AnswerReport:
     system_name: str
     checklists: list[ChecklistResult]
     score: float | None  # mean over the query's checklists of the share of criteria passed
+    value: float | None
     weighted: float | None
     core: float | None
     undecided: int
@@ -55,6 +65,7 @@ class SystemReport:
     system: str
     answers: int
     score: float | None
+    value: float | None
     weighted: float | None
     core: float | None
     graded: float | None
@@ -84,6 +95,7 @@ def run_report(run: Run) -> ScoreReport:
             "weight",
             "is_core",
             "scoring_enabled",
+            "group_id",
         )
     }
     adjudicated = {
@@ -98,6 +110,7 @@ def run_report(run: Run) -> ScoreReport:
         grades[answer_id][str(judge_id)].append(score)
 
     per_checklist: dict[int, dict[int, list[ScoredCriterion]]] = defaultdict(dict)
+    leaves: dict[tuple[int, int], list] = defaultdict(list)
     splits: dict[int, int] = defaultdict(int)
     decided_by_adjudication: dict[int, int] = defaultdict(int)
     for (answer_id, criterion_id), answer_votes in votes.items():
@@ -109,12 +122,16 @@ def run_report(run: Run) -> ScoreReport:
         per_checklist[answer_id].setdefault(info["checklist_id"], []).append(
             ScoredCriterion(
                 key=str(criterion_id),
-                outcome=decided_outcome(verdict.outcome, label),
-                weight=info["weight"],
+                outcome=_satisfied(decided_outcome(verdict.outcome, label), info["weight"]),
+                weight=abs(info["weight"]),
                 core=info["is_core"],
                 enabled=info["scoring_enabled"],
             )
         )
+        if info["scoring_enabled"]:
+            leaves[answer_id, info["checklist_id"]].append(
+                (info["group_id"], decided_outcome(verdict.outcome, label), float(info["weight"]))
+            )
     authors = {c["checklist_id"]: c["checklist__author__username"] for c in criteria.values()}
 
     threshold = run.dataset.pass_threshold
@@ -125,14 +142,19 @@ def run_report(run: Run) -> ScoreReport:
         .values_list("pk", "query_id", "system_id", "system__name", "system__version")
         .order_by("query_id", "system__name", "system__version", "pk")
     )
+    dataset = run.dataset
     reports = []
     for pk, query_id, system_id, name, version in answers:
         checklists = [
-            ChecklistResult(checklist_id, authors[checklist_id] or "", score_answer(scored))
+            ChecklistResult(
+                checklist_id, authors[checklist_id] or "", score_answer(scored),
+                *_rubric(dataset, checklist_id, leaves[pk, checklist_id]),
+            )
             for checklist_id, scored in sorted(per_checklist.get(pk, {}).items())
-        ]
+        ]  # fmt: skip
         scores = [c.score for c in checklists]
         share = mean_score(scores)
+        value = mean(c.value for c in checklists)
         reports.append(
             AnswerReport(
                 answer_id=pk,
@@ -142,12 +164,13 @@ def run_report(run: Run) -> ScoreReport:
                 system_name=name,
                 checklists=checklists,
                 score=share,
+                value=value,
                 weighted=mean_score(scores, "weighted_share"),
                 core=mean_score(scores, "core_share"),
                 undecided=sum(s.undecided for s in scores),
                 split=splits[pk],
                 adjudicated=decided_by_adjudication[pk],
-                passed=passes_threshold(share, threshold) if threshold is not None else None,
+                passed=passes_threshold(value, threshold) if threshold is not None else None,
                 graded=graded_mean(grades[pk]) if pk in grades else None,
             )
         )
@@ -164,6 +187,7 @@ def _by_system(answers: list[AnswerReport]) -> list[SystemReport]:
             system=rows[0].system,
             answers=len(rows),
             score=mean(r.score for r in rows),
+            value=mean(r.value for r in rows),
             weighted=mean(r.weighted for r in rows),
             core=mean(r.core for r in rows),
             graded=mean(r.graded for r in rows),
@@ -173,3 +197,50 @@ def _by_system(answers: list[AnswerReport]) -> list[SystemReport]:
         for system_id, rows in grouped.items()
     ]
     return sorted(systems, key=lambda s: s.system)
+
+
+def _satisfied(outcome: str, weight) -> str:
+    """A penalty passes the shares when avoided."""
+    if weight >= 0 or outcome == "undecided":
+        return outcome
+    return "fail" if outcome == "pass" else "pass"
+
+
+def _rubric(dataset, checklist_id: int, leaves: list) -> tuple[str, float | None, tuple]:
+    """The checklist's strategy, its value and its groups' scores, by the recursive oracle."""
+    own = Checklist.objects.values_list("scoring", flat=True).get(pk=checklist_id)
+    strategy = own or dataset.scoring or "share"
+    rows = list(
+        CriterionGroup.objects.filter(checklist_id=checklist_id).values_list(
+            "pk", "parent_id", "weight", "title", "external_id", "position"
+        )
+    )
+    nodes = {pk: rubric_oracle.Node(str(pk), float(weight)) for pk, _, weight, *_ in rows}
+    root = rubric_oracle.Node("root", 1.0)
+    for pk, parent, *_ in sorted(rows, key=lambda r: (r[5], str(r[0]))):
+        (root if parent is None else nodes[parent]).children.append(nodes[pk])
+    for n, (group, outcome, weight) in enumerate(leaves):
+        leaf = rubric_oracle.Leaf(f"c{n}", weight, outcome)
+        (root if group is None else nodes[group]).children.append(leaf)
+    info = {
+        str(pk): (title, external_id or f"group-{pk}") for pk, _, _, title, external_id, _ in rows
+    }
+    blend = dataset.blend_weight
+    groups = []
+
+    def walk(node, depth: int) -> None:
+        for child in node.children:
+            if isinstance(child, rubric_oracle.Node):
+                decided = rubric_oracle.decided(child)
+                met = sum(rubric_oracle.satisfied(x) for x in decided)
+                groups.append(
+                    GroupScore(
+                        child.key, info[child.key][1], info[child.key][0], depth,
+                        rubric_oracle.group_value(child, strategy, blend), met,
+                        len(decided) - met, len(rubric_oracle.leaves(child)) - len(decided),
+                    )
+                )  # fmt: skip
+                walk(child, depth + 1)
+
+    walk(root, 1)
+    return strategy, rubric_oracle.value(root, strategy, blend), tuple(groups)

@@ -156,12 +156,14 @@ def test_scores_api_by_role_and_values(
         "checklists": [
             {"checklist": criteria["c1"].checklist_id, "author": "anna", "score": {
                 "passed": 1, "failed": 1, "undecided": 0, "total": 2, "share": 0.5,
-                "weighted_share": 0.25, "core_share": 1.0}},
+                "weighted_share": 0.25, "core_share": 1.0},
+             "scoring": "share", "value": 0.5, "groups": []},
             {"checklist": criteria["c3"].checklist_id, "author": "ben", "score": {
                 "passed": 1, "failed": 0, "undecided": 0, "total": 1, "share": 1.0,
-                "weighted_share": 1.0, "core_share": 1.0}},
+                "weighted_share": 1.0, "core_share": 1.0},
+             "scoring": "share", "value": 1.0, "groups": []},
         ],
-        "share": 0.75, "weighted": 0.625, "core": 1.0, "undecided": 0, "split": 2,
+        "value": 0.75, "share": 0.75, "weighted": 0.625, "core": 1.0, "undecided": 0, "split": 2,
         "adjudicated": 0, "passed": True, "graded": 4.5,
     }  # fmt: skip
     systems = {s["system_name"]: s for s in data["systems"]}
