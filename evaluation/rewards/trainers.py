@@ -1,9 +1,9 @@
 """A small client of the reward endpoint for RL trainers: a TRL `reward_funcs` callable and a
 verl `compute_score` function, both sending a whole batch to `POST /api/rewards/`.
 
-It runs in the trainer's process, not the workbench's: no Django here, only httpx (which
-the openai SDK brings). Copy this one file beside a training script if the workbench is not
-installed there. docs/rewards.md shows a runnable example of each.
+It runs in the trainer's process, not the workbench's: no Django and no third-party package
+here, only the standard library (urllib). Copy this one file beside a training script if
+the workbench is not installed there. docs/rewards.md shows a runnable example of each.
 
 A completion the workbench could not score (a judge call failed) has no reward: the TRL
 function returns None for it, which TRL leaves out of that reward's mean, and the verl
@@ -14,12 +14,13 @@ or a number to both to choose.
 
 from __future__ import annotations
 
+import json
 import os
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-
-import httpx
 
 # Environment variables read when an argument is not given (verl passes only its own
 # arguments to compute_score, so its settings come from here or `reward_kwargs`).
@@ -59,8 +60,7 @@ class RewardClient:
     panel: int
     batch_size: int = DEFAULT_BATCH
     timeout: float = DEFAULT_TIMEOUT
-    options: Mapping[str, Any] = field(default_factory=dict)  # e.g. {"max_length": 4000}
-    http: httpx.Client | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)  # e.g. {"max_words": 400}
 
     @classmethod
     def from_env(cls, **given: Any) -> RewardClient:
@@ -95,22 +95,24 @@ class RewardClient:
             "dataset": self.dataset, "panel": self.panel, **self.options,
             "items": [{"query": q, "completion": c} for q, c in pairs],
         }  # fmt: skip
-        http = self.http or httpx.Client(timeout=self.timeout)
-        try:
-            response = http.post(
-                f"{self.url.rstrip('/')}/api/rewards/",
-                json=body,
-                headers={"Authorization": f"Token {self.token}"},
-                timeout=self.timeout,
+        if not self.url.startswith(("http://", "https://")):
+            raise RewardError(
+                f"The workbench's URL must start with http:// or https://: {self.url}"
             )
-        except httpx.HTTPError as exc:
+        # S310: only http(s), checked just above.
+        request = urllib.request.Request(  # noqa: S310
+            f"{self.url.rstrip('/')}/api/rewards/",
+            data=json.dumps(body).encode(),
+            headers={"Authorization": f"Token {self.token}", "Content-Type": "application/json"},
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310
+                items = json.loads(response.read())["items"]
+        except urllib.error.HTTPError as refused:
+            raise _refusal(refused.code, refused.read()) from None
+        except (urllib.error.URLError, OSError) as exc:
             raise RewardError(f"The reward endpoint could not be reached: {exc}") from exc
-        finally:
-            if self.http is None:
-                http.close()
-        if response.status_code != 200:
-            raise _refusal(response)
-        items = response.json()["items"]
         return [
             Scored(
                 reward=item["reward"], failed=item["failed"], undecided=item["undecided"],
@@ -120,16 +122,14 @@ class RewardClient:
         ]  # fmt: skip
 
 
-def _refusal(response: httpx.Response) -> RewardError:
+def _refusal(status: int, content: bytes) -> RewardError:
     try:
-        body = response.json()
+        body: Any = json.loads(content)
     except ValueError:
-        body = response.text
+        body = content.decode(errors="replace")
     detail = body.get("detail") if isinstance(body, dict) else None
     return RewardError(
-        f"The reward endpoint answered {response.status_code}: {detail or body}",
-        status=response.status_code,
-        body=body,
+        f"The reward endpoint answered {status}: {detail or body}", status=status, body=body
     )
 
 
