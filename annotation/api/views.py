@@ -9,7 +9,6 @@ import dataclasses
 import django_filters
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Prefetch, Q
-from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -31,7 +30,6 @@ from annotation.models import (
 from annotation.services import groups
 from annotation.services.checklists import CitationData
 from config.api_filters import IdFilterSet
-from config.ids import parse_id
 from config.pagination import CountlessPagination
 from config.permissions import ModelPermsOrReadOnly
 
@@ -477,11 +475,7 @@ class GroupViewSet(
     http_method_names = ["post", "patch", "delete"]
 
     def get_object(self) -> CriterionGroup:
-        group = CriterionGroup.objects.filter(pk=parse_id(self.kwargs["pk"])).first()
-        if group is None:
-            raise Http404("No such group.")
-        permissions.access_checklist(self.request.user, group.checklist_id, edit=True)
-        return group
+        return permissions.access_group(self.request.user, self.kwargs["pk"], edit=True)
 
     def create(self, request: Request) -> Response:
         payload = s.GroupSerializer(data=request.data)
