@@ -134,6 +134,14 @@ redis.call('HSET', KEYS[1], 'delay', delay, 'next_probe', tonumber(ARGV[1]) + de
 redis.call('DEL', KEYS[2])
 return 1
 """
+# KEYS: the hash, the probe lease. ARGV: now, the lease (ms). One script, so a circuit closed
+# between reading it and taking the lease cannot hand out a second probe (close deletes both).
+_TAKE_PROBE = """
+local next_probe = redis.call('HGET', KEYS[1], 'next_probe')
+if not next_probe or tonumber(ARGV[1]) < tonumber(next_probe) then return 0 end
+if redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[2]) then return 1 end
+return 0
+"""
 
 
 def _outage(fields: list | dict | None) -> Outage | None:
@@ -172,11 +180,9 @@ class RedisStore:
 
     async def take_probe(self, key: str, *, now: float, lease: float) -> bool:
         async with self._client() as client:
-            outage = _outage(await client.hgetall(f"{KEY_PREFIX}:{key}"))
-            if outage is None or now < outage.next_probe:
-                return False
-            probe = f"{KEY_PREFIX}:{key}:probe"
-            return bool(await client.set(probe, "1", nx=True, px=max(1, int(lease * 1000))))
+            keys = (f"{KEY_PREFIX}:{key}", f"{KEY_PREFIX}:{key}:probe")
+            lease_ms = max(1, int(lease * 1000))
+            return bool(await client.eval(_TAKE_PROBE, 2, *keys, now, lease_ms))
 
     async def probe_failed(self, key: str, *, now: float, config: Config) -> None:
         async with self._client() as client:
@@ -304,7 +310,9 @@ class Circuit:
             outage = None
         finally:
             _reading.discard(self.key)
-        _seen[self.key] = (now, outage)
+        latest = _seen.get(self.key)
+        if latest is None or latest[0] <= now:  # a reply or failure seen meanwhile is newer
+            _seen[self.key] = (now, outage)
         return outage
 
     async def admit(self, waited: Waited) -> bool:
