@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.validators import MinValueValidator
 from django.db import models
 
@@ -71,6 +72,59 @@ class Judge(models.Model):
         null=True,
         blank=True,
     )
+    cached_prompt_price = models.DecimalField(
+        "Price per million cached prompt tokens",
+        max_digits=10,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text="When the provider bills prompt tokens read from its cache at another "
+        "price; empty: the prompt price.",
+    )
+    # --- Tuning (issue 25): what is added to the verdict prompt, versioned by JudgeVersion.
+    instructions = models.TextField(
+        blank=True,
+        help_text="Added to the system prompt: domain rules, how exact a figure must be, "
+        "what counts as a source (docs/judging.md#instructions).",
+    )
+    examples = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Worked examples shown to the judge before the answer to grade.",
+    )
+
+    # --- How calls are made (issue 25).
+    class TokenParameter(models.TextChoices):
+        MAX_TOKENS = "max_tokens", "max_tokens"
+        MAX_COMPLETION_TOKENS = "max_completion_tokens", "max_completion_tokens (reasoning models)"
+
+    class ResponseFormat(models.TextChoices):
+        AUTO = "auto", "Structured outputs, JSON mode if refused"
+        JSON_SCHEMA = "json_schema", "Structured outputs (JSON schema)"
+        JSON_OBJECT = "json_object", "JSON mode (no schema)"
+
+    class ReasoningEffort(models.TextChoices):
+        NONE = "", "Not sent"
+        MINIMAL = "minimal", "Minimal"
+        LOW = "low", "Low"
+        MEDIUM = "medium", "Medium"
+        HIGH = "high", "High"
+
+    criteria_per_call = models.PositiveSmallIntegerField(
+        "Criteria per call",
+        default=1,
+        help_text="1: one call per criterion; k: up to k criteria of one answer per call; "
+        "0: the whole checklist in one call.",
+    )
+    token_parameter = models.CharField(
+        max_length=24, choices=TokenParameter.choices, default=TokenParameter.MAX_TOKENS
+    )
+    response_format = models.CharField(
+        max_length=12, choices=ResponseFormat.choices, default=ResponseFormat.AUTO
+    )
+    reasoning_effort = models.CharField(
+        max_length=8, choices=ReasoningEffort.choices, default="", blank=True
+    )
     is_formality_judge = models.BooleanField(
         default=False, help_text="Used for the formality check of criteria."
     )
@@ -81,6 +135,30 @@ class Judge(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.model or self.get_kind_display()})"
+
+
+class JudgeVersion(models.Model):
+    """The instructions and examples a judge had under one prompt version, kept forever so
+    that the prompt a verdict was made with can be rebuilt from the version it records. A
+    change of instructions or examples is a new row, never an edit of an old one."""
+
+    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="versions")
+    version = models.CharField(max_length=80)
+    instructions = models.TextField(blank=True)
+    examples = models.JSONField(default=list, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["judge", "-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["judge", "version"], name="one_row_per_judge_version")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.judge.name} {self.version}"
 
 
 class Panel(models.Model):

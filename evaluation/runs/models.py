@@ -45,6 +45,18 @@ class Run(models.Model):
     answer_run_label = models.CharField(
         max_length=100, blank=True, help_text="Only answers with this run label (empty: all)."
     )
+
+    class Scope(models.TextChoices):
+        ALL = "all", "Every answer"
+        LABELLED = "labelled", "Only items with human labels or adjudications (a trial)"
+
+    scope = models.CharField(max_length=10, choices=Scope.choices, default=Scope.ALL)
+    # A trial run is compared with this run of the current judge on the same items.
+    baseline = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="trials"
+    )
+    # The calls, tokens and cost estimated before the run started (evaluation.runs.costs).
+    estimate = models.JSONField(default=dict, blank=True)
     concurrency = models.PositiveSmallIntegerField(
         default=16, help_text="Judge calls in flight per worker task."
     )
@@ -110,6 +122,10 @@ class JudgeCall(models.Model):
     latency_ms = models.PositiveIntegerField(default=0)
     attempts = models.PositiveSmallIntegerField(default=1)
     cache_hit = models.BooleanField(default=False)
+    # Of the tokens above, as the provider reports them: prompt tokens read from its cache,
+    # completion tokens spent reasoning.
+    cached_tokens = models.PositiveIntegerField(default=0)
+    reasoning_tokens = models.PositiveIntegerField(default=0)
     # Indexed in each table's Meta (a plain index: `db_index` would add a second,
     # varchar_pattern_ops one on PostgreSQL for LIKE, which nothing here asks).
     cache_key = models.CharField(max_length=64)
