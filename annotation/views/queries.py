@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from annotation import permissions, roles, selectors, services
 from annotation.forms import AssignExpertsForm, QueryForm
+from annotation.headings import in_reading_order
 from annotation.models import Checklist
 
 
@@ -20,6 +21,14 @@ def query_detail(request: HttpRequest, pk: int) -> HttpResponse:
     query = permissions.access_query(request.user, pk)
     perms = permissions.dataset_permissions(request.user, query.dataset)
     checklists = list(selectors.checklists_visible(query, request.user))
+    # Each checklist's criteria as it reads, with its groups' headings (one query for all).
+    ordered = in_reading_order(
+        [c for checklist in checklists for c in checklist.criteria.all()],
+        criterion_of=lambda criterion: criterion,
+        first_level=4,  # under the checklist's h3
+    )
+    for checklist in checklists:
+        checklist.reading = [c for c in ordered if c.checklist_id == checklist.pk]
     mine = next((c for c in checklists if c.author_id == request.user.pk), None)
     can_manage = roles.CHANGE in perms
     assign_form = None

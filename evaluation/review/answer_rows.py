@@ -11,8 +11,8 @@ if TYPE_CHECKING:
 
 from dataclasses import dataclass, field
 
-from annotation.models import Criterion, CriterionGroup
-from annotation.services.groups import reading_sections
+from annotation.headings import GroupHeading, in_reading_order
+from annotation.models import Criterion
 from evaluation.metrics.aggregation import CriterionVerdict, Vote, aggregate
 from evaluation.models import (
     Adjudication,
@@ -22,19 +22,6 @@ from evaluation.models import (
     Verdict,
 )
 from evaluation.review.selectors import latest_run, reviewable_criteria
-
-
-@dataclass(frozen=True)
-class GroupHeading:
-    """A group's heading shown before the first of its criteria on the review page."""
-
-    title: str
-    depth: int  # 1 for a top-level group
-
-    @property
-    def level(self) -> int:
-        """The HTML heading level: under the checklist's h2, h3 for a top-level group."""
-        return min(self.depth + 2, 6)
 
 
 @dataclass
@@ -123,54 +110,6 @@ def review_rows(
 
 
 def by_group(rows: list[ReviewRow]) -> list[ReviewRow]:
-    """The rows as each checklist reads (criteria in no group, then each group depth first),
-    each carrying the group headings that open before it. One query."""
-    checklist_ids = {row.criterion.checklist_id for row in rows}
-    found = (
-        CriterionGroup.objects.filter(checklist_id__in=checklist_ids)
-        .order_by("position", "id")
-        .values_list("pk", "checklist_id", "parent_id", "title")
-    )
-    if not found:
-        return rows
-    groups: dict[int, tuple[int | None, str]] = {}
-    pairs: dict[int, list[tuple[int, int | None]]] = {}
-    for pk, checklist_id, parent_id, title in found:
-        groups[pk] = (parent_id, title)
-        pairs.setdefault(checklist_id, []).append((pk, parent_id))
-    section = {
-        pk: index
-        for checklist_pairs in pairs.values()
-        for index, pk in enumerate(reading_sections(checklist_pairs))
-        if pk is not None
-    }
-
-    def path(group_id: int | None) -> list[int]:
-        out: list[int] = []
-        while group_id is not None:
-            out.append(group_id)
-            group_id = groups[group_id][0]
-        return out[::-1]
-
-    ordered = sorted(
-        rows,
-        key=lambda r: (
-            r.criterion.checklist_id,
-            section.get(r.criterion.group_id, 0),
-            r.criterion.position,
-        ),
-    )
-    shown: list[int] = []
-    last_checklist = None
-    for row in ordered:
-        if row.criterion.checklist_id != last_checklist:
-            shown, last_checklist = [], row.criterion.checklist_id
-        here = path(row.criterion.group_id)
-        common = 0
-        while common < min(len(here), len(shown)) and here[common] == shown[common]:
-            common += 1
-        row.headings = tuple(
-            GroupHeading(groups[pk][1], depth) for depth, pk in enumerate(here, 1) if depth > common
-        )
-        shown = here
-    return ordered
+    """The rows as each checklist reads, each carrying the group headings that open before
+    it (annotation.headings). One query."""
+    return in_reading_order(rows, criterion_of=lambda row: row.criterion)

@@ -282,3 +282,30 @@ def test_a_guideline_may_require_every_criterion_in_a_group(author, checklist, c
         groups.criterion_to_group(criterion=criterion, by=collaborator, group=everything)
     page = author.get(reverse("checklist-detail", args=[checklist.pk])).content.decode()
     assert 'data-rule="criterion-in-group"' not in page
+
+
+def test_the_query_page_shows_each_groups_heading_before_its_criteria(
+    author, checklist, collaborator, django_assert_max_num_queries
+):
+    facts = group(checklist, collaborator, "Facts")
+    revenue = group(checklist, collaborator, "Revenue", parent=facts)  # only subgroups above
+    group(checklist, collaborator, "Empty")  # no criteria: no heading
+    one, two, three = checklist.criteria.order_by("position")[:3]
+    groups.criterion_to_group(criterion=one, by=collaborator, group=revenue)
+    groups.criterion_to_group(criterion=two, by=collaborator, group=facts)
+    groups.criterion_to_group(criterion=three, by=collaborator, group=revenue)
+    url = reverse("query-detail", args=[checklist.query_id])
+    with django_assert_max_num_queries(18):  # one query for the groups, however many
+        page = author.get(url).content.decode()
+    # The checklist reads: three loose criteria, Facts' own (two), then Revenue's (one, three).
+    at = {text: page.index(text) for text in ("Facts</h4>", "Revenue</h5>")}
+    for criterion in (two,):
+        assert at["Facts</h4>"] < page.index(criterion.text) < at["Revenue</h5>"]
+    for criterion in (one, three):
+        assert at["Revenue</h5>"] < page.index(criterion.text)
+    loose = [c for c in checklist.criteria.active() if c.group_id is None]
+    assert all(page.index(c.text) < at["Facts</h4>"] for c in loose)
+    assert "Empty</h" not in page
+    assert page.count("data-group-heading") == 2
+    # Numbers follow the reading order, as in the editor: the headings are not counted.
+    assert page.count('<li value="') == 6 and '<li value="6">' in page
