@@ -15,8 +15,50 @@ document.addEventListener("htmx:responseError", (event) => {
 // Alt+Up/Down moves it (into the neighbouring group at a group's edge), Alt+Shift+Up/Down
 // moves it straight into the previous/next group; on a group's title Alt+Up/Down moves the
 // group; "n" / "g" (outside a text field) jump to the new-criterion / new-group box.
-let refocusCriterion = null;
-let refocusGroup = null;
+// Keyboard moves go one at a time. The list a move answers with replaces the one the keys
+// act on, so a move pressed while another is in flight waits (queuedMove) and is made on the
+// new list: made at once, its answer would land in the list being replaced, or an older
+// answer would land after it. moveInFlight = { form, settled } (the focus to give back).
+let moveInFlight = null;
+let queuedMove = null;
+
+function move(start) {
+  if (moveInFlight) queuedMove = start;  // made once the move in flight has settled
+  else start();
+}
+
+function press(button, settled) {
+  if (!button) return;
+  moveInFlight = { form: button.form, settled };
+  button.click();
+}
+
+function moveCriterion(id, direction) {
+  const criterion = document.querySelector(`[data-criterion="${id}"]`);
+  press(criterion?.querySelector(`[data-move="${direction}"]`), () => {
+    const text = document.getElementById(`text-${id}`);
+    for (let at = text?.closest("details[data-group]"); at; at = at.parentElement.closest("details[data-group]")) {
+      at.open = true;  // unfold the groups it went into
+    }
+    text?.focus();
+  });
+}
+
+function moveGroup(id, way) {
+  const group = document.querySelector(`details[data-group="${id}"]`);
+  press(group?.querySelector(`:scope > .group-tools [data-group-move="${way}"]`), () => {
+    document.querySelector(`details[data-group="${id}"] > summary`)?.focus();
+  });
+}
+
+function moveEnded(event, settled) {
+  if (!moveInFlight || event.detail.requestConfig?.elt !== moveInFlight.form) return;
+  if (settled) moveInFlight.settled();
+  moveInFlight = null;
+  const next = queuedMove;
+  queuedMove = null;
+  if (settled && next) next();
+}
 
 function typingIn(target) {
   return target.closest("input, textarea, select, [contenteditable]") !== null;
@@ -35,18 +77,13 @@ document.addEventListener("keydown", (event) => {
     htmx.trigger(criterion.querySelector(".criterion-form"), "save");
   } else if (event.altKey && (event.key === "ArrowUp" || event.key === "ArrowDown") && criterion) {
     event.preventDefault();
-    refocusCriterion = criterion.dataset.criterion;
     const way = event.key === "ArrowUp" ? "up" : "down";
-    criterion.querySelector(`[data-move="${event.shiftKey ? `group-${way}` : way}"]`)?.click();
+    const id = criterion.dataset.criterion;
+    move(() => moveCriterion(id, event.shiftKey ? `group-${way}` : way));
   } else if (event.altKey && (event.key === "ArrowUp" || event.key === "ArrowDown") && target.matches(".group-summary")) {
     event.preventDefault();
-    const group = target.closest("[data-group]");
-    const way = event.key === "ArrowUp" ? "up" : "down";
-    const button = group.querySelector(`:scope > .group-tools [data-group-move="${way}"]`);
-    // Kept with the form that asks, so that a settle still pending from an earlier change
-    // does not spend it on the list about to be replaced.
-    refocusGroup = button && { id: group.dataset.group, form: button.form };
-    button?.click();
+    const id = target.closest("[data-group]").dataset.group;
+    move(() => moveGroup(id, event.key === "ArrowUp" ? "up" : "down"));
   } else if (event.key === "n" && !typingIn(target) && !event.ctrlKey && !event.metaKey && !event.altKey) {
     event.preventDefault();
     document.getElementById("new-criterion-text")?.focus();
@@ -73,18 +110,12 @@ document.addEventListener("htmx:afterSettle", (event) => {
     const group = document.querySelector(`details[data-group="${id}"]`);
     if (group) group.open = false;
   });
-  if (refocusCriterion) {
-    const text = document.getElementById(`text-${refocusCriterion}`);
-    for (let at = text?.closest("details[data-group]"); at; at = at.parentElement.closest("details[data-group]")) {
-      at.open = true;  // unfold the groups it went into
-    }
-    text?.focus();
-    refocusCriterion = null;
-  }
-  if (refocusGroup && event.detail.requestConfig?.elt === refocusGroup.form) {
-    document.querySelector(`details[data-group="${refocusGroup.id}"] > summary`)?.focus();
-    refocusGroup = null;
-  }
+  moveEnded(event, true);
+});
+
+// A move that failed (the error is shown above) frees the keys; a queued one is dropped.
+["htmx:responseError", "htmx:sendError"].forEach((name) => {
+  document.addEventListener(name, (event) => moveEnded(event, false));
 });
 
 // --- Without inline JavaScript ------------------------------------------------------------

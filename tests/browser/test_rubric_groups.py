@@ -126,3 +126,50 @@ def test_the_run_page_shows_group_scores(page, owner, dataset):
     cell.locator("xpath=..").get_by_role("link").nth(1).click()  # the answer's page
     expect(page.locator("h3.group-heading", has_text="Facts")).to_contain_text("50%")
     expect(page.locator("h3.group-heading", has_text="Form")).to_contain_text("2 met")
+
+
+def test_keyboard_moves_keep_the_focus_and_two_quick_moves_both_land(page, collaborator, query):
+    checklist = services.checklist_create_with_criteria(
+        query=query, by=collaborator, criteria=valid_criteria()[:4]
+    )
+    first, second, third, fourth = checklist.criteria.order_by("position")
+    facts = CriterionGroup.objects.create(checklist=checklist, title="Facts", position=0)
+    form = CriterionGroup.objects.create(checklist=checklist, title="Form", position=1)
+    log_in(page, collaborator.username)
+    page.goto(reverse("checklist-detail", args=[checklist.pk]))
+
+    # One move: the focus follows the criterion into its new place, with no click.
+    page.locator(f"#text-{first.pk}").focus()
+    with page.expect_response(lambda r: "/move/" in r.url):
+        page.keyboard.press("Alt+ArrowDown")
+    expect(page.locator(f"#text-{first.pk}")).to_be_focused()
+
+    # Two presses back to back, the second before the first's answer has settled: the
+    # second waits for the redrawn list and is made on it; both land, the focus stays.
+    with page.expect_response(lambda r: "/move/" in r.url):
+        page.keyboard.press("Alt+Shift+ArrowDown")  # into Facts
+        page.keyboard.press("Alt+Shift+ArrowDown")  # on into Form
+    expect(page.locator(f"#group-{form.pk} > ol #criterion-{first.pk}")).to_be_visible()
+    expect(page.locator(f"#text-{first.pk}")).to_be_focused()
+    first.refresh_from_db()
+    assert first.group_id == form.pk
+
+    # At a group's edge Alt+Down goes on into the next place: Form is last, so it stays.
+    page.keyboard.press("Alt+ArrowDown")
+    page.wait_for_load_state("networkidle")
+    expect(page.locator(f"#group-{form.pk} > ol #criterion-{first.pk}")).to_be_visible()
+
+    # A group's title: Alt+Up moves the group and its title keeps the focus.
+    page.locator(f"#group-{form.pk} > summary").focus()
+    with page.expect_response(lambda r: "/move/" in r.url):
+        page.keyboard.press("Alt+ArrowUp")
+    expect(page.locator("#criteria > details[data-group]").first).to_have_attribute(
+        "id", f"group-{form.pk}"
+    )
+    expect(page.locator(f"#group-{form.pk} > summary")).to_be_focused()
+    facts.refresh_from_db()
+    form.refresh_from_db()
+    assert form.position < facts.position
+    assert {second.pk, third.pk, fourth.pk} == set(
+        checklist.criteria.active().filter(group=None).values_list("pk", flat=True)
+    )
