@@ -7,6 +7,8 @@ that the user may not read is a 404 too, exactly as if it did not exist.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from django.core.exceptions import PermissionDenied
@@ -53,14 +55,18 @@ def held_permissions(user: AnyUser, dataset: Dataset) -> set[str]:
     return set(ObjectPermissionChecker(user).get_perms(dataset))
 
 
-def check_dataset(user: AnyUser, dataset: Dataset, perm: str = roles.VIEW) -> set[str]:
-    """Raise 404 for non-members and 403 for members without `perm`; return the perms held."""
+def check_dataset(
+    user: AnyUser, dataset: Dataset, perm: str = roles.VIEW, *, hidden: str = "No such dataset."
+) -> set[str]:
+    """Raise 404 for non-members and 403 for members without `perm`; return the perms held.
+    `hidden` is the 404's message: the one a missing object of the kind asked for gets, so
+    that an object in a dataset the user cannot see answers exactly as a missing one."""
     held = dataset_permissions(user, dataset)
     if roles.VIEW not in held:
         if _member_outside_token(user, dataset):
             # The member may know the dataset: say why the token is refused.
             raise PermissionDenied(DATASET_LIMIT_REFUSAL)
-        raise Http404("No such dataset.")
+        raise Http404(hidden)
     if perm not in held:
         raise PermissionDenied(_needs(perm))
     return held
@@ -113,7 +119,7 @@ def access_query(user: AnyUser, pk: int, perm: str = roles.VIEW) -> Query:
         query = Query.objects.select_related("dataset", "category", "created_by").get(pk=pk)
     except (Query.DoesNotExist, ValueError, TypeError):
         raise Http404("No such query.") from None
-    check_dataset(user, query.dataset, perm)
+    check_dataset(user, query.dataset, perm, hidden="No such query.")
     return query
 
 
@@ -186,7 +192,7 @@ def access_checklist(user: AnyUser, pk: int, *, edit: bool = False) -> Checklist
         checklist = Checklist.objects.select_related("query__dataset", "author").get(pk=pk)
     except (Checklist.DoesNotExist, ValueError, TypeError):
         raise Http404("No such checklist.") from None
-    perms = check_dataset(user, checklist.query.dataset)
+    perms = check_dataset(user, checklist.query.dataset, hidden="No such checklist.")
     if not can_read_checklist(user, checklist, perms):
         raise Http404("No such checklist.")
     if edit and (checklist.author_id != user.pk or roles.ANNOTATE not in perms):
@@ -194,12 +200,23 @@ def access_checklist(user: AnyUser, pk: int, *, edit: bool = False) -> Checklist
     return checklist
 
 
+@contextmanager
+def _hidden_as(message: str) -> Iterator[None]:
+    """A 404 of the object's checklist answers as a missing object of the kind asked for
+    does: "No such checklist." for a hidden criterion would tell it from a missing one."""
+    try:
+        yield
+    except Http404:
+        raise Http404(message) from None
+
+
 def access_criterion(user: AnyUser, pk: int, *, edit: bool = False) -> Criterion:
     try:
         checklist_id = Criterion.objects.values_list("checklist_id", flat=True).get(pk=pk)
     except (Criterion.DoesNotExist, ValueError, TypeError):
         raise Http404("No such criterion.") from None
-    checklist = access_checklist(user, checklist_id, edit=edit)
+    with _hidden_as("No such criterion."):
+        checklist = access_checklist(user, checklist_id, edit=edit)
     criterion = Criterion.objects.get(pk=pk)
     criterion.checklist = checklist  # reuse the loaded checklist, query and dataset
     return criterion
@@ -211,7 +228,8 @@ def access_group(user: AnyUser, pk: int, *, edit: bool = False) -> CriterionGrou
         checklist_id = CriterionGroup.objects.values_list("checklist_id", flat=True).get(pk=pk)
     except (CriterionGroup.DoesNotExist, ValueError, TypeError):
         raise Http404("No such group.") from None
-    checklist = access_checklist(user, checklist_id, edit=edit)
+    with _hidden_as("No such group."):
+        checklist = access_checklist(user, checklist_id, edit=edit)
     group = CriterionGroup.objects.get(pk=pk)
     group.checklist = checklist
     return group
@@ -222,7 +240,8 @@ def access_citation(user: AnyUser, pk: int, *, edit: bool = False) -> Citation:
         criterion_id = Citation.objects.values_list("criterion_id", flat=True).get(pk=pk)
     except (Citation.DoesNotExist, ValueError, TypeError):
         raise Http404("No such citation.") from None
-    criterion = access_criterion(user, criterion_id, edit=edit)
+    with _hidden_as("No such citation."):
+        criterion = access_criterion(user, criterion_id, edit=edit)
     citation = Citation.objects.get(pk=pk)
     citation.criterion = criterion
     return citation

@@ -5,6 +5,7 @@ Writes go through annotation.services, exactly as the pages' do."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 import django_filters
 from django.core.exceptions import PermissionDenied
@@ -478,6 +479,16 @@ class GroupViewSet(
         return permissions.access_group(self.request.user, self.kwargs["pk"], edit=True)
 
     def create(self, request: Request) -> Response:
+        # The checklist's permission first: validating the body first would answer 400
+        # "object does not exist" for a missing checklist and 404 for a hidden one, telling
+        # an outsider which ids exist. A checklist that is not a number is the body's error.
+        body = request.data if isinstance(request.data, Mapping) else {}
+        try:
+            named = int(body.get("checklist"))
+        except (TypeError, ValueError):
+            named = None
+        if named is not None:
+            permissions.access_checklist(request.user, named, edit=True)
         payload = s.GroupSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         v = payload.validated_data

@@ -101,7 +101,7 @@ class AnswerViewSet(viewsets.ReadOnlyModelViewSet):
         answer = answer.first()
         if answer is None:
             raise Http404("No such answer.")
-        access.check_dataset(self.request.user, answer.query.dataset)
+        access.check_dataset(self.request.user, answer.query.dataset, hidden="No such answer.")
         return answer
 
     @extend_schema(request=AnswerWriteSerializer, responses={201: AnswerSerializer})

@@ -178,7 +178,7 @@ def access_export(user: AnyUser, token: object) -> DatasetExport:
         export = DatasetExport.objects.select_related("dataset").get(token=token)
     except (DatasetExport.DoesNotExist, ValueError, TypeError, ValidationError):
         raise Http404("No such export.") from None
-    check_dataset(user, export.dataset, roles.CHANGE)
+    check_dataset(user, export.dataset, roles.CHANGE, hidden="No such export.")
     return export
 
 

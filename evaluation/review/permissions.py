@@ -24,7 +24,7 @@ def access_answer(user: AnyUser, pk: int | str) -> tuple[Answer, set[str]]:
         answer = Answer.objects.select_related("query__dataset", "system").get(pk=pk)
     except (Answer.DoesNotExist, ValueError, TypeError):
         raise Http404("No such answer.") from None
-    perms = check_dataset(user, answer.query.dataset, roles.REVIEW)
+    perms = check_dataset(user, answer.query.dataset, roles.REVIEW, hidden="No such answer.")
     return answer, perms
 
 

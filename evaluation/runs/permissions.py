@@ -44,7 +44,7 @@ def access_run_with_perms(user: AnyUser, pk: int, *, manage: bool = False) -> tu
         run = Run.objects.select_related("dataset", "panel").get(pk=pk)
     except (Run.DoesNotExist, ValueError, TypeError):
         raise Http404("No such run.") from None
-    perms = check_dataset(user, run.dataset)
+    perms = check_dataset(user, run.dataset, hidden="No such run.")
     if not can_see_runs(perms):
         raise PermissionDenied("Runs are for the dataset's reviewers and admins.")
     if manage and roles.CHANGE not in perms:

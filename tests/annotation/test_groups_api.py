@@ -75,3 +75,16 @@ def test_only_the_author_changes_groups(owner_api, outsider_api, collaborator_ap
     assert outsider_api.patch(f"{URL}{made}/", {"title": "Theirs"}).status_code == 404
     assert outsider_api.delete(f"{URL}{made}/").status_code == 404
     assert CriterionGroup.objects.get(pk=made).title == "Mine"
+
+
+def test_an_outsider_cannot_tell_a_hidden_checklist_from_a_missing_one(
+    outsider_api, collaborator_api, checklist
+):
+    hidden = outsider_api.post(URL, {"checklist": checklist.pk, "title": "X"})
+    missing = outsider_api.post(URL, {"checklist": checklist.pk + 1000, "title": "X"})
+    assert hidden.status_code == missing.status_code == 404
+    assert hidden.json() == missing.json()
+    # A body that names no checklist, or not a number, is the body's error, for anyone.
+    assert outsider_api.post(URL, {"title": "X"}).status_code == 400
+    assert collaborator_api.post(URL, {"checklist": "abc", "title": "X"}).status_code == 400
+    assert not CriterionGroup.objects.exists()

@@ -44,3 +44,31 @@ def test_filtering_by_id_still_filters(owner_api, dataset, owner):
     QueryFactory(dataset=other)
     response = owner_api.get("/api/queries/", {"dataset": dataset.pk})
     assert [q["dataset"] for q in response.json()["results"]] == [dataset.pk]
+
+
+def test_an_object_of_a_hidden_dataset_answers_as_a_missing_one(outsider_api, owner):
+    """Each detail route answers a hidden object's id with the very status and body of an id
+    that does not exist: no "No such dataset." that only hidden objects get."""
+    from annotation.models import CriterionGroup
+    from evaluation.models import Run
+    from tests.factories import AnswerFactory, CriterionFactory, PanelFactory
+
+    hidden = services.dataset_create(name="Hidden", by=owner)
+    criterion = CriterionFactory(checklist__query__dataset=hidden)
+    checklist, query = criterion.checklist, criterion.checklist.query
+    group = CriterionGroup.objects.create(checklist=checklist, title="G")
+    answer = AnswerFactory(query=query)
+    run = Run.objects.create(dataset=hidden, panel=PanelFactory())
+    routes = [
+        ("get", "/api/queries/{}/", query.pk),
+        ("get", "/api/checklists/{}/", checklist.pk),
+        ("get", "/api/criteria/{}/", criterion.pk),
+        ("patch", "/api/groups/{}/", group.pk),
+        ("get", "/api/answers/{}/", answer.pk),
+        ("get", "/api/runs/{}/", run.pk),
+    ]
+    for method, url, pk in routes:
+        seen = getattr(outsider_api, method)(url.format(pk), {})
+        missing = getattr(outsider_api, method)(url.format(pk + 100_000), {})
+        assert seen.status_code == missing.status_code == 404, url
+        assert seen.json() == missing.json(), url
