@@ -356,6 +356,8 @@ SPECTACULAR_SETTINGS = {
         "JudgeKindEnum": "evaluation.models.Judge.Kind",
         "RunStatusEnum": "evaluation.models.Run.Status",
         "RunKindEnum": "evaluation.models.Run.Kind",
+        "RunScopeEnum": "evaluation.models.Run.Scope",
+        "ApiTokenScopeEnum": "accounts.models.ApiToken.Scope",
         "VerdictOutcomeEnum": "evaluation.models.Verdict.Outcome",
         "GradedScoreOutcomeEnum": "evaluation.models.GradedScore.Outcome",
         "HumanLabelSourceEnum": "evaluation.models.HumanLabel.Source",

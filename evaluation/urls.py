@@ -26,6 +26,7 @@ from evaluation.runs import api as runs_api
 from evaluation.runs import scores_api
 from evaluation.runs import views as runs_views
 from evaluation.schedules import views as schedules_views
+from evaluation.trials import views as trials_views
 
 urlpatterns = [
     path("criteria/<int:pk>/check/", criterion_check_views.criterion_check, name="criterion-check"),
@@ -145,13 +146,18 @@ urlpatterns = [
     path("judges/new/", judges_views.judge_create, name="judge-create"),
     path("judges/<int:pk>/", judges_views.judge_edit, name="judge-edit"),
     path("judges/<int:pk>/test/", judges_views.judge_test, name="judge-test"),
+    path("judges/<int:pk>/examples/", judges_views.judge_examples, name="judge-examples"),
     path("panels/", judges_views.panel_list, name="panel-list"),
     path("panels/new/", judges_views.panel_create, name="panel-create"),
     path("panels/<int:pk>/", judges_views.panel_edit, name="panel-edit"),
     path("datasets/<int:pk>/runs/", runs_views.dataset_runs, name="dataset-runs"),
+    path("datasets/<int:pk>/runs/estimate/", runs_views.run_estimate_page, name="run-estimate"),
     path("datasets/<int:pk>/answers/", runs_views.dataset_answers, name="dataset-answers"),
     path("runs/<int:pk>/", runs_views.run_detail, name="run-detail"),
     path("runs/<int:pk>/answers/<int:answer_id>/", runs_views.run_answer, name="run-answer"),
+    # Before run-action's "runs/<pk>/<action>/", which would take these.
+    path("runs/<int:pk>/comparison/", trials_views.run_comparison, name="run-comparison"),
+    path("runs/<int:pk>/use-judge/", trials_views.run_use_judge, name="run-use-judge"),
     path(
         "runs/<int:pk>/<str:action>/",
         runs_views.run_action,
@@ -183,6 +189,9 @@ router.register(
 api_urlpatterns = [
     *router.urls,
     path("runs/<int:pk>/scores/", scores_api.RunScoresView.as_view(), name="run-scores"),
+    path(
+        "verdicts/<int:pk>/prompt/", judges_api.VerdictPromptView.as_view(), name="verdict-prompt"
+    ),
     path("agreement/", agreement_api.AgreementView.as_view(), name="agreement"),
     path("datasets/<int:pk>/analytics/", analytics_api.AnalyticsView.as_view(), name="analytics"),
     path(

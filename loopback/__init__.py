@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from loopback.scripts import (
     always,
+    answer_of,
     by_model,
+    checklist_responder,
     fail_first,
     first_fault,
     jitter,
@@ -32,6 +34,7 @@ from loopback.server import (
     ResponderResult,
     approx_tokens,
     default_responder,
+    listed_criteria,
     request_key,
 )
 
@@ -51,12 +54,15 @@ __all__ = [
     "Responder",
     "ResponderResult",
     "always",
+    "answer_of",
     "approx_tokens",
     "by_model",
+    "checklist_responder",
     "default_responder",
     "fail_first",
     "first_fault",
     "jitter",
+    "listed_criteria",
     "request_key",
     "sequence_responder",
     "verdict_body",

@@ -12,17 +12,21 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from loopback.server import (
+    CRITERIA_HEADING,
     ChatRequest,
     Fault,
     FaultPlan,
     Responder,
     ResponderResult,
     default_responder,
+    listed_criteria,
 )
 
 __all__ = [
     "always",
+    "answer_of",
     "by_model",
+    "checklist_responder",
     "default_responder",
     "fail_first",
     "first_fault",
@@ -61,6 +65,64 @@ def verdict_responder(fn: VerdictFn, *, failure_kind: str = "criterion_not_met")
             return outcome
         verdict = ("pass" if outcome else "fail") if isinstance(outcome, bool) else outcome
         return verdict_body(verdict, failure_kind=failure_kind)
+
+    return respond
+
+
+CRITERION_LINE = "\n\nCriterion: "
+Decide = Callable[[str, str], "str | bool | dict[str, Any]"]
+
+
+def answer_of(request: ChatRequest) -> str:
+    """The graded answer of a judge prompt, single or batched: what follows "Answer:" (or
+    "Graded turn:") up to the criterion or the criteria."""
+    text = request.last_user_text
+    for marker in ("Graded turn:\n", "Answer:\n"):
+        if marker in text:
+            text = text.split(marker, 1)[1]
+            break
+    for end in (CRITERIA_HEADING, CRITERION_LINE):
+        if end in text:
+            return text.rsplit(end, 1)[0]
+    return text
+
+
+def _body(decided: str | bool | dict[str, Any]) -> dict[str, Any]:
+    if isinstance(decided, dict):
+        return decided
+    verdict = ("pass" if decided else "fail") if isinstance(decided, bool) else decided
+    return verdict_body(
+        verdict, failure_kind="missing", rationale=f"Loopback judge decided {verdict!r}."
+    )
+
+
+def checklist_responder(
+    decide: Decide,
+    *,
+    omit: Callable[[str], bool] | None = None,
+    malform: Callable[[str], bool] | None = None,
+) -> Responder:
+    """A judge that answers single and batched prompts alike: `decide(criterion, answer)`
+    gives a criterion's verdict ("pass"/"fail", a bool, or the whole verdict object), the
+    same whichever way it is asked. In a batched reply, a criterion for which `omit` is true
+    is left out, and one for which `malform` is true gets an item that is not a verdict
+    (verdict "maybe"); asked alone, both are answered normally."""
+
+    def respond(request: ChatRequest) -> ResponderResult:
+        answer = answer_of(request)
+        listed = listed_criteria(request)
+        if not listed:
+            criterion = request.last_user_text.rsplit(CRITERION_LINE, 1)[-1]
+            return _body(decide(criterion, answer))
+        items = []
+        for number, criterion in listed:
+            if omit is not None and omit(criterion):
+                continue
+            item = {"criterion": number, **_body(decide(criterion, answer))}
+            if malform is not None and malform(criterion):
+                item["verdict"] = "maybe"
+            items.append(item)
+        return {"verdicts": items}
 
     return respond
 

@@ -303,8 +303,35 @@ def _placeholder(schema: dict[str, Any]) -> Any:
     return defaults.get(kind) if isinstance(kind, str) else None
 
 
+# How a batched judge prompt lists its criteria (evaluation/judging/batched.py): after this
+# line, one "<number>. <criterion>" per line, to the end of the last user message.
+CRITERIA_HEADING = "\n\nCriteria:\n"
+
+
+def listed_criteria(request: ChatRequest) -> list[tuple[int, str]]:
+    """The numbered criteria of a batched judge prompt; [] for a single-criterion prompt."""
+    text = request.last_user_text
+    if CRITERIA_HEADING not in text:
+        return []
+    found = []
+    for line in text.rsplit(CRITERIA_HEADING, 1)[1].split("\n"):
+        number, dot, criterion = line.partition(". ")
+        if dot and number.isdigit():
+            found.append((int(number), criterion))
+    return found
+
+
 def default_responder(request: ChatRequest) -> dict[str, Any]:
-    """A passing verdict; also fills any other required key of a structured-outputs schema."""
+    """A passing verdict (one per criterion for a batched prompt); also fills any other
+    required key of a structured-outputs schema."""
+    if listed := listed_criteria(request):
+        return {
+            "verdicts": [
+                {"criterion": n, "verdict": "pass", "failure_kind": None,
+                 "rationale": DEFAULT_RATIONALE}
+                for n, _ in listed
+            ]
+        }  # fmt: skip
     body: dict[str, Any] = {"verdict": "pass", "failure_kind": None, "rationale": DEFAULT_RATIONALE}
     schema = request.json_schema
     if schema:
@@ -358,8 +385,21 @@ class LoopbackOpenAI:
         fault_plan: FaultPlan | None = None,
         retry_after: float = 1.0,
         timeout_delay: float = 30.0,
+        reasoning_models: Sequence[str] = (),
+        reasoning_tokens: int = 64,
+        prompt_cache: bool = False,
+        prompt_cache_block: int = 128,
     ) -> None:
         self.responder = responder or default_responder
+        # Models that behave as reasoning models (o-series): they refuse `max_tokens` and a
+        # temperature other than 1, and report reasoning tokens, which count against
+        # `max_completion_tokens` and are billed as completion tokens.
+        self.reasoning_models = tuple(reasoning_models)
+        self.reasoning_tokens = reasoning_tokens
+        # A provider's prompt cache: a prompt's prefix already seen, in whole blocks of
+        # `prompt_cache_block` tokens, is reported as usage.prompt_tokens_details.cached_tokens.
+        self.prompt_cache = prompt_cache
+        self.prompt_cache_block = prompt_cache_block
         self.latency = latency
         self.models = tuple(models)
         self.strict_models = strict_models
@@ -474,6 +514,7 @@ class LoopbackOpenAI:
             self._max_in_flight = in_flight
 
     def _reset_state(self) -> None:
+        self._cached_prefixes: set[str] = set()
         self._calls: list[CallRecord] = []
         self._seq = 0
         self._fault_counts: Counter[FaultKind] = Counter()
@@ -727,6 +768,8 @@ class LoopbackOpenAI:
                 f"The model `{request.model}` does not exist or you do not have access to it.",
                 code="model_not_found",
             )
+        if request.model in self.reasoning_models:
+            self._check_reasoning_request(request)
         if request.response_format_type == "json_schema" and not self.supports_structured_outputs:
             # Same wording/shape as the real API for models without structured outputs, so
             # the judge client's fallback to JSON mode can key on param == "response_format".
@@ -734,6 +777,23 @@ class LoopbackOpenAI:
                 "Invalid parameter: 'response_format' of type 'json_schema' is not supported "
                 "with this model.",
                 param="response_format",
+            )
+
+    @staticmethod
+    def _check_reasoning_request(request: ChatRequest) -> None:
+        """What OpenAI's reasoning models answer to parameters they do not take."""
+        if "max_tokens" in request.raw:
+            raise ApiError.invalid_request(
+                "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
+                "'max_completion_tokens' instead.",
+                param="max_tokens",
+            )
+        temperature = request.raw.get("temperature")
+        if temperature is not None and temperature != 1:
+            raise ApiError.invalid_request(
+                f"Unsupported value: 'temperature' does not support {temperature} with this "
+                "model. Only the default (1) value is supported.",
+                param="temperature",
             )
 
     # --------------------------------------------------------------- fault planning
@@ -868,9 +928,10 @@ class LoopbackOpenAI:
     def _completion(self, request: ChatRequest, contents: list[str]) -> dict[str, Any]:
         choices = []
         completion_tokens = 0
+        reasoning = self.reasoning_tokens if request.model in self.reasoning_models else 0
         for index, content in enumerate(contents):
-            content, finish_reason = self._apply_max_tokens(request, content)
-            completion_tokens += approx_tokens(content)
+            content, finish_reason = self._apply_max_tokens(request, content, reasoning)
+            completion_tokens += approx_tokens(content) + reasoning
             choices.append(
                 {
                     "index": index,
@@ -881,6 +942,15 @@ class LoopbackOpenAI:
             )
         # ~4 tokens of framing per message, as the real tokenizer adds role markers.
         prompt_tokens = approx_tokens(request.prompt_text) + 4 * len(request.messages)
+        usage: dict[str, Any] = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
+        if self.prompt_cache:
+            usage["prompt_tokens_details"] = {"cached_tokens": self._cached_tokens(request)}
+        if reasoning:
+            usage["completion_tokens_details"] = {"reasoning_tokens": reasoning * len(contents)}
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
             "object": "chat.completion",
@@ -888,19 +958,39 @@ class LoopbackOpenAI:
             "model": request.model,
             "system_fingerprint": "fp_loopback",
             "choices": choices,
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
+            "usage": usage,
         }
 
-    def _apply_max_tokens(self, request: ChatRequest, content: str) -> tuple[str, str]:
-        """Cut content at max_tokens like a real model: finish_reason "length", broken JSON."""
+    def _cached_tokens(self, request: ChatRequest) -> int:
+        """Tokens of the longest prefix, in whole blocks, of a prompt seen before (the
+        prompt's messages in order, as a provider's cache keys them); remembers this one."""
+        text = request.prompt_text
+        block = max(1, self.prompt_cache_block) * 4  # characters
+        prefixes = [
+            hashlib.sha256(text[:end].encode()).hexdigest()
+            for end in range(block, len(text) + 1, block)
+        ]
+        with self._lock:
+            hits = 0
+            for prefix in prefixes:
+                if prefix not in self._cached_prefixes:
+                    break
+                hits += 1
+            self._cached_prefixes.update(prefixes)
+        return hits * max(1, self.prompt_cache_block)
+
+    def _apply_max_tokens(
+        self, request: ChatRequest, content: str, reasoning: int = 0
+    ) -> tuple[str, str]:
+        """Cut content at max_tokens like a real model: finish_reason "length", broken JSON.
+        A reasoning model's reasoning tokens come out of the same cap first."""
         limit = request.max_tokens
-        if not self.enforce_max_tokens or limit is None or approx_tokens(content) <= limit:
+        if limit is None or not self.enforce_max_tokens:
             return content, "stop"
-        return content[: max(0, limit) * 4], "length"
+        room = limit - reasoning
+        if approx_tokens(content) <= room:
+            return content, "stop"
+        return content[: max(0, room) * 4], "length"
 
     @staticmethod
     async def _send_truncated(http_request: web.Request, full: web.Response) -> web.StreamResponse:

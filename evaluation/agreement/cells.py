@@ -23,7 +23,7 @@ The statement runs on PostgreSQL and SQLite (the development default).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -46,12 +46,20 @@ class Cell:
 
 
 def items_sql(
-    *, with_run: bool, method: str, threshold: float, window: bool = False, one: bool = False
+    *,
+    with_run: bool,
+    method: str,
+    threshold: float,
+    window: bool = False,
+    one: bool = False,
+    excluded: int = 0,
 ) -> str:
     """The CTEs `hl` (labels), `jv` (votes per item and judge) and `item` (one row per
     labelled or adjudicated item). Parameters: %(dataset)s, and %(run)s with a run. With
     `window`, only the items after (%(lo_a)s, %(lo_c)s) up to answer %(hi_a)s; with `one`,
-    only the item (%(one_a)s, %(one_c)s).
+    only the item (%(one_a)s, %(one_c)s). With `excluded` items (the run's judges were shown
+    them as worked examples: evaluation.judges.tuning), the CTE `ex` holds them
+    (`excluded_params`) and they are no item: every figure leaves them out alike.
 
     Longer than most functions on purpose: it is one SQL statement, and a recount
     (`dataset_cells`) and one item's counts (`item_cells`, which moves the kept counts after
@@ -66,6 +74,23 @@ def items_sql(
         only = "AND a.id = %(one_a)s AND {t}.criterion_id = %(one_c)s"
     panel = votes_sql.panel_outcome(method, threshold, "iv.p", "iv.f")
     human = votes_sql.majority_label("coalesce(lab.lp, 0)", "coalesce(lab.lf, 0)")
+    keys = """
+keys AS (
+  SELECT answer_id, criterion_id FROM lab UNION SELECT answer_id, criterion_id FROM adj
+)"""
+    if excluded:
+        rows = ", ".join(
+            f"(CAST(%(ex_a{n})s AS BIGINT), CAST(%(ex_c{n})s AS BIGINT))" for n in range(excluded)
+        )
+        keys = f"""
+ex(answer_id, criterion_id) AS (VALUES {rows}),
+labelled AS (
+  SELECT answer_id, criterion_id FROM lab UNION SELECT answer_id, criterion_id FROM adj
+),
+keys AS (
+  SELECT answer_id, criterion_id FROM labelled
+  EXCEPT SELECT answer_id, criterion_id FROM ex
+)"""
     votes = (
         """
 jv AS (
@@ -106,9 +131,7 @@ adj AS (
   JOIN annotation_query q ON q.id = a.query_id
   WHERE q.dataset_id = %(dataset)s {only.format(t="d")}
 ),
-keys AS (
-  SELECT answer_id, criterion_id FROM lab UNION SELECT answer_id, criterion_id FROM adj
-),{votes}
+{keys},{votes}
 iv AS (
   SELECT answer_id, criterion_id, sum(p) AS p, sum(f) AS f, sum(inv) AS inv
   FROM jv GROUP BY answer_id, criterion_id
@@ -189,11 +212,21 @@ _PARTS = (
 )
 
 
-def cells(dataset_id: int, run_id: int | None, *, method: str, threshold: float) -> list[Cell]:
-    """Every count behind the dataset's agreement figures for the run (or without one)."""
-    sql = items_sql(with_run=run_id is not None, method=method, threshold=threshold)
-    body = "\nUNION ALL\n".join(_PARTS)
-    params = {"dataset": dataset_id, "run": run_id}
+def cells(
+    dataset_id: int,
+    run_id: int | None,
+    *,
+    method: str,
+    threshold: float,
+    excluded: Sequence[tuple[int, int]] = (),
+) -> list[Cell]:
+    """Every count behind the dataset's agreement figures for the run (or without one),
+    the `excluded` items left out (and counted: "count", "excluded")."""
+    sql = items_sql(
+        with_run=run_id is not None, method=method, threshold=threshold, excluded=len(excluded)
+    )
+    body = "\nUNION ALL\n".join(_parts(excluded))
+    params = {"dataset": dataset_id, "run": run_id, **excluded_params(excluded)}
     with _planned() as cursor:
         cursor.execute(f"{sql}\n{body}", params)
         return _cells(cursor.fetchall())
@@ -207,14 +240,21 @@ def item_cells(
     threshold: float,
     answer_id: int,
     criterion_id: int,
+    excluded: Sequence[tuple[int, int]] = (),
 ) -> list[Cell]:
     """What one item adds to `cells()`: every part is a count over items (or over the
     labels and votes of an item), so the dataset's cells are the sum of its items' cells,
     and a change to one item moves them by its cells after minus its cells before
     (evaluation.agreement.delta). Index look-ups for one item: no planner settings."""
-    sql = items_sql(with_run=run_id is not None, method=method, threshold=threshold, one=True)
-    body = "\nUNION ALL\n".join(_PARTS)
-    params = {"dataset": dataset_id, "run": run_id, "one_a": answer_id, "one_c": criterion_id}
+    sql = items_sql(
+        with_run=run_id is not None, method=method, threshold=threshold, one=True,
+        excluded=len(excluded),
+    )  # fmt: skip
+    body = "\nUNION ALL\n".join(_parts(excluded))
+    params = {
+        "dataset": dataset_id, "run": run_id, "one_a": answer_id, "one_c": criterion_id,
+        **excluded_params(excluded),
+    }  # fmt: skip
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql" and connection.in_atomic_block:
             # One item's rows: JIT compilation never pays here. Without statistics (a new or
@@ -225,6 +265,26 @@ def item_cells(
             cursor.execute("SET LOCAL jit = off")
         cursor.execute(f"{sql}\n{body}", params)
         return _cells(cursor.fetchall())
+
+
+def excluded_params(excluded: Sequence[tuple[int, int]]) -> dict[str, int]:
+    """The parameters of the `ex` CTE (`items_sql(excluded=len(excluded))`)."""
+    params: dict[str, int] = {}
+    for n, (answer_id, criterion_id) in enumerate(sorted(excluded)):
+        params[f"ex_a{n}"], params[f"ex_c{n}"] = int(answer_id), int(criterion_id)
+    return params
+
+
+def _parts(excluded: Sequence[tuple[int, int]]) -> tuple[str, ...]:
+    """The parts; with excluded items, also how many labelled items they are (a count over
+    items like the others, so that the kept counts move by it too)."""
+    if not excluded:
+        return _PARTS
+    return (
+        *_PARTS,
+        "SELECT 'count', 'excluded', '', NULL, NULL, count(*) FROM labelled l "
+        "JOIN ex ON ex.answer_id = l.answer_id AND ex.criterion_id = l.criterion_id",
+    )
 
 
 def _cells(rows: list[tuple]) -> list[Cell]:
@@ -275,12 +335,16 @@ def item_rows(
     after: tuple[int, int],
     until_answer: int,
     limit: int,
+    excluded: Sequence[tuple[int, int]] = (),
 ) -> list[ItemRow]:
     """Items matching `where` (SQL over the `item` CTE as `i`, with `params`) after the
     keyset `after` (answer, criterion) up to answer `until_answer`, in (answer, criterion)
     order, at most `limit`. Only that window of items is derived, so a page costs what its
     window holds, wherever it is."""
-    sql = items_sql(with_run=run_id is not None, method=method, threshold=threshold, window=True)
+    sql = items_sql(
+        with_run=run_id is not None, method=method, threshold=threshold, window=True,
+        excluded=len(excluded),
+    )  # fmt: skip
     query = f"""{sql}
 SELECT i.answer_id, i.criterion_id, i.query_id, i.system, i.kind, i.category,
        i.adjudication, i.human, i.panel, i.invalid, i.lp, i.lf
@@ -288,7 +352,7 @@ FROM item i WHERE ({where})
 ORDER BY i.answer_id, i.criterion_id LIMIT %(limit)s"""
     all_params = {
         "dataset": dataset_id, "run": run_id, "limit": limit, "lo_a": after[0],
-        "lo_c": after[1], "hi_a": until_answer, **params,
+        "lo_c": after[1], "hi_a": until_answer, **params, **excluded_params(excluded),
     }  # fmt: skip
     # A window is a few thousand items at most: index lookups (nested loops) suit it, so no
     # planner settings here, unlike the whole-dataset count.

@@ -26,7 +26,7 @@ from django.db import connection
 
 from evaluation.agreement import cells as sql
 from evaluation.agreement.cells import Cell
-from evaluation.agreement.selectors import kept_state, label_days, run_method
+from evaluation.agreement.selectors import excluded_of, kept_state, label_days, run_method
 from evaluation.kept import events
 from evaluation.kept import figures as kept_figures
 from evaluation.kept.counters import Counters
@@ -107,7 +107,7 @@ def _item(dataset_id: int, run: Run | None, answer_id: int, criterion_id: int) -
     method, threshold = run_method(run)
     found = sql.item_cells(
         dataset_id, run.pk if run else None, method=method, threshold=threshold,
-        answer_id=answer_id, criterion_id=criterion_id,
+        answer_id=answer_id, criterion_id=criterion_id, excluded=excluded_of(run),
     )  # fmt: skip
     labels = HumanLabel.objects.filter(answer_id=answer_id, criterion_id=criterion_id)
     return found + label_days(labels)

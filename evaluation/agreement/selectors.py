@@ -40,6 +40,7 @@ from django.db.models.functions import TruncDate
 from annotation.models import Criterion, Dataset
 from evaluation.agreement import cells as sql
 from evaluation.agreement.cells import NO_VALUE, Cell
+from evaluation.judges.tuning import excluded_items
 from evaluation.kept import counters, readers
 from evaluation.kept import figures as kept_figures
 from evaluation.kept.counters import Counters
@@ -120,6 +121,9 @@ class Counts:
     without_votes: int  # a human reference, but no vote in the run
     panel_undecided: int  # a human reference, votes, but the panel undecided
     invalid_votes: int  # unparseable / error votes on the labelled items, excluded
+    # Labelled items the run's judges were shown as worked examples: left out of every
+    # figure of the run (evaluation.judges.tuning).
+    excluded: int = 0
 
 
 @dataclass(frozen=True)
@@ -183,9 +187,17 @@ class _Cells:
 def kept_state(dataset_id: int, run: Run | None, at: Counters | None = None) -> readers.State:
     """What the cells are kept under: the dataset's review revision (at its counters now,
     or `at`), the run, its method, and what changes its verdicts (status, attempt, finish
-    time). Not cacheable while the run may still be writing verdicts: then the cells are
-    counted afresh on every request."""
-    return readers.state(dataset_id, readers.AGREEMENT, run=run, at=at)
+    time), and the items it leaves out (only when there are: the keys of runs without stay
+    what they were). Not cacheable while the run may still be writing verdicts: then the
+    cells are counted afresh on every request."""
+    left_out = excluded_of(run)
+    facts = [f"excluded:{left_out}"] if left_out else []
+    return readers.state(dataset_id, readers.AGREEMENT, run=run, at=at, facts=facts)
+
+
+def excluded_of(run: Run | None) -> tuple[tuple[int, int], ...]:
+    """The items the run's figures leave out: those its judges were shown as examples."""
+    return tuple(sorted(excluded_items(run))) if run is not None else ()
 
 
 def _cached_cells(dataset: Dataset, run: Run | None) -> list[Cell]:
@@ -217,7 +229,10 @@ def _cached_cells(dataset: Dataset, run: Run | None) -> list[Cell]:
 
 
 def _counted_cells(dataset: Dataset, run: Run | None, method: str, threshold) -> list[Cell]:
-    rows = sql.cells(dataset.pk, run.pk if run else None, method=method, threshold=threshold)
+    rows = sql.cells(
+        dataset.pk, run.pk if run else None, method=method, threshold=threshold,
+        excluded=excluded_of(run),
+    )  # fmt: skip
     return rows + _label_days(dataset)
 
 
@@ -316,6 +331,7 @@ def agreement_report(dataset: Dataset, run_id: int | None = None) -> AgreementRe
             without_votes=counts.get("without_votes", 0),
             panel_undecided=counts.get("panel_undecided", 0),
             invalid_votes=counts.get("invalid_votes", 0),
+            excluded=counts.get("excluded", 0),
         ),
         overall=found.figure(FigureKey("panel"), run.panel.name if run else "Panel"),
         judges=[found.figure(FigureKey("judge", j), j) for j in judges],
@@ -461,6 +477,7 @@ def drill_down(
     second), in (answer, criterion) order after `after`."""
     run = _run(dataset, run_id, runs_of_system_answers(dataset))
     method, threshold = run_method(run)
+    excluded = excluded_of(run)
     where, params = figure_where(key, cell)
     answers = Answer.objects.filter(query__dataset=dataset).order_by("pk")
     position = after or (0, 0)
@@ -476,7 +493,7 @@ def drill_down(
         rows += sql.item_rows(
             dataset.pk, run.pk if run else None, method=method, threshold=threshold,
             where=where, params=params, after=position, until_answer=until,
-            limit=limit + 1 - len(rows),
+            limit=limit + 1 - len(rows), excluded=excluded,
         )  # fmt: skip
         if len(rows) > limit:
             rows = rows[:limit]

@@ -47,6 +47,7 @@ from evaluation.analytics.summaries import (
     calibration_items,
 )
 from evaluation.cross_evaluation.selectors import dataset_mean_overlap
+from evaluation.judges.tuning import excluded_items
 from evaluation.kept import figures as kept_figures
 from evaluation.kept import readers
 from evaluation.metrics import analytics as am
@@ -494,7 +495,14 @@ def _labelled(
     tallies: dict[tuple[int, int], dict[str, str | None]] = defaultdict(dict)
     for answer_id, criterion_id, judge, p, f in votes:
         tallies[answer_id, criterion_id][judge] = "pass" if p > f else "fail" if f > p else None
-    calibration = {key: CalibrationItem(references[key], judges) for key, judges in tallies.items()}
+    # Items the run's judges were shown as worked examples measure nothing of them: out of
+    # the judge agreement and calibration, as out of every agreement figure of the run.
+    shown = excluded_items(run)
+    calibration = {
+        key: CalibrationItem(references[key], judges)
+        for key, judges in tallies.items()
+        if key not in shown
+    }
     return items, calibration, sources
 
 

@@ -531,10 +531,18 @@ class Exporter:
         judges = Judge.objects.filter(pk__in=used) | Judge.objects.filter(
             memberships__panel__in=panels
         )
-        for j in judges.distinct().order_by("name"):
+        judges = judges.distinct().order_by("name").prefetch_related("versions")
+        for j in judges:
+            # The versions keep the prompts of this dataset's verdicts rebuildable elsewhere.
+            versions = [
+                {"version": v.version, "instructions": v.instructions, "examples": v.examples}
+                for v in sorted(j.versions.all(), key=lambda v: (v.created_at, v.version))
+            ]
             yield (
                 j.name, j.kind, j.base_url, j.model, j.api_key_env, j.temperature, j.max_tokens,
-                j.seed, j.timeout, j.prompt_version, j.context_tokens,
+                j.seed, j.timeout, j.prompt_version, j.context_tokens, j.instructions,
+                j.examples or None, j.criteria_per_call, j.token_parameter, j.response_format,
+                j.reasoning_effort, versions or None,
             )  # fmt: skip
 
     def _panels(self) -> Iterator[Row]:
@@ -546,12 +554,35 @@ class Exporter:
             ]
             yield (p.name, p.description, p.method, p.threshold, p.graded, members, p.conversation)
 
+    def _portable(self, snapshot: dict) -> dict:
+        """A run's snapshot without this installation's ids, which name other rows, or none,
+        where the file is imported: each member's judge by its name alone (the importer puts
+        the id of the judge of that name), the items its judge was shown as examples by their
+        keys (`example_keys`: [answer key, criterion key]); items whose answer is not in the
+        export are left out."""
+        if not isinstance(snapshot.get("members"), list):
+            return snapshot
+        members = []
+        for member in snapshot["members"]:
+            items = member.get("example_items")
+            member = {k: v for k, v in member.items() if k not in ("judge", "example_items")}
+            if items:
+                member["example_keys"] = [
+                    [list(self.keys.answers[a]), list(self.keys.criteria[c])]
+                    for a, c in items
+                    if a in self.keys.answers and c in self.keys.criteria
+                ]
+            members.append(member)
+        return {**snapshot, "members": members}
+
     def _runs(self) -> Iterator[Row]:
         runs = Run.objects.filter(pk__in=list(self.keys.runs)).select_related("panel")
         for r in runs.order_by("created_at", "pk"):
             yield (
                 self.keys.runs[r.pk], r.kind, r.panel.name, r.status, r.reason, r.expected,
-                r.answer_run_label, r.snapshot, _iso(r.created_at), _iso(r.finished_at),
+                r.answer_run_label, self._portable(r.snapshot), _iso(r.created_at),
+                _iso(r.finished_at),
+                r.scope, self.keys.runs.get(r.baseline_id, ""), r.estimate,
             )  # fmt: skip
 
     def _verdicts(self) -> Iterator[Row]:

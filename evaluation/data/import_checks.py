@@ -46,6 +46,7 @@ from evaluation.data.export import criterion_key, perfect_label, query_key
 from evaluation.data.formats import FileRejected, cell
 from evaluation.data.rows import ImportRejected  # one refusal for every import
 from evaluation.data.source import Source
+from evaluation.judging import batched, tuned
 from evaluation.metrics import rubrics
 from evaluation.models import (
     Answer,
@@ -143,10 +144,14 @@ CHOICES = {
     ("checklists", "scoring"): ("", *Scoring.values),
     ("criteria", "kind"): tuple(Criterion.Kind.values),
     ("judges", "kind"): tuple(Judge.Kind.values),
+    ("judges", "token_parameter"): tuple(Judge.TokenParameter.values),
+    ("judges", "response_format"): tuple(Judge.ResponseFormat.values),
+    ("judges", "reasoning_effort"): tuple(Judge.ReasoningEffort.values),
     ("panels", "method"): tuple(Panel.Method.values),
     ("panels", "conversation"): tuple(Panel.Conversation.values),
     ("runs", "kind"): tuple(Run.Kind.values),
     ("runs", "status"): tuple(Run.Status.values),
+    ("runs", "scope"): tuple(Run.Scope.values),
     ("verdicts", "outcome"): tuple(Verdict.Outcome.values),
     ("verdicts", "failure_kind"): ("", *Verdict.FailureKind.values),
     ("grades", "outcome"): tuple(GradedScore.Outcome.values),
@@ -676,6 +681,42 @@ def _check_perfect_answers(
             plan.usernames.add(row["written_by"])
 
 
+def _judge_tuning_problems(row: dict[str, Any]) -> list[str]:
+    """A judge's tuning and call settings, checked as the judge form checks them."""
+    problems = []
+    if row["instructions"] is not None:
+        problems += [
+            f"field 'instructions': {p}" for p in tuned.instructions_problems(row["instructions"])
+        ]
+    if row["examples"] is not None:
+        problems += [f"field 'examples': {p}" for p in tuned.examples_problems(row["examples"])]
+    per_call = row["criteria_per_call"]
+    if per_call is not None and not 0 <= per_call <= batched.MAX_CRITERIA_PER_CALL:
+        problems.append(
+            f"field 'criteria_per_call' must be from 0 to {batched.MAX_CRITERIA_PER_CALL}"
+        )
+    versions = row["versions"]
+    if versions is None:
+        return problems
+    if not isinstance(versions, list):
+        return [*problems, "field 'versions': a list of {version, instructions, examples}"]
+    seen: set[str] = set()
+    for n, v in enumerate(versions, 1):
+        name = v.get("version") if isinstance(v, dict) else None
+        if not isinstance(name, str) or not 0 < len(name) <= 80 or name in seen:
+            problems.append(f"field 'versions': version {n} needs a name of its own (at most 80)")
+            continue
+        seen.add(name)
+        if tuned.digest(v.get("instructions") or "", v.get("examples") or []) not in name:
+            problems.append(
+                f"field 'versions': {name} does not match its instructions and examples"
+            )
+        inner = tuned.instructions_problems(v.get("instructions") or "")
+        inner += tuned.examples_problems(v.get("examples") or [])
+        problems += [f"field 'versions': {name}: {p}" for p in inner]
+    return problems
+
+
 def _check_judges_panels_and_runs(
     t: dict[str, Rows], known: Known, once: _Once, errors: Errors
 ) -> None:
@@ -683,6 +724,8 @@ def _check_judges_panels_and_runs(
     for where, row in t["judges"]:
         if once(("j", row["name"]), where, "judge name"):
             known.judges.add(row["name"])
+        for problem in _judge_tuning_problems(row):
+            errors.add(f"{where}: {problem}")
     panels: set[str] = {p.name for p in Panel.objects.all()}
     for where, row in t["panels"]:
         members = row["members"]

@@ -78,6 +78,7 @@ from evaluation.models import (
     HumanLabel,
     Judge,
     JudgeCall,
+    JudgeVersion,
     Panel,
     PanelMember,
     Run,
@@ -683,19 +684,61 @@ class _Writer:
             json_columns=("turns", "context", "metadata"), rows=rows(),
         )  # fmt: skip
 
+    def _local(self, found: dict | None, judges: dict[str, Judge]) -> dict | None:
+        """A run's snapshot from the file, its members' judges and example items named by
+        this installation's ids: a judge by its name, an item by its keys (export._portable)."""
+        if not found or not isinstance(found.get("members"), list):
+            return found
+        members = []
+        for member in found["members"]:
+            member = dict(member)
+            if member.get("name") in judges:
+                member["judge"] = judges[member["name"]].pk
+            member.setdefault("judge", None)  # a judge the file does not bring, nor has this
+            member.pop("example_items", None)  # ids of the exporting installation
+            keys = member.pop("example_keys", None)
+            if isinstance(keys, list):
+                items = [
+                    [self.stored.answers.get(tuple(p[0])), self.stored.criteria.get(tuple(p[1]))]
+                    for p in keys
+                    if isinstance(p, list) and len(p) == 2 and all(isinstance(k, list) for k in p)
+                ]
+                member["example_items"] = [i for i in items if None not in i]
+            members.append(member)
+        return {**found, "members": members}
+
+    def _judge_versions(self, judge: Judge, versions: list[dict] | None) -> None:
+        """The file's prompt versions the judge lacks (those it has are never rewritten: a
+        version is a digest of its tuning), so that the verdicts' prompts rebuild here."""
+        have = set(judge.versions.values_list("version", flat=True))
+        new = [v for v in versions or () if v["version"] not in have]
+        JudgeVersion.objects.bulk_create(
+            JudgeVersion(
+                judge=judge,
+                version=v["version"],
+                examples=v.get("examples") or [],
+                instructions=v.get("instructions") or "",
+            )
+            for v in new
+        )
+
     def _judges_panels_runs(self) -> None:
         judges = {j.name: j for j in Judge.objects.all()}
         for _, row in self.plan.tables["judges"]:
             if row["name"] in judges:
                 self.result.count("judges", unchanged=1)  # site-wide: never rewritten
+                self._judge_versions(judges[row["name"]], row["versions"])
                 continue
             values = {
                 k: row[k]
                 for k in ("kind", "base_url", "model", "api_key_env", "temperature", "max_tokens",
-                          "seed", "timeout", "prompt_version", "context_tokens")
+                          "seed", "timeout", "prompt_version", "context_tokens", "instructions",
+                          "examples", "criteria_per_call", "token_parameter", "response_format",
+                          "reasoning_effort")
                 if row[k] is not None
             }  # fmt: skip
             judges[row["name"]] = Judge.objects.create(name=row["name"], **values)
+            self._judge_versions(judges[row["name"]], row["versions"])
             self.result.count("judges", created=1)
         panels = {p.name: p for p in Panel.objects.all()}
         for _, row in self.plan.tables["panels"]:
@@ -732,9 +775,12 @@ class _Writer:
                 answer_run_label=row["answer_run_label"],
                 # The run's figures use the panel it was graded with, not the panel as
                 # found here; older exports without it take the panel's.
-                snapshot=row.get("snapshot") or snapshot.take(panel),
+                snapshot=self._local(row.get("snapshot"), judges) or snapshot.take(panel),
                 started_at=row["created_at"], finished_at=row["finished_at"],
-                expected=row.get("expected") or 0,
+                expected=row.get("expected") or 0, scope=row.get("scope") or Run.Scope.ALL,
+                estimate=row.get("estimate") or {},
+                # Runs are exported oldest first: a trial's baseline is in by now.
+                baseline_id=self.stored.runs.get(row.get("baseline") or ""),
             )  # fmt: skip
             if row.get("expected") is None:
                 self.unsized.append(run.pk)

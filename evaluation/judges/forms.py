@@ -2,16 +2,32 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from django import forms
 from django.core.exceptions import ValidationError
 
+from annotation.models import Criterion
+from evaluation.judges import examples
+from evaluation.judging import prompts, tuned
+from evaluation.judging.batched import MAX_CRITERIA_PER_CALL
 from evaluation.judging.keys import api_key_env_problem, base_url_problem
 from evaluation.models import Judge, Panel
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_SAMPLES = 20
+# How the judge calls its endpoint (issue 25), optional in a post.
+CALL_FIELDS = ("criteria_per_call", "token_parameter", "response_format", "reasoning_effort")
+
+
+class ExamplesField(forms.JSONField):
+    """Examples as indented JSON, one key a line: readable and editable in a text box."""
+
+    def prepare_value(self, value: object) -> str:
+        if isinstance(value, forms.fields.InvalidJSONInput):
+            return value
+        return json.dumps(value, ensure_ascii=False, indent=2)
 
 
 class JudgeForm(forms.ModelForm):
@@ -29,14 +45,72 @@ class JudgeForm(forms.ModelForm):
         fields = [
             "name", "kind", "base_url", "model", "api_key_env", "temperature", "max_tokens",
             "seed", "timeout", "rpm_limit", "tpm_limit", "prompt_price", "completion_price",
-            "prompt_version", "context_tokens", "is_formality_judge",
+            "prompt_version", "context_tokens", "is_formality_judge", "instructions", "examples",
+            "criteria_per_call", "token_parameter", "response_format", "reasoning_effort",
+            "cached_prompt_price",
         ]  # fmt: skip
-        widgets = {"api_key_env": forms.TextInput(attrs={"placeholder": "OPENAI_API_KEY"})}
+        field_classes = {"examples": ExamplesField}
+        widgets = {
+            "api_key_env": forms.TextInput(attrs={"placeholder": "OPENAI_API_KEY"}),
+            "instructions": forms.Textarea(attrs={"rows": 6}),
+            "examples": forms.Textarea(attrs={"rows": 8, "spellcheck": "false"}),
+        }
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         # Optional in a post (forms and API clients that predate it keep working).
         self.fields["context_tokens"].required = False
+        for name in CALL_FIELDS:  # issue 25's: the judge's own value when left out
+            self.fields[name].required = False
+        self.fields["criteria_per_call"].help_text = (
+            f"1: one call per criterion; 2 to {MAX_CRITERIA_PER_CALL}: that many criteria of an "
+            "answer per call; 0: the whole checklist in one call (docs/judging.md#batched-grading)."
+        )
+        self.fields["examples"].help_text = (
+            'A JSON list of {"criterion", "excerpt", "decision": "pass" or "fail", "reason"}: '
+            f"at most {tuned.MAX_EXAMPLES} examples, excerpts of {tuned.MAX_EXCERPT:,} "
+            "characters; or pick them from adjudications on the Examples page. A change of "
+            "instructions or examples is a new prompt version."
+        )
+
+    def clean_instructions(self) -> str:
+        value = self.cleaned_data.get("instructions") or ""
+        if problems := tuned.instructions_problems(value):
+            raise ValidationError(problems)
+        return value
+
+    def clean_examples(self) -> list:
+        value = self.cleaned_data.get("examples")
+        if value in (None, ""):
+            return []
+        if problems := tuned.examples_problems(value):
+            raise ValidationError(problems)
+        return value
+
+    def clean_criteria_per_call(self) -> int:
+        value = self.cleaned_data.get("criteria_per_call")
+        if value is None:
+            return self._kept("criteria_per_call")
+        if not 0 <= value <= MAX_CRITERIA_PER_CALL:
+            raise ValidationError(f"From 0 (the whole checklist) to {MAX_CRITERIA_PER_CALL}.")
+        return value
+
+    def clean_token_parameter(self) -> str:
+        return self.cleaned_data.get("token_parameter") or self._kept("token_parameter")
+
+    def clean_response_format(self) -> str:
+        return self.cleaned_data.get("response_format") or self._kept("response_format")
+
+    def clean_reasoning_effort(self) -> str:
+        if "reasoning_effort" not in self.data:  # left out, not set to "Not sent"
+            return self._kept("reasoning_effort")
+        return self.cleaned_data.get("reasoning_effort") or ""
+
+    def _kept(self, name: str) -> object:
+        """A call field left out of the post: the judge's value, or the model's default."""
+        if self.instance.pk:
+            return getattr(self.instance, name)
+        return Judge._meta.get_field(name).get_default()
 
     def clean_context_tokens(self) -> int:
         value = self.cleaned_data.get("context_tokens")
@@ -79,7 +153,7 @@ class JudgeForm(forms.ModelForm):
             for field in ("base_url", "model"):
                 if not data.get(field) and field not in self.errors:
                     self.add_error(field, "Required for an LLM judge.")
-        for field in ("prompt_price", "completion_price"):
+        for field in ("prompt_price", "completion_price", "cached_prompt_price"):
             value = data.get(field)
             if value is not None and value < 0:
                 self.add_error(field, "A price cannot be negative.")
@@ -184,3 +258,24 @@ class BasePanelMemberFormSet(forms.BaseFormSet):
 PanelMemberFormSet = forms.formset_factory(
     PanelMemberForm, formset=BasePanelMemberFormSet, extra=2, max_num=20
 )
+
+
+class ExamplesPickForm(forms.Form):
+    """The automatic pick of worked examples from adjudications (evaluation.judges.examples)."""
+
+    kind = forms.ChoiceField(choices=[("", "Every kind")], required=False, label="Criterion kind")
+    budget = forms.IntegerField(
+        label="Token budget",
+        min_value=50,
+        max_value=examples.MAX_BUDGET,
+        initial=examples.DEFAULT_BUDGET,
+        help_text=f"Characters / {prompts.CHARS_PER_TOKEN}, added to every call of the judge; "
+        f"at most {examples.MAX_BUDGET:,}.",
+    )
+    by_kind = forms.BooleanField(
+        required=False, label="Balance criterion kinds too (each kind in turn)"
+    )
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["kind"].choices = [("", "Every kind"), *Criterion.Kind.choices]

@@ -9,7 +9,9 @@ from typing import TypeVar
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
-from evaluation.judges import services
+from evaluation.judges import services, tuning
+from evaluation.judging import tuned
+from evaluation.judging.batched import MAX_CRITERIA_PER_CALL
 from evaluation.judging.keys import api_key_env_problem, base_url_problem
 from evaluation.models import Judge, Panel, PanelMember
 
@@ -31,7 +33,34 @@ class JudgeSerializer(serializers.ModelSerializer):
             "id", "name", "kind", "base_url", "model", "api_key_env", "temperature",
             "max_tokens", "seed", "timeout", "rpm_limit", "tpm_limit", "prompt_version",
             "prompt_price", "completion_price", "context_tokens", "is_formality_judge",
+            "instructions", "examples", "current_version", "criteria_per_call",
+            "token_parameter", "response_format", "reasoning_effort", "cached_prompt_price",
         ]  # fmt: skip
+        extra_kwargs = {
+            "criteria_per_call": {
+                "min_value": 0, "max_value": MAX_CRITERIA_PER_CALL,
+                "help_text": "1: one call per criterion; k: up to k criteria of an answer "
+                "per call; 0: the whole checklist in one call.",
+            },
+        }  # fmt: skip
+
+    current_version = serializers.SerializerMethodField(
+        help_text="The prompt version its instructions and examples give now "
+        '(e.g. "verdict-v1+tuned-0123456789ab"; prompt_version when it has neither).'
+    )
+
+    def get_current_version(self, judge: Judge) -> str:
+        return tuning.judge_version(judge)
+
+    def validate_instructions(self, value: str) -> str:
+        if problems := tuned.instructions_problems(value):
+            raise serializers.ValidationError(problems)
+        return value
+
+    def validate_examples(self, value: object) -> list:
+        if problems := tuned.examples_problems(value):
+            raise serializers.ValidationError(problems)
+        return value  # type: ignore[return-value]
 
     def validate_api_key_env(self, value: str) -> str:
         # The same rules as the page form: see evaluation/judging/keys.py.
@@ -50,16 +79,21 @@ class JudgeSerializer(serializers.ModelSerializer):
             for field in ("base_url", "model"):
                 if not data.get(field, getattr(self.instance, field, "")):
                     raise serializers.ValidationError({field: "Required for an LLM judge."})
-        for field in ("prompt_price", "completion_price"):
+        for field in ("prompt_price", "completion_price", "cached_prompt_price"):
             if data.get(field) is not None and data[field] < 0:
                 raise serializers.ValidationError({field: "A price cannot be negative."})
         return data
 
     def create(self, validated: dict) -> Judge:
-        return _saved(lambda: services.judge_save(**validated))
+        return _saved(lambda: services.judge_save(by=self._by(), **validated))
 
     def update(self, judge: Judge, validated: dict) -> Judge:
-        return _saved(lambda: services.judge_save(judge=judge, **validated))
+        return _saved(lambda: services.judge_save(judge=judge, by=self._by(), **validated))
+
+    def _by(self) -> object:
+        """The request's user (who made a new prompt version), None outside a request."""
+        request = self.context.get("request")
+        return request.user if request is not None else None
 
 
 class PanelMemberSerializer(serializers.ModelSerializer):

@@ -9,16 +9,21 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from evaluation.judging import client, connection
+from evaluation.judges import tuning
+from evaluation.judging import client, connection, tuned
 from evaluation.models import Judge, Panel, PanelMember
 
 JUDGE_FIELDS = frozenset(
     {
         "name", "kind", "base_url", "model", "api_key_env", "temperature", "max_tokens", "seed",
         "timeout", "rpm_limit", "tpm_limit", "prompt_price", "completion_price",
-        "prompt_version", "context_tokens", "is_formality_judge",
+        "prompt_version", "context_tokens", "is_formality_judge", "instructions", "examples",
+        "criteria_per_call", "token_parameter", "response_format", "reasoning_effort",
+        "cached_prompt_price",
     }
 )  # fmt: skip
 PANEL_FIELDS = frozenset({"name", "description", "method", "threshold", "graded", "conversation"})
@@ -34,6 +39,9 @@ def judge_endpoint(judge: Judge) -> client.Endpoint:
         max_tokens=judge.max_tokens,
         seed=judge.seed,
         timeout=judge.timeout,
+        token_parameter=judge.token_parameter,
+        response_format=judge.response_format,
+        reasoning_effort=judge.reasoning_effort,
     )
 
 
@@ -46,13 +54,25 @@ def _set(instance: object, fields: dict[str, object], allowed: frozenset[str]) -
 
 
 @transaction.atomic
-def judge_save(*, judge: Judge | None = None, **fields: object) -> Judge:
+def judge_save(
+    *, judge: Judge | None = None, by: AbstractBaseUser | None = None, **fields: object
+) -> Judge:
     """Create (judge=None) or change a judge. Verdicts keep the parameters they were made
-    with (Verdict.judge_params), so editing a judge does not rewrite history."""
+    with (Verdict.judge_params), so editing a judge does not rewrite history; new
+    instructions or examples are a new prompt version, kept (JudgeVersion, made by `by`)."""
     judge = judge or Judge()
     _set(judge, fields, JUDGE_FIELDS)
+    problems = (
+        tuned.instructions_problems(judge.instructions),
+        tuned.examples_problems(judge.examples),
+    )
+    if any(problems):
+        raise ValidationError(
+            {k: v for k, v in zip(("instructions", "examples"), problems, strict=True) if v}
+        )
     judge.full_clean()
     judge.save()
+    tuning.ensure_version(judge, by=by)
     return judge
 
 

@@ -5,16 +5,23 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
 from django.db.models import Count, Prefetch
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from annotation import roles
+from annotation.models import Criterion
+from annotation.permissions import access_dataset
+from annotation.selectors import datasets_for_user
 from config.site_permissions import site_permission_required
-from evaluation.judges import reachability, services
-from evaluation.judges.forms import JudgeForm, PanelForm, PanelMemberFormSet
+from evaluation.judges import examples, reachability, services, tuning
+from evaluation.judges.forms import ExamplesPickForm, JudgeForm, PanelForm, PanelMemberFormSet
+from evaluation.judging import tuned
 from evaluation.judging.connection import key_is_set
-from evaluation.models import Judge, Panel, PanelMember
+from evaluation.models import Adjudication, Judge, Panel, PanelMember
 
 
 @require_GET
@@ -34,7 +41,7 @@ def judge_list(request: HttpRequest) -> HttpResponse:
 def judge_create(request: HttpRequest) -> HttpResponse:
     form = JudgeForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        judge = services.judge_save(**form.cleaned_data)
+        judge = services.judge_save(by=request.user, **form.cleaned_data)
         messages.success(request, f"Judge “{judge.name}” created.")
         return redirect("judge-edit", pk=judge.pk)
     return render(request, "evaluation/judges/judge_form.html", {"form": form, "judge": None})
@@ -47,7 +54,7 @@ def judge_edit(request: HttpRequest, pk: int) -> HttpResponse:
     judge = get_object_or_404(Judge, pk=pk)
     form = JudgeForm(request.POST or None, instance=judge)
     if request.method == "POST" and form.is_valid():
-        services.judge_save(judge=judge, **form.cleaned_data)
+        services.judge_save(judge=judge, by=request.user, **form.cleaned_data)
         messages.success(request, f"Judge “{judge.name}” saved.")
         return redirect("judge-edit", pk=judge.pk)
     if request.method == "POST":
@@ -55,6 +62,7 @@ def judge_edit(request: HttpRequest, pk: int) -> HttpResponse:
     context = {
         "form": form, "judge": judge, "key_set": key_is_set(judge.api_key_env),
         "outage": reachability.outages([judge]).get(judge.pk),
+        "version": tuning.judge_version(judge), "versions": judge.versions.all()[:10],
     }  # fmt: skip
     return render(request, "evaluation/judges/judge_form.html", context)
 
@@ -68,7 +76,8 @@ def judge_test(request: HttpRequest, pk: int) -> HttpResponse:
     context = {"judge": judge, "result": services.judge_test_connection(judge)}
     if request.htmx:
         return render(request, "evaluation/judges/judge_form.html#connection-result", context)
-    context |= {"form": JudgeForm(instance=judge), "key_set": key_is_set(judge.api_key_env)}
+    context |= {"form": JudgeForm(instance=judge), "key_set": key_is_set(judge.api_key_env),
+                "version": tuning.judge_version(judge)}  # fmt: skip
     return render(request, "evaluation/judges/judge_form.html", context)
 
 
@@ -131,3 +140,68 @@ def _panel_form(request: HttpRequest, panel: Panel | None) -> HttpResponse:
 
 def _temps(values: list) -> str:
     return ", ".join(f"{float(v):g}" for v in values)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+@site_permission_required("evaluation.change_judge", action="Choosing a judge's examples")
+def judge_examples(request: HttpRequest, pk: int) -> HttpResponse:
+    """Worked examples from one dataset's adjudications (?dataset=id): checkboxes, and an
+    automatic pick that ticks a balanced choice within a token budget for review before it
+    is saved. Without a dataset: the datasets whose adjudications the user may read.
+    Only the dataset's reviewers and admins see its adjudications (404 / 403 otherwise)."""
+    judge = get_object_or_404(Judge, pk=pk)
+    raw = request.GET.get("dataset") or request.POST.get("dataset")
+    if not raw:
+        if request.method == "POST":
+            return HttpResponseBadRequest("Say which dataset's adjudications (dataset=id).")
+        datasets = datasets_for_user(request.user, roles.REVIEW).order_by("name")
+        context = {"judge": judge, "datasets": datasets}
+        return render(request, "evaluation/judges/judge_examples.html", context)
+    try:
+        dataset = access_dataset(request.user, int(raw), roles.REVIEW)
+    except ValueError:
+        raise Http404("No such dataset.") from None
+    auto = request.method == "POST" and "auto" in request.POST
+    kind = (request.POST if auto else request.GET).get("kind", "")
+    kind = kind if kind in Criterion.Kind.values else ""
+    pick = ExamplesPickForm(request.POST) if auto else ExamplesPickForm(initial={"kind": kind})
+    found = examples.candidates(dataset, kind=kind)
+    ticked = examples.chosen_ids(judge)
+    errors: list[str] = []
+    status = 200
+    if auto:
+        if pick.is_valid():
+            chosen = examples.auto_pick(
+                found, budget_tokens=pick.cleaned_data["budget"],
+                by_kind=pick.cleaned_data["by_kind"],
+            )  # fmt: skip
+            ticked = {c.adjudication_id for c in chosen}
+        else:
+            status = 400
+    elif request.method == "POST" and "save" in request.POST:
+        try:
+            ids = [int(v) for v in request.POST.getlist("adjudication")]
+            listed = [int(v) for v in request.POST.getlist("listed")]
+            examples.examples_set(judge=judge, dataset=dataset, chosen=ids, among=listed,
+                                  by=request.user)  # fmt: skip
+        except (ValueError, Adjudication.DoesNotExist):
+            return HttpResponseBadRequest("An adjudication chosen is not one of this dataset's.")
+        except ValidationError as exc:
+            judge.refresh_from_db()  # the service set the refused examples on the instance
+            errors = [m for ms in exc.message_dict.values() for m in ms]
+            ticked, status = set(ids), 400
+        else:
+            messages.success(request, f"Examples of “{judge.name}” saved: a new prompt version.")
+            return redirect(f"{reverse('judge-examples', args=[judge.pk])}?dataset={dataset.pk}")
+    elif request.method == "POST":
+        return HttpResponseBadRequest("Nothing to do: save the ticked examples or pick some.")
+    rows = [(c, c.adjudication_id in ticked) for c in found]
+    context = {
+        "judge": judge, "dataset": dataset, "rows": rows, "pick": pick, "errors": errors,
+        "ticked_tokens": sum(c.tokens for c, on in rows if on),
+        "version": tuning.judge_version(judge), "limit": examples.LIST_LIMIT,
+        "max_examples": tuned.MAX_EXAMPLES, "kind": kind,
+        "kinds": [("", "Every kind"), *Criterion.Kind.choices],
+    }  # fmt: skip
+    return render(request, "evaluation/judges/judge_examples.html", context, status=status)

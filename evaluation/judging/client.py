@@ -2,7 +2,10 @@
 
 Nothing else in the project imports `openai`. Structured outputs (a JSON schema) are asked
 for first; an endpoint that refuses them (400 on `response_format`) is remembered and asked
-in JSON mode from then on.
+in JSON mode from then on (a judge's response_format "auto"; "json_schema" never falls back,
+"json_object" always asks in JSON mode). Reasoning models are asked with
+`max_completion_tokens` and `reasoning_effort`, without `temperature` (they refuse it); the
+cached prompt tokens and reasoning tokens the provider reports are read from the usage.
 
 Retries: `complete_json` leaves them to the openai client (fine for occasional calls such as
 the formality check). `complete_json_with_retries`, used by runs, makes one attempt at a
@@ -59,6 +62,11 @@ class Endpoint:
     seed: int | None = None
     timeout: float = 60.0
     max_retries: int = 4
+    # How the cap on output is spelt: "max_tokens", or "max_completion_tokens" (reasoning
+    # models refuse max_tokens; the cap then covers the reasoning tokens too).
+    token_parameter: str = "max_tokens"  # noqa: S105 - a parameter's name, not a secret
+    response_format: str = "auto"  # "auto", "json_schema" or "json_object"
+    reasoning_effort: str = ""  # sent when set, and then no temperature is sent
 
     def api_key(self) -> str:
         # Local servers (vLLM, Ollama, the loopback test server) accept any key. Only the
@@ -75,6 +83,10 @@ class Completion:
     completion_tokens: int = 0
     latency_ms: int = 0
     meta: dict[str, Any] = field(default_factory=dict)
+    # Of the tokens above, when the provider reports them: prompt tokens read from its
+    # prompt cache, completion tokens spent reasoning (billed as completion tokens).
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
 
 
 class JudgeUnavailable(Exception):
@@ -177,25 +189,22 @@ async def complete_json(
     session = session or Session(endpoint)
     client = session._client
     key = (endpoint.base_url, endpoint.model)
-    mode: Mode = "json_object" if key in _NO_STRUCTURED_OUTPUTS else "json_schema"
+    mode = _first_mode(endpoint)
     try:
         while True:
             started = time.monotonic()
-            body = {
-                "model": endpoint.model,
-                "messages": messages,
-                "temperature": endpoint.temperature,
-                "max_tokens": endpoint.max_tokens,
-                "seed": endpoint.seed,
-                "response_format": _response_format(mode, schema_name, schema),
-            }
+            body = _body(endpoint, messages, _response_format(mode, schema_name, schema))
             try:
                 # The plain JSON body and reply, not chat.completions.create(): its typed
                 # transform and response models cost about a millisecond of CPU per call.
                 # Errors, retries, auth and timeouts are still the openai client's.
                 response = await client.post("/chat/completions", body=body, cast_to=http.Response)
             except openai.BadRequestError as exc:
-                if mode == "json_schema" and getattr(exc, "param", None) == "response_format":
+                if (
+                    mode == "json_schema"
+                    and endpoint.response_format == "auto"
+                    and getattr(exc, "param", None) == "response_format"
+                ):
                     _NO_STRUCTURED_OUTPUTS.add(key)
                     mode = "json_object"
                     continue
@@ -214,13 +223,54 @@ async def complete_json(
                 data=parse_json_object(raw),
                 raw=raw,
                 mode=mode,
-                prompt_tokens=usage.get("prompt_tokens") or 0,
-                completion_tokens=usage.get("completion_tokens") or 0,
+                prompt_tokens=_count(usage.get("prompt_tokens")),
+                completion_tokens=_count(usage.get("completion_tokens")),
                 latency_ms=round((time.monotonic() - started) * 1000),
+                cached_tokens=_detail(usage, "prompt_tokens_details", "cached_tokens"),
+                reasoning_tokens=_detail(usage, "completion_tokens_details", "reasoning_tokens"),
             )
     finally:
         if own_session:
             await session.aclose()
+
+
+def _first_mode(endpoint: Endpoint) -> Mode:
+    """JSON mode when the judge asks for it, or ("auto") when its endpoint refused a schema
+    before; else structured outputs."""
+    if endpoint.response_format == "json_object":
+        return "json_object"
+    if endpoint.response_format == "auto" and (
+        (endpoint.base_url, endpoint.model) in _NO_STRUCTURED_OUTPUTS
+    ):
+        return "json_object"
+    return "json_schema"
+
+
+def _body(
+    endpoint: Endpoint, messages: list[dict[str, str]], response_format: dict[str, Any]
+) -> dict[str, Any]:
+    """The request body. Reasoning models take `max_completion_tokens` and refuse
+    `temperature` (and `max_tokens`): with a reasoning effort set, no temperature is sent."""
+    body: dict[str, Any] = {"model": endpoint.model, "messages": messages}
+    if not endpoint.reasoning_effort:
+        body["temperature"] = endpoint.temperature
+    else:
+        body["reasoning_effort"] = endpoint.reasoning_effort
+    completion = endpoint.token_parameter == "max_completion_tokens"  # noqa: S105
+    body["max_completion_tokens" if completion else "max_tokens"] = endpoint.max_tokens
+    body["seed"] = endpoint.seed
+    body["response_format"] = response_format
+    return body
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _detail(usage: dict[str, Any], details: str, name: str) -> int:
+    """A usage detail (cached or reasoning tokens) when the provider reports one; 0 else."""
+    found = usage.get(details)
+    return _count(found.get(name)) if isinstance(found, dict) else 0
 
 
 def _content_and_usage(response: Any) -> tuple[str, dict[str, Any]]:

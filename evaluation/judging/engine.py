@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from evaluation.judging import client, prompts
+from evaluation.judging import batched, client, prompts
 from evaluation.judging.circuit import Circuit
 from evaluation.judging.ratelimit import RateLimiter
 
@@ -27,6 +28,11 @@ class Call:
     cache_key: str
     messages: list[dict[str, str]]
     endpoint: client.Endpoint
+    # Batched grading (evaluation.judging.batched): the criterion's text, which `messages`
+    # ends with, and the judge's criteria per call (1: alone; k; 0: every criterion whose
+    # prompt shares everything else with this one).
+    criterion: str = ""
+    per_call: int = 1
 
     def result(self, **fields: Any) -> CallResult:
         return CallResult(self.criterion_id, self.sample, self.cache_key, **fields)
@@ -48,6 +54,11 @@ class CallResult:
     latency_ms: int = 0
     attempts: int = 1
     cache_hit: bool = False
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+    # A verdict of a batched call: {"criteria_per_call", "size", "item"}, and "reasked" when
+    # the reply gave none for it and it was asked alone. Kept in the verdict's judge_params.
+    batch: dict[str, Any] | None = None
 
 
 def token_estimate(call: Call) -> int:
@@ -73,13 +84,16 @@ class Asked:
     completion_tokens: int = 0
     latency_ms: int = 0
     attempts: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
 
     @property
     def cost(self) -> dict[str, int]:
         """What every result of the question records, failed or not."""
         return {
             "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-            "attempts": self.attempts,
+            "attempts": self.attempts, "cached_tokens": self.cached_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
         }  # fmt: skip
 
     def record(self, answered: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
@@ -117,6 +131,7 @@ async def ask_json(
     variable is unset then fails each of its questions (missing_key, no call made) instead
     of raising out of the whole batch."""
     attempts = prompt_tokens = completion_tokens = latency_ms = 0
+    usage = {"cached_tokens": 0, "reasoning_tokens": 0}  # as reported, summed over asks
     completion = None
     for _ in range(1 + PARSE_RETRIES):
         try:
@@ -128,31 +143,35 @@ async def ask_json(
         except client.JudgeUnavailable as exc:
             return Asked(
                 error_kind=exc.kind, error=str(exc)[:2000], attempts=attempts + exc.attempts,
-                prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, **usage,
             )  # fmt: skip
         except client.MissingApiKey as exc:
             return Asked(
                 error_kind="missing_key", error=str(exc), attempts=attempts,
-                prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, **usage,
             )  # fmt: skip
         except client.JudgeRejected as exc:
             return Asked(
                 error_kind="rejected", error=str(exc)[:2000], attempts=attempts + 1,
-                prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, **usage,
             )  # fmt: skip
         attempts += completion.meta.get("attempts", 1)
         prompt_tokens += completion.prompt_tokens
         completion_tokens += completion.completion_tokens
         latency_ms += completion.latency_ms
+        usage["cached_tokens"] += completion.cached_tokens
+        usage["reasoning_tokens"] += completion.reasoning_tokens
         parsed = parse(completion.data)
         if parsed is not None:
             return Asked(
                 parsed=parsed, raw_output=completion.raw, prompt_tokens=prompt_tokens,
                 completion_tokens=completion_tokens, latency_ms=latency_ms, attempts=attempts,
+                **usage,
             )  # fmt: skip
     return Asked(
         raw_output=completion.raw if completion else "", prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens, latency_ms=latency_ms, attempts=attempts,
+        **usage,
     )  # fmt: skip
 
 
@@ -173,6 +192,91 @@ def _verdict(parsed: prompts.ParsedVerdict) -> dict[str, Any]:
     }  # fmt: skip
 
 
+# The most output a batched call asks for, whatever its size: models refuse a max_tokens past
+# their own limit (16,384 for several), which would fail every criterion of the batch. A reply
+# cut by it leaves its last criteria without a verdict, and they are asked again alone.
+BATCH_MAX_TOKENS = 16_384
+
+# What a batched call's result shares out over its criteria so that sums over the verdicts
+# are the call's (evaluation.judging.batched.split).
+SHARED = (
+    "prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens", "latency_ms",
+    "attempts",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class BatchOutcome:
+    """What a batched call gave each of its calls: a result, or None when the reply had no
+    usable verdict for it (`reasked` says why); with its share of the call's cost."""
+
+    result: CallResult | None
+    share: dict[str, int]
+    batch: dict[str, Any]
+    reasked: str = ""
+
+
+async def judge_batch(
+    calls: list[Call], limiter: RateLimiter, policy: client.RetryPolicy,
+    circuit: Circuit | None = None,
+) -> list[BatchOutcome]:  # fmt: skip
+    """One call for the criteria of `calls` (one answer, one judge, one sample; prompts
+    equal but for the criterion). Each criterion may produce as much output as alone, so the
+    call's cap is the judge's max tokens times the criteria, and the rate limiter counts the
+    batched prompt and that cap. An error of the call is every criterion's error (asking
+    each alone would only multiply calls to a failing endpoint)."""
+    first = calls[0]
+    room = min(first.endpoint.max_tokens * len(calls), BATCH_MAX_TOKENS)
+    endpoint = replace(first.endpoint, max_tokens=max(room, first.endpoint.max_tokens))
+    asked = await ask_json(
+        endpoint, batched.messages(first.messages, [c.criterion for c in calls]),
+        schema_name="verdicts", schema=batched.SCHEMA,
+        parse=lambda data: batched.parse(data, size=len(calls)), limiter=limiter,
+        policy=policy, circuit=circuit,
+    )  # fmt: skip
+    shares = {name: batched.split(getattr(asked, name), len(calls)) for name in SHARED}
+    reply: batched.BatchReply | None = asked.parsed
+    outcomes = []
+    for index, call in enumerate(calls):
+        number = index + 1
+        share = {name: shares[name][index] for name in SHARED}
+        info = {"criteria_per_call": call.per_call, "size": len(calls), "item": number}
+        if asked.error_kind:
+            result = call.result(
+                outcome="error", error_kind=asked.error_kind, error=asked.error, batch=info,
+                **share,
+            )  # fmt: skip
+            outcomes.append(BatchOutcome(result, share, info))
+        elif reply is not None and (verdict := reply.verdicts.get(number)) is not None:
+            raw = json.dumps(reply.items[number], ensure_ascii=False)
+            result = call.result(**_verdict(verdict), raw_output=raw, batch=info, **share)
+            outcomes.append(BatchOutcome(result, share, info))
+        else:
+            why = "malformed" if reply is not None and number in reply.malformed else "missing"
+            if reply is None:
+                why = "unparseable"
+            outcomes.append(BatchOutcome(None, share, info, reasked=why))
+    return outcomes
+
+
+def batches(calls: list[Call]) -> list[list[int]]:
+    """The calls' indexes, grouped into the calls to make: a call alone unless its judge
+    grades several criteria per call, then with the calls of the same endpoint and sample
+    whose prompts differ only in the criterion, `per_call` at a time (0: all), in order."""
+    planned: list[list[int]] = []
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for index, call in enumerate(calls):
+        head = batched.head_of(call.messages, call.criterion) if call.per_call != 1 else None
+        if head is None:
+            planned.append([index])
+            continue
+        groups.setdefault((call.endpoint, call.sample, call.per_call, head), []).append(index)
+    for (_, _, per_call, _), indexes in groups.items():
+        size = per_call or len(indexes)
+        planned += [indexes[i : i + size] for i in range(0, len(indexes), size)]
+    return planned
+
+
 async def judge_all(
     calls: list[Call],
     *,
@@ -182,9 +286,11 @@ async def judge_all(
     gate: client.InFlightGate | None = None,
     circuit: Circuit | None = None,
 ) -> list[CallResult]:
-    """Judge every call, at most `concurrency` at a time (and at most the gate's limit in
-    the whole process). Run it with client.run_sync, whose per-thread loop keeps the
-    connection pools (client.shared_session) between batches."""
+    """Judge every call, at most `concurrency` calls at a time (and at most the gate's limit
+    in the whole process); calls of a judge with criteria_per_call ≠ 1 go out batched
+    (`batches`), and a criterion a batched reply gave no verdict for is asked again alone.
+    Results come back in the order of `calls`. Run it with client.run_sync, whose
+    per-thread loop keeps the connection pools (client.shared_session) between batches."""
     semaphore = asyncio.Semaphore(max(1, concurrency))
     policy = policy or client.RetryPolicy()
     worker_slot = gate or contextlib.nullcontext()
@@ -193,4 +299,36 @@ async def judge_all(
         async with semaphore, worker_slot:
             return await judge_one(call, limiter, policy, circuit)
 
-    return list(await asyncio.gather(*(bounded(c) for c in calls)))
+    async def batch(indexes: list[int]) -> list[CallResult]:
+        group = [calls[i] for i in indexes]
+        if len(group) == 1:
+            return [await bounded(group[0])]
+        async with semaphore, worker_slot:
+            outcomes = await judge_batch(group, limiter, policy, circuit)
+        # The slot is given back before the criteria are asked again, one call each.
+        return list(
+            await asyncio.gather(
+                *(_settled(o, c, bounded) for o, c in zip(outcomes, group, strict=True))
+            )
+        )
+
+    results: list[CallResult | None] = [None] * len(calls)
+    planned = batches(calls)
+    for indexes, found in zip(
+        planned, await asyncio.gather(*(batch(p) for p in planned)), strict=True
+    ):
+        for index, result in zip(indexes, found, strict=True):
+            results[index] = result
+    return [r for r in results if r is not None]
+
+
+async def _settled(
+    outcome: BatchOutcome, call: Call, ask_alone: Callable[[Call], Any]
+) -> CallResult:
+    """The batched call's verdict for `call`, or the one it gets asked alone, recorded with
+    its share of the batched call's cost on top of its own."""
+    if outcome.result is not None:
+        return outcome.result
+    alone: CallResult = await ask_alone(call)
+    added = {name: getattr(alone, name) + outcome.share[name] for name in SHARED}
+    return replace(alone, batch={**outcome.batch, "reasked": outcome.reasked}, **added)

@@ -152,6 +152,8 @@ class GradeResult:
     latency_ms: int = 0
     attempts: int = 1
     cache_hit: bool = False
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
 
 
 async def grade_one(

@@ -46,10 +46,13 @@ def messages(
     criterion: str,
     evidence: Evidence | None = None,
     conversation: str = "",
+    tuning: str = "",
 ) -> list[dict[str, str]]:
     """The verdict prompt. A plain answer graded on itself gets exactly the verdict-v1
     prompt; `evidence` adds the retrieved context or the reference answer with its
-    instruction, `conversation` the turns before the graded one (see `prompt_version`)."""
+    instruction, `conversation` the turns before the graded one (see `prompt_version`),
+    `tuning` the judge's instructions and worked examples after the system text
+    (evaluation.judging.tuned: "" for an untuned judge, whose prompt is unchanged)."""
     head = f"Query (as of {query_date.isoformat()}):\n{query}\n\n"
     if conversation:
         head += f"Conversation before the graded turn:\n{conversation}\n\nGraded turn:\n"
@@ -60,6 +63,8 @@ def messages(
     if evidence is not None:
         system = f"{SYSTEM} {EVIDENCE_INSTRUCTIONS[evidence.mode]}"
         body += f"\n\n{EVIDENCE_TITLES[evidence.mode]}:\n{evidence.text}"
+    if tuning:
+        system = f"{system}\n\n{tuning}"
     return [
         {"role": "system", "content": system},
         {"role": "user", "content": f"{body}\n\nCriterion: {criterion}"},

@@ -1,13 +1,19 @@
 """Estimated cost of a run from its judges' token counts and prices. Pure Python.
 
-    cost(judge)  = prompt_tokens × prompt_price / 10⁶ + completion_tokens × completion_price / 10⁶
+    cost(judge)  = (prompt_tokens - cached_tokens) × prompt_price / 10⁶
+                   + cached_tokens × cached_prompt_price / 10⁶      (the prompt price when unset)
+                   + completion_tokens × completion_price / 10⁶
     so far       = Σ over the run's judges of cost(judge)
     projected    = so far / done × expected      (so far, once done ≥ expected)
 
 Prices are per million tokens, in whatever currency the admin entered. Calls answered from
-the cache store no tokens, so they cost nothing. A judge that calls an LLM but has no price
-makes both figures unknown (None) rather than silently cheaper; judges that call nothing
-(no-LLM checks, imported verdicts) cost nothing. See docs/metrics.md.
+the cache store no tokens, so they cost nothing. Cached tokens are the prompt tokens the
+provider reports it read from its prompt cache (a part of the prompt tokens); reasoning
+tokens are part of the completion tokens as providers report them, and are billed as such.
+A batched call's tokens are shared over its criteria's verdicts, so sums stay the call's.
+A judge that calls an LLM but has no price makes both figures unknown (None) rather than
+silently cheaper; judges that call nothing (no-LLM checks, imported verdicts) cost nothing.
+See docs/metrics.md.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ class JudgeUsage:
     completion_tokens: int = 0
     prompt_price: Decimal | None = None
     completion_price: Decimal | None = None
+    cached_tokens: int = 0  # of the prompt tokens
+    cached_prompt_price: Decimal | None = None  # None: the prompt price
 
     @property
     def priced(self) -> bool:
@@ -42,8 +50,13 @@ class JudgeUsage:
             return Decimal(0)
         if not self.priced:
             return None
+        cached = min(max(self.cached_tokens, 0), self.prompt_tokens)
+        cached_price = (
+            self.prompt_price if self.cached_prompt_price is None else self.cached_prompt_price
+        )
         return (
-            self.prompt_tokens * Decimal(self.prompt_price)
+            (self.prompt_tokens - cached) * Decimal(self.prompt_price)
+            + cached * Decimal(cached_price)
             + self.completion_tokens * Decimal(self.completion_price)
         ) / PER_TOKENS
 

@@ -15,12 +15,12 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="gradedscore",
             name="cached_tokens",
-            field=models.PositiveIntegerField(default=0),
+            field=models.PositiveIntegerField(db_default=0, default=0),
         ),
         migrations.AddField(
             model_name="gradedscore",
             name="reasoning_tokens",
-            field=models.PositiveIntegerField(default=0),
+            field=models.PositiveIntegerField(db_default=0, default=0),
         ),
         migrations.AddField(
             model_name="judge",
@@ -132,12 +132,12 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="verdict",
             name="cached_tokens",
-            field=models.PositiveIntegerField(default=0),
+            field=models.PositiveIntegerField(db_default=0, default=0),
         ),
         migrations.AddField(
             model_name="verdict",
             name="reasoning_tokens",
-            field=models.PositiveIntegerField(default=0),
+            field=models.PositiveIntegerField(db_default=0, default=0),
         ),
         migrations.CreateModel(
             name="JudgeVersion",

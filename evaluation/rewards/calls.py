@@ -55,12 +55,13 @@ def answer(planned: dict[str, Planned]) -> Answered:
     made = _make(misses) if misses else []
     _remember(made)
     results.update({r.cache_key: r for r in made})
-    tokens: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    tokens: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0])
     judges = {p.call.cache_key: p.judge for p in misses}
     for result in made:
         usage = tokens[judges[result.cache_key].pk]
         usage[0] += result.prompt_tokens
         usage[1] += result.completion_tokens
+        usage[2] += result.cached_tokens
     by_pk = {p.judge.pk: p.judge for p in misses}
     usages = [
         JudgeUsage(
@@ -70,12 +71,14 @@ def answer(planned: dict[str, Planned]) -> Answered:
             completion_tokens=c,
             prompt_price=by_pk[pk].prompt_price,
             completion_price=by_pk[pk].completion_price,
+            cached_tokens=k,
+            cached_prompt_price=by_pk[pk].cached_prompt_price,
         )
-        for pk, (p, c) in tokens.items()
+        for pk, (p, c, k) in tokens.items()
     ]
     return Answered(
         results, len(made),
-        sum(p for p, _ in tokens.values()), sum(c for _, c in tokens.values()),
+        sum(p for p, _, _ in tokens.values()), sum(c for _, c, _ in tokens.values()),
         run_cost(usages, done=1, expected=1).so_far,
     )  # fmt: skip
 

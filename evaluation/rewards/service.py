@@ -21,6 +21,7 @@ from django.conf import settings
 from annotation.models import Criterion, Dataset, Query
 from evaluation.checks import trajectory
 from evaluation.checks.deterministic import offline_verdict
+from evaluation.judges.tuning import live_tuning
 from evaluation.judging import conversation as conv
 from evaluation.judging import engine, prompts
 from evaluation.metrics import rubrics
@@ -30,7 +31,7 @@ from evaluation.rewards import calls, quota, reward
 from evaluation.rewards.shapes import Item, Problem, RefusedInput, refuse_if
 from evaluation.rewards.shaping import Shaping, shaped, words
 from evaluation.runs import grading, scope, snapshot, trees
-from evaluation.runs.calls import endpoint_for
+from evaluation.runs.calls import endpoint_for, key_extra
 from evaluation.runs.snapshot import MemberSnapshot
 from evaluation.runs.work import checks_of
 
@@ -303,13 +304,17 @@ def _plan(
                 continue
             endpoint = endpoint_for(judge, member, sample)
             history = _history(item, judge)
+            # The judge's tuning as it is now: a reward is asked of the judge of today.
+            tuning = live_tuning(judge)
             extra = None
             if history:  # as runs key a conversation's turn (evaluation.runs.work)
-                version = prompts.prompt_version(judge.prompt_version, conversation=True)
+                version = prompts.prompt_version(tuning.version, conversation=True)
                 extra = {"prompt": version, "evidence": "", "conversation": history}
+            # Batched grading and the reasoning effort, as runs key them.
+            extra = {**(extra or {}), **key_extra(judge)} or None
             key = prompts.cache_key(
                 base_url=endpoint.base_url, model=endpoint.model,
-                prompt_version=judge.prompt_version, temperature=endpoint.temperature,
+                prompt_version=tuning.version, temperature=endpoint.temperature,
                 max_tokens=endpoint.max_tokens, seed=endpoint.seed, sample=sample,
                 query=query.text, query_date=query.query_date, criterion=criterion.text,
                 answer=item.completion, extra=extra,
@@ -319,9 +324,12 @@ def _plan(
                 # prefix for every criterion of the completion (providers' prompt caches).
                 messages = prompts.messages(
                     query=query.text, query_date=query.query_date, answer=item.completion,
-                    criterion=criterion.text, conversation=history,
+                    criterion=criterion.text, conversation=history, tuning=tuning.system,
                 )  # fmt: skip
-                call = engine.Call(criterion.pk, sample, key, messages, endpoint)
+                call = engine.Call(
+                    criterion.pk, sample, key, messages, endpoint, criterion=criterion.text,
+                    per_call=judge.criteria_per_call,
+                )  # fmt: skip
                 planned[key] = calls.Planned(judge, call)
             found.append(_Source(member, sample, key=key))
     return found

@@ -4,10 +4,11 @@ dataset; its reviewers and admins see them, its admins start and stop runs)."""
 from __future__ import annotations
 
 from django.http import Http404
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -17,9 +18,13 @@ from config.pagination import CountlessPagination
 from evaluation.models import Run, Verdict
 from evaluation.runs import serializers as s
 from evaluation.runs import services as runs
+from evaluation.runs.estimate import estimate_selection, panel_members, run_estimate
 from evaluation.runs.overview import run_overview
 from evaluation.runs.permissions import access_run, runs_for_user
 from evaluation.runs.scores_api import RunProgressSerializer, progress_data
+from evaluation.trials.selectors import comparison
+from evaluation.trials.serialize import comparison_data
+from evaluation.trials.services import TrialError, use_trial_judges
 
 
 class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
@@ -33,21 +38,33 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         manage = self.action in ("cancel", "resume", "retry_failed")
         return access_run(self.request.user, self.kwargs["pk"], manage=manage)
 
-    @extend_schema(request=s.RunCreateSerializer, responses={201: s.RunSerializer})
-    def create(self, request: Request) -> Response:
-        """Create a run and start it at once."""
+    def _start_request(self, request: Request) -> tuple[dict, dict]:
+        """The start request's fields, checked: the dataset is one the user may change,
+        the baseline one of its runs."""
         payload = s.RunCreateSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         data = payload.validated_data
         dataset = access.access_dataset(request.user, data["dataset"].pk, roles.CHANGE)
+        baseline = None
+        if data.get("baseline") is not None:
+            baseline = dataset.runs.filter(pk=data["baseline"]).first()
+            if baseline is None:
+                raise ValidationError({"baseline": ["No such run in this dataset."]})
+        fields = {
+            "dataset": dataset, "panel": data["panel"], "name": data.get("name", ""),
+            "queries": data.get("queries", []), "systems": data.get("systems", []),
+            "answer_run_label": data.get("answer_run_label", ""),
+            "concurrency": data.get("concurrency", 16),
+            "scope": data.get("scope", Run.Scope.ALL), "baseline": baseline,
+        }  # fmt: skip
+        return data, fields
+
+    @extend_schema(request=s.RunCreateSerializer, responses={201: s.RunSerializer})
+    def create(self, request: Request) -> Response:
+        """Create a run and start it at once. `"scope": "labelled"` starts a trial."""
+        _, fields = self._start_request(request)
         try:
-            run = runs.run_create_and_start(
-                dataset=dataset, panel=data["panel"], by=request.user,
-                name=data.get("name", ""), queries=data.get("queries", []),
-                systems=data.get("systems", []),
-                answer_run_label=data.get("answer_run_label", ""),
-                concurrency=data.get("concurrency", 16),
-            )  # fmt: skip
+            run = runs.run_create_and_start(by=request.user, **fields)
         except ValueError as exc:
             raise ValidationError({"queries": [str(exc)]}) from exc
         except runs.RunRefused as refused:
@@ -55,6 +72,38 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         except runs.RunStateError as exc:
             raise ValidationError({"non_field_errors": [str(exc)]}) from exc
         return Response(s.RunSerializer(run).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=s.RunCreateSerializer, responses={200: s.EstimateSerializer})
+    @action(detail=False, methods=["post"])
+    def estimate(self, request: Request) -> Response:
+        """What the run this body would start will cost, before it starts: the same body as
+        `POST /api/runs/`; nothing is created (docs/trials.md#cost-before-you-spend)."""
+        _, fields = self._start_request(request)
+        try:
+            found = run_estimate(estimate_selection(fields), panel_members(fields["panel"]))
+        except ValueError as exc:
+            raise ValidationError({"queries": [str(exc)]}) from exc
+        return Response(found.as_json())
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["get"])
+    def comparison(self, request: Request, pk: int) -> Response:
+        """A trial beside its baseline on the same labelled items (docs/trials.md)."""
+        return Response(comparison_data(comparison(self.get_object())))
+
+    @extend_schema(request=None, responses={200: s.RunSerializer, 409: s.DetailSerializer})
+    @action(detail=True, methods=["post"], url_path="use-judge")
+    def use_judge(self, request: Request, pk: int) -> Response:
+        """Adopt the trial ("Use this judge"): the baseline's panel takes its judges.
+        For those who may change panels (the Admin group)."""
+        run = self.get_object()
+        if not request.user.has_perm("evaluation.change_panel"):
+            raise PermissionDenied("Only those who manage panels adopt a judge.")
+        try:
+            use_trial_judges(trial=run)
+        except TrialError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response(s.RunSerializer(run).data)
 
     @extend_schema(responses={200: RunProgressSerializer})
     @action(detail=True, methods=["get"])

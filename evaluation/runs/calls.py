@@ -8,7 +8,7 @@ from typing import TypeVar
 
 from django.conf import settings
 
-from evaluation.judging import circuit, client, engine, graded
+from evaluation.judging import batched, circuit, client, engine, graded
 from evaluation.judging.ratelimit import RateLimiter, limiter_for
 from evaluation.models import Judge, JudgeCall
 from evaluation.runs.snapshot import MemberSnapshot
@@ -24,18 +24,45 @@ def endpoint_for(judge: Judge, member: MemberSnapshot, sample: int) -> client.En
         max_tokens=judge.max_tokens,
         seed=judge.seed,
         timeout=judge.timeout,
+        token_parameter=judge.token_parameter,
+        response_format=judge.response_format,
+        reasoning_effort=judge.reasoning_effort,
     )
+
+
+def key_extra(judge: Judge) -> dict[str, object]:
+    """What a verdict's cache key adds for how the judge calls (empty for a judge that
+    grades one criterion per call without a reasoning effort, whose keys stay what they
+    were): a batched verdict is never taken for a single one, nor one of another batch size;
+    a rerun of the same batched run finds its own. The response format and token parameter
+    change how the question is sent, not the question: they are not in the key."""
+    extra: dict[str, object] = {}
+    if judge.criteria_per_call != 1:
+        extra["batch"] = [batched.BATCH_VERSION, judge.criteria_per_call]
+    if judge.reasoning_effort:
+        extra["reasoning_effort"] = judge.reasoning_effort
+    return extra
 
 
 def judge_params(judge: Judge, member: MemberSnapshot, sample: int) -> dict[str, object]:
     """What a vote was made with, copied onto the verdict (the judge may be edited later)."""
     if judge.kind != Judge.Kind.LLM:
         return {"kind": judge.kind}
-    return {
+    params: dict[str, object] = {
         "kind": judge.kind, "base_url": judge.base_url, "model": judge.model,
         "prompt_version": judge.prompt_version, "temperature": member.temperature(sample),
         "max_tokens": judge.max_tokens, "seed": judge.seed,
     }  # fmt: skip
+    # How the call was made, when not as every judge made it before issue 25.
+    if judge.criteria_per_call != 1:
+        params["criteria_per_call"] = judge.criteria_per_call
+    if judge.token_parameter != Judge.TokenParameter.MAX_TOKENS:
+        params["token_parameter"] = judge.token_parameter
+    if judge.response_format != Judge.ResponseFormat.AUTO:
+        params["response_format"] = judge.response_format
+    if judge.reasoning_effort:
+        params["reasoning_effort"] = judge.reasoning_effort
+    return params
 
 
 def text_of(value: str) -> str:
@@ -44,11 +71,18 @@ def text_of(value: str) -> str:
     return value.replace("\x00", "") if "\x00" in value else value
 
 
+# Written with every call, beside JudgeCall.RECORD_FIELDS, but not (yet) carried by exports
+# and imports (docs/data-formats.md): the provider's cached prompt and reasoning tokens.
+USAGE_DETAIL_FIELDS = ("cached_tokens", "reasoning_tokens")
+
+
 def call_record(
     result: engine.CallResult | graded.GradeResult, params: dict[int, dict[str, object]]
 ) -> dict[str, object]:
     """The JudgeCall fields of an engine result, a verdict's or a grade's alike."""
-    fields = {name: getattr(result, name) for name in JudgeCall.RECORD_FIELDS}
+    fields = {
+        name: getattr(result, name) for name in (*JudgeCall.RECORD_FIELDS, *USAGE_DETAIL_FIELDS)
+    }
     fields["raw_output"], fields["error"] = text_of(result.raw_output), text_of(result.error)
     return {**fields, "judge_params": params[result.sample]}
 

@@ -16,31 +16,33 @@ from evaluation.runs import snapshot
 
 
 def sums_of(run: Run) -> list[list[int]]:
-    """[judge id, prompt tokens, completion tokens] rows over the run's verdicts and grades."""
+    """[judge id, prompt tokens, completion tokens, cached prompt tokens] rows over the run's
+    verdicts and grades."""
     rows = []
     for model in (Verdict, GradedScore):
         sums = (
             model.objects.filter(run=run)
             .values("judge_id")
-            .annotate(p=Sum("prompt_tokens"), c=Sum("completion_tokens"))
-            .values_list("judge_id", "p", "c")
+            .annotate(p=Sum("prompt_tokens"), c=Sum("completion_tokens"), k=Sum("cached_tokens"))
+            .values_list("judge_id", "p", "c", "k")
             .order_by()
         )
-        rows += [[judge_id, p or 0, c or 0] for judge_id, p, c in sums]
+        rows += [[judge_id, p or 0, c or 0, k or 0] for judge_id, p, c, k in sums]
     return rows
 
 
 def run_cost_estimate(run: Run, *, done: int, expected: int) -> CostEstimate:
     """`done` / `expected`: the run's verdicts and grades so far and in all."""
-    tokens: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    tokens: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0])
     if run.ended:  # a scan of every verdict: kept while the run's state does not move
         state = readers.state(run.dataset_id, readers.TOKENS, run=run)
         sums = remembered(state, lambda: sums_of(run))
     else:
         sums = sums_of(run)
-    for judge_id, prompt, completion in sums:
+    for judge_id, prompt, completion, *cached in sums:  # rows kept before: no cached tokens
         tokens[judge_id][0] += prompt or 0
         tokens[judge_id][1] += completion or 0
+        tokens[judge_id][2] += (cached[0] if cached else 0) or 0
     judges = Judge.objects.filter(pk__in=[*tokens, *(m.judge_id for m in snapshot.of(run).members)])
     usages = [
         JudgeUsage(
@@ -50,7 +52,11 @@ def run_cost_estimate(run: Run, *, done: int, expected: int) -> CostEstimate:
             completion_tokens=tokens[judge.pk][1],
             prompt_price=judge.prompt_price,
             completion_price=judge.completion_price,
+            cached_tokens=tokens[judge.pk][2],
+            cached_prompt_price=judge.cached_prompt_price,
         )
-        for judge in judges.only("name", "kind", "prompt_price", "completion_price")
+        for judge in judges.only(
+            "name", "kind", "prompt_price", "completion_price", "cached_prompt_price"
+        )
     ]
     return run_cost(usages, done=done, expected=expected)

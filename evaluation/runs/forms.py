@@ -5,10 +5,12 @@ from django.db.models import Q
 
 from annotation.models import Dataset, Query
 from config.ids import parse_id
-from evaluation.models import Panel, System
+from evaluation.models import Panel, Run, System
 
 # The start-run form lists at most this many queries as options (a search finds others).
 QUERY_OPTIONS = 200
+# The latest finished runs offered as a trial's baseline (the API takes any of them).
+BASELINE_OPTIONS = 50
 
 
 class QueryChoices(forms.ModelMultipleChoiceField):
@@ -39,11 +41,37 @@ class RunForm(forms.Form):
         max_length=100, required=False, label="Answers' run label", help_text="Empty: all."
     )
     concurrency = forms.IntegerField(min_value=1, max_value=256, initial=16)
+    scope = forms.ChoiceField(
+        choices=Run.Scope.choices,
+        initial=Run.Scope.ALL,
+        required=False,  # a form posted without it (a script, an older page): every answer
+        widget=forms.RadioSelect,
+        label="Items",
+        help_text="A trial grades only the labelled items and is compared with the baseline.",
+    )
+    baseline = forms.ModelChoiceField(
+        Run.objects.none(),
+        required=False,
+        label="Baseline (trials)",
+        empty_label="The latest finished run (default)",
+        help_text="The current judge's run the trial is compared with.",
+    )
+
+    def clean_scope(self) -> str:
+        return self.cleaned_data["scope"] or Run.Scope.ALL
 
     def __init__(
         self, *args: object, dataset: Dataset, query_search: str = "", **kwargs: object
     ) -> None:
         super().__init__(*args, **kwargs)
+        finished = (
+            dataset.runs.filter(status__in=Run.FINISHED)
+            .exclude(kind=Run.Kind.CROSS_EVALUATION)
+            .order_by("-created_at", "-pk")
+        )
+        self.fields["baseline"].queryset = finished.filter(
+            pk__in=finished.values("pk")[:BASELINE_OPTIONS]
+        )
         queries = dataset.queries.order_by("pk")
         field = self.fields["queries"]
         # Only this dataset's queries: another dataset's id is refused by field. Any of

@@ -23,6 +23,7 @@ from evaluation.judging import client, graded
 from evaluation.models import Answer, GradedScore, Judge, JudgeCall, Run
 from evaluation.runs import scope, snapshot
 from evaluation.runs.calls import (
+    USAGE_DETAIL_FIELDS,
     Reuse,
     cached_or_made,
     call_controls,
@@ -33,7 +34,10 @@ from evaluation.runs.calls import (
 )
 from evaluation.runs.snapshot import MemberSnapshot
 
-UPSERT_FIELDS = ["outcome", "score", "reasoning", *JudgeCall.RECORD_FIELDS, "judge_params"]
+UPSERT_FIELDS = [
+    "outcome", "score", "reasoning", *JudgeCall.RECORD_FIELDS, *USAGE_DETAIL_FIELDS,
+    "judge_params",
+]  # fmt: skip
 # Earlier scored grades with the same inputs are reused: an unparseable output or an error
 # is worth asking again.
 REUSED = Reuse(

@@ -124,8 +124,9 @@ class JudgeCall(models.Model):
     cache_hit = models.BooleanField(default=False)
     # Of the tokens above, as the provider reports them: prompt tokens read from its cache,
     # completion tokens spent reasoning.
-    cached_tokens = models.PositiveIntegerField(default=0)
-    reasoning_tokens = models.PositiveIntegerField(default=0)
+    # A database default too: bulk paths that COPY rows name only the columns they fill.
+    cached_tokens = models.PositiveIntegerField(default=0, db_default=0)
+    reasoning_tokens = models.PositiveIntegerField(default=0, db_default=0)
     # Indexed in each table's Meta (a plain index: `db_index` would add a second,
     # varchar_pattern_ops one on PostgreSQL for LIKE, which nothing here asks).
     cache_key = models.CharField(max_length=64)

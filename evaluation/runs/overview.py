@@ -12,6 +12,7 @@ from evaluation.metrics.cost import CostEstimate
 from evaluation.models import Run
 from evaluation.runs import grading, selectors
 from evaluation.runs.costs import run_cost_estimate
+from evaluation.runs.estimate import requests_made
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,7 @@ class RunOverview:
     errors: list[selectors.ErrorGroup]  # the most frequent error messages
     actions: list[str]  # what the run's status allows: cancel, resume, retry-failed
     waiting: list[JudgeOutage]  # judges whose endpoint is down, while the run runs
+    requests: int = 0  # sent to the judges so far, against run.estimate's calls
 
     @property
     def done(self) -> int:
@@ -48,4 +50,7 @@ def run_overview(run: Run) -> RunOverview:
         else []
     )  # fmt: skip
     actions = selectors.run_actions(run, has_errors=has_errors)
-    return RunOverview(progress, graded, cost, errors, actions, reachability.waiting_for(run))
+    requests = requests_made(run) if run.estimate else 0  # older runs have no estimate
+    return RunOverview(
+        progress, graded, cost, errors, actions, reachability.waiting_for(run), requests
+    )

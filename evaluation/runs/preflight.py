@@ -124,6 +124,8 @@ def no_answers(run: Run) -> str:
     if queries:
         asked.append("queries " + ", ".join(f"#{q}" for q in queries))
     message = f"No answers match {'; '.join(asked)}"
+    if run.scope == Run.Scope.LABELLED:
+        message += " with a human label or an adjudication on a scored criterion (a trial)"
     if run.answer_run_label:
         message += f"; run label “{run.answer_run_label}”"
         labels = (

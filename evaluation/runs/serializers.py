@@ -18,6 +18,49 @@ class RunCreateSerializer(serializers.Serializer):
     )
     answer_run_label = serializers.CharField(required=False, allow_blank=True, max_length=100)
     concurrency = serializers.IntegerField(required=False, min_value=1, max_value=256)
+    scope = serializers.ChoiceField(
+        choices=Run.Scope.choices,
+        required=False,
+        help_text="`labelled`: a trial, grading only the items with a human label or an "
+        "adjudication (docs/trials.md).",
+    )
+    baseline = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        help_text="A trial's baseline: a finished run of the dataset to compare it with "
+        "(default: the latest finished run that is not a trial).",
+    )
+
+
+class EstimateJudgeSerializer(serializers.Serializer):
+    judge = serializers.CharField()
+    judge_id = serializers.IntegerField()
+    samples = serializers.IntegerField()
+    criteria_per_call = serializers.IntegerField()
+    calls = serializers.IntegerField()
+    prompt_tokens = serializers.IntegerField()
+    completion_tokens = serializers.IntegerField(help_text="Typical.")
+    completion_tokens_max = serializers.IntegerField(help_text="The bound: max tokens × calls.")
+    cost = serializers.CharField(allow_null=True)
+    cost_max = serializers.CharField(allow_null=True)
+
+
+class EstimateSerializer(serializers.Serializer):
+    """A run's cost before it starts (evaluation.runs.estimate; docs/trials.md)."""
+
+    answers = serializers.IntegerField()
+    items = serializers.IntegerField(help_text="(answer, criterion) items graded.")
+    checked = serializers.IntegerField(help_text="Votes decided by deterministic checks.")
+    calls = serializers.IntegerField()
+    prompt_tokens = serializers.IntegerField()
+    completion_tokens = serializers.IntegerField(help_text="Typical.")
+    completion_tokens_max = serializers.IntegerField()
+    cost = serializers.CharField(allow_null=True, help_text="Typical; null: a judge has no price.")
+    cost_max = serializers.CharField(allow_null=True)
+    unpriced = serializers.ListField(child=serializers.CharField())
+    judges = EstimateJudgeSerializer(many=True)
+    cache_predicted = serializers.BooleanField(help_text="Always false: cache hits cost nothing.")
+    rule = serializers.CharField()
 
 
 class ProgressSerializer(serializers.Serializer):
@@ -58,8 +101,8 @@ class RunSerializer(serializers.ModelSerializer):
         model = Run
         fields = [
             "id", "name", "dataset", "panel", "kind", "status", "reason", "attempt", "expected",
-            "concurrency", "answer_run_label", "snapshot", "created_at", "started_at",
-            "finished_at",
+            "concurrency", "answer_run_label", "scope", "baseline", "estimate", "snapshot",
+            "created_at", "started_at", "finished_at",
         ]  # fmt: skip
         read_only_fields = fields
 

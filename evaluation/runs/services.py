@@ -19,8 +19,9 @@ from django.utils import timezone
 
 from annotation.models import Dataset, Query
 from evaluation.models import GradedScore, Judge, Panel, Run, RunTask, System, Verdict
-from evaluation.runs import lifecycle, preflight, queue, scope, snapshot
+from evaluation.runs import estimate, lifecycle, preflight, queue, scope, snapshot
 from evaluation.runs.preflight import RunRefused
+from evaluation.trials import selectors as trials
 
 __all__ = ["RunRefused", "RunStateError"]
 
@@ -41,13 +42,24 @@ def run_create(
     answer_run_label: str = "",
     concurrency: int = 16,
     kind: Run.Kind = Run.Kind.SYSTEMS,
+    scope: Run.Scope = Run.Scope.ALL,
+    baseline: Run | None = None,
 ) -> Run:
+    """A trial (scope "labelled") grades only the labelled items and is compared with
+    `baseline`, by default the dataset's latest finished run (trials.default_baseline)."""
     foreign = [q.pk for q in queries if q.dataset_id != dataset.pk]
     if foreign:
         raise ValueError(f"Queries {foreign} are not in dataset {dataset.pk}.")
+    if scope == Run.Scope.LABELLED and kind != Run.Kind.SYSTEMS:
+        raise RunRefused(["Only a run of system answers can be a trial."], field="scope")
+    if baseline is not None and (problem := trials.baseline_problem(dataset, baseline)):
+        raise RunRefused([problem], field="baseline")
+    if baseline is None and scope == Run.Scope.LABELLED:
+        baseline = trials.default_baseline(dataset)
     run = Run.objects.create(
         dataset=dataset, panel=panel, created_by=by, name=name, kind=kind,
-        answer_run_label=answer_run_label, concurrency=concurrency,
+        answer_run_label=answer_run_label, concurrency=concurrency, scope=scope,
+        baseline=baseline,
     )  # fmt: skip
     run.queries.set(queries)
     run.systems.set(systems)
@@ -74,14 +86,22 @@ class Plan:
 
 
 def _plan(run: Run) -> Plan:
-    answers = list(scope.run_answers(run).values_list("pk", "query_id"))
+    selection = scope.Selection.of(run)
+    panel = snapshot.of(run)
+    if selection.labelled:  # a trial: its labelled items only
+        items = scope.labelled_items(selection)
+        return Plan(
+            answers=sorted({a for a, _ in items}),
+            judges=[m.judge_id for m in panel.members],
+            expected=len(items) * panel.samples,
+        )
+    answers = list(scope.answers_of(selection).values_list("pk", "query_id"))
     per_query = dict(
         scope.scored_criteria()
         .filter(checklist__query__in={q for _, q in answers})
         .values_list("checklist__query")
         .annotate(n=Count("pk"))
     )
-    panel = snapshot.of(run)
     criteria = sum(per_query.get(q, 0) for _, q in answers)
     return Plan(
         answers=[a for a, _ in answers],
@@ -107,7 +127,11 @@ def run_start(*, run: Run) -> Run:
     now = timezone.now()
     run.expected, run.started_at, run.finished_at = plan.expected, now, None
     run.status = Run.Status.RUNNING
-    run.save(update_fields=["snapshot", "expected", "status", "started_at", "finished_at"])
+    # What the run was expected to cost, kept beside what it does cost (the run page).
+    run.estimate = estimate.run_estimate(scope.Selection.of(run), snapshot.of(run)).as_json()
+    run.save(
+        update_fields=["snapshot", "expected", "status", "started_at", "finished_at", "estimate"]
+    )
     RunTask.objects.bulk_create(
         (RunTask(run=run, answer_id=a, judge_id=j, queued_at=now) for a, j in plan.tasks),
         batch_size=1000,

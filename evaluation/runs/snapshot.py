@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from evaluation.judges import tuning
 from evaluation.models import Judge, Panel, Run
 
 
@@ -24,6 +25,9 @@ class MemberSnapshot:
     kind: str
     samples: int
     temperatures: tuple[float, ...]  # one per sample
+    # The judge's prompt version when the run started tuned (instructions, examples: see
+    # evaluation.judges.tuning); "" untuned: the judge's base version.
+    prompt_version: str = ""
 
     def temperature(self, sample: int) -> float:
         return self.temperatures[sample]
@@ -56,7 +60,8 @@ class PanelSnapshot:
 
 
 def take(panel: Panel) -> dict:
-    """The JSON stored in Run.snapshot (two queries)."""
+    """The JSON stored in Run.snapshot (two queries; one more per tuned judge, two when
+    its version has no JudgeVersion row yet)."""
     members = panel.members.select_related("judge").order_by("judge__name")
     # Written only when it is not the default, so that the snapshots of panels that never
     # set it stay what they were.
@@ -78,6 +83,7 @@ def take(panel: Panel) -> dict:
                 "kind": m.judge.kind,
                 "samples": m.samples,
                 "temperatures": [m.temperature(s) for s in range(m.samples)],
+                **tuning.snapshot_fields(m.judge),
             }
             for m in members
         ],
@@ -118,6 +124,7 @@ def _members(data: dict) -> tuple[MemberSnapshot, ...]:
             kind=m["kind"],
             samples=m["samples"],
             temperatures=tuple(float(t) for t in m["temperatures"]),
+            prompt_version=m.get("prompt_version", ""),
         )
         for m in data.get("members", ())
     )

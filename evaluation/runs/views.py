@@ -21,6 +21,7 @@ from evaluation.data.rows import ImportRejected
 from evaluation.models import Answer
 from evaluation.runs import grading, scores, selectors, snapshot
 from evaluation.runs import services as runs
+from evaluation.runs.estimate import estimate_selection, panel_members, run_estimate
 from evaluation.runs.forms import QUERY_OPTIONS, RunForm
 from evaluation.runs.overview import run_overview
 from evaluation.runs.permissions import access_run, access_run_with_perms, can_see_runs
@@ -53,7 +54,8 @@ def dataset_runs(request: HttpRequest, pk: int) -> HttpResponse:
                     dataset=dataset, panel=data["panel"], by=request.user, name=data["name"],
                     queries=list(data["queries"]), systems=list(data["systems"]),
                     answer_run_label=data["answer_run_label"],
-                    concurrency=data["concurrency"],
+                    concurrency=data["concurrency"], scope=data["scope"],
+                    baseline=data["baseline"],
                 )  # fmt: skip
             except runs.RunRefused as refused:
                 for problem in refused.problems:
@@ -70,6 +72,25 @@ def dataset_runs(request: HttpRequest, pk: int) -> HttpResponse:
         "query_options": QUERY_OPTIONS,
     }
     return render(request, "evaluation/runs/dataset_runs.html", context)
+
+
+@require_GET
+@login_required
+def run_estimate_page(request: HttpRequest, pk: int) -> HttpResponse:
+    """The start form's cost estimate for what the form says now (its fields as GET
+    parameters): the form's htmx fragment, or a page of its own without JavaScript."""
+    dataset = access_dataset(request.user, pk, roles.CHANGE)
+    # No panel chosen yet (the form as it opens): nothing to estimate, and no error to show.
+    form = RunForm(request.GET if request.GET.get("panel") else None, dataset=dataset)
+    found = None
+    if form.is_bound and form.is_valid():
+        data = form.cleaned_data
+        fields = {**data, "dataset": dataset, "queries": list(data["queries"])}
+        found = run_estimate(estimate_selection(fields), panel_members(data["panel"]))
+    context = {"dataset": dataset, "estimate": found, "form": form}
+    if request.htmx:
+        return render(request, "evaluation/runs/run_estimate.html#estimate", context)
+    return render(request, "evaluation/runs/run_estimate.html", context)
 
 
 @require_GET

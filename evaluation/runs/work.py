@@ -21,6 +21,7 @@ from annotation.models import Criterion
 from evaluation import transient
 from evaluation.checks import trajectory
 from evaluation.checks.deterministic import offline_verdict
+from evaluation.judges.tuning import tuning_of
 from evaluation.judging import client, engine, graded, prompts
 from evaluation.judging import conversation as conv
 from evaluation.models import (
@@ -34,12 +35,14 @@ from evaluation.models import (
 )
 from evaluation.runs import grading, scope, snapshot
 from evaluation.runs.calls import (
+    USAGE_DETAIL_FIELDS,
     Reuse,
     cached_or_made,
     call_controls,
     call_record,
     endpoint_for,
     judge_params,
+    key_extra,
     text_of,
 )
 from evaluation.runs.snapshot import MemberSnapshot
@@ -51,7 +54,10 @@ REUSED = Reuse(
     (Verdict.Outcome.PASS, Verdict.Outcome.FAIL),
     ("outcome", "failure_kind", "rationale", "raw_output"),
 )
-UPSERT_FIELDS = ["outcome", "failure_kind", "rationale", *JudgeCall.RECORD_FIELDS, "judge_params"]
+UPSERT_FIELDS = [
+    "outcome", "failure_kind", "rationale", *JudgeCall.RECORD_FIELDS, *USAGE_DETAIL_FIELDS,
+    "judge_params",
+]  # fmt: skip
 TASK_FAILED = "task_failed"  # error_kind of the votes a failed task owed
 
 
@@ -76,7 +82,7 @@ def owed(run: Run, answer_id: int, judge_id: int) -> Owed | None:
     answer = Answer.objects.select_related("query").filter(pk=answer_id).first()
     if member is None or judge is None or answer is None:
         return None
-    criteria = scope.criteria_of([answer.query_id]).get(answer.query_id, [])
+    criteria = scope.answer_criteria(run, answer)  # a trial's: its labelled items only
     done = set(
         Verdict.objects.filter(run=run, answer=answer, judge=judge).values_list(
             "criterion_id", "sample"
@@ -224,6 +230,8 @@ def _judge_with_llm(
     turns = conv.graded_turns(mode, answer.text, answer.turns)
     asked = {checks[c.pk].evidence for c, _ in work.votes if c.pk in checks}
     evidence = _evidence(judge, answer, asked - {""})
+    # The tuning the run started with (its snapshot's version), whatever the judge has now.
+    tuning = tuning_of(judge, member.prompt_version)
     histories = {
         t.number: prompts.transcript(list(t.before), budget_tokens=judge.context_tokens)
         for t in turns
@@ -240,7 +248,7 @@ def _judge_with_llm(
             refused.append(_no_reference(criterion, sample))
             continue
         version = prompts.prompt_version(
-            judge.prompt_version, evidence=mode_of, conversation=bool(histories)
+            tuning.version, evidence=mode_of, conversation=bool(histories)
         )
         record: dict[str, Any] = {}
         if version != judge.prompt_version:
@@ -256,20 +264,26 @@ def _judge_with_llm(
             provenance[(criterion.pk, sample)] = record
         for turn in turns:
             history = histories.get(turn.number, ("", False))[0]
-            extra = _key_extra(version, given, history)
+            extra = {**(_key_extra(version, given, history) or {}), **key_extra(judge)}
             key = prompts.cache_key(
                 base_url=endpoint.base_url, model=endpoint.model,
-                prompt_version=judge.prompt_version, temperature=endpoint.temperature,
+                prompt_version=tuning.version, temperature=endpoint.temperature,
                 max_tokens=endpoint.max_tokens, seed=endpoint.seed, sample=sample,
                 query=query.text, query_date=query.query_date, criterion=criterion.text,
-                answer=turn.content, extra=extra,
+                answer=turn.content, extra=extra or None,
             )  # fmt: skip
             messages = prompts.messages(
                 query=query.text, query_date=query.query_date, answer=turn.content,
                 criterion=criterion.text, evidence=given, conversation=history,
+                tuning=tuning.system,
             )  # fmt: skip
             turn_of[key] = turn.number
-            calls.append(engine.Call(criterion.pk, sample, key, messages, endpoint))
+            calls.append(
+                engine.Call(
+                    criterion.pk, sample, key, messages, endpoint, criterion=criterion.text,
+                    per_call=judge.criteria_per_call,
+                )
+            )  # fmt: skip
 
     def judge_misses(misses: list[engine.Call]) -> list[engine.CallResult]:
         controls = call_controls(judge)
@@ -360,6 +374,8 @@ def _per_vote(
                 error=error.error if error else "",
                 prompt_tokens=sum(r.prompt_tokens for r in parts),
                 completion_tokens=sum(r.completion_tokens for r in parts),
+                cached_tokens=sum(r.cached_tokens for r in parts),
+                reasoning_tokens=sum(r.reasoning_tokens for r in parts),
                 latency_ms=sum(r.latency_ms for r in parts),
                 attempts=sum(r.attempts for r in parts),
                 cache_hit=all(r.cache_hit for r in parts),
@@ -379,12 +395,16 @@ def upsert(
     if not results:
         return
     params = {s: judge_params(work.judge, work.member, s) for s in range(work.member.samples)}
+    if work.member.prompt_version:  # tuned when the run started: its version, errors too
+        params = {s: {**p, "prompt_version": work.member.prompt_version} for s, p in params.items()}
     provenance = provenance or {}
     verdicts = []
     for r in results:
         record = call_record(r, params)
         if (extra := provenance.get((r.criterion_id, r.sample))) is not None:
             record["judge_params"] = {**record["judge_params"], **extra}
+        if r.batch is not None:  # graded in a batched call (evaluation.judging.batched)
+            record["judge_params"] = {**record["judge_params"], "batch": r.batch}
         verdicts.append(
             Verdict(
                 run=run,

@@ -18,7 +18,9 @@ document.addEventListener("htmx:responseError", (event) => {
 // Keyboard moves go one at a time. The list a move answers with replaces the one the keys
 // act on, so a move pressed while another is in flight waits (queuedMove) and is made on the
 // new list: made at once, its answer would land in the list being replaced, or an older
-// answer would land after it. moveInFlight = { form, settled } (the focus to give back).
+// answer would land after it. moveInFlight = { form, settled, again }: `settled` gives the
+// focus back, `again(way, shift)` moves the same criterion or group once more; between the
+// swap of the new list and that focus, a key lands on the page itself and is queued with it.
 let moveInFlight = null;
 let queuedMove = null;
 
@@ -27,9 +29,9 @@ function move(start) {
   else start();
 }
 
-function press(button, settled) {
+function press(button, settled, again) {
   if (!button) return;
-  moveInFlight = { form: button.form, settled };
+  moveInFlight = { form: button.form, settled, again };
   button.click();
 }
 
@@ -41,14 +43,14 @@ function moveCriterion(id, direction) {
       at.open = true;  // unfold the groups it went into
     }
     text?.focus();
-  });
+  }, (way, shift) => moveCriterion(id, shift ? `group-${way}` : way));
 }
 
 function moveGroup(id, way) {
   const group = document.querySelector(`details[data-group="${id}"]`);
   press(group?.querySelector(`:scope > .group-tools [data-group-move="${way}"]`), () => {
     document.querySelector(`details[data-group="${id}"] > summary`)?.focus();
-  });
+  }, (way) => moveGroup(id, way));
 }
 
 function moveEnded(event, settled) {
@@ -84,6 +86,11 @@ document.addEventListener("keydown", (event) => {
     event.preventDefault();
     const id = target.closest("[data-group]").dataset.group;
     move(() => moveGroup(id, event.key === "ArrowUp" ? "up" : "down"));
+  } else if (event.altKey && (event.key === "ArrowUp" || event.key === "ArrowDown") && moveInFlight && !typingIn(target)) {
+    // The list was just swapped and the focus not yet given back: the same subject again.
+    event.preventDefault();
+    const again = moveInFlight.again;
+    move(() => again(event.key === "ArrowUp" ? "up" : "down", event.shiftKey));
   } else if (event.key === "n" && !typingIn(target) && !event.ctrlKey && !event.metaKey && !event.altKey) {
     event.preventDefault();
     document.getElementById("new-criterion-text")?.focus();

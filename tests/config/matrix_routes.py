@@ -45,7 +45,7 @@ for _name in (
     "dataset-detail", "dataset-edit", "dataset-progress", "dataset-members", "query-create",
     "review-queue", "review-assign", "review-next", "dataset-cross-evaluation",
     "dataset-overlaps-csv", "dataset-agreement", "agreement-items", "dataset-runs",
-    "dataset-answers", "dataset-export", "dataset-analytics", "analytics-compare",
+    "dataset-answers", "run-estimate", "dataset-export", "dataset-analytics", "analytics-compare",
     "analytics-complexity-csv", "analytics-complexity-svg", "analytics-criteria",
     "analytics-freshness",
     "dataset-alerts", "dataset-schedules", "dataset-rewards",
@@ -87,8 +87,11 @@ PAGE_ARGS["export-download"] = lambda w: {"token": w.export.token}
 PAGE_ARGS["judge-edit"] = lambda w: {"pk": w.judge.pk}
 PAGE_ARGS["guideline-edit"] = lambda w: {"pk": 1}  # the Finance preset every world has
 PAGE_ARGS["judge-test"] = lambda w: {"pk": w.judge.pk}
+PAGE_ARGS["judge-examples"] = lambda w: {"pk": w.judge.pk}
 PAGE_ARGS["panel-edit"] = lambda w: {"pk": w.panel.pk}
 PAGE_ARGS["run-detail"] = lambda w: {"pk": w.run.pk}
+PAGE_ARGS["run-comparison"] = lambda w: {"pk": w.run.pk}
+PAGE_ARGS["run-use-judge"] = lambda w: {"pk": w.run.pk}
 PAGE_ARGS["run-answer"] = lambda w: {"pk": w.run.pk, "answer_id": w.answer.pk}
 PAGE_ARGS["run-action"] = lambda w: {"pk": w.run.pk, "action": "resume"}
 PAGE_ARGS["dataset-invite"] = lambda w: {"pk": w.dataset.pk}

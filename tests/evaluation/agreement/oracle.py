@@ -103,6 +103,9 @@ class Counts:
     without_votes: int  # a human reference, but no vote in the run
     panel_undecided: int  # a human reference, votes, but the panel undecided
     invalid_votes: int  # unparseable / error votes on the labelled items, excluded
+    # Items used as judge examples (issue 25): the oracle's runs have none; the test of
+    # their exclusion (test_examples_excluded.py) recounts without them by hand.
+    excluded: int = 0
 
 
 @dataclass(frozen=True)

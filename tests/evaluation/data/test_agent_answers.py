@@ -8,7 +8,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import zipfile
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -19,7 +18,7 @@ from evaluation.data.importer import ImportOptions, import_dataset
 from evaluation.data.rows import ImportRejected
 from evaluation.models import Answer
 from tests.evaluation.data.imports import empty_the_database
-from tests.evaluation.data.zips import members
+from tests.evaluation.data.zips import members, write_zip
 
 pytestmark = pytest.mark.django_db
 
@@ -199,10 +198,7 @@ def test_dataset_import_refuses_a_bad_turn_naming_file_line_and_field(tmp_path, 
     files["answers.jsonl"] = ("\n".join(json.dumps(x) for x in lines) + "\n").encode()
     for other in [n for n in files if n.startswith("answers.") and n != "answers.jsonl"]:
         del files[other]
-    path = tmp_path / "bad.zip"
-    with zipfile.ZipFile(path, "w") as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
+    path = write_zip(tmp_path / "bad.zip", files)
     empty_the_database()
     with pytest.raises(ImportRejected) as refused:
         import_dataset(path)
@@ -262,10 +258,7 @@ def test_a_bad_criterion_check_is_refused_naming_the_field(collaborator, query, 
     files["criterion_checks.jsonl"] = (json.dumps(row) + "\n").encode()
     for other in ("criterion_checks.csv", "criterion_checks.parquet"):
         files.pop(other, None)
-    path = tmp_path / "bad.zip"
-    with zipfile.ZipFile(path, "w") as archive:
-        for name, content in files.items():
-            archive.writestr(name, content)
+    path = write_zip(tmp_path / "bad.zip", files)
     empty_the_database()
     with pytest.raises(ImportRejected) as refused:
         import_dataset(path)

@@ -23,6 +23,14 @@ def jsonl(data: bytes, name: str) -> list[dict]:
     return [json.loads(line) for line in members(data)[name].decode().splitlines() if line]
 
 
+def write_zip(path: Path, files: dict[str, bytes]) -> Path:
+    """A zip of `files` (name -> bytes) at `path`: an export edited by a test."""
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return path
+
+
 def unzip(data: bytes, folder: Path) -> Path:
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         archive.extractall(folder)

@@ -37,7 +37,7 @@ def test_a_panel_created_in_the_api_keeps_its_members_history_as_the_page_does(
     assert PanelMember.objects.get(panel__name="By page").history.count() == 1
 
 
-def test_a_judge_changed_in_the_api_is_saved_by_the_service(owner_api, monkeypatch):
+def test_a_judge_changed_in_the_api_is_saved_by_the_service(owner_api, owner, monkeypatch):
     judge = judges.judge_save(name="J", base_url="https://api.example.com/v1", model="m")
     saved = []
     monkeypatch.setattr(
@@ -45,4 +45,5 @@ def test_a_judge_changed_in_the_api_is_saved_by_the_service(owner_api, monkeypat
     )
     response = owner_api.patch(f"/api/judges/{judge.pk}/", {"timeout": 12}, format="json")
     assert response.status_code == 200
-    assert saved == [{"judge": judge, "timeout": 12.0}]
+    # `by`: who made a new prompt version, when the change is one (evaluation.judges.tuning).
+    assert saved == [{"judge": judge, "by": owner, "timeout": 12.0}]

@@ -1,0 +1,161 @@
+"""Worked examples for a judge, taken from a dataset's adjudicated items (issue 25, point 2).
+
+An adjudication is the final decision on one (answer, criterion), with the adjudicator's
+reason: as a worked example it shows the judge the criterion, the part of the answer that
+decided it (evaluation.judging.tuned.excerpt), the decision and the reason. Examples are
+picked by hand, or automatically (`auto_pick`): the most recent decisions first, pass and
+fail in turn (and, asked, each criterion kind in turn) within a token budget, counted as
+the rest of the project counts prompt tokens (characters / prompts.CHARS_PER_TOKEN).
+
+Each example keeps where it came from ("source": adjudication, answer, criterion): a run
+records those items (evaluation.judges.tuning.snapshot_fields) and its agreement figures
+leave them out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+
+from annotation.models import Dataset
+from evaluation.judges import services
+from evaluation.judging import prompts, tuned
+from evaluation.models import Adjudication, Judge
+
+EXCERPT_CHARS = 1200  # an example's answer excerpt: enough for the passage that decided it
+LIST_LIMIT = 300  # adjudications listed on the page, most recent first
+DEFAULT_BUDGET = 2000  # tokens, for an automatic pick
+MAX_BUDGET = tuned.MAX_EXAMPLES_CHARS // prompts.CHARS_PER_TOKEN
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One adjudicated item as a worked example."""
+
+    adjudication_id: int
+    answer_id: int
+    criterion_id: int
+    kind: str
+    system: str
+    decided_at: datetime
+    example: dict[str, Any]  # criterion, excerpt, decision, reason, source
+
+    @property
+    def decision(self) -> str:
+        return str(self.example["decision"])
+
+    @property
+    def tokens(self) -> int:
+        """What it adds to every prompt, as the project estimates tokens."""
+        text = tuned.render_example(tuned.MAX_EXAMPLES, self.example)
+        return -(-len(text) // prompts.CHARS_PER_TOKEN)
+
+
+def candidates(dataset: Dataset, *, kind: str = "", limit: int = LIST_LIMIT) -> list[Candidate]:
+    """The dataset's adjudicated items as examples, most recent decision first (one query)."""
+    rows = (
+        Adjudication.objects.filter(answer__query__dataset=dataset)
+        .select_related("answer__system", "criterion")
+        .order_by("-decided_at", "-pk")
+    )
+    if kind:
+        rows = rows.filter(criterion__kind=kind)
+    return [candidate(a) for a in rows[:limit]]
+
+
+def candidate(adjudication: Adjudication) -> Candidate:
+    criterion, answer = adjudication.criterion, adjudication.answer
+    reason = adjudication.reason.strip()
+    example = {
+        "criterion": criterion.text[: tuned.MAX_CRITERION],
+        "excerpt": tuned.excerpt(
+            answer.text, criterion=criterion.text, reason=reason, limit=EXCERPT_CHARS
+        )
+        or "(empty answer)",
+        "decision": adjudication.label,
+        "reason": reason[: tuned.MAX_REASON],
+        "source": {
+            "adjudication": adjudication.pk, "answer": answer.pk, "criterion": criterion.pk,
+        },
+    }  # fmt: skip
+    return Candidate(
+        adjudication.pk, answer.pk, criterion.pk, criterion.kind, answer.system.name,
+        adjudication.decided_at, example,
+    )  # fmt: skip
+
+
+def auto_pick(
+    found: Sequence[Candidate], *, budget_tokens: int, by_kind: bool = False
+) -> list[Candidate]:
+    """Balanced examples within the budget: the most recent first, pass and fail in turn
+    (with `by_kind`, each criterion kind in turn, and pass and fail in turn within it); a
+    candidate that would overrun the budget is passed over for a smaller one; at most
+    tuned.MAX_EXAMPLES. Plain Python: the candidates come in most recent first."""
+    buckets: dict[tuple[str, str], list[Candidate]] = {}
+    for c in found:
+        buckets.setdefault((c.kind if by_kind else "", c.decision), []).append(c)
+    order = sorted(buckets, key=lambda k: (k[0], tuned.DECISIONS.index(k[1])))
+    queues = [list(buckets[k]) for k in order]
+    chosen: list[Candidate] = []
+    used = 0
+    while any(queues) and len(chosen) < tuned.MAX_EXAMPLES:
+        for queue in queues:
+            while queue:
+                c = queue.pop(0)
+                if used + c.tokens <= budget_tokens:
+                    chosen.append(c)
+                    used += c.tokens
+                    break
+            if len(chosen) >= tuned.MAX_EXAMPLES:
+                break
+    return chosen
+
+
+def chosen_ids(judge: Judge) -> set[int]:
+    """The adjudications the judge's examples came from."""
+    return {
+        int(e["source"]["adjudication"])
+        for e in judge.examples
+        if isinstance(e, dict) and isinstance(e.get("source"), dict)
+        and isinstance(e["source"].get("adjudication"), int)
+    }  # fmt: skip
+
+
+def examples_set(
+    *,
+    judge: Judge,
+    dataset: Dataset,
+    chosen: Iterable[int],
+    among: Iterable[int],
+    by: AbstractBaseUser,
+) -> Judge:
+    """Make the judge's examples from the adjudications `among` (those the page listed)
+    exactly those `chosen`, in the order of the most recent first after the examples kept:
+    typed ones, those from adjudications not listed and those of other datasets. Raises
+    Adjudication.DoesNotExist for an id that is not this dataset's, and ValidationError
+    (naming the example) when the result breaks the bounds; a change is a new prompt
+    version (services.judge_save)."""
+    wanted = set(chosen)
+    rows = (
+        Adjudication.objects.filter(answer__query__dataset=dataset, pk__in=wanted)
+        .select_related("answer__system", "criterion")
+        .order_by("-decided_at", "-pk")
+    )
+    picked = [candidate(a) for a in rows]
+    if len(picked) != len(wanted):
+        raise Adjudication.DoesNotExist("An adjudication chosen is not this dataset's.")
+    replaced = wanted | set(among)
+    kept = [e for e in judge.examples if _source_of(e) not in replaced]
+    examples = kept + [c.example for c in picked]
+    return services.judge_save(judge=judge, examples=examples, by=by)
+
+
+def _source_of(example: object) -> int | None:
+    if isinstance(example, dict) and isinstance(example.get("source"), dict):
+        value = example["source"].get("adjudication")
+        return value if isinstance(value, int) else None
+    return None

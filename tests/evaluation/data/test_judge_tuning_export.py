@@ -1,0 +1,100 @@
+"""A judge's tuning travels with a dataset export (issue 25): its instructions, examples and
+call settings, every tuned prompt version it had, and the items a run's judges were shown as
+examples, named by their keys so that on a fresh installation they name the same items
+there; a bad version in the file is refused, naming its row, with nothing written."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bench.data_io.generate import generate
+from evaluation.data.export import export_chunks
+from evaluation.data.importer import import_dataset
+from evaluation.data.rows import ImportRejected
+from evaluation.judges import tuning
+from evaluation.models import Answer, Judge, JudgeVersion, Run
+from tests.evaluation.data.imports import empty_the_database
+from tests.evaluation.data.zips import members, write_zip
+
+pytestmark = pytest.mark.django_db
+
+
+def tuned_dataset():
+    dataset = generate("Tuned", queries=2, systems=2, criteria=3, judges=2)
+    run = Run.objects.filter(dataset=dataset).first()
+    answer = Answer.objects.filter(query__dataset=dataset, checklist=None).first()
+    criterion = answer.query.checklists.first().criteria.first()
+    judge = Judge.objects.get(pk=run.snapshot["members"][0]["judge"])
+    example = {
+        "criterion": criterion.text, "excerpt": answer.text[:200], "decision": "pass",
+        "reason": "Stated.", "source": {"adjudication": 1, "answer": answer.pk,
+                                         "criterion": criterion.pk},
+    }  # fmt: skip
+    Judge.objects.filter(pk=judge.pk).update(
+        kind=Judge.Kind.LLM,
+        instructions="Figures within 1%.",
+        examples=[example],
+        criteria_per_call=5,
+        token_parameter="max_completion_tokens",
+        reasoning_effort="low",
+    )
+    judge.refresh_from_db()
+    version = tuning.ensure_version(judge)
+    members = run.snapshot["members"]
+    members[0] |= {"prompt_version": version, "example_items": [[answer.pk, criterion.pk]]}
+    Run.objects.filter(pk=run.pk).update(snapshot={**run.snapshot, "members": members})
+    keys = (answer.system.name, answer.query.external_id, criterion.text)
+    return dataset, run.name, judge.name, version, keys
+
+
+def test_tuning_versions_and_example_items_come_back_on_a_fresh_installation(tmp_path):
+    dataset, run_name, judge_name, version, (system, query, text) = tuned_dataset()
+    data = b"".join(export_chunks(dataset))
+    exported = json.loads(members(data)["runs.jsonl"].decode().splitlines()[0])
+    snapshot = exported["snapshot"]
+    snapshot = json.loads(snapshot) if isinstance(snapshot, str) else snapshot
+    assert all("example_items" not in m for m in snapshot["members"])  # ids stay home
+    path = tmp_path / "tuned.zip"
+    path.write_bytes(data)
+    empty_the_database()
+
+    copy = import_dataset(path).dataset
+    judge = Judge.objects.get(name=judge_name)
+    assert (judge.instructions, judge.criteria_per_call, judge.token_parameter) == (
+        "Figures within 1%.", 5, "max_completion_tokens",
+    )  # fmt: skip
+    assert judge.reasoning_effort == "low" and judge.examples[0]["decision"] == "pass"
+    assert JudgeVersion.objects.filter(judge=judge, version=version).exists()
+    assert tuning.tuning_of(judge, version).instructions == "Figures within 1%."
+    run = Run.objects.get(dataset=copy, name=run_name)
+    member = next(m for m in run.snapshot["members"] if m["name"] == judge_name)
+    assert member["judge"] == judge.pk  # the judge of this installation, by its name
+    [[answer_id, criterion_id]] = member["example_items"]
+    answer = Answer.objects.get(pk=answer_id)
+    assert (answer.system.name, answer.query.external_id, answer.query.dataset_id) == (
+        system, query, copy.pk,
+    )  # fmt: skip
+    assert answer.query.checklists.filter(criteria__pk=criterion_id, criteria__text=text).exists()
+    assert tuning.excluded_items(run) == {(answer_id, criterion_id)}
+
+
+def test_a_version_that_does_not_match_its_tuning_is_refused_by_row(tmp_path):
+    dataset, *_ = tuned_dataset()
+    files = members(b"".join(export_chunks(dataset)))
+    rows = [json.loads(x) for x in files["judges.jsonl"].decode().splitlines()]
+    tuned_row = next(r for r in rows if r["versions"])
+    versions = tuned_row["versions"]
+    versions = json.loads(versions) if isinstance(versions, str) else versions
+    versions[0]["instructions"] = "Something else."
+    tuned_row["versions"] = json.dumps(versions)
+    files["judges.jsonl"] = ("\n".join(json.dumps(r) for r in rows) + "\n").encode()
+    for other in [n for n in files if n.startswith("judges.") and n != "judges.jsonl"]:
+        del files[other]
+    path = write_zip(tmp_path / "bad.zip", files)
+    empty_the_database()
+    with pytest.raises(ImportRejected) as refused:
+        import_dataset(path)
+    assert "judges.jsonl" in str(refused.value) and "does not match" in str(refused.value)
+    assert not Judge.objects.exists() and not JudgeVersion.objects.exists()

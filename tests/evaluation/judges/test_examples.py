@@ -1,0 +1,245 @@
+"""A judge's instructions and worked examples in pages and API (issue 25, points 1 and 2):
+examples picked from a dataset's adjudications by hand or automatically (balanced, within a
+token budget), each keeping its source; a run records the items; validation errors name the
+example and its field; only judge admins who review the dataset may open the page; the
+prompt a verdict was made with is served by the API."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.contrib.auth.models import Group
+from django.urls import reverse
+
+from annotation import roles, services
+from evaluation.judges import examples
+from evaluation.judges import services as judges
+from evaluation.judging import tuned
+from evaluation.models import Adjudication, Judge, JudgeVersion
+from evaluation.runs import lifecycle
+from evaluation.runs import services as runs
+from tests.factories import (
+    AnswerFactory,
+    PanelFactory,
+    UserFactory,
+    loopback_judges,
+    valid_criteria,
+)
+
+pytestmark = pytest.mark.django_db
+
+GOOD = {"criterion": "States revenue.", "excerpt": "Revenue was $4B.", "decision": "pass",
+        "reason": "Stated."}  # fmt: skip
+
+
+@pytest.fixture
+def adjudicated(reviewed_dataset, query, collaborator):
+    """Twelve adjudications of one answer's six criteria and another answer's, alternating
+    pass and fail, the reasons quoting the answer."""
+    checklist = services.checklist_create_with_criteria(
+        query=query, by=collaborator, criteria=valid_criteria(), submit=True
+    )
+    criteria = list(checklist.criteria.order_by("position"))
+    text = "Intro. " * 400 + "Revenue was $4.12 billion in Q3, a record. " + "Outro. " * 400
+    made = []
+    for n, answer in enumerate([AnswerFactory(query=query, text=text), AnswerFactory(query=query)]):
+        for m, criterion in enumerate(criteria):
+            made.append(
+                Adjudication.objects.create(
+                    answer=answer,
+                    criterion=criterion,
+                    label=("pass", "fail")[(n + m) % 2],
+                    reason='It says "Revenue was $4.12 billion in Q3".',
+                )
+            )
+    return made
+
+
+def test_examples_are_picked_saved_and_recorded_by_runs(
+    adjudicated, reviewed_dataset, client, owner, loopback_openai
+):
+    (judge,) = loopback_judges(loopback_openai, 1)
+    client.force_login(owner)
+    url = reverse("judge-examples", args=[judge.pk])
+    assert reviewed_dataset.name in client.get(url).content.decode()  # the dataset chooser
+    page = client.get(url, {"dataset": reviewed_dataset.pk})
+    assert page.status_code == 200
+    assert page.content.decode().count("data-adjudication=") == len(adjudicated)
+
+    # Automatic: ticks a balanced choice within the budget, writes nothing.
+    budget = 3 * max(c.tokens for c in examples.candidates(reviewed_dataset))
+    auto = client.post(url, {"dataset": reviewed_dataset.pk, "auto": "1", "budget": budget})
+    assert auto.status_code == 200
+    ticked = [c for c, on in auto.context["rows"] if on]
+    decisions = [c.decision for c in ticked]
+    assert len(ticked) >= 3 and abs(decisions.count("pass") - decisions.count("fail")) <= 1
+    assert sum(c.tokens for c in ticked) <= budget
+    judge.refresh_from_db()
+    assert judge.examples == []
+
+    # Saved by hand: each example keeps its source; typed examples stay.
+    judges.judge_save(judge=judge, examples=[GOOD])
+    chosen = [adjudicated[0].pk, adjudicated[3].pk]
+    listed = [a.pk for a in adjudicated]
+    saved = client.post(url, {"dataset": reviewed_dataset.pk, "save": "1",
+                              "adjudication": chosen, "listed": listed})  # fmt: skip
+    assert saved.status_code == 302
+    judge.refresh_from_db()
+    assert judge.examples[0] == GOOD
+    sources = [e["source"] for e in judge.examples[1:]]
+    assert {s["adjudication"] for s in sources} == set(chosen)
+    first = next(e for e in judge.examples[1:] if e["source"]["adjudication"] == chosen[0])
+    assert "Revenue was $4.12 billion in Q3" in first["excerpt"]  # the window the reason quotes
+    assert len(first["excerpt"]) <= examples.EXCERPT_CHARS
+    assert first["decision"] == adjudicated[0].label
+    version = tuned.version("verdict-v1", "", judge.examples)
+    assert JudgeVersion.objects.filter(judge=judge, version=version, created_by=owner).exists()
+
+    # A run records the items its judge was shown (for agreement to leave them out).
+    panel = PanelFactory(judges=[judge])
+    run = runs.run_start(run=runs.run_create(dataset=reviewed_dataset, panel=panel, by=owner))
+    member = run.snapshot["members"][0]
+    assert member["prompt_version"] == version
+    assert sorted(map(tuple, member["example_items"])) == sorted(
+        (a.answer_id, a.criterion_id) for a in adjudicated if a.pk in chosen
+    )
+    # ... and the examples are in every prompt it sends.
+    answer = adjudicated[-1].answer
+    lifecycle.run_task(worker="test", run_id=run.pk, answer_id=answer.pk, judge_id=judge.pk)
+    assert all("Worked examples" in c.request.messages[0]["content"] for c in loopback_openai.calls)
+
+    # Saved from a list of one kind: the examples of other kinds stay.
+    kind = adjudicated[0].criterion.kind
+    of_kind = [a.pk for a in adjudicated if a.criterion.kind == kind]
+    assert adjudicated[3].pk not in of_kind
+    client.post(url, {"dataset": reviewed_dataset.pk, "kind": kind, "save": "1",
+                      "listed": of_kind})  # fmt: skip
+    judge.refresh_from_db()
+    assert [e["source"]["adjudication"] for e in judge.examples[1:]] == [adjudicated[3].pk]
+
+    # Unticking every example listed keeps the typed one.
+    client.post(url, {"dataset": reviewed_dataset.pk, "save": "1", "listed": listed})
+    judge.refresh_from_db()
+    assert judge.examples == [GOOD]
+
+
+def test_auto_pick_is_balanced_recent_first_and_by_kind():
+    def c(n, kind, decision, size=40):
+        example = {"criterion": "C", "excerpt": "x" * size, "decision": decision, "reason": ""}
+        return examples.Candidate(n, n, n, kind, "s", None, example)
+
+    found = [c(1, "fact", "pass"), c(2, "fact", "pass"), c(3, "fact", "pass"),
+             c(4, "format", "fail"), c(5, "fact", "fail", size=4000)]  # fmt: skip
+    picked = examples.auto_pick(found, budget_tokens=10_000)
+    assert [p.adjudication_id for p in picked] == [1, 4, 2, 5, 3]
+    small = examples.auto_pick(found, budget_tokens=3 * found[0].tokens)
+    assert [p.adjudication_id for p in small] == [1, 4, 2]  # 5 passed over: over budget
+    by_kind = examples.auto_pick(found, budget_tokens=10_000, by_kind=True)
+    assert [p.adjudication_id for p in by_kind][:3] == [1, 5, 4]
+
+
+def test_the_examples_page_refuses_who_may_not_use_it(
+    adjudicated, reviewed_dataset, client, reviewer, owner
+):
+    judge = Judge.objects.create(name="J", base_url="https://api.example.com/v1", model="m")
+    url = reverse("judge-examples", args=[judge.pk])
+    query = {"dataset": reviewed_dataset.pk}
+    assert client.get(url, query).status_code == 302  # to the login page
+    client.force_login(reviewer)  # reviews the dataset, but manages no judge
+    assert client.get(url, query).status_code == 403
+    assert client.post(url, {**query, "save": "1", "adjudication": [adjudicated[0].pk]}
+                       ).status_code == 403  # fmt: skip
+    admin = UserFactory(username="judge-admin")  # manages judges, on no dataset
+    admin.groups.add(Group.objects.get(name=roles.Group.ADMIN.value))
+    client.force_login(admin)
+    assert client.get(url).status_code == 200
+    assert reviewed_dataset.name not in client.get(url).content.decode()
+    assert client.get(url, query).status_code == 404
+    assert client.post(url, {**query, "save": "1", "adjudication": [adjudicated[0].pk]}
+                       ).status_code == 404  # fmt: skip
+    judge.refresh_from_db()
+    assert judge.examples == []
+    # An adjudication of another dataset is refused, nothing saved.
+    other = services.dataset_create(name="Other", by=owner)
+    client.force_login(owner)
+    response = client.post(
+        url, {"dataset": other.pk, "save": "1", "adjudication": [adjudicated[0].pk]}
+    )
+    assert response.status_code == 400
+    judge.refresh_from_db()
+    assert judge.examples == []
+
+
+def _judge_form(**overrides) -> dict:
+    data = {
+        "name": "Tuned", "kind": "llm", "base_url": "https://api.example.com/v1",
+        "model": "gpt-4o-mini", "api_key_env": "", "temperature": "0", "max_tokens": "512",
+        "seed": "", "timeout": "30", "rpm_limit": "", "tpm_limit": "", "prompt_price": "",
+        "completion_price": "", "prompt_version": "verdict-v1", "instructions": "",
+        "examples": "[]",
+    }  # fmt: skip
+    return {**data, **overrides}
+
+
+BAD = [GOOD, {"criterion": "", "excerpt": "x", "decision": "maybe", "colour": "red"}]
+
+
+def test_bad_examples_are_refused_naming_the_example_and_field(client, owner, owner_api):
+    client.force_login(owner)
+    response = client.post(reverse("judge-create"), _judge_form(examples=json.dumps(BAD)))
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "Example 2: unknown field colour." in page
+    assert "Example 2: criterion is required (text)." in page
+    assert "Example 2: decision must be &quot;pass&quot; or &quot;fail&quot;." in page
+    response = client.post(
+        reverse("judge-create"), _judge_form(instructions="x" * (tuned.MAX_INSTRUCTIONS + 1))
+    )
+    assert "at most 8,000" in response.content.decode()
+    assert client.post(reverse("judge-create"), _judge_form(examples="[{")).status_code == 200
+    assert not Judge.objects.exists()
+
+    url = reverse("api-evaluation:judge-list")
+    body = {"name": "Tuned", "base_url": "https://api.example.com/v1", "model": "m"}
+    response = owner_api.post(url, {**body, "examples": BAD}, format="json")
+    assert response.status_code == 400
+    assert 'Example 2: decision must be "pass" or "fail".' in response.json()["examples"]
+    too_many = owner_api.post(url, {**body, "examples": [GOOD] * (tuned.MAX_EXAMPLES + 1)},
+                              format="json")  # fmt: skip
+    assert too_many.json()["examples"] == [f"{tuned.MAX_EXAMPLES + 1} examples; at most 20."]
+    bad_source = owner_api.post(url, {**body, "examples": [{**GOOD, "source": {"answer": 1}}]},
+                                format="json")  # fmt: skip
+    assert "Example 1: source must be" in bad_source.json()["examples"][0]
+
+    good = owner_api.post(url, {**body, "instructions": "Be exact.", "examples": [GOOD]},
+                          format="json")  # fmt: skip
+    assert good.status_code == 201
+    data = good.json()
+    assert data["examples"] == [GOOD] and data["instructions"] == "Be exact."
+    assert data["current_version"] == tuned.version("verdict-v1", "Be exact.", [GOOD])
+    assert JudgeVersion.objects.get(judge_id=data["id"]).created_by == owner
+
+
+def test_the_prompt_of_a_verdict_is_served_by_the_api(
+    reviewed_dataset, query, collaborator, owner, reviewer_api, outsider_api, loopback_openai
+):
+    services.checklist_create_with_criteria(
+        query=query, by=collaborator, criteria=valid_criteria(), submit=True
+    )
+    answer = AnswerFactory(query=query)
+    (judge,) = loopback_judges(loopback_openai, 1)
+    judges.judge_save(judge=judge, instructions="Be exact.", examples=[GOOD])
+    panel = PanelFactory(judges=[judge])
+    run = runs.run_start(run=runs.run_create(dataset=reviewed_dataset, panel=panel, by=owner))
+    lifecycle.run_task(worker="test", run_id=run.pk, answer_id=answer.pk, judge_id=judge.pk)
+    verdict = run.verdicts.first()
+    url = reverse("api-evaluation:verdict-prompt", args=[verdict.pk])
+    body = reviewer_api.get(url).json()
+    sent = next(
+        c.request.messages for c in loopback_openai.calls
+        if c.request.last_user_text.endswith(verdict.criterion.text)
+    )  # fmt: skip
+    assert body["messages"] == sent
+    assert body["prompt_version"] == tuned.version("verdict-v1", "Be exact.", [GOOD])
+    assert outsider_api.get(url).status_code == 404
