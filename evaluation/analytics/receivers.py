@@ -14,6 +14,7 @@ from evaluation import task_names
 from evaluation.analytics import refresh
 from evaluation.kept import readers
 from evaluation.models import KeptFigure, Run
+from evaluation.runs import scores
 from evaluation.runs.signals import run_ended
 
 logger = logging.getLogger(__name__)
@@ -21,8 +22,9 @@ logger = logging.getLogger(__name__)
 
 @receiver(run_ended, dispatch_uid="analytics-warm-on-run-end")
 def warm_figures_on_end(sender: object, run_id: int, **kwargs: object) -> None:
-    """The run's analytics figures computed in the worker, so that the first reader of the
-    analytics pages finds them (evaluation.analytics.figures)."""
+    """The run's analytics figures and its scores computed in the worker, so that the first
+    reader of the analytics pages, the run page or its scores API finds them kept
+    (evaluation.analytics.figures, evaluation.runs.scores)."""
     try:
         run = Run.objects.filter(pk=run_id).exclude(kind=Run.Kind.CROSS_EVALUATION).first()
         if run is not None:
@@ -30,6 +32,9 @@ def warm_figures_on_end(sender: object, run_id: int, **kwargs: object) -> None:
             # other recompute (taken or not, the run's end warms its figures).
             refresh.claim(run.dataset_id, run.pk, refresh.DEFAULT)
             task_names.signature(task_names.WARM_TASK, (run_id,)).apply_async()
+            # Its scores too: counted in a request, the first read of a run of a million
+            # votes over grouped checklists took 17 s (docs/benchmarks.md, issue 23).
+            refresh.ensure(run.dataset_id, run.pk, scores.REFRESH_GROUP)
     except Exception:  # as above: the run ended whatever happens here
         logger.exception("Could not queue the analytics figures of run %s", run_id)
 

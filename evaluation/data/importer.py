@@ -52,6 +52,7 @@ from annotation.models import (
 from annotation.permissions import dataset_permissions
 from annotation.services import dataset_set_role
 from annotation.services.checklists import snapshots
+from evaluation.analytics import refresh
 from evaluation.cross_evaluation.services import reference_system
 from evaluation.cross_evaluation.services import run_label as perfect_run_label
 from evaluation.data import agent_fields, bulk, storage
@@ -85,7 +86,7 @@ from evaluation.models import (
     System,
     Verdict,
 )
-from evaluation.runs import snapshot
+from evaluation.runs import scores, snapshot
 
 if TYPE_CHECKING:
     pass
@@ -194,6 +195,13 @@ class _Writer:
         # nothing leaves them (and every kept figure) as they were.
         if result.changed:
             bump(dataset.pk, Event.DATASET_IMPORTED)
+        # The new runs' scores counted in the worker once the import has committed, as at a
+        # run's end (evaluation.analytics.receivers): their first reader finds them kept.
+        for name in set(self.stored.runs) - self.runs_before:
+            run_id = self.stored.runs[name]
+            transaction.on_commit(
+                lambda run_id=run_id: refresh.ensure(dataset.pk, run_id, scores.REFRESH_GROUP)
+            )
         return result
 
     # structure ---------------------------------------------------------------------

@@ -14,6 +14,7 @@ from evaluation import task_names
 from evaluation.analytics import figures, refresh
 from evaluation.analytics.tasks import refresh_analytics
 from evaluation.models import KeptRefresh, Run
+from evaluation.runs import scores
 from evaluation.runs.signals import run_ended
 from tests.evaluation.cross_evaluation.two_queries import grade_directly, two_queries
 
@@ -104,5 +105,6 @@ def test_a_cross_evaluations_end_refreshes_only_runs_with_kept_figures(
     assert _refreshes(sent, known.run) == []
     figures.warm(known.run)
     run_ended.send(sender=Run, run_id=known.run.pk)  # a system run: the warm task instead
-    assert _refreshes(sent, known.run) == []
-    assert [name for name, _, _ in sent] == [task_names.WARM_TASK]
+    # ... and the count of its scores, kept for their first reader (no analytics refresh).
+    assert [args for _, args, _ in sent] == [(known.run.pk,), (known.run.pk, scores.REFRESH_GROUP)]
+    assert [name for name, _, _ in sent] == [task_names.WARM_TASK, task_names.REFRESH_TASK]
