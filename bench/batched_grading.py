@@ -33,8 +33,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bench.judge_throughput.app import setup_django
-from bench.judge_throughput.workload import QUERY, QUERY_DATE, Workload
+from bench.judge_throughput.app import seed_answers, setup_django
+from bench.judge_throughput.workload import Workload
 from loopback import LoopbackOpenAI, checklist_responder, listed_criteria
 
 DEFAULT_DATABASE = "postgresql://postgres@127.0.0.1:5432/bench_batched"
@@ -68,28 +68,9 @@ class ModeResult:
 
 
 def build(workload: Workload, server: LoopbackOpenAI):
-    from django.contrib.auth import get_user_model
+    from evaluation.models import Judge, Panel, PanelMember
 
-    from annotation.models import Checklist, Criterion, Dataset, Query
-    from evaluation.models import Answer, Judge, Panel, PanelMember, System
-
-    author = get_user_model().objects.create(username="bench-author")
-    dataset = Dataset.objects.create(name="Batched grading benchmark")
-    query = Query.objects.create(dataset=dataset, text=QUERY, query_date=QUERY_DATE)
-    checklist = Checklist.objects.create(
-        query=query, author=author, status=Checklist.Status.SUBMITTED
-    )
-    Criterion.objects.bulk_create(
-        Criterion(checklist=checklist, position=c + 1, text=workload.criterion_text(c))
-        for c in range(workload.criteria)
-    )
-    systems = System.objects.bulk_create(
-        System(name=f"System {a}") for a in range(workload.answers)
-    )
-    answers = Answer.objects.bulk_create(
-        Answer(system=system, query=query, text=workload.answer_text(a))
-        for a, system in enumerate(systems)
-    )
+    dataset, _, answers = seed_answers(workload, name="Batched grading benchmark")
     panels = {}
     for per_call in MODES:
         panel = Panel.objects.create(name=f"{workload.judges} judges, {per_call} per call")

@@ -96,16 +96,17 @@ class AppResult:
     machine_busy: float | None = None  # share of all cores busy (every process) meanwhile
 
 
-def build(workload: Workload, *, base_url: str, rpm: int | None, tpm: int | None):
-    """One query, a submitted checklist of M criteria, N answers (one per system), and a
-    panel of K judges on the loopback server. Returns (dataset, panel)."""
+def seed_answers(workload, *, name: str, context=lambda a: []):
+    """A dataset `name` with one query, a submitted checklist of the workload's criteria and
+    its answers, one per system (`context(a)`: answer a's retrieved passages). Returns
+    (dataset, checklist, answers); shared by the judge benchmarks."""
     from django.contrib.auth import get_user_model
 
     from annotation.models import Checklist, Criterion, Dataset, Query
-    from evaluation.models import Answer, CriterionCheck, Judge, Panel, PanelMember, System
+    from evaluation.models import Answer, System
 
     author = get_user_model().objects.create(username="bench-author")
-    dataset = Dataset.objects.create(name="Judge throughput benchmark")
+    dataset = Dataset.objects.create(name=name)
     query = Query.objects.create(dataset=dataset, text=QUERY, query_date=QUERY_DATE)
     checklist = Checklist.objects.create(
         query=query, author=author, status=Checklist.Status.SUBMITTED
@@ -117,11 +118,21 @@ def build(workload: Workload, *, base_url: str, rpm: int | None, tpm: int | None
     systems = System.objects.bulk_create(
         System(name=f"System {a}") for a in range(workload.answers)
     )
-    Answer.objects.bulk_create(
-        Answer(system=system, query=query, text=workload.answer_text(a),
-               context=workload.context(a))
+    answers = Answer.objects.bulk_create(
+        Answer(system=system, query=query, text=workload.answer_text(a), context=context(a))
         for a, system in enumerate(systems)
-    )  # fmt: skip
+    )
+    return dataset, checklist, answers
+
+
+def build(workload: Workload, *, base_url: str, rpm: int | None, tpm: int | None):
+    """One query, a submitted checklist of M criteria, N answers (one per system), and a
+    panel of K judges on the loopback server. Returns (dataset, panel)."""
+    from evaluation.models import CriterionCheck, Judge, Panel, PanelMember
+
+    dataset, checklist, _ = seed_answers(
+        workload, name="Judge throughput benchmark", context=workload.context
+    )
     if workload.context_kb:
         CriterionCheck.objects.bulk_create(
             CriterionCheck(criterion=c, evidence="context") for c in checklist.criteria.all()
