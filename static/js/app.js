@@ -16,17 +16,23 @@ document.addEventListener("htmx:responseError", (event) => {
 // moves it straight into the previous/next group; on a group's title Alt+Up/Down moves the
 // group; "n" / "g" (outside a text field) jump to the new-criterion / new-group box.
 // Keyboard moves go one at a time. The list a move answers with replaces the one the keys
-// act on, so a move pressed while another is in flight waits (queuedMove) and is made on the
-// new list: made at once, its answer would land in the list being replaced, or an older
-// answer would land after it. moveInFlight = { form, settled, again }: `settled` gives the
-// focus back, `again(way, shift)` moves the same criterion or group once more; between the
-// swap of the new list and that focus, a key lands on the page itself and is queued with it.
+// act on, so moves pressed while another is in flight wait, in order (queuedMoves), and are
+// made one by one on the new lists: made at once, an answer would land in the list being
+// replaced, or an older answer after it. moveInFlight = { form, settled, again }: `settled`
+// gives the focus back, `again(way, shift)` moves the same criterion or group once more;
+// between the swap of the new list and that focus, a key lands on the page itself and is
+// queued with it.
 let moveInFlight = null;
-let queuedMove = null;
+const queuedMoves = [];
 
 function move(start) {
-  if (moveInFlight) queuedMove = start;  // made once the move in flight has settled
-  else start();
+  queuedMoves.push(start);  // made in turn, each once the move before it has settled
+  if (!moveInFlight) nextMove();
+}
+
+function nextMove() {
+  // A move that asks nothing (no such button: the list's edge) lets the next one go.
+  while (!moveInFlight && queuedMoves.length) queuedMoves.shift()();
 }
 
 function press(button, settled, again) {
@@ -56,10 +62,9 @@ function moveGroup(id, way) {
 function moveEnded(event, settled) {
   if (!moveInFlight || event.detail.requestConfig?.elt !== moveInFlight.form) return;
   if (settled) moveInFlight.settled();
+  else queuedMoves.length = 0;  // a failed move drops those pressed after it
   moveInFlight = null;
-  const next = queuedMove;
-  queuedMove = null;
-  if (settled && next) next();
+  nextMove();
 }
 
 function typingIn(target) {

@@ -146,10 +146,20 @@ def test_keyboard_moves_keep_the_focus_and_two_quick_moves_both_land(page, colla
 
     # Two presses back to back, the second before the first's answer has settled: the
     # second waits for the redrawn list and is made on it; both land, the focus stays.
-    with page.expect_response(lambda r: "/move/" in r.url):
-        page.keyboard.press("Alt+Shift+ArrowDown")  # into Facts
-        page.keyboard.press("Alt+Shift+ArrowDown")  # on into Form
-    expect(page.locator(f"#group-{form.pk} > ol #criterion-{first.pk}")).to_be_visible()
+    # (Waited for by its answer, not a fixed time: on a loaded machine the second move's
+    # round trip alone can take seconds.)
+    moves: list[str] = []
+    page.on("response", lambda r: moves.append(r.url) if "/move/" in r.url else None)
+    page.keyboard.press("Alt+Shift+ArrowDown")  # into Facts
+    page.keyboard.press("Alt+Shift+ArrowDown")  # on into Form
+    for _ in range(300):
+        if len(moves) >= 2:
+            break
+        page.wait_for_timeout(100)
+    assert len(moves) == 2, f"{len(moves)} of the two moves were asked for"
+    expect(page.locator(f"#group-{form.pk} > ol #criterion-{first.pk}")).to_be_visible(
+        timeout=15_000
+    )
     expect(page.locator(f"#text-{first.pk}")).to_be_focused()
     first.refresh_from_db()
     assert first.group_id == form.pk

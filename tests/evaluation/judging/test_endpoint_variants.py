@@ -130,7 +130,10 @@ def judge(calls: list[engine.Call], limiter: Recording) -> list[engine.CallResul
             calls, concurrency=4, limiter=limiter, policy=client.RetryPolicy(attempts=1)
         )
 
-    return asyncio.run(go())
+    # This thread's loop, as the workers do: the engine's sessions are kept per thread and
+    # bound to its loop (a fresh loop per call would meet a session of an earlier one when
+    # a later loopback server gets the same port).
+    return client.run_sync(go())
 
 
 def test_the_rate_limiter_is_charged_the_batched_prompt_and_its_whole_cap():
