@@ -154,7 +154,8 @@ def celery_worker(transactional_db, celery_worker_process):
     """A live worker for one test. The test's data is committed so the worker can read it."""
     if not celery_worker_process.alive:
         pytest.fail(f"The Celery worker died:\n{celery_worker_process.log()[-4000:]}")
-    return celery_worker_process
+    yield celery_worker_process
+    celery_worker_process.settle()  # before the database is emptied (transactional_db)
 
 
 @pytest.fixture

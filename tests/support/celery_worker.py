@@ -8,6 +8,7 @@ Tests that use it must commit their data (`transactional_db`), or the worker can
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -52,6 +53,7 @@ class WorkerProcess:
         self.extra_env = env or {}
         self.process: subprocess.Popen[bytes] | None = None
         self.log_path = Path(tempfile.mkstemp(prefix="celery-worker-", suffix=".log")[1])
+        self.name = f"test-{queue}-{time.monotonic_ns()}"
 
     def start(self, timeout: float = 60) -> WorkerProcess:
         env = {
@@ -64,7 +66,7 @@ class WorkerProcess:
             sys.executable, "-m", "celery", "-A", "config", "worker",
             "--queues", self.queue, "--pool", self.pool, "--concurrency", str(self.concurrency),
             "--loglevel", "INFO", "--without-heartbeat", "--without-gossip", "--without-mingle",
-            "--hostname", f"test-{self.queue}-{time.monotonic_ns()}@%h",
+            "--hostname", f"{self.name}@%h",
         ]  # fmt: skip
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
@@ -86,6 +88,24 @@ class WorkerProcess:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+    def settle(self, timeout: float = 20) -> None:
+        """Drop the tasks still queued for this worker and wait for those it runs to end:
+        a test's last writes queue tasks (a run's end queues its figures' and scores'
+        counts), and one that still holds a table when the test database is emptied
+        deadlocks the flush. Asked through Celery's remote control; a transport that does
+        not answer it counts as idle."""
+        from config.celery import app
+
+        with app.connection_for_write() as connection, contextlib.suppress(Exception):
+            connection.default_channel.queue_purge(self.queue)
+        deadline = time.monotonic() + timeout
+        while self.alive and time.monotonic() < deadline:
+            inspect = app.control.inspect(timeout=0.5)
+            found = [*(inspect.active() or {}).items(), *(inspect.reserved() or {}).items()]
+            if not any(tasks for name, tasks in found if name.startswith(f"{self.name}@")):
+                return
+            time.sleep(0.2)
 
     @property
     def alive(self) -> bool:
