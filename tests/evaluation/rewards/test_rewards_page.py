@@ -19,13 +19,16 @@ from evaluation.rewards.models import RewardBatch
 pytestmark = pytest.mark.django_db
 
 
-def batch(dataset, *, ago_s: float, items: int, latency_ms: int | None, failed=0, cost="0.01"):
+def batch(
+    dataset, *, ago_s: float, items: int, latency_ms: int | None, failed=0, cost="0.01", now=None
+):
+    """A reward request made ago_s seconds before now (the test's clock, or the real one)."""
     made = RewardBatch.objects.create(
         dataset=dataset, items=items, failed_items=failed, calls=items * 2, cache_hits=items,
         latency_ms=latency_ms, cost=Decimal(cost) if cost is not None else None,
     )  # fmt: skip
     RewardBatch.objects.filter(pk=made.pk).update(
-        created_at=timezone.now() - dt.timedelta(seconds=ago_s)
+        created_at=(now or timezone.now()) - dt.timedelta(seconds=ago_s)
     )
     return made
 
@@ -46,11 +49,13 @@ def test_the_traffic_figures_are_those_of_the_requests(dataset):
 
 
 def test_items_per_minute_puts_each_request_in_its_minute(dataset):
+    # Times are placed on the test's clock (half past a minute), not the real one: a request
+    # made a second before a real minute began fell in the minute before.
     now = timezone.now().replace(second=30, microsecond=0)
-    batch(dataset, ago_s=0, items=4, latency_ms=10)
-    batch(dataset, ago_s=1, items=3, latency_ms=10)
-    batch(dataset, ago_s=120, items=9, latency_ms=10)
-    batch(dataset, ago_s=2 * 3600, items=100, latency_ms=10)  # outside the chart
+    batch(dataset, ago_s=0, items=4, latency_ms=10, now=now)
+    batch(dataset, ago_s=1, items=3, latency_ms=10, now=now)
+    batch(dataset, ago_s=120, items=9, latency_ms=10, now=now)
+    batch(dataset, ago_s=2 * 3600, items=100, latency_ms=10, now=now)  # outside the chart
     minutes = traffic.items_per_minute(dataset.pk, now=now)
     assert len(minutes) == traffic.CHART_MINUTES
     counts = [n for _, n in minutes]
