@@ -1,7 +1,7 @@
 """Issue 28 (People) in a real browser: an admin invites an expert by email; the expert opens
-the link from the email, chooses a username and password, and lands on the dataset, signed
-in with the role. axe-core finds nothing serious on the members page, the invitation page,
-the removal confirmation and the account page."""
+the link from the email, chooses a username and password, lands on the dataset, signed in
+with the role, and writes a checklist. axe-core finds nothing serious on the members page,
+the invitation page, the removal confirmation and the account page."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ from django.core import mail
 from playwright.sync_api import expect
 
 from annotation import roles
-from annotation.models import Dataset
+from annotation.models import Checklist, Dataset
 from annotation.permissions import dataset_permissions
 from tests.browser.conftest import log_in
 from tests.browser.test_accessibility import serious_violations
+from tests.browser.test_checklist_editor import add_criterion, row
 
 pytestmark = pytest.mark.browser
 
@@ -74,6 +75,28 @@ def test_an_invited_expert_joins_from_the_email_link(page, owner, dataset, live_
     page.get_by_role("link", name="Account").click()
     expect(page.get_by_role("heading", name="Your account")).to_be_visible()
     assert serious_violations(page) == []
+
+    # Signed in as the expert, they write a checklist for a query they add.
+    page.goto(f"/datasets/{dataset.pk}/")
+    page.get_by_role("link", name="New query").click()
+    page.get_by_label("Text").fill("What did Northwind report for Q3 FY2026 revenue?")
+    page.get_by_label("Query date").fill("2026-10-30")
+    page.get_by_role("button", name="Add query").click()
+    expect(page.get_by_text("Query added.")).to_be_visible()
+    page.get_by_role("button", name="Start my checklist").click()
+    add_criterion(page, "Uses the Q3 FY2026 earnings call as the primary source.", "methodology")
+    add_criterion(page, "States Q3 revenue of $4.12 billion.")
+    add_criterion(page, "Reports a Q3 gross margin of 61.5%.")
+    add_criterion(page, "Mentions the Q4 revenue guidance of $4.3 billion.")
+    add_criterion(page, "Presents guidance versus actuals in a table.", "format")
+    for position in (2, 3, 4):
+        row(page, position).get_by_role("checkbox", name="Earnings release").check()
+        expect(row(page, position).locator("[data-saved]")).to_be_visible()  # autosaved
+    page.get_by_role("button", name="Submit checklist").click()
+    expect(page.get_by_text("Checklist submitted.")).to_be_visible()
+    checklist = Checklist.objects.get(query__dataset=dataset)
+    assert (checklist.author, checklist.status) == (noor, Checklist.Status.SUBMITTED)
+    assert checklist.criteria.count() == 5
 
     # The link is spent.
     response = page.goto(link)
