@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, Protocol
 
 from evaluation.checks.deterministic import PREFIX, CheckResult
 from evaluation.checks.words import word_keys
@@ -159,6 +159,30 @@ def run_check(
     if not text.endswith("."):
         text += "."
     return CheckResult("pass" if passed else "fail", text, kind, score=score)
+
+
+class Check(Protocol):
+    """A criterion's check as stored (evaluation.models.CriterionCheck)."""
+
+    kind: str
+    params: Mapping[str, Any]
+    threshold: float | None
+
+
+def decide(
+    checks: Sequence[Check],
+    *,
+    text: str,
+    turns: Sequence[Mapping[str, Any]],
+    metadata: Mapping[str, Any],
+    reference: Callable[[], str],
+) -> list[CheckResult]:
+    """The verdicts of `checks` on one answer, in order; `reference()` (the query's
+    reference answer, "" when none) is asked for only when a ROUGE check needs it. Runs and
+    rewards decide checked criteria with this one function, so both give the same verdict."""
+    wanted = reference() if any(c.kind == "rouge1" for c in checks) else ""
+    path = trajectory_of(text, turns, metadata, wanted)
+    return [run_check(c.kind, c.params, c.threshold, path) for c in checks]
 
 
 def _listed(items: Sequence[str]) -> str:

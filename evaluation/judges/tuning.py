@@ -14,6 +14,7 @@ judge shown an item's decision is not measured on it.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -64,7 +65,15 @@ def tuning_of(judge: Judge, version: str) -> tuned.Tuning:
     own = tuned.judge_version(version or judge.prompt_version)
     if f"+{tuned.TUNED}-" not in own:
         return tuned.Tuning(own)
-    row = JudgeVersion.objects.get(judge=judge, version=own)
+    return _recorded(judge.pk, own)
+
+
+@lru_cache(maxsize=512)
+def _recorded(judge_id: int, version: str) -> tuned.Tuning:
+    """A recorded version's tuning, read once per process: every grading task of a tuned
+    judge asks for it, and a version's row never changes (the version is the digest of its
+    instructions and examples), so what was read once stays true."""
+    row = JudgeVersion.objects.get(judge_id=judge_id, version=version)
     return tuned.Tuning(row.version, row.instructions, tuple(row.examples))
 
 

@@ -31,7 +31,7 @@ from evaluation.rewards import calls, quota, reward
 from evaluation.rewards.shapes import Item, Problem, RefusedInput, refuse_if
 from evaluation.rewards.shaping import Shaping, shaped, words
 from evaluation.runs import grading, scope, snapshot, trees
-from evaluation.runs.calls import endpoint_for, key_extra
+from evaluation.runs.calls import cache_extra, endpoint_for
 from evaluation.runs.snapshot import MemberSnapshot
 from evaluation.runs.work import checks_of
 
@@ -268,17 +268,19 @@ def _checked(
     wanted = [c for c in criteria if c.pk in checks and checks[c.pk].kind]
     if not wanted:
         return {}
-    if any(checks[c.pk].kind == "rouge1" for c in wanted) and query.pk not in references:
-        found = grading.references_for(query)
-        references[query.pk] = found[0] if found else ""
-    path = trajectory.trajectory_of(item.completion, item.turns, {}, references.get(query.pk, ""))
-    decided = {}
-    for criterion in wanted:
-        check = checks[criterion.pk]
-        result = trajectory.run_check(check.kind, check.params, check.threshold, path)
-        vote = Vote("check", 0, result.outcome)
-        decided[criterion.pk] = [_Source(None, 0, check=reward.CastVote(vote, result.rationale))]
-    return decided
+
+    def reference() -> str:
+        if query.pk not in references:
+            found = grading.references_for(query)
+            references[query.pk] = found[0] if found else ""
+        return references[query.pk]
+
+    results = trajectory.decide(
+        [checks[c.pk] for c in wanted], text=item.completion, turns=item.turns, metadata={},
+        reference=reference,
+    )  # fmt: skip
+    votes = (reward.CastVote(Vote("check", 0, r.outcome), r.rationale) for r in results)
+    return {c.pk: [_Source(None, 0, check=vote)] for c, vote in zip(wanted, votes, strict=True)}
 
 
 def _plan(
@@ -306,12 +308,9 @@ def _plan(
             history = _history(item, judge)
             # The judge's tuning as it is now: a reward is asked of the judge of today.
             tuning = live_tuning(judge)
-            extra = None
-            if history:  # as runs key a conversation's turn (evaluation.runs.work)
-                version = prompts.prompt_version(tuning.version, conversation=True)
-                extra = {"prompt": version, "evidence": "", "conversation": history}
-            # Batched grading and the reasoning effort, as runs key them.
-            extra = {**(extra or {}), **key_extra(judge)} or None
+            # Keyed as runs key a conversation's last turn (evaluation.runs.work).
+            version = prompts.prompt_version(tuning.version, conversation=bool(history))
+            extra = cache_extra(judge, version, history=history)
             key = prompts.cache_key(
                 base_url=endpoint.base_url, model=endpoint.model,
                 prompt_version=tuning.version, temperature=endpoint.temperature,

@@ -8,7 +8,7 @@ from typing import TypeVar
 
 from django.conf import settings
 
-from evaluation.judging import batched, circuit, client, engine, graded
+from evaluation.judging import batched, circuit, client, engine, graded, prompts
 from evaluation.judging.ratelimit import RateLimiter, limiter_for
 from evaluation.models import Judge, JudgeCall
 from evaluation.runs.snapshot import MemberSnapshot
@@ -42,6 +42,22 @@ def key_extra(judge: Judge) -> dict[str, object]:
     if judge.reasoning_effort:
         extra["reasoning_effort"] = judge.reasoning_effort
     return extra
+
+
+def cache_extra(
+    judge: Judge, version: str, evidence: prompts.Evidence | None = None, history: str = ""
+) -> dict[str, object] | None:
+    """All a verdict's cache key adds to a plain verdict's (None: nothing): what the prompt
+    holds beyond it (evidence, the conversation before the graded turn, under the prompt
+    `version` that puts them there) and how the judge calls (`key_extra`). Runs and rewards
+    key their calls with this one function, so a reward finds a run's verdict and back."""
+    extra: dict[str, object] = {}
+    if evidence is not None or history:
+        extra = {
+            "prompt": version, "evidence": evidence.text if evidence else "",
+            "conversation": history,
+        }  # fmt: skip
+    return {**extra, **key_extra(judge)} or None
 
 
 def judge_params(judge: Judge, member: MemberSnapshot, sample: int) -> dict[str, object]:

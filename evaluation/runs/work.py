@@ -37,12 +37,12 @@ from evaluation.runs import grading, scope, snapshot
 from evaluation.runs.calls import (
     USAGE_DETAIL_FIELDS,
     Reuse,
+    cache_extra,
     cached_or_made,
     call_controls,
     call_record,
     endpoint_for,
     judge_params,
-    key_extra,
     text_of,
 )
 from evaluation.runs.snapshot import MemberSnapshot
@@ -141,15 +141,18 @@ def _checked(
     provenance: dict[tuple[int, int], dict[str, Any]],
 ) -> list[engine.CallResult]:
     """The deterministic checks' verdicts: the same for every sample."""
-    reference = ""
-    if any(checks[c.pk].kind == "rouge1" for c, _ in votes):
+
+    def reference() -> str:
         references = grading.references_for(answer.query, excluding=answer.pk)
-        reference = references[0] if references else ""
-    path = trajectory.trajectory_of(answer.text, answer.turns, answer.metadata, reference)
+        return references[0] if references else ""
+
+    decided = trajectory.decide(
+        [checks[c.pk] for c, _ in votes], text=answer.text, turns=answer.turns,
+        metadata=answer.metadata, reference=reference,
+    )  # fmt: skip
     results = []
-    for criterion, sample in votes:
+    for (criterion, sample), result in zip(votes, decided, strict=True):
         check = checks[criterion.pk]
-        result = trajectory.run_check(check.kind, check.params, check.threshold, path)
         provenance[(criterion.pk, sample)] = {"check": check.as_json(), "score": result.score}
         results.append(
             engine.CallResult(
@@ -264,13 +267,13 @@ def _judge_with_llm(
             provenance[(criterion.pk, sample)] = record
         for turn in turns:
             history = histories.get(turn.number, ("", False))[0]
-            extra = {**(_key_extra(version, given, history) or {}), **key_extra(judge)}
+            extra = cache_extra(judge, version, given, history)
             key = prompts.cache_key(
                 base_url=endpoint.base_url, model=endpoint.model,
                 prompt_version=tuning.version, temperature=endpoint.temperature,
                 max_tokens=endpoint.max_tokens, seed=endpoint.seed, sample=sample,
                 query=query.text, query_date=query.query_date, criterion=criterion.text,
-                answer=turn.content, extra=extra or None,
+                answer=turn.content, extra=extra,
             )  # fmt: skip
             messages = prompts.messages(
                 query=query.text, query_date=query.query_date, answer=turn.content,
@@ -298,16 +301,6 @@ def _judge_with_llm(
     if len(turns) == 1:
         return [*made, *refused]
     return [*_per_vote(made, turn_of, mode), *refused]
-
-
-def _key_extra(version: str, evidence: prompts.Evidence | None, history: str) -> dict | None:
-    """What the prompt holds beyond a plain verdict's, for the cache key (None: nothing)."""
-    if evidence is None and not history:
-        return None
-    return {
-        "prompt": version, "evidence": evidence.text if evidence else "",
-        "conversation": history,
-    }  # fmt: skip
 
 
 def _evidence(judge: Judge, answer: Answer, modes: set[str]) -> dict[str, prompts.Evidence]:
