@@ -6,9 +6,10 @@ Who sees it (docs/decisions/0005-criterion-health-in-the-editor.md): the author,
 checklist has been submitted (the figures are judges' verdicts on the author's own
 criteria, never another expert's work; after submission, so that they never steer a
 first draft), and the dataset's reviewers and admins, who see runs anyway. Nobody else.
-The figures are the admins' criterion-health list's own (`selectors.criterion_health`),
-computed from the run's items of this checklist's query only (a criterion's health depends
-on no other query's items), so they are always current and cost milliseconds.
+The figures are the admins' criterion-health list's own (the same counts,
+`selectors.health_counts`), computed from the run's items of this checklist's query only
+(a criterion's health depends on no other query's items), so they are always current and
+cost milliseconds.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from annotation.models import Checklist, Criterion
 from annotation.permissions import dataset_permissions
 from evaluation.analytics import selectors as sel
-from evaluation.analytics import summaries
+from evaluation.metrics import analytics as am
 from evaluation.metrics.analytics import CriterionHealth
 from evaluation.models import Run
 from evaluation.runs.permissions import can_see_runs
@@ -48,8 +49,8 @@ def checklist_health(user, checklist: Checklist) -> ChecklistHealth | None:
         return None
     criteria = {c.pk: c for c in Criterion.objects.filter(checklist=checklist)}
     # Only the query's answers: a criterion's health depends on no other query's items.
-    data = sel.load_run(run, queries=[checklist.query_id], parts=[sel.HEALTH])
-    health = [h for h in summaries.criterion_health(data) if h.criterion in criteria]
+    counts = sel.health_counts(run, queries=[checklist.query_id])
+    health = [h for h in am.criterion_health(counts) if h.criterion in criteria]
     return ChecklistHealth(
         run, [(criteria[h.criterion], h) for h in health if h.flags], graded=len(health)
     )

@@ -23,6 +23,11 @@ from evaluation.models import (
 )
 from evaluation.review.selectors import latest_run, reviewable_criteria
 
+VOTE_FIELDS = (
+    "criterion_id", "judge_id", "sample", "outcome", "failure_kind", "rationale", "error",
+    "error_kind", "raw_output",
+)  # fmt: skip
+
 
 @dataclass
 class ReviewRow:
@@ -86,8 +91,15 @@ def review_rows(
         for c in criteria.select_related("checklist__author").order_by("checklist_id", "position")
     }
     if run is not None:
-        verdicts = Verdict.objects.filter(run=run, answer=answer, criterion__in=rows)
-        for verdict in verdicts.select_related("judge").order_by("judge__name", "sample"):
+        verdicts = (
+            Verdict.objects.filter(run=run, answer=answer, criterion__in=rows)
+            .select_related("judge")
+            # What a row shows of a vote: a whole judge per vote (its tuning, its examples)
+            # was most of the page's model building.
+            .only(*VOTE_FIELDS, "judge__name")
+            .order_by("judge__name", "sample")
+        )
+        for verdict in verdicts:
             rows[verdict.criterion_id].votes.append(verdict)
         for row in rows.values():
             row.verdict = aggregate(

@@ -265,8 +265,17 @@ def _render_row(
     row.conflict, row.error = conflict, error
     return render(
         request, "evaluation/review/review_answer.html#review-row",
-        {"answer": answer, "run": run, "row": row}, status=status,
+        {"answer": answer, "run": run, "row": row, **_write_urls(answer)}, status=status,
     )  # fmt: skip
+
+
+def _write_urls(answer: Answer) -> dict[str, str]:
+    """The label and adjudication URLs every row's forms post to, reversed once per page
+    rather than twice per row in the template (a review page has up to hundreds of rows)."""
+    return {
+        "label_url": reverse("answer-review-label", args=[answer.pk]),
+        "adjudicate_url": reverse("answer-review-adjudicate", args=[answer.pk]),
+    }
 
 
 @require_GET
@@ -298,6 +307,7 @@ def answer_review(request: HttpRequest, pk: int) -> HttpResponse:
         "labelled": sum(1 for r in rows if r.own is not None),
         "next_url": next_url, "skip_url": f"{next_url}&skip=1",
         "queue_url": f"{reverse('review-queue', args=[dataset.pk])}?{urlencode(params)}",
+        **_write_urls(answer),
     }  # fmt: skip
     return render(request, "evaluation/review/review_answer.html", context)
 
@@ -434,5 +444,6 @@ def _conflict_page(request: HttpRequest, answer: Answer, run: Run | None, criter
         "next_url": reverse("review-next", args=[dataset.pk]),
         "skip_url": reverse("review-next", args=[dataset.pk]),
         "queue_url": reverse("review-queue", args=[dataset.pk]),
+        **_write_urls(answer),
     }  # fmt: skip
     return render(request, "evaluation/review/review_answer.html", context, status=409)
