@@ -69,3 +69,25 @@ def test_no_run_no_section(reviewed_dataset, client, reviewer):
     client.force_login(reviewer)
     html = client.get(reverse("checklist-detail", args=[checklist.pk])).content.decode()
     assert 'id="criterion-health"' not in html
+
+
+def test_the_editor_counts_as_the_analytics_page_does_in_few_queries(
+    known, client, reviewer, django_assert_max_num_queries
+):
+    """The editor counts one query's items in one aggregate (selectors.health_counts); the
+    admins' list counts the whole run with load_run: each criterion's health is the same."""
+    from evaluation.analytics import selectors as sel
+    from evaluation.analytics import summaries
+
+    checklist = _first(known)
+    whole_run = {h.criterion: h for h in summaries.criterion_health(sel.load_run(known.run))}
+    health = checklist_health(reviewer, checklist)
+    assert health.rows
+    for criterion, row in health.rows:
+        assert row == whole_run[criterion.pk]
+    own = set(checklist.criteria.values_list("pk", flat=True))
+    assert health.graded == len(own & whole_run.keys())
+    client.force_login(reviewer)
+    url = reverse("checklist-detail", args=[checklist.pk])
+    with django_assert_max_num_queries(22):  # load_run's temporary table added 12
+        assert 'id="criterion-health"' in client.get(url).content.decode()
