@@ -118,8 +118,8 @@ def server_env(static_root: str) -> dict[str, str]:
 
 
 class Server:
-    def __init__(self, port: int, workers: int, env: dict[str, str]) -> None:
-        self.port, self.workers, self.env = port, workers, env
+    def __init__(self, port: int, workers: int, env: dict[str, str], threads: int = 1) -> None:
+        self.port, self.workers, self.env, self.threads = port, workers, env, threads
         self.process: subprocess.Popen | None = None
         self.peak_rss_mb = 0.0
         self._stop = threading.Event()
@@ -128,7 +128,10 @@ class Server:
         self.process = subprocess.Popen(
             [str(BIN / "gunicorn"), "config.wsgi:application", "--bind",
              f"127.0.0.1:{self.port}", "--workers", str(self.workers), "--timeout", "300",
-             "--graceful-timeout", "10", "--log-level", "warning"],
+             "--graceful-timeout", "10", "--log-level", "warning",
+             # More than one: gunicorn's gthread workers (a request waiting on PostgreSQL
+             # leaves its process to another).
+             "--threads", str(self.threads)],
             cwd=ROOT, env=self.env, start_new_session=True,
         )  # fmt: skip
         deadline = time.monotonic() + 120
@@ -428,6 +431,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dataset", type=int, required=True, help="the full preset's dataset")
     parser.add_argument("--agreement-dataset", type=int, help="the 200,000-item preset's")
     parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--threads", type=int, default=1, help="per worker (gthread when > 1)")
     parser.add_argument("--users", type=int, default=20)
     parser.add_argument("--labellers", type=int, default=0,
                         help="of the users, how many label and adjudicate")  # fmt: skip
@@ -486,7 +490,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"load average before: {before}", flush=True)
         if accounts:
             print(f"labellers log in as: {', '.join(accounts)} (in turn)", flush=True)
-        with Server(args.port, args.workers, env) as server, app_worker(env, args) as worker:
+        server = Server(args.port, args.workers, env, args.threads)
+        with server, app_worker(env, args) as worker:
             if args.probe:
                 report["probe"] = probe(args.port, page_list, args.probe, args.timeout)
             else:
