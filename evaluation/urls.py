@@ -155,6 +155,7 @@ urlpatterns = [
     path("datasets/<int:pk>/answers/", runs_views.dataset_answers, name="dataset-answers"),
     path("runs/<int:pk>/", runs_views.run_detail, name="run-detail"),
     path("runs/<int:pk>/answers/<int:answer_id>/", runs_views.run_answer, name="run-answer"),
+    path("verdicts/<int:pk>/prompt/", runs_views.verdict_prompt, name="verdict-prompt-page"),
     # Before run-action's "runs/<pk>/<action>/", which would take these.
     path("runs/<int:pk>/comparison/", trials_views.run_comparison, name="run-comparison"),
     path("runs/<int:pk>/use-judge/", trials_views.run_use_judge, name="run-use-judge"),

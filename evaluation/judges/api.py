@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, viewsets
 from rest_framework.request import Request
@@ -9,9 +8,9 @@ from rest_framework.views import APIView
 
 from config.permissions import ModelPermsOrReadOnly
 from evaluation.judges import serializers as s
-from evaluation.judges.rebuild import verdict_prompt
-from evaluation.models import Judge, JudgeVersion, Panel, Verdict
-from evaluation.runs.permissions import access_run
+from evaluation.judges.rebuild import prompt_sent
+from evaluation.models import Judge, Panel
+from evaluation.runs.permissions import access_verdict
 
 
 class JudgeViewSet(viewsets.ModelViewSet):
@@ -41,25 +40,7 @@ class VerdictPromptView(APIView):
 
     @extend_schema(responses={200: VerdictPromptSerializer})
     def get(self, request: Request, pk: int) -> Response:
-        verdict = (
-            Verdict.objects.select_related("judge", "answer__query", "criterion")
-            .filter(pk=pk)
-            .first()
-        )
-        if verdict is None:
-            raise Http404("No such verdict.")
-        access_run(request.user, verdict.run_id)
-        version = (verdict.judge_params or {}).get("prompt_version")
-        try:
-            sent = verdict_prompt(verdict)
-        except ValueError:
-            sent, note = None, "This verdict was not made by a judge prompt (a check, an import)."
-        except JudgeVersion.DoesNotExist:
-            sent, note = None, "The instructions and examples of this version are not kept."
-        else:
-            note = (
-                "Rebuilt from the version: exact for answers graded on themselves; evidence is "
-                "cut again with the judge's current budget."
-            )
-        return Response({"verdict": verdict.pk, "prompt_version": version, "messages": sent,
-                         "note": note})  # fmt: skip
+        verdict = access_verdict(request.user, pk)
+        sent = prompt_sent(verdict)
+        return Response({"verdict": verdict.pk, "prompt_version": sent.version,
+                         "messages": sent.messages, "note": sent.note})  # fmt: skip

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from evaluation.judges.tuning import tuning_of
 from evaluation.judging import conversation as conv
 from evaluation.judging import prompts
-from evaluation.models import Judge, Verdict
+from evaluation.models import Judge, JudgeVersion, Verdict
 from evaluation.runs import grading
 
 
@@ -45,4 +47,33 @@ def verdict_prompt(verdict: Verdict) -> list[dict[str, str]]:
     return prompts.messages(
         query=query.text, query_date=query.query_date, answer=text, criterion=criterion.text,
         evidence=evidence, conversation=history, tuning=tuning.system,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class PromptSent:
+    """What the page and the API show of a verdict's prompt: its messages (None when they
+    cannot be rebuilt) and a note saying how exact they are, or why there are none."""
+
+    version: str | None
+    messages: list[dict[str, str]] | None
+    note: str
+
+
+def prompt_sent(verdict: Verdict) -> PromptSent:
+    """`verdict_prompt`, with the reason when there is no prompt to show. The verdict comes
+    with its judge, answer (and query) and criterion."""
+    version = (verdict.judge_params or {}).get("prompt_version")
+    try:
+        sent = verdict_prompt(verdict)
+    except ValueError:
+        note = "This verdict was not made by a judge prompt (a check, an import)."
+        return PromptSent(version, None, note)
+    except JudgeVersion.DoesNotExist:
+        note = "The instructions and examples of this version are not kept."
+        return PromptSent(version, None, note)
+    return PromptSent(
+        version, sent,
+        "Rebuilt from the version: exact for answers graded on themselves; evidence is cut "
+        "again with the judge's current budget.",
     )  # fmt: skip

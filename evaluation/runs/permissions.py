@@ -13,7 +13,7 @@ from django.http import Http404
 from annotation import roles
 from annotation.permissions import check_dataset
 from annotation.selectors import datasets_for_user
-from evaluation.models import Run
+from evaluation.models import Run, Verdict
 
 if TYPE_CHECKING:
     from annotation.permissions import AnyUser
@@ -50,3 +50,19 @@ def access_run_with_perms(user: AnyUser, pk: int, *, manage: bool = False) -> tu
     if manage and roles.CHANGE not in perms:
         raise PermissionDenied("Only the dataset's admins manage runs.")
     return run, perms
+
+
+def access_verdict(user: AnyUser, pk: int) -> Verdict:
+    """A verdict with its judge, answer, query, criterion and run, for those who may see its
+    run; a hidden one answers exactly as a missing one."""
+    verdict = (
+        Verdict.objects.select_related("judge", "answer__query", "criterion", "run__dataset")
+        .filter(pk=pk)
+        .first()
+    )
+    if verdict is None:
+        raise Http404("No such verdict.")
+    perms = check_dataset(user, verdict.run.dataset, hidden="No such verdict.")
+    if not can_see_runs(perms):
+        raise PermissionDenied("Runs are for the dataset's reviewers and admins.")
+    return verdict

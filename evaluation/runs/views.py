@@ -18,13 +18,19 @@ from evaluation.data.answers_upload import decode_upload, import_answers
 from evaluation.data.forms import AnswersUploadForm
 from evaluation.data.rendering import render_answer
 from evaluation.data.rows import ImportRejected
+from evaluation.judges import rebuild
 from evaluation.models import Answer
 from evaluation.runs import grading, scores, selectors, snapshot
 from evaluation.runs import services as runs
 from evaluation.runs.estimate import estimate_selection, panel_members, run_estimate
 from evaluation.runs.forms import QUERY_OPTIONS, RunForm
 from evaluation.runs.overview import run_overview
-from evaluation.runs.permissions import access_run, access_run_with_perms, can_see_runs
+from evaluation.runs.permissions import (
+    access_run,
+    access_run_with_perms,
+    access_verdict,
+    can_see_runs,
+)
 
 
 @require_http_methods(["GET", "POST"])
@@ -221,3 +227,16 @@ def run_answer(request: HttpRequest, pk: int, answer_id: int) -> HttpResponse:
         "grades": grading.answer_grades(run, answer),
     }
     return render(request, "evaluation/runs/run_answer.html", context)
+
+
+@require_GET
+@login_required
+def verdict_prompt(request: HttpRequest, pk: int) -> HttpResponse:
+    """The prompt a verdict's call sent, rebuilt from the version it records (the page of
+    `GET /api/verdicts/{id}/prompt/`), for those who may see its run."""
+    verdict = access_verdict(request.user, pk)
+    context = {
+        "verdict": verdict, "run": verdict.run, "dataset": verdict.run.dataset,
+        "sent": rebuild.prompt_sent(verdict),
+    }  # fmt: skip
+    return render(request, "evaluation/runs/verdict_prompt.html", context)

@@ -72,6 +72,7 @@ def main_pages(dataset, run, answer, criterion) -> dict[str, list[str]]:
         reverse("dataset-runs", args=[d]),
         reverse("run-detail", args=[run.pk]),
         reverse("run-answer", args=[run.pk, answer.pk]),
+        reverse("verdict-prompt-page", args=[run.verdicts.order_by("pk").first().pk]),
         reverse("dataset-analytics", args=[d]),
         reverse("dataset-cross-evaluation", args=[d]),
     ]

@@ -7,6 +7,7 @@ prompt a verdict was made with is served by the API."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.contrib.auth.models import Group
@@ -243,3 +244,47 @@ def test_the_prompt_of_a_verdict_is_served_by_the_api(
     assert body["messages"] == sent
     assert body["prompt_version"] == tuned.version("verdict-v1", "Be exact.", [GOOD])
     assert outsider_api.get(url).status_code == 404
+
+
+def test_the_prompt_sent_has_a_page_linked_from_the_run_answer(
+    reviewed_dataset, query, collaborator, owner, reviewer, outsider, client, loopback_openai
+):
+    services.checklist_create_with_criteria(
+        query=query, by=collaborator, criteria=valid_criteria(), submit=True
+    )
+    answer = AnswerFactory(query=query)
+    (judge,) = loopback_judges(loopback_openai, 1)
+    judges.judge_save(judge=judge, instructions="Figures within 1%.", examples=[GOOD])
+    panel = PanelFactory(judges=[judge])
+    run = runs.run_start(run=runs.run_create(dataset=reviewed_dataset, panel=panel, by=owner))
+    lifecycle.run_task(worker="test", run_id=run.pk, answer_id=answer.pk, judge_id=judge.pk)
+    verdict = run.verdicts.order_by("pk").first()
+    url = reverse("verdict-prompt-page", args=[verdict.pk])
+
+    client.force_login(reviewer)
+    listing = client.get(reverse("run-answer", args=[run.pk, answer.pk])).content.decode()
+    assert f'href="{url}"' in listing
+    page = client.get(url)
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert tuned.version("verdict-v1", "Figures within 1%.", [GOOD]) in html
+    sent = next(
+        c.request.messages for c in loopback_openai.calls
+        if c.request.last_user_text.endswith(verdict.criterion.text)
+    )  # fmt: skip
+    assert page.context["sent"].messages == sent
+    assert "Figures within 1%." in html and "Worked examples" in html  # the system message
+
+    # A verdict no prompt made (imported, here) says so instead of inventing one.
+    Verdict = type(verdict)
+    Verdict.objects.filter(pk=verdict.pk).update(judge_params={"kind": "external"})
+    assert "not made by a judge prompt" in client.get(url).content.decode()
+
+    # Outsiders: a hidden verdict answers as a missing one.
+    client.force_login(outsider)
+    hidden = client.get(url)
+    missing = client.get(reverse("verdict-prompt-page", args=[verdict.pk + 10_000]))
+    assert hidden.status_code == missing.status_code == 404
+    # Equal but for the per-response CSP nonce and masked CSRF token.
+    pages = [re.sub(rb"[A-Za-z0-9+/=_-]{20,}", b"", r.content) for r in (hidden, missing)]
+    assert pages[0] == pages[1]
