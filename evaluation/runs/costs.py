@@ -34,11 +34,12 @@ def sums_of(run: Run) -> list[list[int]]:
 def run_cost_estimate(run: Run, *, done: int, expected: int) -> CostEstimate:
     """`done` / `expected`: the run's verdicts and grades so far and in all."""
     tokens: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0])
-    if run.ended:  # a scan of every verdict: kept while the run's state does not move
-        state = readers.state(run.dataset_id, readers.TOKENS, run=run)
-        sums = remembered(state, lambda: sums_of(run))
-    else:
-        sums = sums_of(run)
+    # A scan of every verdict: an ended run's sums are kept while its state does not move, a
+    # running run's for a few seconds (readers.live_window), as its progress counts are: its
+    # page and the progress poll of every viewer read them while its worker writes.
+    facts = [] if run.ended else [readers.live_window()]
+    state = readers.state(run.dataset_id, readers.TOKENS, run=run, facts=facts)
+    sums = remembered(state, lambda: sums_of(run))
     for judge_id, prompt, completion, *cached in sums:  # rows kept before: no cached tokens
         tokens[judge_id][0] += prompt or 0
         tokens[judge_id][1] += completion or 0

@@ -235,3 +235,32 @@ def review_adjudicate(reviewer, answer_id, criterion_id, current) -> None:
         by=reviewer, label="fail" if current and current.label == "pass" else "pass",
         expected_version=current.version if current else None,
     )  # fmt: skip
+
+
+def test_a_running_runs_token_sums_are_counted_once_per_window(
+    reviewed_dataset, monkeypatch, django_assert_max_num_queries
+):
+    """The run page and every viewer's progress poll estimate the cost from the run's token
+    sums: while it runs, those are counted once per window of readers.LIVE_SECONDS, as its
+    progress is, not by every request while the worker writes."""
+    from evaluation.kept import readers
+    from evaluation.runs import costs
+
+    now = [1000.0]
+    monkeypatch.setattr(readers.time, "time", lambda: now[0])
+    run = build_labelled(reviewed_dataset, queries=2, criteria=3, systems=2, seed=44).run
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING, finished_at=None)
+    run = fresh(run)
+    counted = []
+    real = costs.sums_of
+    monkeypatch.setattr(costs, "sums_of", lambda r: counted.append(r.pk) or real(r))
+
+    costs.run_cost_estimate(run, done=1, expected=2)
+    run.verdicts.update(prompt_tokens=7)  # the worker writes on
+    with django_assert_max_num_queries(3):  # no scan of the verdicts
+        costs.run_cost_estimate(run, done=1, expected=2)
+    assert counted == [run.pk]
+    now[0] += readers.LIVE_SECONDS
+    costs.run_cost_estimate(run, done=1, expected=2)
+    assert counted == [run.pk, run.pk]
+    assert sum(p for _, p, _, _ in real(run)) == 7 * run.verdicts.count()
