@@ -356,7 +356,8 @@ def requests_made(run: Run) -> int:
     """The requests the run sent to its judges, retries included: the attempts of its votes
     and grades not answered from the cache (checks and no-LLM judges make none; a batched
     call's attempts are shared out over its verdicts, so they sum to the call's). A scan of
-    the run's votes: kept once the run has ended, as its token sums are."""
+    the run's votes: kept once the run has ended, and for a live window while it runs, as
+    its token sums are."""
 
     def count() -> int:
         made = Q(cache_hit=False, attempts__gt=0)
@@ -365,8 +366,6 @@ def requests_made(run: Run) -> int:
             for model in (Verdict, GradedScore)
         )
 
-    if not run.ended:
-        return count()
-    return remembered(
-        readers.state(run.dataset_id, readers.TOKENS, run=run, part="requests"), count
-    )
+    facts = [] if run.ended else [readers.live_window()]  # as the token sums (runs.costs)
+    state = readers.state(run.dataset_id, readers.TOKENS, run=run, part="requests", facts=facts)
+    return remembered(state, count)

@@ -241,10 +241,10 @@ def test_a_running_runs_token_sums_are_counted_once_per_window(
     reviewed_dataset, monkeypatch, django_assert_max_num_queries
 ):
     """The run page and every viewer's progress poll estimate the cost from the run's token
-    sums: while it runs, those are counted once per window of readers.LIVE_SECONDS, as its
-    progress is, not by every request while the worker writes."""
+    sums and count the requests it sent: while it runs, both are counted once per window of
+    readers.LIVE_SECONDS, as its progress is, not by every request while the worker writes."""
     from evaluation.kept import readers
-    from evaluation.runs import costs
+    from evaluation.runs import costs, estimate
 
     now = [1000.0]
     monkeypatch.setattr(readers.time, "time", lambda: now[0])
@@ -256,11 +256,14 @@ def test_a_running_runs_token_sums_are_counted_once_per_window(
     monkeypatch.setattr(costs, "sums_of", lambda r: counted.append(r.pk) or real(r))
 
     costs.run_cost_estimate(run, done=1, expected=2)
-    run.verdicts.update(prompt_tokens=7)  # the worker writes on
-    with django_assert_max_num_queries(3):  # no scan of the verdicts
+    made = estimate.requests_made(run)  # the requests sent, against the run's estimate
+    run.verdicts.update(prompt_tokens=7, attempts=2, cache_hit=False)  # the worker writes on
+    with django_assert_max_num_queries(5):  # no scan of the verdicts
         costs.run_cost_estimate(run, done=1, expected=2)
+        assert estimate.requests_made(run) == made
     assert counted == [run.pk]
     now[0] += readers.LIVE_SECONDS
     costs.run_cost_estimate(run, done=1, expected=2)
     assert counted == [run.pk, run.pk]
     assert sum(p for _, p, _, _ in real(run)) == 7 * run.verdicts.count()
+    assert estimate.requests_made(run) == 2 * run.verdicts.count()
