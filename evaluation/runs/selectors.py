@@ -159,14 +159,14 @@ def run_errors(
     groups: dict[tuple[str, str], int] = defaultdict(int)
     # The failed calls are grouped over every verdict of the run (5,000 errors among
     # 1,000,000 verdicts: tens of ms on each run page): an ended run's are kept, as its
-    # progress counts, until its state moves. The tasks' errors are read live, as their
-    # counts in run_progress.
+    # progress counts, until its state moves; a running run's for a live window. The tasks'
+    # errors are read live, as their counts in run_progress.
     kinds = (calls, grades)
-    if run.ended:
-        state = readers.state(run.dataset_id, readers.ERRORS, run=run, facts=[limit, kinds])
-        found = remembered(state, lambda: _call_errors(run, limit, kinds))
-    else:
-        found = _call_errors(run, limit, kinds)
+    # A running run's, for a live window (as its progress counts): a judge outage writes
+    # thousands of errors while every viewer's page polls.
+    facts = [limit, kinds] if run.ended else [limit, kinds, readers.live_window()]
+    state = readers.state(run.dataset_id, readers.ERRORS, run=run, facts=facts)
+    found = remembered(state, lambda: _call_errors(run, limit, kinds))
     for kind, message, n in found:
         groups[kind, message] += n
     if tasks:

@@ -241,10 +241,11 @@ def test_a_running_runs_token_sums_are_counted_once_per_window(
     reviewed_dataset, monkeypatch, django_assert_max_num_queries
 ):
     """The run page and every viewer's progress poll estimate the cost from the run's token
-    sums and count the requests it sent: while it runs, both are counted once per window of
-    readers.LIVE_SECONDS, as its progress is, not by every request while the worker writes."""
+    sums, count the requests it sent and group its errors: while it runs, these are counted
+    once per window of readers.LIVE_SECONDS, as its progress is, not by every request while
+    the worker writes."""
     from evaluation.kept import readers
-    from evaluation.runs import costs, estimate
+    from evaluation.runs import costs, estimate, selectors
 
     now = [1000.0]
     monkeypatch.setattr(readers.time, "time", lambda: now[0])
@@ -257,13 +258,21 @@ def test_a_running_runs_token_sums_are_counted_once_per_window(
 
     costs.run_cost_estimate(run, done=1, expected=2)
     made = estimate.requests_made(run)  # the requests sent, against the run's estimate
+    errors = selectors.run_errors(run, tasks=False, grades=False)
     run.verdicts.update(prompt_tokens=7, attempts=2, cache_hit=False)  # the worker writes on
-    with django_assert_max_num_queries(5):  # no scan of the verdicts
+    failing = run.verdicts.order_by("pk")[:3].values_list("pk", flat=True)
+    run.verdicts.filter(pk__in=list(failing)).update(
+        outcome="error", error_kind="timeout", error="The judge did not answer."
+    )
+    with django_assert_max_num_queries(6):  # no scan of the verdicts
         costs.run_cost_estimate(run, done=1, expected=2)
         assert estimate.requests_made(run) == made
+        assert selectors.run_errors(run, tasks=False, grades=False) == errors
     assert counted == [run.pk]
     now[0] += readers.LIVE_SECONDS
     costs.run_cost_estimate(run, done=1, expected=2)
     assert counted == [run.pk, run.pk]
     assert sum(p for _, p, _, _ in real(run)) == 7 * run.verdicts.count()
     assert estimate.requests_made(run) == 2 * run.verdicts.count()
+    now_errors = selectors.run_errors(run, tasks=False, grades=False)
+    assert ("timeout", 3) in [(e.kind, e.count) for e in now_errors]
