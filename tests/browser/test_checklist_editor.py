@@ -38,6 +38,14 @@ def row(page, position: int):
     return page.locator("#criteria-list > li").nth(position - 1)
 
 
+def cite_earnings_release(page, positions) -> None:
+    """Tick the "Earnings release" source type of the fact criteria at `positions`, each
+    autosaved before the next."""
+    for position in positions:
+        row(page, position).get_by_role("checkbox", name="Earnings release").check()
+        expect(row(page, position).locator("[data-saved]")).to_be_visible()
+
+
 def test_expert_writes_fixes_and_submits_a_checklist(page, collaborator, query):
     query.query_date = dt.date(2026, 10, 30)
     query.save()

@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 
 from annotation.models import Checklist, Query
 from tests.browser.conftest import log_in
-from tests.browser.test_checklist_editor import add_criterion, row
+from tests.browser.test_checklist_editor import add_criterion, cite_earnings_release, row
 
 pytestmark = pytest.mark.browser
 
@@ -36,9 +36,7 @@ def test_an_expert_creates_a_query_and_a_checklist(page, collaborator, dataset):
     add_criterion(page, "Reports a Q3 gross margin of 61.5%.")
     add_criterion(page, "Provides a good and comprehensive overview of the relevant information.")
     add_criterion(page, "Presents guidance versus actuals in a table.", "format")
-    for position in (2, 3, 4):
-        row(page, position).get_by_role("checkbox", name="Earnings release").check()
-        expect(row(page, position).locator("[data-saved]")).to_be_visible()  # autosaved
+    cite_earnings_release(page, (2, 3, 4))
     expect(row(page, 2).locator("fieldset.source-types")).to_be_visible()
     vague = row(page, 4)
     expect(vague.locator('[data-rule="vague-wording"]')).to_contain_text("“good”")

@@ -16,7 +16,7 @@ from annotation.models import Checklist, Dataset
 from annotation.permissions import dataset_permissions
 from tests.browser.conftest import log_in
 from tests.browser.test_accessibility import serious_violations
-from tests.browser.test_checklist_editor import add_criterion, row
+from tests.browser.test_checklist_editor import add_criterion, cite_earnings_release
 
 pytestmark = pytest.mark.browser
 
@@ -89,9 +89,7 @@ def test_an_invited_expert_joins_from_the_email_link(page, owner, dataset, live_
     add_criterion(page, "Reports a Q3 gross margin of 61.5%.")
     add_criterion(page, "Mentions the Q4 revenue guidance of $4.3 billion.")
     add_criterion(page, "Presents guidance versus actuals in a table.", "format")
-    for position in (2, 3, 4):
-        row(page, position).get_by_role("checkbox", name="Earnings release").check()
-        expect(row(page, position).locator("[data-saved]")).to_be_visible()  # autosaved
+    cite_earnings_release(page, (2, 3, 4))
     page.get_by_role("button", name="Submit checklist").click()
     expect(page.get_by_text("Checklist submitted.")).to_be_visible()
     checklist = Checklist.objects.get(query__dataset=dataset)

@@ -17,7 +17,7 @@ from annotation import roles, services
 from evaluation.judges import examples
 from evaluation.judges import services as judges
 from evaluation.judging import tuned
-from evaluation.models import Adjudication, Judge, JudgeVersion
+from evaluation.models import Adjudication, Judge, JudgeVersion, Verdict
 from evaluation.runs import lifecycle
 from evaluation.runs import services as runs
 from tests.factories import (
@@ -222,43 +222,48 @@ def test_bad_examples_are_refused_naming_the_example_and_field(client, owner, ow
     assert JudgeVersion.objects.get(judge_id=data["id"]).created_by == owner
 
 
-def test_the_prompt_of_a_verdict_is_served_by_the_api(
-    reviewed_dataset, query, collaborator, owner, reviewer_api, outsider_api, loopback_openai
-):
+INSTRUCTIONS = "Figures within 1%."
+
+
+@pytest.fixture
+def tuned_verdict(reviewed_dataset, query, collaborator, owner, loopback_openai):
+    """A verdict of a run whose judge carries instructions and a worked example, graded on
+    the loopback server (its calls recorded)."""
     services.checklist_create_with_criteria(
         query=query, by=collaborator, criteria=valid_criteria(), submit=True
     )
     answer = AnswerFactory(query=query)
     (judge,) = loopback_judges(loopback_openai, 1)
-    judges.judge_save(judge=judge, instructions="Be exact.", examples=[GOOD])
+    judges.judge_save(judge=judge, instructions=INSTRUCTIONS, examples=[GOOD])
     panel = PanelFactory(judges=[judge])
     run = runs.run_start(run=runs.run_create(dataset=reviewed_dataset, panel=panel, by=owner))
     lifecycle.run_task(worker="test", run_id=run.pk, answer_id=answer.pk, judge_id=judge.pk)
-    verdict = run.verdicts.first()
-    url = reverse("api-evaluation:verdict-prompt", args=[verdict.pk])
-    body = reviewer_api.get(url).json()
-    sent = next(
+    return run.verdicts.order_by("pk").first()
+
+
+def sent_for(verdict, loopback_openai) -> list[dict]:
+    """The messages the loopback server received for the verdict's criterion."""
+    return next(
         c.request.messages for c in loopback_openai.calls
         if c.request.last_user_text.endswith(verdict.criterion.text)
     )  # fmt: skip
-    assert body["messages"] == sent
-    assert body["prompt_version"] == tuned.version("verdict-v1", "Be exact.", [GOOD])
+
+
+def test_the_prompt_of_a_verdict_is_served_by_the_api(
+    tuned_verdict, reviewer_api, outsider_api, loopback_openai
+):
+    verdict = tuned_verdict
+    url = reverse("api-evaluation:verdict-prompt", args=[verdict.pk])
+    body = reviewer_api.get(url).json()
+    assert body["messages"] == sent_for(verdict, loopback_openai)
+    assert body["prompt_version"] == tuned.version("verdict-v1", INSTRUCTIONS, [GOOD])
     assert outsider_api.get(url).status_code == 404
 
 
 def test_the_prompt_sent_has_a_page_linked_from_the_run_answer(
-    reviewed_dataset, query, collaborator, owner, reviewer, outsider, client, loopback_openai
+    tuned_verdict, reviewer, outsider, client, loopback_openai
 ):
-    services.checklist_create_with_criteria(
-        query=query, by=collaborator, criteria=valid_criteria(), submit=True
-    )
-    answer = AnswerFactory(query=query)
-    (judge,) = loopback_judges(loopback_openai, 1)
-    judges.judge_save(judge=judge, instructions="Figures within 1%.", examples=[GOOD])
-    panel = PanelFactory(judges=[judge])
-    run = runs.run_start(run=runs.run_create(dataset=reviewed_dataset, panel=panel, by=owner))
-    lifecycle.run_task(worker="test", run_id=run.pk, answer_id=answer.pk, judge_id=judge.pk)
-    verdict = run.verdicts.order_by("pk").first()
+    verdict, run, answer = tuned_verdict, tuned_verdict.run, tuned_verdict.answer
     url = reverse("verdict-prompt-page", args=[verdict.pk])
 
     client.force_login(reviewer)
@@ -267,16 +272,11 @@ def test_the_prompt_sent_has_a_page_linked_from_the_run_answer(
     page = client.get(url)
     assert page.status_code == 200
     html = page.content.decode()
-    assert tuned.version("verdict-v1", "Figures within 1%.", [GOOD]) in html
-    sent = next(
-        c.request.messages for c in loopback_openai.calls
-        if c.request.last_user_text.endswith(verdict.criterion.text)
-    )  # fmt: skip
-    assert page.context["sent"].messages == sent
-    assert "Figures within 1%." in html and "Worked examples" in html  # the system message
+    assert tuned.version("verdict-v1", INSTRUCTIONS, [GOOD]) in html
+    assert page.context["sent"].messages == sent_for(verdict, loopback_openai)
+    assert INSTRUCTIONS in html and "Worked examples" in html  # the system message
 
     # A verdict no prompt made (imported, here) says so instead of inventing one.
-    Verdict = type(verdict)
     Verdict.objects.filter(pk=verdict.pk).update(judge_params={"kind": "external"})
     assert "not made by a judge prompt" in client.get(url).content.decode()
 
