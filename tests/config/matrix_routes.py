@@ -93,6 +93,7 @@ PAGE_ARGS["run-detail"] = lambda w: {"pk": w.run.pk}
 PAGE_ARGS["run-comparison"] = lambda w: {"pk": w.run.pk}
 PAGE_ARGS["run-use-judge"] = lambda w: {"pk": w.run.pk}
 PAGE_ARGS["run-answer"] = lambda w: {"pk": w.run.pk, "answer_id": w.answer.pk}
+PAGE_ARGS["verdict-prompt-page"] = lambda w: {"pk": w.verdict.pk}
 PAGE_ARGS["run-action"] = lambda w: {"pk": w.run.pk, "action": "resume"}
 PAGE_ARGS["dataset-invite"] = lambda w: {"pk": w.dataset.pk}
 PAGE_ARGS["dataset-account-create"] = lambda w: {"pk": w.dataset.pk}
