@@ -148,6 +148,12 @@ def live_window(now: float | None = None) -> str:
     return f"live:{int((time.time() if now is None else now) // LIVE_SECONDS)}"
 
 
+def run_facts(run: Run) -> list[str]:
+    """The facts a figure counted over one run's verdicts adds to its state: none for an
+    ended run (its state moves when they change), the live window for a running one."""
+    return [] if run.ended else [live_window()]
+
+
 def kept_key(basis_: Basis, text: str, piece: str = "") -> str:
     """The key of a row kept in the slot of `basis_` for the state whose text was `text`
     (`State.text`): how a reader finds the pieces of an earlier state it serves while a

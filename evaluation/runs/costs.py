@@ -37,8 +37,7 @@ def run_cost_estimate(run: Run, *, done: int, expected: int) -> CostEstimate:
     # A scan of every verdict: an ended run's sums are kept while its state does not move, a
     # running run's for a few seconds (readers.live_window), as its progress counts are: its
     # page and the progress poll of every viewer read them while its worker writes.
-    facts = [] if run.ended else [readers.live_window()]
-    state = readers.state(run.dataset_id, readers.TOKENS, run=run, facts=facts)
+    state = readers.state(run.dataset_id, readers.TOKENS, run=run, facts=readers.run_facts(run))
     sums = remembered(state, lambda: sums_of(run))
     for judge_id, prompt, completion, *cached in sums:  # rows kept before: no cached tokens
         tokens[judge_id][0] += prompt or 0

@@ -366,6 +366,6 @@ def requests_made(run: Run) -> int:
             for model in (Verdict, GradedScore)
         )
 
-    facts = [] if run.ended else [readers.live_window()]  # as the token sums (runs.costs)
+    facts = readers.run_facts(run)  # as the token sums (runs.costs)
     state = readers.state(run.dataset_id, readers.TOKENS, run=run, part="requests", facts=facts)
     return remembered(state, count)

@@ -44,9 +44,7 @@ def access_run_with_perms(user: AnyUser, pk: int, *, manage: bool = False) -> tu
         run = Run.objects.select_related("dataset", "panel").get(pk=pk)
     except (Run.DoesNotExist, ValueError, TypeError):
         raise Http404("No such run.") from None
-    perms = check_dataset(user, run.dataset, hidden="No such run.")
-    if not can_see_runs(perms):
-        raise PermissionDenied("Runs are for the dataset's reviewers and admins.")
+    perms = _runs_visible(user, run.dataset, hidden="No such run.")
     if manage and roles.CHANGE not in perms:
         raise PermissionDenied("Only the dataset's admins manage runs.")
     return run, perms
@@ -62,7 +60,14 @@ def access_verdict(user: AnyUser, pk: int) -> Verdict:
     )
     if verdict is None:
         raise Http404("No such verdict.")
-    perms = check_dataset(user, verdict.run.dataset, hidden="No such verdict.")
+    _runs_visible(user, verdict.run.dataset, hidden="No such verdict.")
+    return verdict
+
+
+def _runs_visible(user: AnyUser, dataset, *, hidden: str) -> set[str]:
+    """The user's permissions on the dataset, if its runs are theirs to see: 404 (saying
+    `hidden`) for non-members, 403 for members who may not see runs."""
+    perms = check_dataset(user, dataset, hidden=hidden)
     if not can_see_runs(perms):
         raise PermissionDenied("Runs are for the dataset's reviewers and admins.")
-    return verdict
+    return perms

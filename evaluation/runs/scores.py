@@ -347,9 +347,10 @@ def _scores_state(run: Run) -> readers.State:
     answers deleted) and the dataset's pass threshold (the pass/fail column and the pass
     rates), which moves no counter."""
     dataset = run.dataset
-    facts = [repr(dataset.pass_threshold), dataset.scoring, repr(dataset.blend_weight), _SHAPE]
-    if not run.ended:  # its verdicts arrive without its state moving: see readers.live_window
-        facts.append(readers.live_window())
+    facts = [
+        repr(dataset.pass_threshold), dataset.scoring, repr(dataset.blend_weight), _SHAPE,
+        *readers.run_facts(run),
+    ]  # fmt: skip
     return readers.state(run.dataset_id, readers.RUN_SCORES, run=run, facts=facts)
 
 

@@ -93,8 +93,7 @@ def _verdict_totals(run: Run) -> dict:
     """Counts over the run's verdicts: a scan of all of them, so an ended run's are kept in
     the figure cache (they change only with the run's state), and a running run's for a
     few seconds (readers.live_window): its page polls them while its worker writes."""
-    facts = [] if run.ended else [readers.live_window()]
-    state = readers.state(run.dataset_id, readers.PROGRESS, run=run, facts=facts)
+    state = readers.state(run.dataset_id, readers.PROGRESS, run=run, facts=readers.run_facts(run))
     return remembered(state, lambda: _count_verdicts(run))
 
 
@@ -162,9 +161,7 @@ def run_errors(
     # progress counts, until its state moves; a running run's for a live window. The tasks'
     # errors are read live, as their counts in run_progress.
     kinds = (calls, grades)
-    # A running run's, for a live window (as its progress counts): a judge outage writes
-    # thousands of errors while every viewer's page polls.
-    facts = [limit, kinds] if run.ended else [limit, kinds, readers.live_window()]
+    facts = [limit, kinds, *readers.run_facts(run)]
     state = readers.state(run.dataset_id, readers.ERRORS, run=run, facts=facts)
     found = remembered(state, lambda: _call_errors(run, limit, kinds))
     for kind, message, n in found:
