@@ -1,0 +1,77 @@
+"""The production web server's settings (config/gunicorn.py): each worker compiles the
+templates and freezes its start-up objects before it serves, so that Python's full
+garbage collections stop walking them inside requests (config/warm.py)."""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from config import warm
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_project_template_compiles_at_start():
+    templates = sorted((ROOT / "templates").rglob("*.html"))
+    assert warm.project_template_dirs() == [ROOT / "templates"]
+    assert warm.compile_templates() == len(templates) > 50
+
+
+def test_a_ready_worker_has_frozen_what_it_loaded():
+    try:
+        frozen = warm.ready_worker()
+        # Django, the project's modules, the URL patterns and every compiled template.
+        assert frozen == gc.get_freeze_count() > 50_000
+    finally:
+        gc.unfreeze()  # the test process goes on collecting as before
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_gunicorn_with_the_project_settings_serves_from_ready_workers(tmp_path):
+    port = _free_port()
+    log = tmp_path / "gunicorn.log"
+    env = {
+        **os.environ, "DEBUG": "0", "SECRET_KEY": "gunicorn-test-secret-key-0123456789abcdef",
+        "ALLOWED_HOSTS": "127.0.0.1", "SECURE_SSL_REDIRECT": "0", "VAR_DIR": str(tmp_path),
+    }  # fmt: skip
+    with log.open("w") as output:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "-c", "python:config.gunicorn",
+             "config.wsgi:application", "--bind", f"127.0.0.1:{port}", "--workers", "2",
+             "--log-level", "info"],
+            cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/livez", timeout=5) as page:
+                    assert page.status == 200
+                    break
+            except OSError:  # not listening yet
+                assert server.poll() is None, log.read_text()
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.3)
+        # Each worker says so before it accepts a request; both have started by now or soon.
+        while log.read_text().count("worker ready") < 2:
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.3)
+        ready = [line for line in log.read_text().splitlines() if "worker ready" in line]
+        frozen = [int(line.split(", ")[1].split()[0]) for line in ready]
+        assert all(count > 50_000 for count in frozen), ready
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
