@@ -298,7 +298,14 @@ def load(port: int, page_list, args, out: Path, accounts: list[str]) -> dict:
         "labellers": labellers,
         "duration_s": stopped - started if started and stopped else None,
         "sign_in": labellers.pop("sign_in", None),
+        "client_lag_ms": lag_figures(labellers.pop("client_lag_ms", [])),
     }
+
+
+def lag_figures(lags: list[float]) -> dict:
+    return {"samples": len(lags), **{f"p{round(share * 100)}": percentile(lags, share)
+                                     for share in (0.5, 0.95, 0.99)},
+            "max": max(lags, default=None)}  # fmt: skip
 
 
 def percentile(values: list[float], share: float) -> float | None:
@@ -370,6 +377,9 @@ def print_load(result: dict, args) -> None:
     print(f"\nrequests counted for --requests: {labellers.get('requests_counted', '-')} "
           f"(limit {args.requests}); measured for about {lasted} s from the last sign-in "
           f"(--run-time {args.run_time})")  # fmt: skip
+    if (lag := result["client_lag_ms"])["samples"]:
+        print(f"load generator's own lag (a 10 ms sleep woken late by): p50 {lag['p50']} ms, "
+              f"p95 {lag['p95']} ms, p99 {lag['p99']} ms, max {lag['max']} ms")  # fmt: skip
     if sign_in := result.get("sign_in"):
         print(f"sign-ins before it (not in the figures above): {sign_in['requests']}, p50 "
               f"{_ms(sign_in['p50'])} ms, max {_ms(sign_in['max'])} ms")  # fmt: skip

@@ -70,6 +70,7 @@ results: dict = {
     "visible": {"agreement": [], "queue": []},  # ms from a label's POST answer to a reader
     "not_visible": {"agreement": 0, "queue": 0},  # not seen within POLL_TIMEOUT
     "skipped": {"agreement": 0, "queue": 0},  # the previous measure still running
+    "client_lag_ms": [],  # see _watch_lag
 }
 _labeller_numbers = itertools.count()
 # Labels each rater had in the agreement figures when its first labeller started, and the
@@ -103,9 +104,22 @@ def _wait_for_everyone() -> None:
         sent = 0
         results["started"] = time.time()
         everyone_in.set()
+        gevent.spawn(_watch_lag)
         if RUN_TIME:
             gevent.spawn_later(RUN_TIME, _quit)
     everyone_in.wait(SIGN_IN_TIMEOUT)
+
+
+def _watch_lag() -> None:
+    """How late this process's own loop wakes from a 10 ms sleep, in ms, until the load
+    stops: a response that arrives while another user's greenlet parses a page, or while the
+    CPU serves other processes, is timed late by as much. Large lags mean the figures
+    measure the load generator as well as the server."""
+    lags = results["client_lag_ms"]
+    while not stopping.is_set():
+        asleep = time.perf_counter()
+        gevent.sleep(0.01)
+        lags.append(round((time.perf_counter() - asleep - 0.01) * 1000, 1))
 
 
 def _quit() -> None:
