@@ -1,17 +1,23 @@
 """gunicorn settings for the web application (docs/operations.md, "Running the web
 application"):
 
-    gunicorn -c python:config.gunicorn config.wsgi --bind 0.0.0.0:8000 --workers 8
+    gunicorn -c python:config.gunicorn config.wsgi --bind 0.0.0.0:8000 --workers 4
 
 Options given on the command line win over these.
 """
 
 from __future__ import annotations
 
+# Two threads per worker (gunicorn's gthread workers): a page spends about 40% of its time
+# waiting on PostgreSQL, and a second thread serves another request meanwhile. Measured
+# with 20 users labelling and reading on two cores, four workers of two threads kept every
+# page within its target where four or eight single-threaded workers did not, and four
+# threads each did worse than two (benchmarks.md, "Two threads per worker").
+threads = 2
+
+
 # Each worker compiles the templates and freezes its start-up objects once the application
 # is loaded (config/warm.py), before it accepts a request.
-
-
 def post_worker_init(worker) -> None:
     from config.warm import ready_worker
 

@@ -43,7 +43,7 @@ from http.cookiejar import CookieJar
 from pathlib import Path
 
 from bench.web.judge_run import NAME as RUN_NAME
-from bench.web.judge_run import JudgeRun
+from bench.web.judge_run import JudgeRun, lower_priority
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -122,7 +122,7 @@ def server_env(static_root: str) -> dict[str, str]:
 
 
 class Server:
-    def __init__(self, port: int, workers: int, env: dict[str, str], threads: int = 1) -> None:
+    def __init__(self, port: int, workers: int, env: dict[str, str], threads: int = 0) -> None:
         self.port, self.workers, self.env, self.threads = port, workers, env, threads
         self.process: subprocess.Popen | None = None
         self.peak_rss_mb = 0.0
@@ -135,8 +135,8 @@ class Server:
              f"127.0.0.1:{self.port}", "--workers", str(self.workers), "--timeout", "300",
              "--graceful-timeout", "10", "--log-level", "warning",
              # More than one: gunicorn's gthread workers (a request waiting on PostgreSQL
-             # leaves its process to another).
-             "--threads", str(self.threads)],
+             # leaves its process to another); none given: the project's settings.
+             *(["--threads", str(self.threads)] if self.threads else [])],
             cwd=ROOT, env=self.env, start_new_session=True,
         )  # fmt: skip
         deadline = time.monotonic() + 120
@@ -427,6 +427,9 @@ def app_worker(env: dict[str, str], args):
     from bench.judge_throughput import processes
 
     worker = processes.WorkerProcess(queue=env["CELERY_QUEUE"], threads=1, env=env).start()
+    # Below the web, as operations.md has workers that share the web's machine run: a
+    # refresh (seconds of numpy and SQL) otherwise takes a whole core from the pages.
+    lower_priority(worker.pid, args.worker_nice)
     try:
         yield AppWorker(worker)
     finally:
@@ -455,7 +458,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dataset", type=int, required=True, help="the full preset's dataset")
     parser.add_argument("--agreement-dataset", type=int, help="the 200,000-item preset's")
     parser.add_argument("--workers", type=int, default=4)
-    parser.add_argument("--threads", type=int, default=1, help="per worker (gthread when > 1)")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="per worker; default: config/gunicorn.py's (2)")  # fmt: skip
     parser.add_argument("--users", type=int, default=20)
     parser.add_argument("--labellers", type=int, default=0,
                         help="of the users, how many label and adjudicate")  # fmt: skip
@@ -468,6 +472,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the judge run's worker and server at this nice value")  # fmt: skip
     parser.add_argument("--keep-run", action="store_true",
                         help="keep the judge run afterwards (default: delete it)")  # fmt: skip
+    parser.add_argument("--worker-nice", type=int, default=10,
+                        help="the app's worker (figure refreshes) at this nice value")  # fmt: skip
     parser.add_argument("--no-app-worker", action="store_true",
                         help="no Celery worker for the app tasks (refreshes)")  # fmt: skip
     parser.add_argument("--check", action="store_true",

@@ -1,6 +1,6 @@
-"""The production web server's settings (config/gunicorn.py): each worker compiles the
-templates and freezes its start-up objects before it serves, so that Python's full
-garbage collections stop walking them inside requests (config/warm.py)."""
+"""The production web server's settings (config/gunicorn.py): workers of two threads, each
+of which compiles the templates and freezes its start-up objects before it serves, so that
+Python's full garbage collections stop walking them inside requests (config/warm.py)."""
 
 from __future__ import annotations
 
@@ -69,6 +69,8 @@ def test_gunicorn_with_the_project_settings_serves_from_ready_workers(tmp_path):
         while log.read_text().count("worker ready") < 2:
             assert time.monotonic() < deadline, log.read_text()
             time.sleep(0.3)
+        # Two threads per worker: a request waiting on the database leaves the worker free.
+        assert "Using worker: gthread" in log.read_text()
         ready = [line for line in log.read_text().splitlines() if "worker ready" in line]
         frozen = [int(line.split(", ")[1].split()[0]) for line in ready]
         assert all(count > 50_000 for count in frozen), ready
