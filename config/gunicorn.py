@@ -10,9 +10,10 @@ from __future__ import annotations
 
 # Two threads per worker (gunicorn's gthread workers): a page spends about 40% of its time
 # waiting on PostgreSQL, and a second thread serves another request meanwhile. Measured
-# with 20 users labelling and reading on two cores, four workers of two threads kept every
-# page within its target where four or eight single-threaded workers did not, and four
-# threads each did worse than two (benchmarks.md, "Two threads per worker").
+# with 20 users labelling and reading on two cores, four workers of two threads came within
+# the targets (every page in one run, all but one at 1.15 in another) where four or eight
+# single-threaded workers did not, and four threads each did worse than two
+# (benchmarks.md, "Two threads per worker").
 threads = 2
 
 
