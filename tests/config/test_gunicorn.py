@@ -29,7 +29,8 @@ def test_a_ready_worker_has_frozen_what_it_loaded():
     try:
         frozen = warm.ready_worker()
         # Django, the project's modules, the URL patterns and every compiled template. (Not
-        # equal to a later count: other threads of the test process allocate meanwhile.)
+        # compared with a later count: once, in a test process with other threads, the
+        # later count was 2 higher; why was not found.)
         assert frozen > 50_000
         assert gc.get_freeze_count() > 50_000
     finally:
