@@ -10,11 +10,11 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
 from config import warm
+from tests.support.beat import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,21 +57,19 @@ def test_gunicorn_with_the_project_settings_serves_from_ready_workers(tmp_path):
              "--log-level", "info"],
             cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
+
+    def livez() -> bool:
+        assert server.poll() is None, log.read_text()  # gunicorn exited: its log says why
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/livez", timeout=5) as page:
+                return page.status == 200
+        except OSError:  # not listening yet
+            return False
+
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/livez", timeout=5) as page:
-                    assert page.status == 200
-                    break
-            except OSError:  # not listening yet
-                assert server.poll() is None, log.read_text()
-                assert time.monotonic() < deadline, log.read_text()
-                time.sleep(0.3)
+        wait_for(livez, 90, log.read_text)
         # Each worker says so before it accepts a request; both have started by now or soon.
-        while log.read_text().count("worker ready") < 2:
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.3)
+        wait_for(lambda: log.read_text().count("worker ready") >= 2, 90, log.read_text)
         # Two threads per worker: a request waiting on the database leaves the worker free.
         assert "Using worker: gthread" in log.read_text()
         ready = [line for line in log.read_text().splitlines() if "worker ready" in line]
