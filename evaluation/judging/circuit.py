@@ -104,9 +104,14 @@ class Store(Protocol):
 
     async def probe_failed(self, key: str, *, now: float, config: Config) -> None: ...
 
-    async def clear_failures(self, key: str) -> None: ...
+    async def clear_failures(self, key: str, *, before: float) -> None:
+        """Forget the failures counted before `before` (a reply's request was sent then)."""
+        ...
 
-    async def close(self, key: str) -> None: ...
+    async def close(self, key: str, *, sent: float | None) -> bool:
+        """Close the circuit: a probe's reply (`sent` None) always does, another reply only
+        when its request was sent after the circuit opened. True when closed."""
+        ...
 
 
 # --- Redis ------------------------------------------------------------------------------
@@ -132,6 +137,14 @@ if redis.call('HEXISTS', KEYS[1], 'since') == 0 then return nil end
 local delay = math.min(tonumber(ARGV[2]), tonumber(redis.call('HGET', KEYS[1], 'delay')) * 2)
 redis.call('HSET', KEYS[1], 'delay', delay, 'next_probe', tonumber(ARGV[1]) + delay)
 redis.call('DEL', KEYS[2])
+return 1
+"""
+# KEYS: the hash, its failures, the probe lease. ARGV: when the reply's request was sent, or
+# '' for the probe's reply. Returns 1 when closed.
+_CLOSE = """
+local since = redis.call('HGET', KEYS[1], 'since')
+if since and ARGV[1] ~= '' and tonumber(ARGV[1]) < tonumber(since) then return 0 end
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
 return 1
 """
 # KEYS: the hash, the probe lease. ARGV: now, the lease (ms). One script, so a circuit closed
@@ -189,14 +202,14 @@ class RedisStore:
             keys = (f"{KEY_PREFIX}:{key}", f"{KEY_PREFIX}:{key}:probe")
             await client.eval(_PROBE_FAILED, 2, *keys, now, config.probe_max)
 
-    async def clear_failures(self, key: str) -> None:
+    async def clear_failures(self, key: str, *, before: float) -> None:
         async with self._client() as client:
-            await client.delete(f"{KEY_PREFIX}:{key}:failures")
+            await client.zremrangebyscore(f"{KEY_PREFIX}:{key}:failures", "-inf", f"({before}")
 
-    async def close(self, key: str) -> None:
+    async def close(self, key: str, *, sent: float | None) -> bool:
         async with self._client() as client:
-            names = ("", ":failures", ":probe")
-            await client.delete(*(f"{KEY_PREFIX}:{key}{suffix}" for suffix in names))
+            keys = (f"{KEY_PREFIX}:{key}{suffix}" for suffix in ("", ":failures", ":probe"))
+            return bool(await client.eval(_CLOSE, 3, *keys, "" if sent is None else sent))
 
 
 def read_redis(url: str, keys: list[str]) -> dict[str, Outage]:
@@ -261,22 +274,28 @@ class LocalStore:
                 delay = min(config.probe_max, outage.delay * 2)
                 self._open[key] = Outage(outage.since, now + delay, delay, outage.last_error)
 
-    async def clear_failures(self, key: str) -> None:
+    async def clear_failures(self, key: str, *, before: float) -> None:
         with self._lock:
-            self._failures.pop(key, None)
+            kept = [t for t in self._failures.get(key, []) if t >= before]
+            self._failures[key] = kept
 
-    async def close(self, key: str) -> None:
+    async def close(self, key: str, *, sent: float | None) -> bool:
         with self._lock:
+            outage = self._open.get(key)
+            if outage is not None and sent is not None and sent < outage.since:
+                return False
             self._open.pop(key, None)
             self._failures.pop(key, None)
             self._probe_until.pop(key, None)
+            return True
 
 
 # --- The breaker ------------------------------------------------------------------------
 _seen: dict[str, tuple[float, Outage | None]] = {}  # key -> (when read, state): see CACHE
-# Circuits this process counted a failure of since its last reply: only their replies clear
-# the shared count, so a healthy judge's calls never write to Redis.
-_failing: set[str] = set()
+# Circuits this process counted a failure of since its last reply, with the time of the
+# latest: only their replies clear the shared count, so a healthy judge's calls never write
+# to Redis.
+_failing: dict[str, float] = {}
 _reading: set[str] = set()  # circuits being read: the other calls use what was last read
 
 
@@ -337,22 +356,38 @@ class Circuit:
         except Exception:
             return True  # no shared state to agree on: try the endpoint
 
-    async def succeeded(self, *, probe: bool) -> None:
-        """Any reply clears the count of failures in a row, and closes an open circuit
-        (only a probe's, or a call's already in flight when it opened, arrives then)."""
+    def now(self) -> float:
+        """The time to pass as `sent` when a call's request goes out."""
+        return self.clock()
+
+    async def succeeded(self, *, probe: bool, sent: float) -> None:
+        """A reply to a request sent at `sent` clears the failures counted before then, and
+        closes an open circuit if it is the probe's or its request went out after the
+        circuit opened (a stale read of the circuit let it through).
+
+        A reply to a request sent earlier proves nothing of now: an endpoint going down
+        answers the requests it already holds while it refuses new ones. Counting those
+        replies as "up" reset the count and even closed a circuit just opened, and calls
+        spent their retries on the outage (seen in tests/faults/test_runs.py)."""
         if not probe and (await self._state()) is None:
-            if self.key in _failing:
-                _failing.discard(self.key)
-                try:
-                    await self.store.clear_failures(self.key)
-                except Exception:  # the next failure counts from a higher number
-                    logger.warning("Circuit %s could not be cleared", self.key, exc_info=True)
+            last_failure = _failing.get(self.key)
+            if last_failure is None:
+                return
+            if sent >= last_failure:
+                _failing.pop(self.key, None)
+            try:
+                await self.store.clear_failures(self.key, before=sent)
+            except Exception:  # the next failure counts from a higher number
+                logger.warning("Circuit %s could not be cleared", self.key, exc_info=True)
             return
-        _failing.discard(self.key)
         try:
-            await self.store.close(self.key)
+            closed = await self.store.close(self.key, sent=None if probe else sent)
         except Exception:
             logger.warning("Circuit %s could not be closed", self.key, exc_info=True)
+            closed = True  # as this process sees it: the endpoint answered
+        if not closed:
+            return
+        _failing.pop(self.key, None)
         _seen[self.key] = (time.monotonic(), None)
         if probe:
             logger.warning("Judge circuit %s closed: the endpoint answers again", self.key)
@@ -361,7 +396,7 @@ class Circuit:
         """Count an outage failure; True when the circuit is open, so the call waits and is
         made again instead of recording the failure."""
         now = self.clock()
-        _failing.add(self.key)
+        _failing[self.key] = max(now, _failing.get(self.key, now))
         try:
             if probe:
                 await self.store.probe_failed(self.key, now=now, config=self.config)

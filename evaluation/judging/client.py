@@ -371,6 +371,7 @@ async def complete_json_with_retries(
             await asyncio.sleep(min(policy.max_delay, policy.base_delay * 2**attempt))
             continue
         made += 1
+        sent = circuit.now() if circuit is not None else 0.0
         try:
             completion = await complete_json(
                 single_attempt, messages, schema_name=schema_name, schema=schema, session=session
@@ -381,7 +382,7 @@ async def complete_json_with_retries(
                     attempt -= 1  # the endpoint is down: wait for it, not against the call
                     continue
             elif circuit is not None:
-                await circuit.succeeded(probe=probe)  # it answered, if only with a 429
+                await circuit.succeeded(probe=probe, sent=sent)  # it answered, if only with a 429
             if attempt == attempts:
                 exc.attempts = made
                 raise
@@ -392,10 +393,10 @@ async def complete_json_with_retries(
             continue
         except JudgeRejected:
             if circuit is not None:
-                await circuit.succeeded(probe=probe)  # a refusal is still an answer
+                await circuit.succeeded(probe=probe, sent=sent)  # a refusal is still an answer
             raise
         if circuit is not None:
-            await circuit.succeeded(probe=probe)
+            await circuit.succeeded(probe=probe, sent=sent)
         return replace(completion, meta={**completion.meta, "attempts": made})
     raise AssertionError("unreachable")
 

@@ -59,13 +59,48 @@ def test_failures_in_a_row_open_it_and_a_reply_between_them_does_not(store, key)
         one = Circuit(store, key, FAST)
         assert not await one.failed("down", probe=False)
         assert not await one.failed("down", probe=False)
-        await one.succeeded(probe=False)  # an answer: the endpoint is up
+        await one.succeeded(probe=False, sent=one.now())  # an answer: the endpoint is up
         assert not await one.failed("down", probe=False)
         assert not await one.failed("down", probe=False)
         assert await one.failed("refused", probe=False)  # three in a row
         outage = await store.get(key)
         assert outage is not None and outage.last_error == "refused"
         assert outage.next_probe == pytest.approx(outage.since + FAST.probe_min)
+
+    run(scenario())
+
+
+def test_a_reply_to_a_request_sent_before_the_failures_neither_clears_nor_closes(store, key):
+    """An endpoint going down answers the requests it already holds while it refuses new
+    ones: those replies must not restart the count, nor close a circuit they opened."""
+
+    async def scenario():
+        c = Circuit(store, key, FAST)
+        in_flight = c.now() - 1.0  # sent before the endpoint went down
+        assert not await c.failed("refused", probe=False)
+        assert not await c.failed("refused", probe=False)
+        await c.succeeded(probe=False, sent=in_flight)
+        assert await c.failed("refused", probe=False)  # still three in a row: open
+        await c.succeeded(probe=False, sent=in_flight)
+        assert await store.get(key) is not None  # an old reply does not close it
+        await asyncio.sleep(0.01)
+        await c.succeeded(probe=False, sent=c.now())  # sent after it opened: it answers
+        assert await store.get(key) is None
+
+    run(scenario())
+
+
+def test_a_reply_clears_only_the_failures_counted_before_its_request_was_sent(store, key):
+    async def scenario():
+        c = Circuit(store, key, FAST)
+        assert not await c.failed("refused", probe=False)
+        await asyncio.sleep(0.01)
+        sent = c.now()
+        await asyncio.sleep(0.01)
+        assert not await c.failed("refused", probe=False)  # after the request went out
+        await c.succeeded(probe=False, sent=sent)  # clears the first failure only
+        assert not await c.failed("refused", probe=False)  # two in a row
+        assert await c.failed("refused", probe=False)  # three
 
     run(scenario())
 
@@ -91,8 +126,9 @@ def test_while_open_calls_wait_one_probes_and_its_reply_lets_all_go(store, key):
             probe = await c.admit(waited)
             admitted.append(probe)
             if probe:
+                sent = c.now()
                 await asyncio.sleep(0.3)  # the probe's request, answered
-                await c.succeeded(probe=True)
+                await c.succeeded(probe=True, sent=sent)
 
         calls = (call(c, w) for c, w in zip(callers, waits, strict=True))
         await asyncio.wait_for(asyncio.gather(*calls), timeout=10)
@@ -144,7 +180,7 @@ def test_an_unreadable_circuit_never_stops_a_call(key):
         c = Circuit(dead, key, FAST)
         assert await c.admit(Waited()) is False
         assert await c.failed("down", probe=False) is False  # the failure stands as it is
-        await c.succeeded(probe=True)
+        await c.succeeded(probe=True, sent=c.now())
 
     run(scenario())
 
