@@ -43,7 +43,7 @@ from http.cookiejar import CookieJar
 from pathlib import Path
 
 from bench.web.judge_run import NAME as RUN_NAME
-from bench.web.judge_run import JudgeRun, lower_priority
+from bench.web.judge_run import JudgeRun, lower_priority, priority
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -264,6 +264,8 @@ def load(port: int, page_list, args, out: Path, accounts: list[str]) -> dict:
         "BENCH_WEB_POLL_TIMEOUT": str(LABEL_POLL_TIMEOUT_S),
         "BENCH_WEB_USERS": str(args.users),
         "BENCH_WEB_RUN_TIME": str(args.run_time),
+        # The locustfile imports bench.web.resend: locust puts only its own folder on the path.
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     }
     # The locustfile ends the measured window --run-time seconds after the last sign-in;
     # locust's own limit only stops a load whose users never all signed in.
@@ -299,6 +301,7 @@ def load(port: int, page_list, args, out: Path, accounts: list[str]) -> dict:
         "duration_s": stopped - started if started and stopped else None,
         "sign_in": labellers.pop("sign_in", None),
         "client_lag_ms": lag_figures(labellers.pop("client_lag_ms", [])),
+        "sent_again": labellers.pop("sent_again", 0),
     }
 
 
@@ -377,6 +380,8 @@ def print_load(result: dict, args) -> None:
     print(f"\nrequests counted for --requests: {labellers.get('requests_counted', '-')} "
           f"(limit {args.requests}); measured for about {lasted} s from the last sign-in "
           f"(--run-time {args.run_time})")  # fmt: skip
+    print(f"sent again once, the server having closed the kept-alive connection as they "
+          f"left (as a browser does; not failures): {result['sent_again']}")  # fmt: skip
     if (lag := result["client_lag_ms"])["samples"]:
         print(f"load generator's own lag (a 10 ms sleep woken late by): p50 {lag['p50']} ms, "
               f"p95 {lag['p95']} ms, p99 {lag['p99']} ms, max {lag['max']} ms")  # fmt: skip
@@ -468,8 +473,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run-time", type=int, default=600, help="seconds, at most")
     parser.add_argument("--run-verdicts", type=int, default=0,
                         help="a judge run writing about N verdicts during the load")  # fmt: skip
-    parser.add_argument("--run-nice", type=int, default=10,
-                        help="the judge run's worker and server at this nice value")  # fmt: skip
+    parser.add_argument("--run-nice", type=priority, default=10,
+                        help="the judge run's worker and server at this nice value, or "
+                             "'idle' (SCHED_IDLE)")  # fmt: skip
     parser.add_argument("--keep-run", action="store_true",
                         help="keep the judge run afterwards (default: delete it)")  # fmt: skip
     parser.add_argument("--worker-nice", type=int, default=10,

@@ -97,13 +97,25 @@ def unjudged_queries(dataset, verdicts: int, judges: int) -> tuple[list, int]:
     return chosen, expected
 
 
-def lower_priority(pid: int, nice: int) -> None:
+IDLE = "idle"
+
+
+def priority(text: str) -> int | str:
+    """A `--run-nice` value: a nice value, or "idle" for Linux's SCHED_IDLE."""
+    return IDLE if text == IDLE else int(text)
+
+
+def lower_priority(pid: int, nice: int | str) -> None:
     """Run every thread of the process at `nice` (Linux keeps a nice value per thread, and
-    the worker's pool threads exist once it is ready; threads made later inherit it)."""
+    the worker's pool threads exist once it is ready; threads made later inherit it).
+    "idle" puts them under SCHED_IDLE instead: they get only the CPU nothing else wants."""
     if not nice:
         return
     for task in os.listdir(f"/proc/{pid}/task"):
-        os.setpriority(os.PRIO_PROCESS, int(task), nice)
+        if nice == IDLE:
+            os.sched_setscheduler(int(task), os.SCHED_IDLE, os.sched_param(0))
+        else:
+            os.setpriority(os.PRIO_PROCESS, int(task), nice)
 
 
 def _panel(base_url: str):
@@ -127,7 +139,7 @@ class JudgeRun:
     `stop()` (the run is cancelled if it is still going, the worker and server stopped)."""
 
     def __init__(
-        self, *, dataset_id: int, verdicts: int, seconds: float, queue: str, nice: int = 0
+        self, *, dataset_id: int, verdicts: int, seconds: float, queue: str, nice: int | str = 0
     ) -> None:
         self.dataset_id, self.verdicts, self.seconds, self.queue, self.nice = (
             dataset_id, verdicts, seconds, queue, nice,

@@ -35,7 +35,9 @@ from urllib.parse import urlencode
 import gevent
 from gevent.event import AsyncResult, Event
 from locust import HttpUser, between, constant_pacing, events, task
-from locust.clients import HttpSession
+from locust.clients import HttpSession, LocustHttpAdapter
+
+from bench.web.resend import SentAgain
 
 PAGES: list[tuple[str, str, int]] = json.loads(os.environ.get("BENCH_WEB_PAGES", "[]"))
 LIMIT = int(os.environ.get("BENCH_WEB_REQUESTS", "1000"))
@@ -79,7 +81,12 @@ _rater_base: dict[str, AsyncResult] = {}
 _rater_saved: dict[str, int] = {}
 
 
+def _send_again_when_closed(session) -> None:
+    session.mount("http://", LocustHttpAdapter(pool_manager=None, max_retries=SentAgain.once()))
+
+
 def _login(client, username: str, host: str) -> None:
+    _send_again_when_closed(client)
     page = client.get("/accounts/login/", name="(login form)")
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
     client.post(
@@ -284,6 +291,7 @@ class Labeller(HttpUser):
         for kind in ("agreement", "queue"):
             session = HttpSession(self.host, self.environment.events.request, self)
             session.cookies = self.client.cookies
+            _send_again_when_closed(session)
             self.pollers[kind] = session
         if self.username not in _rater_base:
             _rater_base[self.username] = AsyncResult()
@@ -556,7 +564,7 @@ def _write(environment, **kwargs) -> None:
     ]
     with open(RESULTS, "w") as handle:
         json.dump(
-            {**results, "requests_counted": sent, "statistics": _statistics(environment),
-             "failures": errors},
+            {**results, "requests_counted": sent, "sent_again": SentAgain.times,
+             "statistics": _statistics(environment), "failures": errors},
             handle,
         )  # fmt: skip
