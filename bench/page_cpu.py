@@ -2,7 +2,7 @@
 N, after one request that warms the caches), its queries and size; --profile prints a
 cProfile of one more request, --sql each query of the last one with its time.
 
-    python -m bench.page_cpu /runs/1/ [-n 5] [--user bench-admin] [--profile] [--sql]
+    python -m bench.page_cpu /runs/1/ [-n 5] [--user U] [--profile [--sort tottime]] [--sql]
 
 Run with the bench environment (DATABASE_URL of the seeded database, VAR_DIR with
 collected static files: `manage.py collectstatic`). CPU time is steadier than wall time
@@ -24,6 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-n", type=int, default=5)
     parser.add_argument("--user", default="bench-admin")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--sort", default="cumulative", help="the profile's order: tottime…")
     parser.add_argument("--sql", action="store_true")
     args = parser.parse_args(argv)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -62,7 +63,9 @@ def main(argv: list[str] | None = None) -> int:
         profile.enable()
         client.get(args.url, secure=True)
         profile.disable()
-        pstats.Stats(profile).sort_stats("cumulative").print_stats(40)
+        pstats.Stats(profile).sort_stats(os.environ.get("PAGE_CPU_SORT", "cumulative")).print_stats(
+            40
+        )
     return 0
 
 
