@@ -224,8 +224,7 @@ LABELLER_PAGES = {
     "(labeller) labelling queue": LIST_TARGET_MS,
     "(labeller) review page": EDITOR_TARGET_MS,
     "(labeller) disagreement queue": LIST_TARGET_MS,
-    "(labeller) API agreement": LIST_TARGET_MS,
-}
+}  # a labeller reads the agreement API once, before the window opens: not reported
 WRITES = {"POST label": LABEL_TARGET_MS, "POST adjudicate": ADJUDICATE_TARGET_MS}
 POLLS = ("(poll) API agreement", "(poll) labelling queue")
 
