@@ -343,5 +343,5 @@ def test_a_judge_whose_circuit_is_open_shows_as_unreachable(client, owner, setti
         assert "Connection refused" in page
         assert "Unreachable" not in client.get(reverse("judge-edit", args=[up.pk])).content.decode()
     finally:
-        asyncio.run(store.close(key))
+        asyncio.run(store.close(key, sent=None))
     assert "unreachable" not in client.get(reverse("judge-list")).content.decode()
