@@ -63,9 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         profile.enable()
         client.get(args.url, secure=True)
         profile.disable()
-        pstats.Stats(profile).sort_stats(os.environ.get("PAGE_CPU_SORT", "cumulative")).print_stats(
-            40
-        )
+        pstats.Stats(profile).sort_stats(args.sort).print_stats(40)
     return 0
 
 

@@ -41,7 +41,8 @@ class ShownVote:
     judge_name: str
 
 
-VOTE_FIELDS = tuple(ShownVote.__dataclass_fields__)
+# ShownVote's fields as columns, in its order: the judge's name through the join.
+VOTE_COLUMNS = (*tuple(ShownVote.__dataclass_fields__)[:-1], "judge__name")
 
 
 @dataclass
@@ -113,7 +114,7 @@ def review_rows(
         votes = (
             Verdict.objects.filter(run=run, answer=answer, criterion__in=rows)
             .order_by("judge__name", "sample")
-            .values_list(*VOTE_FIELDS[:-1], "judge__name")
+            .values_list(*VOTE_COLUMNS)
         )
         for values in votes:
             vote = ShownVote(*values)
