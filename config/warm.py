@@ -34,14 +34,19 @@ def project_template_dirs() -> list[Path]:
 
 
 def compile_templates() -> int:
-    """Compile (and so cache, with Django's cached loader) every template of the project;
-    the number compiled. A template that does not compile fails here, at start, rather
-    than for the first reader of its page."""
+    """Compile (and so cache, with Django's cached loader and Jinja2's own cache) every
+    template of the project; the number compiled. A template that does not compile fails
+    here, at start, rather than for the first reader of its page."""
     engine = engines["django"]
     compiled = 0
     for directory in project_template_dirs():
         for path in sorted(directory.rglob("*.html")):
             engine.get_template(path.relative_to(directory).as_posix())
+            compiled += 1
+    fragments = engines["jinja2"]  # settings.TEMPLATES: the review rows
+    for directory in fragments.template_dirs:
+        for path in sorted(Path(directory).rglob("*.jinja")):
+            fragments.get_template(path.relative_to(directory).as_posix())
             compiled += 1
     return compiled
 

@@ -3,6 +3,8 @@ adjudication conflicts as a reviewer sees them, and flat query counts with 45 cr
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -89,6 +91,35 @@ def test_label_undo_and_no_javascript_fallback(client, small, reviewer):
     plain = client.post(label_url, {"criterion": crits[2].pk, "label": "pass"})
     assert plain.status_code == 302 and plain["Location"].endswith(f"#row-{crits[2].pk}")
     assert client.post(label_url, {"criterion": crits[2].pk, "label": "maybe"}).status_code == 400
+
+
+def test_rows_escape_what_people_wrote_and_show_a_decision_in_local_time(
+    client, small, reviewer, owner, settings
+):
+    """The rows are rendered by Jinja2 (config/jinja.py): what people typed is escaped there
+    as on every page, in the page and in the one row a label sends back."""
+    run, crits, (answer,) = small
+    hostile = '<script>alert("x")</script>'
+    crits[0].text = f"Names the figure {hostile}"
+    crits[0].save()
+    HumanLabel.objects.create(answer=answer, criterion=crits[0], rater="owner", label="fail",
+                              note=hostile)  # fmt: skip
+    Adjudication.objects.create(
+        answer=answer, criterion=crits[0], label="pass", reason=hostile, decided_by=None
+    )
+    Adjudication.objects.update(decided_at=dt.datetime(2026, 3, 1, 23, 30, tzinfo=dt.UTC))
+    settings.TIME_ZONE = "Europe/Paris"
+    client.force_login(reviewer)
+    page = client.get(reverse("answer-review", args=[answer.pk])).content.decode()
+    label = reverse("answer-review-label", args=[answer.pk])
+    row = client.post(label, {"criterion": crits[0].pk, "label": "pass", "run": run.pk}, **HTMX)
+    for html in (page, row.content.decode()):
+        assert "<script>alert" not in html
+        # The text (its label and its head), the note, the reason (shown and in its field).
+        assert html.count("&lt;script&gt;alert(") == 5
+        assert "by a former user, 2026-03-02 00:30" in html  # the deciding user was deleted
+        assert 'name="csrfmiddlewaretoken" value="' in html
+    assert page.count('name="csrfmiddlewaretoken"') >= 2 * len(crits)
 
 
 def test_criteria_of_other_queries_or_drafts_are_not_found(

@@ -1,0 +1,33 @@
+"""The Jinja2 environment of the templates under templates/jinja2/.
+
+Django's own engine renders every page; Jinja2 renders only the few fragments that a page
+repeats hundreds of times under load (the review page's criterion rows), where it is about
+five times faster for the same HTML. Filters here stand in for the Django ones those
+fragments use.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.utils.formats import date_format
+from django.utils.timezone import template_localtime
+from jinja2 import Environment, StrictUndefined
+
+
+def local_date(value: dt.datetime | None, format_string: str) -> str:
+    """Django's `date` filter: the value in the current time zone, in Django's format."""
+    if value is None:
+        return ""
+    return date_format(template_localtime(value), format_string)
+
+
+def environment(**options) -> Environment:
+    # Everything printed is escaped, as in Django's templates. A name a fragment misspells
+    # raises, in tests and in production alike (Django's default would print it in DEBUG and
+    # nothing otherwise).
+    options = {**options, "undefined": StrictUndefined}
+    options.pop("autoescape", None)
+    env = Environment(autoescape=True, **options)
+    env.filters["local_date"] = local_date
+    return env
