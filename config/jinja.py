@@ -1,9 +1,9 @@
 """The Jinja2 environment of the templates under templates/jinja2/.
 
 Django's own engine renders every page; Jinja2 renders only the few fragments that a page
-repeats hundreds of times under load (the review page's criterion rows), where it is about
-five times faster for the same HTML. Filters here stand in for the Django ones those
-fragments use.
+repeats hundreds of times under load (the review page's criterion rows: with them in
+Jinja2 the page's CPU per view fell from 29 to 16 ms, for the same HTML; decision record
+0006). Filters here stand in for the Django ones those fragments use.
 """
 
 from __future__ import annotations

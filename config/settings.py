@@ -105,7 +105,7 @@ TEMPLATES = [
     },
     {
         # Fragments a page repeats hundreds of times (config/jinja.py says why); no context
-        # processors: a fragment gets what its view passes, and `csrf_input`.
+        # processors: a fragment gets what its view passes, and the request.
         "BACKEND": "django.template.backends.jinja2.Jinja2",
         "NAME": "jinja2",
         "DIRS": [BASE_DIR / "templates" / "jinja2"],

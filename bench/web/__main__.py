@@ -18,9 +18,10 @@ long a label takes to show in the agreement API and in the labelling queue. With
 during the load (bench/web/judge_run.py). The figures are counted from the moment every
 user has signed in (twenty sign-ins at once are a burst of password hashing no working team
 makes; their own p50 is printed apart), for --run-time seconds. --check compares, after
-the load, the figures served with a recount (bench/web/check.py). The server runs with the
-project's settings (config/gunicorn.py). Needs the bench extra (locust) and a database
-seeded by ``python -m bench.seed_scale``.
+the load, the figures served with a recount (bench/web/check.py); --lock-waits samples
+which statements wait for which in PostgreSQL during it (bench/web/lock_waits.py). The
+server runs with the project's settings (config/gunicorn.py). Needs the bench extra
+(locust) and a database seeded by ``python -m bench.seed_scale``.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from pathlib import Path
 
 from bench.web.judge_run import NAME as RUN_NAME
 from bench.web.judge_run import JudgeRun, lower_priority, priority
+from bench.web.lock_waits import LockWaits, django_conninfo, print_lock_waits
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -304,6 +306,16 @@ def load(port: int, page_list, args, out: Path, accounts: list[str]) -> dict:
     }
 
 
+def lock_sampler(args: argparse.Namespace) -> LockWaits | None:
+    """`--lock-waits`: the sampler, on PostgreSQL; None without the option."""
+    if not args.lock_waits:
+        return None
+    conninfo = django_conninfo()
+    if conninfo is None:
+        raise SystemExit("--lock-waits: the database is not PostgreSQL.")
+    return LockWaits(conninfo)
+
+
 def vacuum_if_nobody_does() -> bool:
     """VACUUM (ANALYZE) the database when autovacuum is off (this machine's PostgreSQL has it
     off for CI), as autovacuum would have between two loads: each load with a run deletes
@@ -499,6 +511,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="no Celery worker for the app tasks (refreshes)")  # fmt: skip
     parser.add_argument("--no-vacuum", action="store_true",
                         help="skip the VACUUM (ANALYZE) done where autovacuum is off")  # fmt: skip
+    parser.add_argument(
+        "--lock-waits",
+        action="store_true",
+        help="sample PostgreSQL's lock waits during the load (lock_waits.py)",
+    )
     parser.add_argument("--check", action="store_true",
                         help="after the load: served figures and queues vs a recount")  # fmt: skip
     parser.add_argument("--json", type=Path, help="write every result to this file")
@@ -559,18 +576,25 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"judge run {started.run} started: {started.expected} verdicts on "
                           f"{started.queries} queries, latency "
                           f"{started.latency_s * 1000:.0f} ms", flush=True)  # fmt: skip
+                waits = lock_sampler(args)
                 try:
                     if judge:
                         judge.load_started()
+                    if waits:
+                        waits.start()
                     result = load(args.port, page_list, args, Path(tmp) / "locust", accounts)
                     if judge:
                         judge.load_ended()
                 finally:
+                    if waits:
+                        report["lock_waits"] = waits.stop()
                     if judge:
                         judge.stop()
                 result["visible"] = visible_figures(result["labellers"])
                 report.update(result)
                 print_load(result, args)
+                if waits:
+                    print_lock_waits(report["lock_waits"])
                 if judge:
                     report["run"] = judge.summary.as_dict()
             report["memory_mb"] = round(server.peak_rss_mb, 1)
