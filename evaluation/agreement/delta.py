@@ -7,14 +7,21 @@ a recount reads every labelled item (4 s at 200,000 items on a quiet two-core ma
 agreement page and API then stay warm while reviewers label, instead of the first reader
 after every label paying the recount.
 
-Why it stays right: the change runs inside the writer's transaction, and its first step is
-the bump of the dataset's review counters (`evaluation.kept.events.bump`), which locks the
-counter row until the transaction ends. No other writer's bump, and so no other label or
+Why it stays right: the change runs inside the writer's transaction, and its write comes
+after the bump of the dataset's review counters (`evaluation.kept.events.bump`), which locks
+the counter row until the transaction ends. No other writer's bump, and so no other label or
 adjudication, can commit between the counts read here and the ones stored, and readers see
 either the old revision with the old counts or the new revision with the new ones. Only
 counts kept under the revision before the bump are used (what a reader kept under an older
 number may include later labels: see `selectors._cached_cells`). Outside a transaction
 nothing is applied: the write is bumped after it is made, and the next reader recounts.
+
+The item's counts before the write are read before the bump, so that the other reviewers'
+labels, which queue on the counter row, wait for fewer statements (bench.web --lock-waits
+found them waiting 36 ms per write). They stand only if the counters are the same once
+held as when they were read: every write that moves a count bumps the counters in the
+transaction that makes it, so equal counters mean that no such write committed in
+between. Otherwise they are read again under the lock, as they always were.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ from evaluation.agreement.cells import Cell
 from evaluation.agreement.selectors import excluded_of, kept_state, label_days, run_method
 from evaluation.kept import events
 from evaluation.kept import figures as kept_figures
-from evaluation.kept.counters import Counters
+from evaluation.kept.counters import Counters, counters
 from evaluation.kept.events import Moved
 from evaluation.kept.readers import AGREEMENT
 from evaluation.models import HumanLabel, KeptFigure, Run
@@ -49,13 +56,21 @@ def item_change(*, answer_id: int, criterion_id: int, label: bool) -> Iterator[M
         yield None
         events.bump(dataset_id, event)
         return
+    item = (answer_id, criterion_id)
+    seen = counters(dataset_id)
+    early = {_pk(run): _item(dataset_id, run, *item) for run, _ in _kept(dataset_id, seen).values()}
     moved = events.bump(dataset_id, event)  # locks the dataset's counter row until commit
     if moved is None:  # the dataset is being deleted: nothing is kept for it
         yield None
         return
-    kept = _kept(dataset_id, events.before(moved, event))
-    item = (answer_id, criterion_id)
-    before = {key: _item(dataset_id, run, *item) for key, (run, _) in kept.items()}
+    at = events.before(moved, event)
+    if at != seen:  # a write committed between: its change may or may not be in `early`
+        early = {}
+    kept = _kept(dataset_id, at)
+    before = {}
+    for key, (run, _) in kept.items():
+        counted = early.get(_pk(run))
+        before[key] = counted if counted is not None else _item(dataset_id, run, *item)
     yield Moved(dataset_id, event, moved)
     for key, (run, rows) in kept.items():
         after = _item(dataset_id, run, *item)
@@ -101,6 +116,10 @@ def _kept(dataset_id: int, at: Counters) -> dict[str, tuple[Run | None, list[Row
         if state.cacheable and state.key == key:
             found[key] = (run, cells)
     return found
+
+
+def _pk(run: Run | None) -> int | None:
+    return run.pk if run is not None else None
 
 
 def _item(dataset_id: int, run: Run | None, answer_id: int, criterion_id: int) -> list[Cell]:

@@ -11,13 +11,14 @@ import threading
 
 import pytest
 from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from annotation import roles, services
 from evaluation.agreement import cells as sql
 from evaluation.agreement import delta, selectors
 from evaluation.agreement.cells import Cell
-from evaluation.kept import figures
+from evaluation.kept import events, figures
 from evaluation.kept.counters import counters
 from evaluation.models import HumanLabel, Run
 from evaluation.review import services as review
@@ -313,4 +314,71 @@ def test_a_label_during_a_count_waits_and_then_moves_the_counted_cells(
     waited = time.monotonic() - started
     reader.join(10)
     assert not errors and waited > 0.2  # it waited for the count
+    assert kept(reviewed_dataset, data.run) == recount(reviewed_dataset, data.run)
+
+
+def test_the_item_is_counted_before_the_counters_are_locked(labelled, reviewed_dataset, reviewer):
+    """The item's counts before the write are read before the bump that locks the dataset's
+    counter row, so other reviewers' labels wait for fewer statements; under the lock only
+    its counts after the write remain."""
+    warm(reviewed_dataset, [labelled.run])
+    label = HumanLabel.objects.filter(answer__query__dataset=reviewed_dataset).first()
+    with CaptureQueriesContext(connection) as queries:
+        review.label_set(
+            answer=label.answer, criterion=label.criterion, reviewer=reviewer, label="fail"
+        )
+    statements = [q["sql"] for q in queries.captured_queries]
+    bump = next(n for n, s in enumerate(statements) if "INTO evaluation_reviewrevision" in s)
+    counts = [n for n, s in enumerate(statements) if s.lstrip().startswith("WITH")
+              and "evaluation_humanlabel l" in s]  # fmt: skip
+    assert [n < bump for n in counts] == [True, False]  # before and after, once each
+    assert kept(reviewed_dataset, labelled.run) == recount(reviewed_dataset, labelled.run)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="SQLite serialises writers on one file lock: the revision row lock needs PostgreSQL",
+)
+def test_a_label_committed_between_the_early_count_and_the_lock_is_counted_once(
+    reviewed_dataset, monkeypatch
+):
+    """Another reviewer labels the same item after this write counted it and before it
+    locked the counters: the early count misses that label, so it is counted again under
+    the lock, and the kept counts still equal a recount (with the early count they would
+    hold the other label twice)."""
+    data = build_labelled(reviewed_dataset, queries=2, criteria=4, systems=2, seed=9)
+    first, second = (UserFactory(username=f"between-{n}") for n in range(2))
+    for user in (first, second):
+        services.dataset_set_role(
+            dataset=reviewed_dataset, user=user, role=roles.DatasetRole.REVIEWER
+        )
+    warm(reviewed_dataset, [data.run])
+    item = HumanLabel.objects.filter(answer__query__dataset=reviewed_dataset).first()
+    original, errors, cut_in = events.bump, [], []
+
+    def other_label() -> None:
+        try:
+            review.label_set(answer=item.answer, criterion=item.criterion, reviewer=second,
+                             label="pass")  # fmt: skip
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    def bump_after_another_label(dataset_id, event):
+        if not cut_in:  # the first write's bump only
+            cut_in.append(True)
+            other = threading.Thread(target=other_label)
+            other.start()
+            other.join(10)
+        return original(dataset_id, event)
+
+    monkeypatch.setattr(events, "bump", bump_after_another_label)
+    before = number(reviewed_dataset)
+    review.label_set(answer=item.answer, criterion=item.criterion, reviewer=first, label="fail")
+    assert not errors and cut_in
+    assert number(reviewed_dataset) == before + 2
+    labels = HumanLabel.objects.filter(answer=item.answer, criterion=item.criterion)
+    assert {"between-0", "between-1"} <= set(labels.values_list("rater", flat=True))
     assert kept(reviewed_dataset, data.run) == recount(reviewed_dataset, data.run)

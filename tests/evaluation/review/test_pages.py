@@ -239,8 +239,11 @@ def test_query_counts_stay_flat_as_criteria_grow(client, reviewed_dataset, revie
     # A label write also bumps the dataset's review revision (two statements: the dataset,
     # the upsert), which keys the cached agreement figures and scores.
     # The audit history (django-simple-history) adds one row per label write, and the kept
-    # queue orders of the dataset are looked up to move with it (review.moves).
-    assert big["page"] <= 14 and big["label"] <= 25 and big["undo"] <= 25
+    # queue orders of the dataset are looked up to move with it (review.moves). The item's
+    # agreement counts before the write are read before the counters are locked, so the
+    # counters and the kept counts are read once more than under the lock alone (three
+    # statements that no other reviewer waits for: evaluation.agreement.delta).
+    assert big["page"] <= 14 and big["label"] <= 28 and big["undo"] <= 28
     # The first queue page (no order kept yet: the label before moved none) looks for an
     # order kept at newer counters, then orders the queue and keeps it (the writes of
     # evaluation.review.kept, with its fill lock and the counters held on PostgreSQL); the
