@@ -11,9 +11,10 @@ and Redis, loaded by locust (headless, a bounded number of requests, 127.0.0.1 o
 
 Prints, per page: requests, failures, p50 / p95 / p99 in ms, requests/s, the target and
 p95 / target; and the largest resident memory of a web worker. With --labellers K, K of the
-users are reviewers who label a criterion every 3 s and now and then adjudicate (per write:
-the same figures, target 200 ms for a label, 500 ms for an adjudication), and measure how
-long a label takes to show in the agreement API and in the labelling queue. With
+users are reviewers who label a criterion every 3 s, each at its own phase, and now and
+then adjudicate (per write: the same figures, target 200 ms for a label, 500 ms for an
+adjudication), and measure how long a label takes to show in the agreement API and in the
+labelling queue. With
 --run-verdicts N a real judge run (Celery worker, loopback judges) writes about N verdicts
 during the load (bench/web/judge_run.py). The figures are counted from the moment every
 user has signed in (twenty sign-ins at once are a burst of password hashing no working team

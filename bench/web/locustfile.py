@@ -297,6 +297,11 @@ class Labeller(HttpUser):
             _rater_base[self.username] = AsyncResult()
             _rater_base[self.username].set(self._rater_labels(self.client))
         _wait_for_everyone()
+        # Reviewers label each at their own pace, not in step: released together by the
+        # wait above, five labellers paced every WRITE_EVERY seconds wrote within the same
+        # instant, every time, and queued on the dataset's counter row behind each other
+        # (docs/benchmarks.md). Each starts at a random moment of its first period.
+        gevent.sleep(random.uniform(0, WRITE_EVERY))
 
     # One task: the write prepared by the previous iteration, then the reads that prepare
     # the next one (so that a reviewer reads an item for WRITE_EVERY seconds before deciding).
