@@ -26,6 +26,11 @@ from tests.evaluation.agreement.labelled import build_labelled
 from tests.factories import UserFactory
 from tests.support.review_writes import every_kind_of_write, version
 
+# SQLite serialises writers on one file lock: the counter row's lock needs PostgreSQL.
+ROW_LOCKS_NEED_POSTGRESQL = pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="the counter row's lock is PostgreSQL's"
+)
+
 
 def recount(dataset, run) -> list[list]:
     method, threshold = selectors.run_method(run)
@@ -203,10 +208,7 @@ def test_counts_that_do_not_match_the_item_are_dropped_not_patched():
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.skipif(
-    connection.vendor != "postgresql",
-    reason="SQLite serialises writers on one file lock: the revision row lock needs PostgreSQL",
-)
+@ROW_LOCKS_NEED_POSTGRESQL
 def test_two_reviewers_labelling_at_once_leave_counts_equal_to_a_recount(reviewed_dataset):
     data = build_labelled(reviewed_dataset, queries=2, criteria=4, systems=2, seed=9)
     raters = [UserFactory(username=f"concurrent-{n}") for n in range(2)]
@@ -270,10 +272,7 @@ def test_a_label_write_compiles_no_statement(labelled, reviewed_dataset, reviewe
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.skipif(
-    connection.vendor != "postgresql",
-    reason="SQLite serialises writers on one file lock: the counters are held on PostgreSQL",
-)
+@ROW_LOCKS_NEED_POSTGRESQL
 def test_a_label_during_a_count_waits_and_then_moves_the_counted_cells(
     reviewed_dataset, monkeypatch
 ):
@@ -336,10 +335,7 @@ def test_the_item_is_counted_before_the_counters_are_locked(labelled, reviewed_d
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.skipif(
-    connection.vendor != "postgresql",
-    reason="SQLite serialises writers on one file lock: the revision row lock needs PostgreSQL",
-)
+@ROW_LOCKS_NEED_POSTGRESQL
 def test_a_label_committed_between_the_early_count_and_the_lock_is_counted_once(
     reviewed_dataset, monkeypatch
 ):
