@@ -1,11 +1,11 @@
 """Where a regression alert's webhook may go, and the POST itself.
 
-A dataset admin types the webhook's URL, and the server's workers POST to it: without a
-check, an admin could make them reach what only the server can (a database, a cloud
-metadata endpoint at 169.254.169.254, an admin port on localhost). So:
+A dataset admin types the webhook's URL, and the server's workers POST to it. The address
+rule is config/egress.py's, shared with judges' endpoints:
 
 - `ALERT_WEBHOOK_ALLOWED_HOSTS` set: only those hosts (an entry starting with a dot: every
-  subdomain of it), wherever they point: the operator vouches for them.
+  subdomain of it), wherever they point (the operator vouches for them), except a
+  link-local or cloud metadata address, which is never called.
 - Empty: any host, except one that resolves to an address that is not public (loopback,
   private, link-local, reserved, multicast, unspecified, shared; IPv6 forms that carry an
   IPv4 address are judged by it). Every address the name resolves to must pass.
@@ -20,115 +20,30 @@ answered as it is, never followed to another address.
 from __future__ import annotations
 
 import http.client
-import ipaddress
 import socket
 import ssl
-from collections.abc import Sequence
-from dataclasses import dataclass
-from urllib.parse import SplitResult, urlsplit
 
 from django.conf import settings
 
-SCHEMES = {"http": 80, "https": 443}
-# IPv6 prefixes that carry an IPv4 address in their last 32 bits (NAT64, RFC 6052 / 8215).
-_NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
+from config import egress
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-
-
-class WebhookRefused(Exception):
-    """The URL may not be called; the message says why, for the admin."""
-
-
-class Unresolved(WebhookRefused):
-    """The host's name did not resolve: refused when the alert is saved, but worth another
-    try when sending (DNS can fail for a moment)."""
-
-
-@dataclass(frozen=True)
-class Target:
-    """A checked URL: where to connect (`addresses`, already resolved) and what to ask."""
-
-    scheme: str
-    host: str
-    port: int
-    path: str
-    addresses: tuple[str, ...]
+# The rule's outcomes under the names the alerts code has always used.
+WebhookRefused = egress.Refused
+Unresolved = egress.Unresolved
+Target = egress.Target
 
 
 def allowed_hosts() -> tuple[str, ...]:
-    return tuple(h.strip().lower() for h in settings.ALERT_WEBHOOK_ALLOWED_HOSTS if h.strip())
-
-
-def _on_list(host: str, hosts: Sequence[str]) -> bool:
-    return any(host == h or (h.startswith(".") and host.endswith(h)) for h in hosts)
-
-
-def _public(address: IPAddress) -> bool:
-    if isinstance(address, ipaddress.IPv6Address):
-        embedded = address.ipv4_mapped or address.sixtofour
-        if embedded is None and address.teredo:
-            embedded = address.teredo[1]  # the client's address
-        if embedded is None and any(address in net for net in _NAT64):
-            embedded = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
-        if embedded is not None and not _public(embedded):
-            return False
-    # is_global leaves out the private, loopback, link-local, reserved, unspecified and
-    # shared (100.64/10) ranges; some multicast ranges count as global, so ask both.
-    return address.is_global and not address.is_multicast
-
-
-def _parts(url: str) -> SplitResult:
-    try:
-        parts = urlsplit(url.strip())
-        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
-    except ValueError:
-        raise WebhookRefused("Not a valid address.") from None
-    if parts.scheme.lower() not in SCHEMES:
-        raise WebhookRefused("An http(s) address.")
-    # No user name or password: the signature authenticates the POST, and an "@" is how a
-    # URL hides its real host from the reader ("http://good.example@127.0.0.1/").
-    if "@" in parts.netloc or "\\" in url:
-        raise WebhookRefused("An address without a user name or password (no @).")
-    if not parts.hostname:
-        raise WebhookRefused("An address with a host name.")
-    return parts
+    return egress.host_list(settings.ALERT_WEBHOOK_ALLOWED_HOSTS)
 
 
 def check(url: str, *, resolve: bool = True) -> Target:
     """The URL as a `Target` the server may POST to, or WebhookRefused saying why. Without
     `resolve`, a host on the allow-list is taken as it is (its `addresses` empty): where it
-    points matters only when sending."""
-    parts = _parts(url)
-    scheme, host = parts.scheme.lower(), parts.hostname.lower()
-    port = parts.port or SCHEMES[scheme]
-    path = parts.path or "/"
-    if parts.query:
-        path += f"?{parts.query}"
+    points matters only when sending. A name off the list is always resolved."""
     hosts = allowed_hosts()
-    if hosts and not _on_list(host, hosts):
-        raise WebhookRefused(
-            "This host is not in ALERT_WEBHOOK_ALLOWED_HOSTS: webhooks may go only to "
-            + ", ".join(hosts)
-            + "."
-        )
-    if hosts and not resolve:
-        return Target(scheme, host, port, path, ())
-    try:
-        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError):
-        raise Unresolved(f"The host {host} could not be resolved.") from None
-    # An IPv6 address may come with its zone ("fe80::1%eth0"); the zone is not the address.
-    addresses = tuple(dict.fromkeys(info[4][0].split("%", 1)[0] for info in found))
-    if not hosts:
-        for address in addresses:
-            if not _public(ipaddress.ip_address(address)):
-                raise WebhookRefused(
-                    f"The host {host} is at a private or reserved address ({address}): "
-                    "webhooks go only to public addresses unless the operator lists the "
-                    "host in ALERT_WEBHOOK_ALLOWED_HOSTS."
-                )
-    return Target(scheme, host, port, path, addresses)
+    policy = egress.Policy("webhooks", "ALERT_WEBHOOK_ALLOWED_HOSTS", hosts)
+    return egress.check(url, policy, resolve=resolve or not hosts)
 
 
 def problem(url: str) -> str | None:
