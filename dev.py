@@ -82,10 +82,22 @@ def stop_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, interrupt)
 
 
+def dev_env() -> dict[str, str]:
+    """The environment of `run` and `manage`: DEBUG on unless set (so no SECRET_KEY is needed
+    on a laptop), and judges allowed on loopback and the private network unless set, where
+    a laptop's model server listens (Ollama, vLLM, `python -m loopback`). A deployment
+    leaves JUDGE_ALLOW_PRIVATE_NETWORK off (docs/operations.md#which-hosts-judges-may-call)."""
+    return {
+        **os.environ,
+        "DEBUG": os.environ.get("DEBUG", "1"),
+        "JUDGE_ALLOW_PRIVATE_NETWORK": os.environ.get("JUDGE_ALLOW_PRIVATE_NETWORK", "1"),
+    }
+
+
 def run() -> int:
     ensure_venv("")
     stop_on_sigterm()
-    env = {**os.environ, "DEBUG": os.environ.get("DEBUG", "1")}
+    env = dev_env()
     say("Migrating the database")
     manage("migrate", "--noinput", "-v", "0", env=env)
     say("Loading demo data")
@@ -137,10 +149,10 @@ def run() -> int:
 
 
 def manage_command(args: list[str]) -> int:
-    """manage.py as `run` calls it: the project's venv, DEBUG on unless set (so no
-    SECRET_KEY is needed on a laptop), the same SQLite file and broker folder."""
+    """manage.py as `run` calls it: the project's venv, its environment (`dev_env`), the
+    same SQLite file and broker folder."""
     ensure_venv("")
-    env = {**os.environ, "DEBUG": os.environ.get("DEBUG", "1")}
+    env = dev_env()
     return subprocess.run([str(PYTHON), "manage.py", *args], cwd=ROOT, env=env).returncode
 
 

@@ -473,6 +473,10 @@ JUDGE_MAX_IN_FLIGHT = envint("JUDGE_MAX_IN_FLIGHT", 0)
 JUDGE_KEY_PREFIX = os.environ.get("JUDGE_KEY_PREFIX", "JUDGE_KEY_")
 JUDGE_KEY_VARIABLES = envlist("JUDGE_KEY_VARIABLES")
 JUDGE_ALLOWED_HOSTS = envlist("JUDGE_ALLOWED_HOSTS")
+# Judges on loopback or a private network (a self-hosted vLLM or Ollama): off, judges call
+# only public addresses and the hosts JUDGE_ALLOWED_HOSTS lists. Link-local and cloud
+# metadata addresses stay refused either way (config/egress.py).
+JUDGE_ALLOW_PRIVATE_NETWORK = envbool("JUDGE_ALLOW_PRIVATE_NETWORK", False)
 # Celery closes each thread's database connection before and after every task unless told
 # to reuse it; config/celery.py then applies DATABASE_CONN_MAX_AGE as a web request does.
 CELERY_DB_REUSE_MAX = envint("CELERY_DB_REUSE_MAX", 1000)
@@ -488,8 +492,9 @@ TASK_DB_RETRY_MAX_DELAY = envint("TASK_DB_RETRY_MAX_DELAY", 300)
 DEMO_ADMIN_USERNAME = "admin"
 DEMO_PASSWORD = os.environ.get("DEMO_PASSWORD", "demo-password")
 # Hosts regression alerts' webhooks may POST to ("hooks.example.com", ".example.com" for any
-# subdomain). Empty: any host that resolves only to public addresses, so that a dataset
-# admin cannot make the workers reach internal services (evaluation/alerts/webhooks.py).
+# subdomain), except at a link-local or metadata address. Empty: any host that resolves
+# only to public addresses, so that a dataset admin cannot make the workers reach internal
+# services (evaluation/alerts/webhooks.py, config/egress.py).
 ALERT_WEBHOOK_ALLOWED_HOSTS = envlist("ALERT_WEBHOOK_ALLOWED_HOSTS")
 # A webhook POST that fails for a reason that may pass (no connection, a timeout, 408, 429,
 # 5xx) is tried again: attempts, the first included, and the backoff in seconds as above

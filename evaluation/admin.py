@@ -6,6 +6,7 @@ from django.db import models
 from simple_history.admin import SimpleHistoryAdmin
 
 from evaluation.alerts import webhooks
+from evaluation.judging.keys import base_url_problem, shown_url
 from evaluation.models import (
     AlertEvent,
     Answer,
@@ -34,13 +35,29 @@ class AnswerAdmin(admin.ModelAdmin):
     search_fields = ["external_id", "text"]
 
 
+class JudgeAdminForm(forms.ModelForm):
+    """The base URL is checked here as on the Judges page (keys.base_url_problem); the
+    admin gives the model and fields."""
+
+    def clean_base_url(self) -> str:
+        url = self.cleaned_data["base_url"]
+        if problem := base_url_problem(url):
+            raise forms.ValidationError(problem)
+        return url
+
+
 @admin.register(Judge)
 class JudgeAdmin(SimpleHistoryAdmin):
-    list_display = ["name", "model", "base_url", "api_key_env", "is_formality_judge"]
+    form = JudgeAdminForm
+    list_display = ["name", "model", "shown_base_url", "api_key_env", "is_formality_judge"]
     list_filter = ["is_formality_judge"]
     # A judge's endpoint is https unless typed otherwise; the explicit scheme also silences
     # Django 5's RemovedInDjango60Warning about URLField's changing default.
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
+
+    @admin.display(description="Base URL", ordering="base_url")
+    def shown_base_url(self, judge: Judge) -> str:
+        return shown_url(judge.base_url)
 
 
 @admin.register(FormalityAdvice)

@@ -26,6 +26,13 @@ from annotation import roles, services
 from tests.factories import PASSWORD, PanelFactory, QueryFactory, UserFactory, offline_judge
 from tests.support.celery_worker import BeatProcess, WorkerProcess, database_url
 
+# The tests' judges are loopback servers (tests/loopback, LoopbackOpenAI), which judges may
+# call only when the operator says so: the switch is set here as an operator would set it,
+# for this process and the workers it starts (tests/support/celery_worker.py sets it too).
+# A test of the rule itself turns it off with the `settings` fixture.
+os.environ["JUDGE_ALLOW_PRIVATE_NETWORK"] = "1"
+settings.JUDGE_ALLOW_PRIVATE_NETWORK = True
+
 
 @pytest.fixture(autouse=True)
 def _fresh_cache():
@@ -143,6 +150,8 @@ def celery_worker_process(django_db_setup, django_db_blocker):
             # The regression alert tests' webhook receiver listens on loopback, which
             # webhooks may reach only when the operator lists it.
             "ALERT_WEBHOOK_ALLOWED_HOSTS": "127.0.0.1",
+            # Its judges are loopback servers, which the operator allows explicitly.
+            "JUDGE_ALLOW_PRIVATE_NETWORK": "1",
         },
     ).start()
     yield worker

@@ -12,7 +12,7 @@ from annotation.models import Criterion, Dataset
 from evaluation import task_names
 from evaluation.formality import prompt as formality
 from evaluation.judges.services import judge_endpoint
-from evaluation.judging import client
+from evaluation.judging import client, engine
 from evaluation.models import FormalityAdvice, Judge
 
 
@@ -76,7 +76,8 @@ def formality_run(*, advice_id: int) -> FormalityAdvice | None:
         return _advice_error(advice, f"The judge refused the request: {exc}")
     parsed = formality.parse(completion.data)
     if parsed is None:
-        return _advice_error(advice, "The judge's answer could not be parsed.", completion.raw)
+        raw = completion.raw[: engine.UNPARSEABLE_KEPT]
+        return _advice_error(advice, "The judge's answer could not be parsed.", raw)
     with transaction.atomic():
         advice.status = FormalityAdvice.Status.DONE
         advice.specific = parsed.specific

@@ -44,7 +44,9 @@ def judge_create(request: HttpRequest) -> HttpResponse:
         judge = services.judge_save(by=request.user, **form.cleaned_data)
         messages.success(request, f"Judge “{judge.name}” created.")
         return redirect("judge-edit", pk=judge.pk)
-    return render(request, "evaluation/judges/judge_form.html", {"form": form, "judge": None})
+    status = 400 if request.method == "POST" else 200  # refused: the form says why
+    context = {"form": form, "judge": None}
+    return render(request, "evaluation/judges/judge_form.html", context, status=status)
 
 
 @require_http_methods(["GET", "POST"])
@@ -57,14 +59,16 @@ def judge_edit(request: HttpRequest, pk: int) -> HttpResponse:
         services.judge_save(judge=judge, by=request.user, **form.cleaned_data)
         messages.success(request, f"Judge “{judge.name}” saved.")
         return redirect("judge-edit", pk=judge.pk)
+    status = 200
     if request.method == "POST":
         judge.refresh_from_db()  # the form cleaned the instance in place: show what is stored
+        status = 400
     context = {
         "form": form, "judge": judge, "key_set": key_is_set(judge.api_key_env),
         "outage": reachability.outages([judge]).get(judge.pk),
         "version": tuning.judge_version(judge), "versions": judge.versions.all()[:10],
     }  # fmt: skip
-    return render(request, "evaluation/judges/judge_form.html", context)
+    return render(request, "evaluation/judges/judge_form.html", context, status=status)
 
 
 @require_POST

@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 import openai
 
+from config import egress
 from evaluation.judging import keys
 from evaluation.judging.circuit import Circuit, Unreachable, Waited, is_outage
 from evaluation.judging.ratelimit import RateLimiter, Unlimited
@@ -99,13 +100,34 @@ class JudgeUnavailable(Exception):
 
 
 class JudgeRejected(Exception):
-    """The endpoint refused the request (bad key, unknown model, invalid request)."""
+    """The endpoint refused the request (bad key, unknown model, invalid request), or the
+    call may not be made. `kind` is the error kind verdicts record."""
+
+    kind = "rejected"
+
+    def __init__(self, message: str, kind: str | None = None) -> None:
+        super().__init__(message)
+        if kind is not None:
+            self.kind = kind
+
+
+class HostRefused(JudgeRejected):
+    """The base URL's host is at an address judges may not call (evaluation/judging/keys.py,
+    config/egress.py): no connection is made. The message names the rule, not the host."""
+
+    kind = "host_not_allowed"
+
+    @classmethod
+    def of(cls, refused: egress.Refused) -> HostRefused:
+        return cls(f"No call made: {keys.refusal_for_calls(refused)}")
 
 
 class MissingApiKey(JudgeRejected):
     """The judge names an API key variable that this process does not have: no call is made.
     Unchecked, the openai client raises 'Missing credentials' as it is made, outside any
     call's error handling."""
+
+    kind = "missing_key"
 
 
 def missing_key(endpoint: Endpoint) -> str | None:
@@ -150,9 +172,15 @@ class Session:
     pool costs several milliseconds of CPU per call, more than the rest of the call."""
 
     def __init__(self, endpoint: Endpoint, *, max_retries: int | None = None) -> None:
-        if not keys.host_allowed(endpoint.base_url):
-            # Checked on save too; this catches judges saved before JUDGE_ALLOWED_HOSTS.
-            raise JudgeRejected("The judge's host is not in JUDGE_ALLOWED_HOSTS.")
+        # Checked on save too; this catches judges saved before the rule, in the Django admin
+        # or by an import. An address written in the URL is judged here; a name when a call
+        # is made (`checked`), as DNS answers then.
+        self._base_url = endpoint.base_url
+        self._checked_until = 0.0
+        try:
+            keys.endpoint_check(endpoint.base_url, resolve=False)
+        except egress.Refused as refused:
+            raise HostRefused.of(refused) from None
         if (missing := missing_key(endpoint)) is not None:  # no key, or not one judges may read
             raise MissingApiKey(missing)
         self._client = openai.AsyncOpenAI(
@@ -160,21 +188,45 @@ class Session:
             api_key=endpoint.api_key(),
             timeout=endpoint.timeout,
             max_retries=endpoint.max_retries if max_retries is None else max_retries,
-            http_client=_aiohttp_client(endpoint.timeout),
+            http_client=_http_client(endpoint.timeout),
         )
+
+    async def checked(self) -> None:
+        """Resolve the host's name and check every address it has, at most once every
+        RECHECK_SECONDS: a name that points at a metadata or private address is refused
+        before any connection (HostRefused); one that does not resolve fails the call as a
+        dropped connection would, so it is tried again."""
+        if time.monotonic() < self._checked_until:
+            return
+        try:
+            await asyncio.to_thread(keys.endpoint_check, self._base_url)
+        except egress.Unresolved:  # said without the host: run readers see this error
+            raise JudgeUnavailable("The judge's host name did not resolve.", "connection") from None
+        except egress.Refused as refused:
+            raise HostRefused.of(refused) from None
+        self._checked_until = time.monotonic() + RECHECK_SECONDS
 
     async def aclose(self) -> None:
         await self._client.close()
 
 
-def _aiohttp_client(timeout: float) -> Any:
-    """openai's aiohttp transport (the `openai[aiohttp]` extra), or None for its default.
-    The extra is httpx-aiohttp under openai 2.x and vendored in 3.x; both raise RuntimeError
-    when aiohttp is missing, so asking is the one check that holds for both."""
+# A session checks where its host's name points again after this many seconds, so that a
+# name moved to a refused address stops being called. The HTTP client resolves the name
+# itself to connect (and caches it for 10 s), so a DNS server that answers differently from
+# one lookup to the next can still slip past: docs/operations.md#which-hosts-judges-may-call.
+RECHECK_SECONDS = 10.0
+
+
+def _http_client(timeout: float) -> Any:
+    """openai's aiohttp transport (the `openai[aiohttp]` extra), else its httpx one; both
+    with redirects not followed (the SDK's default follows them), so that a judge never ends
+    up calling a host the address rule did not check: a redirect is a JudgeRejected of kind
+    "redirect". The extra is httpx-aiohttp under openai 2.x and vendored in 3.x; both raise
+    RuntimeError when aiohttp is missing, so asking is the one check that holds for both."""
     try:
-        return openai.DefaultAioHttpClient(timeout=timeout)
+        return openai.DefaultAioHttpClient(timeout=timeout, follow_redirects=False)
     except RuntimeError:  # pragma: no cover - the extra is not installed
-        return None
+        return openai.DefaultAsyncHttpxClient(timeout=timeout, follow_redirects=False)
 
 
 async def complete_json(
@@ -191,6 +243,7 @@ async def complete_json(
     key = (endpoint.base_url, endpoint.model)
     mode = _first_mode(endpoint)
     try:
+        await session.checked()
         while True:
             started = time.monotonic()
             body = _body(endpoint, messages, _response_format(mode, schema_name, schema))
@@ -215,6 +268,12 @@ async def complete_json(
                 # APITimeoutError is an APIConnectionError: timeouts and dropped connections.
                 raise JudgeUnavailable(f"{type(exc).__name__}: {exc}", _kind(exc)) from exc
             except openai.APIStatusError as exc:
+                if 300 <= exc.status_code < 400:
+                    raise JudgeRejected(
+                        f"HTTP {exc.status_code}: the endpoint answered with a redirect, which "
+                        "judges do not follow; give the base URL it redirects to.",
+                        "redirect",
+                    ) from exc
                 if exc.status_code >= 500:
                     raise JudgeUnavailable(f"{type(exc).__name__}: {exc}", _kind(exc)) from exc
                 raise JudgeRejected(f"HTTP {exc.status_code}: {exc}") from exc  # 404, 409, 413…

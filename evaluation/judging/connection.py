@@ -4,7 +4,8 @@ a short timeout, and a plain account of what happened. Async, no ORM.
 The account is the status, the latency and a short classified error written here, never
 the endpoint's reply or error text: whatever answers at the base URL chooses those bytes,
 and a person able to point a judge anywhere must not get a proxy that reads internal
-services back to them. The key variable and the host follow evaluation/judging/keys.py.
+services back to them. The key variable and the host follow evaluation/judging/keys.py, and a
+redirect is reported, not followed.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import socket
 import time
 from dataclasses import dataclass, replace
 
+from config import egress
 from evaluation.judging import client, keys
 
 PROMPT_VERSION = "connection-v1"
@@ -34,12 +36,15 @@ KIND_HELP = {
     "missing_key": "The API key variable is not set in the web process's environment.",
     "key_not_allowed": "Judge keys are read only from JUDGE_KEY_* variables or those "
     "JUDGE_KEY_VARIABLES lists; no call was made.",
-    "host_not_allowed": "The host is not in JUDGE_ALLOWED_HOSTS; no call was made.",
+    "host_not_allowed": "Judges may not call this host's address (JUDGE_ALLOWED_HOSTS, "
+    "JUDGE_ALLOW_PRIVATE_NETWORK); no call was made.",
     "unauthorized": "The endpoint refused the API key (HTTP 401).",
     "forbidden": "The key may not use this model or endpoint (HTTP 403).",
     "model_not_found": "The endpoint does not know this model (HTTP 404).",
     "not_found": "Nothing answers at this base URL (HTTP 404): check the path, e.g. /v1.",
     "bad_request": "The endpoint rejected the request (HTTP 400).",
+    "redirect": "The endpoint answered with a redirect (HTTP 3xx), which judges do not "
+    "follow: give the base URL it redirects to.",
     "timeout": "No answer within the timeout.",
     "unreachable": "The endpoint could not be reached (connection refused, DNS, TLS…).",
     "rate_limit": "The endpoint is rate limiting this key (HTTP 429).",
@@ -86,8 +91,12 @@ key_is_set = keys.key_is_set  # pages ask through here: "set here" only for allo
 async def check_connection(endpoint: client.Endpoint) -> ConnectionResult:
     if endpoint.api_key_env and not keys.key_variable_allowed(endpoint.api_key_env):
         return ConnectionResult(False, "key_not_allowed")
-    if not keys.host_allowed(endpoint.base_url):
-        return ConnectionResult(False, "host_not_allowed")
+    try:
+        keys.endpoint_check(endpoint.base_url)  # the page is for site admins: say which rule
+    except egress.Unresolved:
+        pass  # the call says "unreachable"
+    except egress.Refused as refused:
+        return ConnectionResult(False, "host_not_allowed", str(refused))
     if endpoint.api_key_env and not key_is_set(endpoint.api_key_env):
         return ConnectionResult(
             False,
@@ -162,6 +171,8 @@ def _unavailable_kind(exc: client.JudgeUnavailable) -> str:
 
 
 def _rejected_kind(exc: client.JudgeRejected) -> str:
+    if exc.kind in ("redirect", "host_not_allowed"):
+        return exc.kind
     # The client raises JudgeRejected from the openai error, which carries the HTTP status.
     cause = exc.__cause__
     status = getattr(cause, "status_code", None)

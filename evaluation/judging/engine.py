@@ -19,6 +19,11 @@ from evaluation.judging.ratelimit import RateLimiter
 
 # An unparseable output is asked again this many times before it is recorded as such.
 PARSE_RETRIES = 2
+# An output that is not a verdict (or grade) is kept cut to its first this many characters:
+# enough to see why it did not parse, while whatever answered at the base URL cannot store
+# pages of its own in the verdicts. Only those who manage judges read it
+# (evaluation.runs.permissions.raw_output_shown).
+UNPARSEABLE_KEPT = 2_000
 
 
 @dataclass(frozen=True)
@@ -145,14 +150,14 @@ async def ask_json(
                 error_kind=exc.kind, error=str(exc)[:2000], attempts=attempts + exc.attempts,
                 prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, **usage,
             )  # fmt: skip
-        except client.MissingApiKey as exc:
+        except (client.MissingApiKey, client.HostRefused) as exc:  # no call was made
             return Asked(
-                error_kind="missing_key", error=str(exc), attempts=attempts,
+                error_kind=exc.kind, error=str(exc), attempts=attempts,
                 prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, **usage,
             )  # fmt: skip
         except client.JudgeRejected as exc:
             return Asked(
-                error_kind="rejected", error=str(exc)[:2000], attempts=attempts + 1,
+                error_kind=exc.kind, error=str(exc)[:2000], attempts=attempts + 1,
                 prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, **usage,
             )  # fmt: skip
         attempts += completion.meta.get("attempts", 1)
@@ -169,7 +174,8 @@ async def ask_json(
                 **usage,
             )  # fmt: skip
     return Asked(
-        raw_output=completion.raw if completion else "", prompt_tokens=prompt_tokens,
+        raw_output=completion.raw[:UNPARSEABLE_KEPT] if completion else "",
+        prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens, latency_ms=latency_ms, attempts=attempts,
         **usage,
     )  # fmt: skip

@@ -3,8 +3,9 @@ the judge and the reason named, before anything is queued.
 
 - Every judge of the panel can be called: not external (imported verdicts), an LLM judge
   with a base URL and a model, its API key variable set in this process's environment and
-  its host reachable (a TCP connection, no request; RUNS_PREFLIGHT_CONNECT=0 turns this off
-  where only the workers can reach the endpoint).
+  its host at an address judges may call (evaluation/judging/keys.py) and reachable (a TCP
+  connection, no request; RUNS_PREFLIGHT_CONNECT=0 turns this off where only the workers
+  can reach the endpoint).
   Saving an enabled schedule runs the same judge checks on its panel (`check_panel`).
 - The run has work: some answers match, and their queries have criteria to grade (or the
   panel grades 1–5).
@@ -17,6 +18,8 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
+from config import egress
+from evaluation.judging import keys
 from evaluation.judging.connection import key_is_set
 from evaluation.judging.keys import key_variable_allowed
 from evaluation.models import Answer, Judge, Panel, Run
@@ -74,6 +77,12 @@ def judge_problems(judge: Judge, reachable: dict[tuple[str, int], str | None]) -
         ]
     if judge.api_key_env and not key_is_set(judge.api_key_env):
         return [f"{name}: its API key variable {judge.api_key_env} is not set on this server."]
+    try:
+        keys.endpoint_check(judge.base_url)  # before any connection, even the one below
+    except egress.Unresolved:
+        pass  # the connection says so, unless only the workers can resolve it
+    except egress.Refused as refused:
+        return [f"{name}: {keys.refusal_for_calls(refused)}"]
     if not settings.RUNS_PREFLIGHT_CONNECT:
         return []
     address = _address(judge.base_url)

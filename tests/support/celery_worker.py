@@ -60,6 +60,9 @@ class WorkerProcess:
             **os.environ,
             "DATABASE_URL": self.database,
             "CELERY_QUEUE": self.queue,
+            # The tests' judges are loopback servers: allowed as an operator would allow a
+            # self-hosted model server (docs/operations.md#which-hosts-judges-may-call).
+            "JUDGE_ALLOW_PRIVATE_NETWORK": "1",
             **self.extra_env,
         }
         command = [

@@ -189,7 +189,7 @@ BAD = [GOOD, {"criterion": "", "excerpt": "x", "decision": "maybe", "colour": "r
 def test_bad_examples_are_refused_naming_the_example_and_field(client, owner, owner_api):
     client.force_login(owner)
     response = client.post(reverse("judge-create"), _judge_form(examples=json.dumps(BAD)))
-    assert response.status_code == 200
+    assert response.status_code == 400
     page = response.content.decode()
     assert "Example 2: unknown field colour." in page
     assert "Example 2: criterion is required (text)." in page
@@ -198,7 +198,7 @@ def test_bad_examples_are_refused_naming_the_example_and_field(client, owner, ow
         reverse("judge-create"), _judge_form(instructions="x" * (tuned.MAX_INSTRUCTIONS + 1))
     )
     assert "at most 8,000" in response.content.decode()
-    assert client.post(reverse("judge-create"), _judge_form(examples="[{")).status_code == 200
+    assert client.post(reverse("judge-create"), _judge_form(examples="[{")).status_code == 400
     assert not Judge.objects.exists()
 
     url = reverse("api-evaluation:judge-list")

@@ -67,7 +67,7 @@ def test_create_stores_the_variable_name_never_a_key(client, owner, monkeypatch)
     assert 'type="password"' not in page and 'api_key"' not in page
     pasted = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"
     response = client.post(reverse("judge-create"), form_data(api_key_env=pasted))
-    assert response.status_code == 200
+    assert response.status_code == 400
     assert "never the key itself" in response.content.decode()
     assert not Judge.objects.exists()
 
@@ -91,7 +91,7 @@ def test_edit_validates_by_field_and_changes_nothing_on_error(client, owner):
     client.force_login(owner)
     url = reverse("judge-edit", args=[judge.pk])
     response = client.post(url, form_data(model="", temperature="3", prompt_price="-1"))
-    assert response.status_code == 200
+    assert response.status_code == 400
     form = response.context["form"]
     assert set(form.errors) == {"model", "temperature", "prompt_price"}
     judge.refresh_from_db()

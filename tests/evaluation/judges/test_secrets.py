@@ -42,7 +42,7 @@ def press_test(client, judge: Judge) -> str:
 def test_the_page_form_refuses_variables_that_are_not_judge_keys(client, owner, name):
     client.force_login(owner)
     response = client.post(reverse("judge-create"), judge_form(api_key_env=name))
-    assert response.status_code == 200
+    assert response.status_code == 400
     assert "Judge keys are read only from variables whose name starts with JUDGE_KEY_" in (
         response.content.decode()
     )
@@ -132,6 +132,7 @@ def test_allowed_hosts_restrict_where_judges_call(client, owner, settings):
     settings.JUDGE_ALLOWED_HOSTS = ["api.openai.com", ".openai.azure.com"]
     client.force_login(owner)
     refused = client.post(reverse("judge-create"), judge_form(base_url="http://127.0.0.1:5432/v1"))
+    assert refused.status_code == 400
     assert "not in JUDGE_ALLOWED_HOSTS" in refused.content.decode()
     ok = client.post(reverse("judge-create"), judge_form(base_url="https://x.openai.azure.com/v1"))
     assert ok.status_code == 302
