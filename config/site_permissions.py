@@ -13,6 +13,15 @@ from django.http import HttpRequest, HttpResponse
 
 from annotation.roles import Group
 
+# Judges' connection details (base URL, API key variable) and what an endpoint answered that
+# was not a verdict (an unparseable output) are for the people who manage judges: the
+# Admin group and superusers. Everyone else sees judges by name (docs/judging.md).
+MANAGE_JUDGES = "evaluation.change_judge"
+
+
+def manages_judges(user: object) -> bool:
+    return bool(getattr(user, "is_authenticated", False) and user.has_perm(MANAGE_JUDGES))
+
 
 def refusal(action: str) -> str:
     """What a person without the permission reads, `action` being what the page does

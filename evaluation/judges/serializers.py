@@ -9,10 +9,11 @@ from typing import TypeVar
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
+from config.site_permissions import manages_judges
 from evaluation.judges import services, tuning
 from evaluation.judging import tuned
 from evaluation.judging.batched import MAX_CRITERIA_PER_CALL
-from evaluation.judging.keys import api_key_env_problem, base_url_problem
+from evaluation.judging.keys import api_key_env_problem, base_url_problem, shown_url
 from evaluation.models import Judge, Panel, PanelMember
 
 Saved = TypeVar("Saved", Judge, Panel)
@@ -51,6 +52,16 @@ class JudgeSerializer(serializers.ModelSerializer):
 
     def get_current_version(self, judge: Judge) -> str:
         return tuning.judge_version(judge)
+
+    def to_representation(self, judge: Judge) -> dict:
+        """Connection details only for those who manage judges, query values masked."""
+        data = super().to_representation(judge)
+        request = self.context.get("request")
+        if request is None or not manages_judges(request.user):
+            del data["base_url"], data["api_key_env"]
+        else:
+            data["base_url"] = shown_url(data["base_url"])
+        return data
 
     def validate_instructions(self, value: str) -> str:
         if problems := tuned.instructions_problems(value):

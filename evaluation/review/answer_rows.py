@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from annotation.permissions import AnyUser
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from annotation.headings import GroupHeading, in_reading_order
 from annotation.models import Criterion
@@ -22,6 +22,7 @@ from evaluation.models import (
     Verdict,
 )
 from evaluation.review.selectors import latest_run, reviewable_criteria
+from evaluation.runs.permissions import raw_output_shown
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +119,8 @@ def review_rows(
         )
         for values in votes:
             vote = ShownVote(*values)
+            if vote.raw_output and not raw_output_shown(user, vote.outcome):
+                vote = replace(vote, raw_output="")
             rows[vote.criterion_id].votes.append(vote)
         for row in rows.values():
             row.verdict = aggregate(

@@ -4,6 +4,7 @@ annotating blind) and outsiders do not see them."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from django.core.exceptions import PermissionDenied
@@ -13,7 +14,8 @@ from django.http import Http404
 from annotation import roles
 from annotation.permissions import check_dataset
 from annotation.selectors import datasets_for_user
-from evaluation.models import Run, Verdict
+from config.site_permissions import manages_judges
+from evaluation.models import JudgeCall, Run, Verdict
 
 if TYPE_CHECKING:
     from annotation.permissions import AnyUser
@@ -71,3 +73,21 @@ def _runs_visible(user: AnyUser, dataset, *, hidden: str) -> set[str]:
     if not can_see_runs(perms):
         raise PermissionDenied("Runs are for the dataset's reviewers and admins.")
     return perms
+
+
+# An unparseable output, or an error call's, is whatever answered at the judge's base URL,
+# not a verdict: only those who manage judges read it. A parsed verdict's output is the
+# judge's decision and rationale, which every reader of the run sees.
+RAW_OUTPUT_HIDDEN = frozenset({"unparseable", "error"})
+
+
+def raw_output_shown(user: AnyUser, outcome: str) -> bool:
+    return outcome not in RAW_OUTPUT_HIDDEN or manages_judges(user)
+
+
+def hide_raw_outputs(user: AnyUser, calls: Iterable[JudgeCall]) -> None:
+    """Blank, on these loaded verdicts or grades (never saved), the raw outputs `user` may
+    not read (raw_output_shown)."""
+    for call in calls:
+        if not raw_output_shown(user, call.outcome):
+            call.raw_output = ""

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from annotation.models import Dataset, Query
 from evaluation.models import Panel, Run, System, Verdict
+from evaluation.runs.permissions import raw_output_shown
 
 
 class RunCreateSerializer(serializers.Serializer):
@@ -112,6 +114,11 @@ class DetailSerializer(serializers.Serializer):
 
 
 class VerdictSerializer(serializers.ModelSerializer):
+    raw_output = serializers.SerializerMethodField(
+        help_text="The judge's output. Null on an unparseable or error verdict for those who "
+        "do not manage judges (the Admin group): it is whatever answered at the judge's URL."
+    )
+
     class Meta:
         model = Verdict
         fields = [
@@ -120,3 +127,9 @@ class VerdictSerializer(serializers.ModelSerializer):
             "completion_tokens", "latency_ms", "attempts", "cache_hit", "created_at",
         ]  # fmt: skip
         read_only_fields = fields
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_raw_output(self, verdict: Verdict) -> str | None:
+        request = self.context.get("request")
+        user = request.user if request is not None else None
+        return verdict.raw_output if raw_output_shown(user, verdict.outcome) else None

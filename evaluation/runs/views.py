@@ -30,6 +30,7 @@ from evaluation.runs.permissions import (
     access_run_with_perms,
     access_verdict,
     can_see_runs,
+    hide_raw_outputs,
 )
 
 
@@ -218,13 +219,17 @@ def run_answer(request: HttpRequest, pk: int, answer_id: int) -> HttpResponse:
     )
     if answer is None:
         raise Http404("No such answer in this run's dataset.")
+    verdicts = selectors.answer_verdicts(run, answer)
+    grades = grading.answer_grades(run, answer)
+    votes = (vote for _, rows in verdicts for row in rows for vote in row.votes)
+    hide_raw_outputs(request.user, [*votes, *grades])
     context = {
         "run": run,
         "dataset": run.dataset,
         "answer": answer,
         "answer_html": render_answer(answer.text),
-        "checklists": selectors.answer_rubrics(run, answer, selectors.answer_verdicts(run, answer)),
-        "grades": grading.answer_grades(run, answer),
+        "checklists": selectors.answer_rubrics(run, answer, verdicts),
+        "grades": grades,
     }
     return render(request, "evaluation/runs/run_answer.html", context)
 
