@@ -1,5 +1,6 @@
 """Audit history (django-simple-history) of the records people's work and trust rest on:
-checklists, criteria, human labels, adjudications, judges, panels and their members.
+checklists, criteria, human labels, adjudications, judges, each dataset's judge tuning,
+panels and their members.
 
 Every save or delete through the ORM writes a historical row with who (the request's user,
 through simple_history's middleware), when, what kind of change and every field as it then
@@ -16,9 +17,9 @@ from __future__ import annotations
 from simple_history import register
 
 from annotation.models import Checklist, Criterion
-from evaluation.models import Adjudication, HumanLabel, Judge, Panel, PanelMember
+from evaluation.models import Adjudication, HumanLabel, Judge, JudgeTuning, Panel, PanelMember
 
-AUDITED = (Checklist, Criterion, HumanLabel, Adjudication, Judge, Panel, PanelMember)
+AUDITED = (Checklist, Criterion, HumanLabel, Adjudication, Judge, JudgeTuning, Panel, PanelMember)
 
 for model in AUDITED:
     register(model, app="audit", manager_name="history")
