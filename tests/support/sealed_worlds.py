@@ -54,8 +54,7 @@ from evaluation.analytics import figures
 from evaluation.cross_evaluation import services as cross_evaluation
 from evaluation.data import services as data
 from evaluation.data.export import ExportOptions
-from evaluation.judges import examples
-from evaluation.judges import services as judges
+from evaluation.judges import examples, tuning
 from evaluation.models import Adjudication, HumanLabel, Judge, Run, RunTask, Verdict
 from evaluation.review import services as review
 from evaluation.runs import lifecycle
@@ -92,9 +91,9 @@ def tune_judge(
     """Tune `judge` for the runs of `dataset`: these instructions, and worked examples made
     from these adjudications of the dataset, by `by` (an admin of the dataset).
 
-    The one place the seal test knows where tuning is kept. Today it is kept on the judge, a
-    site-wide object (the judge examples page's service, then the judge's instructions).
-    When tuning moves to (dataset, judge), only this body changes."""
+    The one place the seal test knows where tuning is kept: the dataset's tuning of the
+    judge (evaluation.judges.tuning), through the examples page's service, then the tuning's
+    instructions."""
     examples.examples_set(
         judge=judge,
         dataset=dataset,
@@ -102,8 +101,7 @@ def tune_judge(
         among=[],
         by=by,
     )
-    judge.refresh_from_db()
-    judges.judge_save(judge=judge, instructions=instructions, by=by)
+    tuning.tuning_save(judge=judge, dataset=dataset, instructions=instructions, by=by)
 
 
 @dataclass
@@ -176,7 +174,7 @@ def _checklist(w: MarkedWorld, by, name: str, *, count: int, submit: bool) -> Ch
 
 def _world(tag: str, judge: Judge) -> MarkedWorld:
     """One dataset's people and content, up to its labels and adjudication (no run yet)."""
-    w = MarkedWorld(tag=tag, judge=judge)
+    w = MarkedWorld(tag=tag, judge=judge, llm_judge=judge)
 
     def person(role: str, group: str) -> object:
         username = f"{tag.lower()}_{role}"
