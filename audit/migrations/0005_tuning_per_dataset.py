@@ -11,7 +11,7 @@ class Migration(migrations.Migration):
     dependencies = [
         ('annotation', '0009_rubric_groups_scoring_dimensions'),
         ('audit', '0004_judge_tuning'),
-        ('evaluation', '0025_tuning_belongs_to_a_dataset'),
+        ('evaluation', '0027_judge_holds_no_tuning'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
