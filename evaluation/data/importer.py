@@ -35,6 +35,7 @@ from django.db.models import Count, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from accounts.services import dataset_role, role_set
 from annotation import roles
 from annotation.models import (
     Checklist,
@@ -49,9 +50,9 @@ from annotation.models import (
     QueryCategory,
     SourceType,
 )
-from annotation.permissions import dataset_permissions
 from annotation.services import dataset_set_role
 from annotation.services.checklists import snapshots
+from audit.models import RoleChange
 from evaluation.analytics import refresh
 from evaluation.cross_evaluation.services import reference_system
 from evaluation.cross_evaluation.services import run_label as perfect_run_label
@@ -263,15 +264,22 @@ class _Writer:
         self.slugs = dict(SourceType.objects.values_list("slug", "pk"))
 
     def _members(self) -> None:
-        """Roles for people not yet members; an existing member's role is never changed."""
-
+        """Only when asked (`copy_members`): roles for the files' members who hold none on
+        the dataset, each recorded in the audit history; an existing member's role is never
+        changed. Otherwise nobody is given a role: the members are only counted."""
+        rows = self.plan.tables["members"]
+        if not self.options.copy_members:
+            self.result.members_not_copied = len(rows)
+            return
         users = get_user_model().objects.in_bulk(list(self.users.values()))
-        for _, row in self.plan.tables["members"]:
+        for _, row in rows:
             user = users[self.users[row["username"]]]
-            if roles.role_for_permissions(dataset_permissions(user, self.dataset)) is None:
-                dataset_set_role(
-                    dataset=self.dataset, user=user, role=roles.DatasetRole(row["role"])
-                )
+            if dataset_role(user, self.dataset) is None:
+                role_set(
+                    dataset=self.dataset, user=user, role=roles.DatasetRole(row["role"]),
+                    by=self.options.by, via=RoleChange.Via.IMPORT,
+                )  # fmt: skip
+                self.result.granted.append((user.get_username(), row["role"]))
                 self.result.count("members", created=1)
             else:
                 self.result.count("members", unchanged=1)
