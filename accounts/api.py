@@ -13,6 +13,7 @@ from accounts import permissions, selectors, services
 from accounts.models import ApiToken
 from annotation.models import Dataset
 from annotation.selectors import datasets_for_user
+from config.ids import MAX_ID
 
 
 class ApiTokenSerializer(serializers.ModelSerializer):
@@ -33,7 +34,7 @@ class ApiTokenCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=100)
     scope = serializers.ChoiceField(choices=ApiToken.Scope.choices, default=ApiToken.Scope.READ)
     datasets = serializers.ListField(
-        child=serializers.IntegerField(min_value=1),
+        child=serializers.IntegerField(min_value=1, max_value=MAX_ID),
         required=False,
         default=list,
         max_length=1000,

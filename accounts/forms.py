@@ -33,6 +33,9 @@ class InviteForm(forms.Form):
     prefix = "invite"
     email = forms.EmailField(label="Email address")
     role = forms.ChoiceField(choices=ROLE_CHOICES)
+    # Set by the confirmation step only: the role the address's account holds now, which
+    # the inviter agreed to replace (accounts.services.people.invite).
+    replaces = forms.ChoiceField(choices=ROLE_CHOICES, required=False, widget=forms.HiddenInput)
 
 
 class NewAccountForm(UserCreationForm):

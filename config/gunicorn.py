@@ -8,6 +8,10 @@ Options given on the command line win over these.
 
 from __future__ import annotations
 
+from gunicorn.glogging import Logger
+
+from config.logs import redact_secrets
+
 # Two threads per worker (gunicorn's gthread workers): a page spends about 40% of its time
 # waiting on PostgreSQL, and a second thread serves another request meanwhile. Measured
 # with 20 users labelling and reading on two cores, four workers of two threads came within
@@ -24,3 +28,19 @@ def post_worker_init(worker) -> None:
 
     frozen = ready_worker()
     worker.log.info("worker ready: templates compiled, %d start-up objects frozen", frozen)
+
+
+class RedactingLogger(Logger):
+    """gunicorn's logger with credential-like query parameters (`?token=…`) redacted in the
+    access log (config/logs.py): in every atom a format may use, the request line `%(r)s`,
+    the query string `%(q)s`, the referrer `%(f)s` and the headers and environment."""
+
+    def atoms(self, resp, req, environ, request_time) -> dict:
+        atoms = super().atoms(resp, req, environ, request_time)
+        return {
+            name: redact_secrets(value) if isinstance(value, str) else value
+            for name, value in atoms.items()
+        }
+
+
+logger_class = RedactingLogger

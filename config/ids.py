@@ -9,6 +9,7 @@ with a message, never a 500.
 from __future__ import annotations
 
 MAX_DIGITS = 18  # below 2**63: any id fits a bigint column
+MAX_ID = 2**63 - 1  # the largest bigint: `max_value` of an API's id fields (a 400 above)
 
 
 def is_id(value: object) -> bool:

@@ -302,15 +302,37 @@ ADMINS = [("Admin", addr) for addr in envlist("ADMIN_EMAILS")]
 
 # --- Logging --------------------------------------------------------------------------------
 LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO")
+# A credential-like query parameter (`?token=…`) is redacted in every line written
+# (config/logs.py): by the console handler, and in the development server's request log,
+# Django's own logger and handler restated here with the filter on the logger.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"redact_secrets": {"()": "config.logs.RedactSecrets"}},
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "django.server": {
+            "()": "django.utils.log.ServerFormatter",
+            "format": "[{server_time}] {message}",
+            "style": "{",
+        },
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["redact_secrets"],
+        },
+        "django.server": {"class": "logging.StreamHandler", "formatter": "django.server"},
+    },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
+        "django.server": {
+            "handlers": ["django.server"],
+            "level": "INFO",
+            "propagate": False,
+            "filters": ["redact_secrets"],
+        },
         "django.db.backends": {"level": "INFO"},
         "celery": {"level": LOG_LEVEL},
         "axes": {"level": "WARNING"},  # it logs every login and logout at INFO

@@ -50,6 +50,9 @@ urlpatterns = [
     ),
     path("admin/", admin.site.urls),
 ]
+# Django's own answer to an uncaught exception, but JSON on /api/ paths (config/errors.py).
+handler500 = "config.errors.server_error"
+
 if settings.OIDC_ENABLED:
     # Single sign-on (accounts/sso.py): no such URL at all while it is off.
     urlpatterns.append(path("accounts/oidc/", include("accounts.sso_urls")))

@@ -146,7 +146,17 @@ urlpatterns = [
     path("judges/new/", judges_views.judge_create, name="judge-create"),
     path("judges/<int:pk>/", judges_views.judge_edit, name="judge-edit"),
     path("judges/<int:pk>/test/", judges_views.judge_test, name="judge-test"),
-    path("judges/<int:pk>/examples/", judges_views.judge_examples, name="judge-examples"),
+    path("datasets/<int:pk>/tuning/", judges_views.dataset_tuning, name="dataset-tuning"),
+    path(
+        "datasets/<int:pk>/tuning/<int:judge_pk>/",
+        judges_views.judge_tuning,
+        name="judge-tuning",
+    ),
+    path(
+        "datasets/<int:pk>/tuning/<int:judge_pk>/examples/",
+        judges_views.judge_examples,
+        name="judge-examples",
+    ),
     path("panels/", judges_views.panel_list, name="panel-list"),
     path("panels/new/", judges_views.panel_create, name="panel-create"),
     path("panels/<int:pk>/", judges_views.panel_edit, name="panel-edit"),
@@ -192,6 +202,16 @@ api_urlpatterns = [
     path("runs/<int:pk>/scores/", scores_api.RunScoresView.as_view(), name="run-scores"),
     path(
         "verdicts/<int:pk>/prompt/", judges_api.VerdictPromptView.as_view(), name="verdict-prompt"
+    ),
+    path(
+        "datasets/<int:pk>/tuning/",
+        judges_api.DatasetTuningsView.as_view(),
+        name="dataset-tunings-api",
+    ),
+    path(
+        "datasets/<int:pk>/tuning/<int:judge_pk>/",
+        judges_api.JudgeTuningView.as_view(),
+        name="judge-tuning-api",
     ),
     path("agreement/", agreement_api.AgreementView.as_view(), name="agreement"),
     path("datasets/<int:pk>/analytics/", analytics_api.AnalyticsView.as_view(), name="analytics"),

@@ -156,3 +156,10 @@ def valid_criteria():
         ),
         CriterionData(text="Presents guidance versus actuals in a table.", kind="format"),
     ]
+
+
+def tune(judge: Judge, dataset: Dataset, *, by=None, **fields):
+    """Set the dataset's instructions and/or examples for the judge through the service."""
+    from evaluation.judges.tuning import tuning_save
+
+    return tuning_save(judge=judge, dataset=dataset, by=by, **fields)

@@ -6,15 +6,17 @@ Callers check access first (accounts.permissions, annotation.permissions).
 
 from __future__ import annotations
 
-from accounts.services.errors import InvitationUnusable, Refused
+from accounts.services.errors import InvitationUnusable, Refused, RoleChangeUnconfirmed
 from accounts.services.people import (
     Invited,
+    dataset_role,
     invitation_accept,
     invitation_accept_as,
     invitation_revoke,
     invite,
     member_remove,
     member_set_role,
+    role_set,
     user_create,
 )
 from accounts.services.tokens import (
@@ -28,9 +30,11 @@ __all__ = [
     "InvitationUnusable",
     "Invited",
     "Refused",
+    "RoleChangeUnconfirmed",
     "api_token_create",
     "api_token_revoke",
     "api_token_touch",
+    "dataset_role",
     "invitation_accept",
     "invitation_accept_as",
     "invitation_revoke",
@@ -38,5 +42,6 @@ __all__ = [
     "legacy_token_revoke",
     "member_remove",
     "member_set_role",
+    "role_set",
     "user_create",
 ]

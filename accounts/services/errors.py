@@ -1,5 +1,12 @@
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser
+
+    from annotation.roles import DatasetRole
+
 
 class Refused(Exception):
     """A change the rules forbid. The message is for the person; `field` is the form field
@@ -18,3 +25,17 @@ class InvitationUnusable(Exception):
     def __init__(self, state: str) -> None:
         super().__init__(state)
         self.state = state
+
+
+class RoleChangeUnconfirmed(Exception):
+    """Inviting `email` would change the role its account holds on the dataset (`held`) to
+    `role`: the inviter confirms first (accounts.services.people.invite, `replaces`)."""
+
+    def __init__(
+        self, *, user: AbstractBaseUser, email: str, held: DatasetRole, role: DatasetRole
+    ) -> None:
+        super().__init__(f"{user.get_username()} is {held.value}; make them {role.value}?")
+        self.user = user
+        self.email = email
+        self.held = held
+        self.role = role

@@ -15,9 +15,11 @@ from django.utils import timezone
 
 from accounts import keys, mail, selectors
 from accounts.models import Invitation
-from accounts.services.errors import InvitationUnusable, Refused
+from accounts.services.errors import InvitationUnusable, Refused, RoleChangeUnconfirmed
 from annotation import roles
+from annotation.permissions import held_permissions
 from annotation.services import dataset_set_role
+from audit.models import RoleChange
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
@@ -38,20 +40,58 @@ ROLE_GROUPS = {
 @dataclass(frozen=True)
 class Invited:
     """What inviting an address did: an invitation sent, or, when an account already used
-    the address, that account given the role (`notified`: whether the notice was sent)."""
+    the address, that account given the role (`before`: its role until then, None for
+    none; `notified`: whether the notice was sent). An account that already held the role
+    is left as it was (`before` is the role, nothing sent)."""
 
     invitation: Invitation | None = None
     user: AbstractBaseUser | None = None
+    before: roles.DatasetRole | None = None
     notified: bool = False
 
 
+def dataset_role(user: AbstractBaseUser, dataset: Dataset) -> roles.DatasetRole | None:
+    """The role granted to `user` on `dataset` (None: no role)."""
+    return roles.role_for_permissions(held_permissions(user, dataset))
+
+
+@transaction.atomic
+def role_set(
+    *,
+    dataset: Dataset,
+    user: AbstractBaseUser,
+    role: roles.DatasetRole | None,
+    by: AbstractBaseUser | None,
+    via: RoleChange.Via,
+) -> roles.DatasetRole | None:
+    """Make `user` hold exactly `role` on `dataset` (None: no role) and record the change in
+    the audit history (audit.RoleChange), with who made it (`by`; None: the command line)
+    and how. Every role a person gives or takes goes through here. A role already held
+    changes nothing and records nothing. Returns the role held before."""
+    before = dataset_role(user, dataset)
+    if before == role:
+        return before
+    dataset_set_role(dataset=dataset, user=user, role=role)
+    RoleChange.objects.create(
+        dataset=dataset, dataset_name=dataset.name, user=user, username=user.get_username(),
+        before=before or "", after=role or "", changed_by=by, via=via,
+    )  # fmt: skip
+    return before
+
+
 def member_set_role(
-    *, dataset: Dataset, user: AbstractBaseUser, role: roles.DatasetRole, by: AbstractBaseUser
-) -> None:
+    *,
+    dataset: Dataset,
+    user: AbstractBaseUser,
+    role: roles.DatasetRole,
+    by: AbstractBaseUser,
+    via: RoleChange.Via = RoleChange.Via.MEMBERS,
+) -> roles.DatasetRole | None:
+    """Returns the role held before."""
     if user.pk == by.pk and role != roles.DatasetRole.ADMIN:
         # An admin demoting themselves could leave the dataset with nobody to run it.
         raise Refused("You cannot change your own role; ask another admin.")
-    dataset_set_role(dataset=dataset, user=user, role=role)
+    return role_set(dataset=dataset, user=user, role=role, by=by, via=via)
 
 
 def member_remove(*, dataset: Dataset, user: AbstractBaseUser, by: AbstractBaseUser) -> None:
@@ -59,15 +99,25 @@ def member_remove(*, dataset: Dataset, user: AbstractBaseUser, by: AbstractBaseU
     under their name; so do their assignments."""
     if user.pk == by.pk:
         raise Refused("You cannot remove yourself; ask another admin.")
-    dataset_set_role(dataset=dataset, user=user, role=None)
+    role_set(dataset=dataset, user=user, role=None, by=by, via=RoleChange.Via.MEMBERS)
 
 
 def invite(
-    *, dataset: Dataset, email: str, role: roles.DatasetRole, by: AbstractBaseUser
+    *,
+    dataset: Dataset,
+    email: str,
+    role: roles.DatasetRole,
+    by: AbstractBaseUser,
+    replaces: roles.DatasetRole | None = None,
 ) -> Invited:
     """Invite an address to the dataset with a role. If an active account already uses the
     address, that account gets the role at once and a notice instead of a link. Inviting an
     address again replaces its open invitation (the old link stops working).
+
+    An account that holds another role on the dataset keeps it until the inviter confirms
+    the change: RoleChangeUnconfirmed until `replaces` names the role it holds now (so a
+    confirmation given while another admin changed that role asks again). Inviting an
+    address is how one brings people in; it must not silently demote a co-admin.
 
     The email is sent before the invitation is committed: if it cannot be sent, nothing is
     saved and Refused says so."""
@@ -79,9 +129,16 @@ def invite(
         user = accounts[0]
         if user.pk == by.pk:
             raise Refused("That is your own address.", "email")
-        member_set_role(dataset=dataset, user=user, role=role, by=by)
+        held = dataset_role(user, dataset)
+        if held == role:
+            return Invited(user=user, before=held)
+        if held is not None and replaces != held:
+            raise RoleChangeUnconfirmed(user=user, email=email, held=held, role=role)
+        before = member_set_role(
+            dataset=dataset, user=user, role=role, by=by, via=RoleChange.Via.INVITATION
+        )
         notified = mail.send_role_granted(dataset=dataset, user=user, role=role.value, by=by)
-        return Invited(user=user, notified=notified)
+        return Invited(user=user, before=before, notified=notified)
     try:
         invitation = _invitation_sent(dataset=dataset, email=email, role=role, by=by)
     except IntegrityError:  # the same address invited by someone else at the same moment
@@ -144,7 +201,10 @@ def _open_invitation(key: str) -> Invitation:
 
 
 def _accepted(invitation: Invitation, user: AbstractBaseUser) -> None:
-    dataset_set_role(dataset=invitation.dataset, user=user, role=roles.DatasetRole(invitation.role))
+    role_set(
+        dataset=invitation.dataset, user=user, role=roles.DatasetRole(invitation.role),
+        by=invitation.invited_by, via=RoleChange.Via.ACCEPTED,
+    )  # fmt: skip
     invitation.accepted_at = timezone.now()
     invitation.accepted_by = user
     invitation.save(update_fields=["accepted_at", "accepted_by"])
@@ -206,6 +266,6 @@ def user_create(
     if selectors.active_accounts_with_email(email):
         raise Refused("An account already uses this address: add it by username.", "email")
     user = _new_account(username=username, email=email, password=password, role=role)
-    dataset_set_role(dataset=dataset, user=user, role=role)
+    role_set(dataset=dataset, user=user, role=role, by=by, via=RoleChange.Via.ACCOUNT)
     logger.info("%s created the account %s as %s of dataset %s", by, user, role.value, dataset.pk)
     return user

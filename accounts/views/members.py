@@ -1,6 +1,7 @@
 """A dataset's members page: members and their roles, pending invitations, adding someone
-by username, inviting by email, making an account; and removing a member, confirmed first.
-Every view needs the permission to manage the dataset (its admins)."""
+by username, inviting by email (an existing account's role changed only once confirmed),
+making an account; and removing a member, confirmed first. Every view needs the permission
+to manage the dataset (its admins)."""
 
 from __future__ import annotations
 
@@ -66,19 +67,34 @@ def dataset_invite(request: HttpRequest, pk: int) -> HttpResponse:
     form = InviteForm(request.POST)
     if form.is_valid():
         role = roles.DatasetRole(form.cleaned_data["role"])
+        replaces = form.cleaned_data["replaces"]
         try:
             invited = services.invite(
-                dataset=dataset, email=form.cleaned_data["email"], role=role, by=request.user
-            )
+                dataset=dataset, email=form.cleaned_data["email"], role=role, by=request.user,
+                replaces=roles.DatasetRole(replaces) if replaces else None,
+            )  # fmt: skip
         except services.Refused as refused:
             refusal_on(form, refused)
+        except services.RoleChangeUnconfirmed as unconfirmed:
+            # The second step: the change, said in full, and a button that makes it.
+            context = {"dataset": dataset, "change": unconfirmed}
+            return render(request, "accounts/invite_confirm.html", context)
         else:
             if invited.user is not None:
+                name = invited.user.get_username()
+                if invited.before == role:
+                    messages.info(
+                        request,
+                        f"{name} already has an account with this address and is already "
+                        f"{role.value} of this dataset: nothing changed.",
+                    )
+                    return redirect("dataset-members", pk=dataset.pk)
                 note = "" if invited.notified else " (the email telling them could not be sent)"
+                was = f" (they were {invited.before.value})" if invited.before else ""
                 messages.success(
                     request,
-                    f"{invited.user.get_username()} already has an account with this address: "
-                    f"they are now {role.value} of this dataset{note}.",
+                    f"{name} already has an account with this address: they are now "
+                    f"{role.value} of this dataset{was}{note}.",
                 )
             else:
                 messages.success(

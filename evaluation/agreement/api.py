@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.permissions import access_dataset, dataset_permissions
+from config.ids import MAX_ID
 from evaluation.agreement.selectors import agreement_report
 from evaluation.agreement.serialize import report_data
 from evaluation.models import Run
@@ -19,8 +20,8 @@ from evaluation.runs.permissions import can_see_runs
 
 
 class AgreementQuerySerializer(serializers.Serializer):
-    dataset = serializers.IntegerField(min_value=1)
-    run = serializers.IntegerField(min_value=1, required=False)
+    dataset = serializers.IntegerField(min_value=1, max_value=MAX_ID)
+    run = serializers.IntegerField(min_value=1, max_value=MAX_ID, required=False)
 
 
 class AgreementView(APIView):

@@ -16,6 +16,7 @@ from rest_framework.utils.urls import remove_query_param, replace_query_param
 from rest_framework.views import APIView
 
 from annotation.models import Dataset
+from config.ids import MAX_ID
 from evaluation.analytics import figures, summaries
 from evaluation.analytics.access import access_analytics
 from evaluation.metrics import analytics as am
@@ -51,7 +52,7 @@ def _run_data(run: Run) -> dict:
 
 
 class AnalyticsQuerySerializer(serializers.Serializer):
-    run = serializers.IntegerField(min_value=1, required=False)
+    run = serializers.IntegerField(min_value=1, max_value=MAX_ID, required=False)
     edges = serializers.CharField(required=False, help_text="Bucket edges, e.g. 10,15,20,25,30,35")
     complexity = serializers.CharField(
         required=False, help_text="A numeric query dimension for the complexity curve."
@@ -136,10 +137,10 @@ class AnalyticsView(APIView):
 
 
 class CompareQuerySerializer(serializers.Serializer):
-    a = serializers.IntegerField(min_value=1)
-    b = serializers.IntegerField(min_value=1)
-    system_a = serializers.IntegerField(min_value=1, required=False)
-    system_b = serializers.IntegerField(min_value=1, required=False)
+    a = serializers.IntegerField(min_value=1, max_value=MAX_ID)
+    b = serializers.IntegerField(min_value=1, max_value=MAX_ID)
+    system_a = serializers.IntegerField(min_value=1, max_value=MAX_ID, required=False)
+    system_b = serializers.IntegerField(min_value=1, max_value=MAX_ID, required=False)
 
 
 class CompareView(APIView):

@@ -145,6 +145,11 @@ class ImportSerializer(serializers.Serializer):
         choices=["warn", "refuse"], default="warn",
         help_text="Checklists that break the guideline: import with warnings, or refuse.",
     )  # fmt: skip
+    copy_members = serializers.BooleanField(
+        default=False,
+        help_text="Give the files' members (members.csv) their roles on the dataset, to those "
+        "who hold none there yet. Off by default: nobody but the importer is given access.",
+    )
 
     def validate(self, data: dict) -> dict:
         if data.get("dataset") is not None and data.get("as_copy"):
@@ -167,6 +172,12 @@ class ImportResultSerializer(serializers.Serializer):
     updated = serializers.DictField(child=serializers.IntegerField())
     unchanged = serializers.DictField(child=serializers.IntegerField())
     warnings = serializers.ListField(child=serializers.CharField())
+    roles_granted = serializers.IntegerField(
+        help_text="Roles given to the files' members (only with copy_members)."
+    )
+    members_not_copied = serializers.IntegerField(
+        help_text="Members the files list, given no role because copy_members was off."
+    )
 
 
 class DatasetImportView(APIView):
@@ -194,6 +205,7 @@ class DatasetImportView(APIView):
         options = ImportOptions(
             dataset=dataset, as_copy=as_copy, guideline=data.get("guideline"),
             on_guideline_errors=data["on_guideline_errors"], by=request.user,
+            copy_members=data["copy_members"],
         )  # fmt: skip
         try:
             with received(data["file"]) as path:

@@ -27,6 +27,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
+from django.db.models import Prefetch
 from django.utils import timezone
 from django.utils.text import slugify
 from guardian.shortcuts import get_users_with_perms
@@ -56,6 +57,8 @@ from evaluation.models import (
     GradedScore,
     HumanLabel,
     Judge,
+    JudgeTuning,
+    JudgeVersion,
     Panel,
     Run,
     System,
@@ -531,18 +534,23 @@ class Exporter:
         judges = Judge.objects.filter(pk__in=used) | Judge.objects.filter(
             memberships__panel__in=panels
         )
-        judges = judges.distinct().order_by("name").prefetch_related("versions")
+        own = JudgeVersion.objects.filter(dataset=self.dataset)
+        judges = judges.distinct().order_by("name").prefetch_related(Prefetch("versions", own))
+        tunings = {t.judge_id: t for t in JudgeTuning.objects.filter(dataset=self.dataset)}
         for j in judges:
-            # The versions keep the prompts of this dataset's verdicts rebuildable elsewhere.
+            # This dataset's tuning and versions only: another dataset's never leave it. The
+            # versions keep the prompts of this dataset's verdicts rebuildable elsewhere.
             versions = [
                 {"version": v.version, "instructions": v.instructions, "examples": v.examples}
                 for v in sorted(j.versions.all(), key=lambda v: (v.created_at, v.version))
             ]
+            t = tunings.get(j.pk)
             yield (
                 j.name, j.kind, j.base_url, j.model, j.api_key_env, j.temperature, j.max_tokens,
-                j.seed, j.timeout, j.prompt_version, j.context_tokens, j.instructions,
-                j.examples or None, j.criteria_per_call, j.token_parameter, j.response_format,
-                j.reasoning_effort, versions or None,
+                j.seed, j.timeout, j.prompt_version, j.context_tokens,
+                t.instructions if t else "", (t.examples if t else None) or None,
+                j.criteria_per_call, j.token_parameter, j.response_format, j.reasoning_effort,
+                versions or None,
             )  # fmt: skip
 
     def _panels(self) -> Iterator[Row]:

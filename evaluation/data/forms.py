@@ -83,6 +83,12 @@ class ImportForm(forms.Form):
         initial="warn",
         label="Submitted checklists that break the guideline",
     )
+    copy_members = forms.BooleanField(
+        required=False,
+        label="Copy the members and their roles",
+        help_text="Give the people in the file's members.csv their role on the dataset (those "
+        "who have none there yet). Off: nobody but you is given access.",
+    )
 
     def __init__(
         self, *args: object, datasets=None, may_create: bool = True, **kwargs: object

@@ -82,6 +82,10 @@ class ImportOptions:
     guideline: Guideline | None = None  # the dataset's guideline (default: the file's)
     on_guideline_errors: str = "warn"  # or "refuse"
     by: AbstractBaseUser | None = None  # who imports (None: the command line)
+    # Give the files' members (members.csv) their roles on the dataset, to those who hold
+    # none there yet. Off unless asked: an import grants no role silently, and a copy made
+    # for oneself must not open to everyone who could see the original.
+    copy_members: bool = False
 
 
 @dataclass
@@ -93,6 +97,8 @@ class ImportResult:
     updated: dict[str, int] = field(default_factory=dict)
     unchanged: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    granted: list[tuple[str, str]] = field(default_factory=list)  # (username, role) given
+    members_not_copied: int = 0  # the files' members, without copy_members
 
     def count(self, table: str, created: int = 0, updated: int = 0, unchanged: int = 0) -> None:
         for store, n in ((self.created, created), (self.updated, updated),
@@ -111,6 +117,29 @@ class ImportResult:
     @property
     def changed(self) -> bool:
         return self.dataset_created or any(self.created.values()) or any(self.updated.values())
+
+    @property
+    def roles_granted(self) -> int:
+        return len(self.granted)
+
+    def roles_said(self, option: str) -> str:
+        """How many roles the import granted to the files' members, in words, for the page,
+        the command (and the API's counts): `option` names the way to ask for them there.
+        The importer's own admin role on a new dataset is said apart."""
+        if self.granted:
+            shown = ", ".join(f"{name} ({role})" for name, role in self.granted[:20])
+            more = f" and {len(self.granted) - 20} more" if len(self.granted) > 20 else ""
+            n = len(self.granted)
+            return f"{n} role{'s' if n != 1 else ''} granted to the files' members: {shown}{more}."
+        if self.members_not_copied:
+            n = self.members_not_copied
+            return (
+                f"No role granted: the files list {n} member{'s' if n != 1 else ''}, given no "
+                f"role ({option} gives them theirs)."
+            )
+        if self.unchanged.get("members"):
+            return "No role granted: every member in the files already had a role here."
+        return "No role granted: the files list no members."
 
 
 # --- reading and checking rows ---------------------------------------------------------
@@ -447,8 +476,9 @@ def _check_structure(
     t = plan.tables
     guideline_keys = _check_guidelines(plan, options, errors)
     _check_source_types(t["source_types"], known, errors)
-    for _, row in t["members"]:
-        plan.usernames.add(row["username"])
+    if options.copy_members:  # otherwise nobody is made for members.csv alone
+        for _, row in t["members"]:
+            plan.usernames.add(row["username"])
     once = _Once(errors)
     _check_queries(t["queries"], plan, known, once)
     _check_checklists(t["checklists"], plan, known, guideline_keys, once, errors)

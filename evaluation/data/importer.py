@@ -35,6 +35,7 @@ from django.db.models import Count, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from accounts.services import dataset_role, role_set
 from annotation import roles
 from annotation.models import (
     Checklist,
@@ -49,9 +50,9 @@ from annotation.models import (
     QueryCategory,
     SourceType,
 )
-from annotation.permissions import dataset_permissions
 from annotation.services import dataset_set_role
 from annotation.services.checklists import snapshots
+from audit.models import RoleChange
 from evaluation.analytics import refresh
 from evaluation.cross_evaluation.services import reference_system
 from evaluation.cross_evaluation.services import run_label as perfect_run_label
@@ -79,6 +80,7 @@ from evaluation.models import (
     HumanLabel,
     Judge,
     JudgeCall,
+    JudgeTuning,
     JudgeVersion,
     Panel,
     PanelMember,
@@ -262,15 +264,22 @@ class _Writer:
         self.slugs = dict(SourceType.objects.values_list("slug", "pk"))
 
     def _members(self) -> None:
-        """Roles for people not yet members; an existing member's role is never changed."""
-
+        """Only when asked (`copy_members`): roles for the files' members who hold none on
+        the dataset, each recorded in the audit history; an existing member's role is never
+        changed. Otherwise nobody is given a role: the members are only counted."""
+        rows = self.plan.tables["members"]
+        if not self.options.copy_members:
+            self.result.members_not_copied = len(rows)
+            return
         users = get_user_model().objects.in_bulk(list(self.users.values()))
-        for _, row in self.plan.tables["members"]:
+        for _, row in rows:
             user = users[self.users[row["username"]]]
-            if roles.role_for_permissions(dataset_permissions(user, self.dataset)) is None:
-                dataset_set_role(
-                    dataset=self.dataset, user=user, role=roles.DatasetRole(row["role"])
-                )
+            if dataset_role(user, self.dataset) is None:
+                role_set(
+                    dataset=self.dataset, user=user, role=roles.DatasetRole(row["role"]),
+                    by=self.options.by, via=RoleChange.Via.IMPORT,
+                )  # fmt: skip
+                self.result.granted.append((user.get_username(), row["role"]))
                 self.result.count("members", created=1)
             else:
                 self.result.count("members", unchanged=1)
@@ -715,14 +724,23 @@ class _Writer:
             members.append(member)
         return {**found, "members": members}
 
-    def _judge_versions(self, judge: Judge, versions: list[dict] | None) -> None:
-        """The file's prompt versions the judge lacks (those it has are never rewritten: a
-        version is a digest of its tuning), so that the verdicts' prompts rebuild here."""
-        have = set(judge.versions.values_list("version", flat=True))
-        new = [v for v in versions or () if v["version"] not in have]
+    def _judge_tuning(self, judge: Judge, row: dict) -> None:
+        """The file's tuning of the judge, which was the exported dataset's, becomes this
+        dataset's (a judge holds no tuning of its own), with the prompt versions it lacks
+        (those it has are never rewritten: a version is a digest of its tuning), so that
+        the verdicts' prompts rebuild here."""
+        if row["instructions"] or row["examples"]:
+            JudgeTuning.objects.update_or_create(
+                judge=judge, dataset=self.dataset,
+                defaults={"instructions": row["instructions"] or "",
+                          "examples": row["examples"] or []},
+            )  # fmt: skip
+        have = set(judge.versions.filter(dataset=self.dataset).values_list("version", flat=True))
+        new = [v for v in row["versions"] or () if v["version"] not in have]
         JudgeVersion.objects.bulk_create(
             JudgeVersion(
                 judge=judge,
+                dataset=self.dataset,
                 version=v["version"],
                 examples=v.get("examples") or [],
                 instructions=v.get("instructions") or "",
@@ -735,18 +753,18 @@ class _Writer:
         for _, row in self.plan.tables["judges"]:
             if row["name"] in judges:
                 self.result.count("judges", unchanged=1)  # site-wide: never rewritten
-                self._judge_versions(judges[row["name"]], row["versions"])
+                self._judge_tuning(judges[row["name"]], row)
                 continue
             values = {
                 k: row[k]
                 for k in ("kind", "base_url", "model", "api_key_env", "temperature", "max_tokens",
-                          "seed", "timeout", "prompt_version", "context_tokens", "instructions",
-                          "examples", "criteria_per_call", "token_parameter", "response_format",
+                          "seed", "timeout", "prompt_version", "context_tokens",
+                          "criteria_per_call", "token_parameter", "response_format",
                           "reasoning_effort")
                 if row[k] is not None
             }  # fmt: skip
             judges[row["name"]] = Judge.objects.create(name=row["name"], **values)
-            self._judge_versions(judges[row["name"]], row["versions"])
+            self._judge_tuning(judges[row["name"]], row)
             self.result.count("judges", created=1)
         panels = {p.name: p for p in Panel.objects.all()}
         for _, row in self.plan.tables["panels"]:
@@ -783,7 +801,8 @@ class _Writer:
                 answer_run_label=row["answer_run_label"],
                 # The run's figures use the panel it was graded with, not the panel as
                 # found here; older exports without it take the panel's.
-                snapshot=self._local(row.get("snapshot"), judges) or snapshot.take(panel),
+                snapshot=self._local(row.get("snapshot"), judges)
+                or snapshot.take(panel, self.dataset.pk),
                 started_at=row["created_at"], finished_at=row["finished_at"],
                 expected=row.get("expected") or 0, scope=row.get("scope") or Run.Scope.ALL,
                 estimate=row.get("estimate") or {},

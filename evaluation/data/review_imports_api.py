@@ -9,13 +9,14 @@ from rest_framework.views import APIView
 
 from annotation import roles
 from annotation.permissions import access_dataset
+from config.ids import MAX_ID
 from config.uploads import validate_upload_size
 from evaluation.data.answers_upload import decode_upload
 from evaluation.data.review_imports import ImportRejected, import_labels, import_verdicts
 
 
 class LabelsImportSerializer(serializers.Serializer):
-    dataset = serializers.IntegerField(min_value=1)
+    dataset = serializers.IntegerField(min_value=1, max_value=MAX_ID)
     file = serializers.FileField(
         help_text="JSONL or CSV, see docs/data-formats.md; at most IMPORT_MAX_BYTES.",
         validators=[validate_upload_size],

@@ -272,8 +272,12 @@ TABLES: tuple[Table, ...] = (
             _c("timeout", FLOAT),
             _c("prompt_version"),
             _c("context_tokens", INT, "Evidence budget in tokens (docs/judging.md)"),
-            _c("instructions", doc="Added to the system prompt (docs/judging.md)"),
-            _c("examples", JSON, "Worked examples: criterion, excerpt, decision, reason"),
+            _c("instructions", doc="This dataset's instructions for the judge (docs/judging.md)"),
+            _c(
+                "examples",
+                JSON,
+                "This dataset's worked examples: criterion, excerpt, decision, reason",
+            ),
             _c("criteria_per_call", INT, "1: one call per criterion; k; 0: the whole checklist"),
             _c("token_parameter", doc="max_tokens or max_completion_tokens"),
             _c("response_format", doc="auto, json_schema or json_object"),
@@ -281,7 +285,8 @@ TABLES: tuple[Table, ...] = (
             _c(
                 "versions",
                 JSON,
-                "Every tuned prompt version the judge had: {version, instructions, examples}",
+                "Every tuned prompt version the judge had on this dataset: {version, instructions, "
+                "examples}",
             ),
         ),
         include="verdicts",

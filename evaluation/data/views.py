@@ -91,6 +91,7 @@ def dataset_import(request: HttpRequest) -> HttpResponse:
         options = ImportOptions(
             dataset=data["dataset"], as_copy=data.get("name", ""), guideline=data["guideline"],
             on_guideline_errors=data["on_guideline_errors"], by=user,
+            copy_members=data["copy_members"],
         )  # fmt: skip
         try:
             with received(data["file"]) as path:
@@ -109,7 +110,11 @@ def dataset_import(request: HttpRequest) -> HttpResponse:
         except NotStored as failed:  # the server's disk, not the file: 507 when full
             errors, status = [failed.message], failed.status
         else:
-            context = {"result": result, "name": data["file"].name}
+            context = {
+                "result": result,
+                "name": data["file"].name,
+                "roles": result.roles_said("ticking “Copy the members and their roles”"),
+            }
             return render(request, "evaluation/data/dataset_import_done.html", context)
     elif request.method == "POST":
         status = 400

@@ -1,4 +1,5 @@
-"""Worked examples for a judge, taken from a dataset's adjudicated items (issue 25, point 2).
+"""Worked examples for a judge, taken from a dataset's adjudicated items (issue 25, point 2),
+kept in that dataset's tuning of the judge (evaluation.judges.tuning, issue 38).
 
 An adjudication is the final decision on one (answer, criterion), with the adjudicator's
 reason: as a worked example it shows the judge the criterion, the part of the answer that
@@ -10,6 +11,10 @@ the rest of the project counts prompt tokens (characters / prompts.CHARS_PER_TOK
 Each example keeps where it came from ("source": adjudication, answer, criterion): a run
 records those items (evaluation.judges.tuning.snapshot_fields) and its agreement figures
 leave them out.
+
+Only criteria of submitted checklists make examples: an example is shown to the dataset's
+reviewers and admins and sent in its prompts, and a draft's criteria are hidden from every
+other expert until the draft is submitted (the blind rule).
 """
 
 from __future__ import annotations
@@ -21,10 +26,10 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 
-from annotation.models import Dataset
-from evaluation.judges import services
+from annotation.models import Checklist, Dataset
+from evaluation.judges import tuning
 from evaluation.judging import prompts, tuned
-from evaluation.models import Adjudication, Judge
+from evaluation.models import Adjudication, Judge, JudgeTuning
 
 EXCERPT_CHARS = 1200  # an example's answer excerpt: enough for the passage that decided it
 LIST_LIMIT = 300  # adjudications listed on the page, most recent first
@@ -56,15 +61,19 @@ class Candidate:
 
 
 def candidates(dataset: Dataset, *, kind: str = "", limit: int = LIST_LIMIT) -> list[Candidate]:
-    """The dataset's adjudicated items as examples, most recent decision first (one query)."""
-    rows = (
-        Adjudication.objects.filter(answer__query__dataset=dataset)
-        .select_related("answer__system", "criterion")
-        .order_by("-decided_at", "-pk")
-    )
+    """The dataset's adjudicated items of submitted checklists as examples, most recent
+    decision first (one query)."""
+    rows = _examplable(dataset).order_by("-decided_at", "-pk")
     if kind:
         rows = rows.filter(criterion__kind=kind)
     return [candidate(a) for a in rows[:limit]]
+
+
+def _examplable(dataset: Dataset):
+    """The dataset's adjudications that may become examples: those of submitted checklists."""
+    return Adjudication.objects.filter(
+        answer__query__dataset=dataset, criterion__checklist__status=Checklist.Status.SUBMITTED
+    ).select_related("answer__system", "criterion")
 
 
 def candidate(adjudication: Adjudication) -> Candidate:
@@ -115,14 +124,9 @@ def auto_pick(
     return chosen
 
 
-def chosen_ids(judge: Judge) -> set[int]:
-    """The adjudications the judge's examples came from."""
-    return {
-        int(e["source"]["adjudication"])
-        for e in judge.examples
-        if isinstance(e, dict) and isinstance(e.get("source"), dict)
-        and isinstance(e["source"].get("adjudication"), int)
-    }  # fmt: skip
+def chosen_ids(examples: Iterable[object]) -> set[int]:
+    """The adjudications the examples came from."""
+    return {source for e in examples if (source := _source_of(e)) is not None}
 
 
 def examples_set(
@@ -132,26 +136,23 @@ def examples_set(
     chosen: Iterable[int],
     among: Iterable[int],
     by: AbstractBaseUser,
-) -> Judge:
-    """Make the judge's examples from the adjudications `among` (those the page listed)
-    exactly those `chosen`, in the order of the most recent first after the examples kept:
-    typed ones, those from adjudications not listed and those of other datasets. Raises
-    Adjudication.DoesNotExist for an id that is not this dataset's, and ValidationError
-    (naming the example) when the result breaks the bounds; a change is a new prompt
-    version (services.judge_save)."""
+) -> JudgeTuning:
+    """Make the dataset's examples for the judge, among the adjudications `among` (those
+    the page listed), exactly those `chosen`, in the order of the most recent first after
+    the examples kept: typed ones and those from adjudications not listed. Raises
+    Adjudication.DoesNotExist for an id that is not one of this dataset's examplable
+    adjudications, and ValidationError (naming the example) when the result breaks the
+    bounds; a change is a new prompt version (tuning.tuning_save)."""
     wanted = set(chosen)
-    rows = (
-        Adjudication.objects.filter(answer__query__dataset=dataset, pk__in=wanted)
-        .select_related("answer__system", "criterion")
-        .order_by("-decided_at", "-pk")
-    )
+    rows = _examplable(dataset).filter(pk__in=wanted).order_by("-decided_at", "-pk")
     picked = [candidate(a) for a in rows]
     if len(picked) != len(wanted):
         raise Adjudication.DoesNotExist("An adjudication chosen is not this dataset's.")
     replaced = wanted | set(among)
-    kept = [e for e in judge.examples if _source_of(e) not in replaced]
+    row = tuning.stored(judge, dataset.pk)
+    kept = [e for e in (row.examples if row else []) if _source_of(e) not in replaced]
     examples = kept + [c.example for c in picked]
-    return services.judge_save(judge=judge, examples=examples, by=by)
+    return tuning.tuning_save(judge=judge, dataset=dataset, examples=examples, by=by)
 
 
 def _source_of(example: object) -> int | None:

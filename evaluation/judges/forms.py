@@ -13,7 +13,7 @@ from evaluation.judges import examples
 from evaluation.judging import prompts, tuned
 from evaluation.judging.batched import MAX_CRITERIA_PER_CALL
 from evaluation.judging.keys import api_key_env_problem, base_url_problem
-from evaluation.models import Judge, Panel
+from evaluation.models import Judge, JudgeTuning, Panel
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_SAMPLES = 20
@@ -45,16 +45,10 @@ class JudgeForm(forms.ModelForm):
         fields = [
             "name", "kind", "base_url", "model", "api_key_env", "temperature", "max_tokens",
             "seed", "timeout", "rpm_limit", "tpm_limit", "prompt_price", "completion_price",
-            "prompt_version", "context_tokens", "is_formality_judge", "instructions", "examples",
-            "criteria_per_call", "token_parameter", "response_format", "reasoning_effort",
-            "cached_prompt_price",
+            "prompt_version", "context_tokens", "is_formality_judge", "criteria_per_call",
+            "token_parameter", "response_format", "reasoning_effort", "cached_prompt_price",
         ]  # fmt: skip
-        field_classes = {"examples": ExamplesField}
-        widgets = {
-            "api_key_env": forms.TextInput(attrs={"placeholder": "OPENAI_API_KEY"}),
-            "instructions": forms.Textarea(attrs={"rows": 6}),
-            "examples": forms.Textarea(attrs={"rows": 8, "spellcheck": "false"}),
-        }
+        widgets = {"api_key_env": forms.TextInput(attrs={"placeholder": "OPENAI_API_KEY"})}
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -66,26 +60,6 @@ class JudgeForm(forms.ModelForm):
             f"1: one call per criterion; 2 to {MAX_CRITERIA_PER_CALL}: that many criteria of an "
             "answer per call; 0: the whole checklist in one call (docs/judging.md#batched-grading)."
         )
-        self.fields["examples"].help_text = (
-            'A JSON list of {"criterion", "excerpt", "decision": "pass" or "fail", "reason"}: '
-            f"at most {tuned.MAX_EXAMPLES} examples, excerpts of {tuned.MAX_EXCERPT:,} "
-            "characters; or pick them from adjudications on the Examples page. A change of "
-            "instructions or examples is a new prompt version."
-        )
-
-    def clean_instructions(self) -> str:
-        value = self.cleaned_data.get("instructions") or ""
-        if problems := tuned.instructions_problems(value):
-            raise ValidationError(problems)
-        return value
-
-    def clean_examples(self) -> list:
-        value = self.cleaned_data.get("examples")
-        if value in (None, ""):
-            return []
-        if problems := tuned.examples_problems(value):
-            raise ValidationError(problems)
-        return value
 
     def clean_criteria_per_call(self) -> int:
         value = self.cleaned_data.get("criteria_per_call")
@@ -158,6 +132,44 @@ class JudgeForm(forms.ModelForm):
             if value is not None and value < 0:
                 self.add_error(field, "A price cannot be negative.")
         return data
+
+
+class TuningForm(forms.ModelForm):
+    """A dataset's instructions and typed examples for one judge (evaluation.judges.tuning).
+    Examples picked from adjudications are chosen on the examples page instead."""
+
+    class Meta:
+        model = JudgeTuning
+        fields = ["instructions", "examples"]
+        field_classes = {"examples": ExamplesField}
+        widgets = {
+            "instructions": forms.Textarea(attrs={"rows": 6}),
+            "examples": forms.Textarea(attrs={"rows": 12, "spellcheck": "false"}),
+        }
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["examples"].required = False
+        self.fields["examples"].help_text = (
+            'A JSON list of {"criterion", "excerpt", "decision": "pass" or "fail", "reason"}: '
+            f"at most {tuned.MAX_EXAMPLES} examples, excerpts of {tuned.MAX_EXCERPT:,} "
+            "characters; or pick them from this dataset's adjudications on the examples page. "
+            "A change of instructions or examples is a new prompt version."
+        )
+
+    def clean_instructions(self) -> str:
+        value = self.cleaned_data.get("instructions") or ""
+        if problems := tuned.instructions_problems(value):
+            raise ValidationError(problems)
+        return value
+
+    def clean_examples(self) -> list:
+        value = self.cleaned_data.get("examples")
+        if value in (None, ""):
+            return []
+        if problems := tuned.examples_problems(value):
+            raise ValidationError(problems)
+        return value
 
 
 class PanelForm(forms.ModelForm):

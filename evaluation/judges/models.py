@@ -81,17 +81,6 @@ class Judge(models.Model):
         help_text="When the provider bills prompt tokens read from its cache at another "
         "price; empty: the prompt price.",
     )
-    # --- Tuning (issue 25): what is added to the verdict prompt, versioned by JudgeVersion.
-    instructions = models.TextField(
-        blank=True,
-        help_text="Added to the system prompt: domain rules, how exact a figure must be, "
-        "what counts as a source (docs/judging.md#instructions).",
-    )
-    examples = models.JSONField(
-        default=list,
-        blank=True,
-        help_text="Worked examples shown to the judge before the answer to grade.",
-    )
 
     # --- How calls are made (issue 25).
     class TokenParameter(models.TextChoices):
@@ -137,12 +126,55 @@ class Judge(models.Model):
         return f"{self.name} ({self.model or self.get_kind_display()})"
 
 
+class JudgeTuning(models.Model):
+    """What one dataset adds to a judge's prompt: instructions and worked examples.
+
+    A judge is a site-wide object that holds configuration only; its tuning is the content
+    of a dataset (examples are that dataset's criteria, answer excerpts and adjudication
+    reasons), so it belongs to the dataset: read and edited under the dataset's
+    permissions, and sent only in the prompts of that dataset's runs, trials and rewards.
+    A judge shared by two datasets grades each with that dataset's tuning, or none.
+    """
+
+    dataset = models.ForeignKey(
+        "annotation.Dataset", on_delete=models.CASCADE, related_name="judge_tunings"
+    )
+    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="tunings")
+    instructions = models.TextField(
+        blank=True,
+        help_text="Added to the system prompt: domain rules, how exact a figure must be, "
+        "what counts as a source (docs/judging.md#instructions).",
+    )
+    examples = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Worked examples shown to the judge before the answer to grade.",
+    )
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["dataset", "judge"]
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "judge"], name="one_tuning_per_judge")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.judge.name} on dataset {self.dataset_id}"
+
+
 class JudgeVersion(models.Model):
-    """The instructions and examples a judge had under one prompt version, kept forever so
-    that the prompt a verdict was made with can be rebuilt from the version it records. A
-    change of instructions or examples is a new row, never an edit of an old one."""
+    """The instructions and examples a judge had on one dataset under one prompt version,
+    kept forever so that the prompt a verdict was made with can be rebuilt from the version
+    it records. A change of instructions or examples is a new row, never an edit of an old
+    one. The dataset owns the row: its content is that dataset's."""
 
     judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="versions")
+    dataset = models.ForeignKey(
+        "annotation.Dataset", on_delete=models.CASCADE, related_name="judge_versions"
+    )
     version = models.CharField(max_length=80)
     instructions = models.TextField(blank=True)
     examples = models.JSONField(default=list, blank=True)
@@ -154,11 +186,13 @@ class JudgeVersion(models.Model):
     class Meta:
         ordering = ["judge", "-created_at"]
         constraints = [
-            models.UniqueConstraint(fields=["judge", "version"], name="one_row_per_judge_version")
+            models.UniqueConstraint(
+                fields=["judge", "dataset", "version"], name="one_row_per_dataset_judge_version"
+            )
         ]
 
     def __str__(self) -> str:
-        return f"{self.judge.name} {self.version}"
+        return f"{self.judge.name} {self.version} (dataset {self.dataset_id})"
 
 
 class Panel(models.Model):

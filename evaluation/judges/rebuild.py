@@ -13,7 +13,8 @@ from evaluation.runs import grading
 
 def verdict_prompt(verdict: Verdict) -> list[dict[str, str]]:
     """The messages of the call that made `verdict`, rebuilt from the prompt version it
-    records: the tuning of that version (JudgeVersion), the query, answer and criterion as
+    records: the tuning of that version on the run's dataset (JudgeVersion; another
+    dataset's version is never read), the query, answer and criterion as
     stored. Evidence is cut again with the judge's current evidence budget, and a
     conversation graded turn by turn gives its last graded turn's call (its other calls
     differ by the turn only). Raises JudgeVersion.DoesNotExist when the version's row is
@@ -25,7 +26,7 @@ def verdict_prompt(verdict: Verdict) -> list[dict[str, str]]:
         raise ValueError("This verdict was not made by a judge prompt.")
     judge, answer, criterion = verdict.judge, verdict.answer, verdict.criterion
     query = answer.query
-    tuning = tuning_of(judge, recorded)
+    tuning = tuning_of(judge, recorded, verdict.run.dataset_id)
     evidence = None
     if mode := params.get("evidence"):
         if mode == "context":

@@ -14,7 +14,7 @@ from evaluation.judges import services, tuning
 from evaluation.judging import tuned
 from evaluation.judging.batched import MAX_CRITERIA_PER_CALL
 from evaluation.judging.keys import api_key_env_problem, base_url_problem, shown_url
-from evaluation.models import Judge, Panel, PanelMember
+from evaluation.models import Judge, JudgeTuning, Panel, PanelMember
 
 Saved = TypeVar("Saved", Judge, Panel)
 
@@ -34,8 +34,8 @@ class JudgeSerializer(serializers.ModelSerializer):
             "id", "name", "kind", "base_url", "model", "api_key_env", "temperature",
             "max_tokens", "seed", "timeout", "rpm_limit", "tpm_limit", "prompt_version",
             "prompt_price", "completion_price", "context_tokens", "is_formality_judge",
-            "instructions", "examples", "current_version", "criteria_per_call",
-            "token_parameter", "response_format", "reasoning_effort", "cached_prompt_price",
+            "criteria_per_call", "token_parameter", "response_format", "reasoning_effort",
+            "cached_prompt_price",
         ]  # fmt: skip
         extra_kwargs = {
             "criteria_per_call": {
@@ -44,14 +44,6 @@ class JudgeSerializer(serializers.ModelSerializer):
                 "per call; 0: the whole checklist in one call.",
             },
         }  # fmt: skip
-
-    current_version = serializers.SerializerMethodField(
-        help_text="The prompt version its instructions and examples give now "
-        '(e.g. "verdict-v1+tuned-0123456789ab"; prompt_version when it has neither).'
-    )
-
-    def get_current_version(self, judge: Judge) -> str:
-        return tuning.judge_version(judge)
 
     def to_representation(self, judge: Judge) -> dict:
         """Connection details only for those who manage judges, query values masked."""
@@ -62,16 +54,6 @@ class JudgeSerializer(serializers.ModelSerializer):
         else:
             data["base_url"] = shown_url(data["base_url"])
         return data
-
-    def validate_instructions(self, value: str) -> str:
-        if problems := tuned.instructions_problems(value):
-            raise serializers.ValidationError(problems)
-        return value
-
-    def validate_examples(self, value: object) -> list:
-        if problems := tuned.examples_problems(value):
-            raise serializers.ValidationError(problems)
-        return value  # type: ignore[return-value]
 
     def validate_api_key_env(self, value: str) -> str:
         # The same rules as the page form: see evaluation/judging/keys.py.
@@ -154,3 +136,33 @@ class PanelSerializer(serializers.ModelSerializer):
             for m in validated.pop("members")
         ]
         return _saved(lambda: services.panel_save(members=members, **validated))
+
+
+class TuningSerializer(serializers.ModelSerializer):
+    """A dataset's tuning of one judge (evaluation.judges.tuning): read by the dataset's
+    reviewers and admins, written by its admins."""
+
+    judge = serializers.IntegerField(source="judge_id", read_only=True)
+    dataset = serializers.IntegerField(source="dataset_id", read_only=True)
+    version = serializers.SerializerMethodField(
+        help_text="The prompt version this tuning gives "
+        '(e.g. "verdict-v1+tuned-0123456789ab"; the judge\'s prompt_version when untuned).'
+    )
+
+    class Meta:
+        model = JudgeTuning
+        fields = ["dataset", "judge", "instructions", "examples", "version", "updated_at"]
+        read_only_fields = ["updated_at"]
+
+    def get_version(self, row: JudgeTuning) -> str:
+        return tuning.current_from(row.judge, row).version
+
+    def validate_instructions(self, value: str) -> str:
+        if problems := tuned.instructions_problems(value):
+            raise serializers.ValidationError(problems)
+        return value
+
+    def validate_examples(self, value: object) -> list:
+        if problems := tuned.examples_problems(value):
+            raise serializers.ValidationError(problems)
+        return value  # type: ignore[return-value]

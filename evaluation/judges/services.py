@@ -10,20 +10,17 @@ import asyncio
 from collections.abc import Sequence
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from evaluation.judges import tuning
-from evaluation.judging import client, connection, tuned
+from evaluation.judging import client, connection
 from evaluation.models import Judge, Panel, PanelMember
 
 JUDGE_FIELDS = frozenset(
     {
         "name", "kind", "base_url", "model", "api_key_env", "temperature", "max_tokens", "seed",
         "timeout", "rpm_limit", "tpm_limit", "prompt_price", "completion_price",
-        "prompt_version", "context_tokens", "is_formality_judge", "instructions", "examples",
-        "criteria_per_call", "token_parameter", "response_format", "reasoning_effort",
-        "cached_prompt_price",
+        "prompt_version", "context_tokens", "is_formality_judge", "criteria_per_call",
+        "token_parameter", "response_format", "reasoning_effort", "cached_prompt_price",
     }
 )  # fmt: skip
 PANEL_FIELDS = frozenset({"name", "description", "method", "threshold", "graded", "conversation"})
@@ -58,21 +55,13 @@ def judge_save(
     *, judge: Judge | None = None, by: AbstractBaseUser | None = None, **fields: object
 ) -> Judge:
     """Create (judge=None) or change a judge. Verdicts keep the parameters they were made
-    with (Verdict.judge_params), so editing a judge does not rewrite history; new
-    instructions or examples are a new prompt version, kept (JudgeVersion, made by `by`)."""
+    with (Verdict.judge_params), so editing a judge does not rewrite history. A judge holds
+    configuration only: its instructions and examples are each dataset's
+    (evaluation.judges.tuning.tuning_save)."""
     judge = judge or Judge()
     _set(judge, fields, JUDGE_FIELDS)
-    problems = (
-        tuned.instructions_problems(judge.instructions),
-        tuned.examples_problems(judge.examples),
-    )
-    if any(problems):
-        raise ValidationError(
-            {k: v for k, v in zip(("instructions", "examples"), problems, strict=True) if v}
-        )
     judge.full_clean()
     judge.save()
-    tuning.ensure_version(judge, by=by)
     return judge
 
 

@@ -7,21 +7,25 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db.models import Count, Prefetch
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation import roles
 from annotation.models import Criterion
-from annotation.permissions import access_dataset
-from annotation.selectors import datasets_for_user
+from annotation.permissions import access_dataset, dataset_permissions
 from config.site_permissions import site_permission_required
 from evaluation.judges import examples, reachability, services, tuning
-from evaluation.judges.forms import ExamplesPickForm, JudgeForm, PanelForm, PanelMemberFormSet
+from evaluation.judges.forms import (
+    ExamplesPickForm,
+    JudgeForm,
+    PanelForm,
+    PanelMemberFormSet,
+    TuningForm,
+)
 from evaluation.judging import tuned
 from evaluation.judging.connection import key_is_set
-from evaluation.models import Adjudication, Judge, Panel, PanelMember
+from evaluation.models import Adjudication, Judge, JudgeTuning, Panel, PanelMember
 
 
 @require_GET
@@ -66,7 +70,6 @@ def judge_edit(request: HttpRequest, pk: int) -> HttpResponse:
     context = {
         "form": form, "judge": judge, "key_set": key_is_set(judge.api_key_env),
         "outage": reachability.outages([judge]).get(judge.pk),
-        "version": tuning.judge_version(judge), "versions": judge.versions.all()[:10],
     }  # fmt: skip
     return render(request, "evaluation/judges/judge_form.html", context, status=status)
 
@@ -80,8 +83,7 @@ def judge_test(request: HttpRequest, pk: int) -> HttpResponse:
     context = {"judge": judge, "result": services.judge_test_connection(judge)}
     if request.htmx:
         return render(request, "evaluation/judges/judge_form.html#connection-result", context)
-    context |= {"form": JudgeForm(instance=judge), "key_set": key_is_set(judge.api_key_env),
-                "version": tuning.judge_version(judge)}  # fmt: skip
+    context |= {"form": JudgeForm(instance=judge), "key_set": key_is_set(judge.api_key_env)}
     return render(request, "evaluation/judges/judge_form.html", context)
 
 
@@ -146,32 +148,74 @@ def _temps(values: list) -> str:
     return ", ".join(f"{float(v):g}" for v in values)
 
 
+# --- A dataset's tuning of its judges (issue 38): the dataset's pages, its permissions. ---
+
+
+@require_GET
+@login_required
+def dataset_tuning(request: HttpRequest, pk: int) -> HttpResponse:
+    """The LLM judges and what this dataset adds to each one's prompt. Read by the
+    dataset's reviewers and admins (who read its adjudications); changed by its admins."""
+    dataset = access_dataset(request.user, pk, roles.REVIEW)
+    judges = list(Judge.objects.filter(kind=Judge.Kind.LLM).order_by("name"))
+    tunings = tuning.current_of(judges, dataset.pk)
+    rows = [(j, tunings[j.pk]) for j in judges]
+    context = {"dataset": dataset, "rows": rows, "can_change": _can_change(request, dataset)}
+    return render(request, "evaluation/judges/dataset_tuning.html", context)
+
+
 @require_http_methods(["GET", "POST"])
 @login_required
-@site_permission_required("evaluation.change_judge", action="Choosing a judge's examples")
-def judge_examples(request: HttpRequest, pk: int) -> HttpResponse:
-    """Worked examples from one dataset's adjudications (?dataset=id): checkboxes, and an
-    automatic pick that ticks a balanced choice within a token budget for review before it
-    is saved. Without a dataset: the datasets whose adjudications the user may read.
-    Only the dataset's reviewers and admins see its adjudications (404 / 403 otherwise)."""
-    judge = get_object_or_404(Judge, pk=pk)
-    raw = request.GET.get("dataset") or request.POST.get("dataset")
-    if not raw:
-        if request.method == "POST":
-            return HttpResponseBadRequest("Say which dataset's adjudications (dataset=id).")
-        datasets = datasets_for_user(request.user, roles.REVIEW).order_by("name")
-        context = {"judge": judge, "datasets": datasets}
-        return render(request, "evaluation/judges/judge_examples.html", context)
-    try:
-        dataset = access_dataset(request.user, int(raw), roles.REVIEW)
-    except ValueError:
-        raise Http404("No such dataset.") from None
+def judge_tuning(request: HttpRequest, pk: int, judge_pk: int) -> HttpResponse:
+    """One judge's instructions and typed examples on this dataset."""
+    dataset = access_dataset(request.user, pk, roles.REVIEW)
+    judge = get_object_or_404(Judge, pk=judge_pk, kind=Judge.Kind.LLM)
+    if request.method == "POST":
+        access_dataset(request.user, pk, roles.CHANGE)
+    row = tuning.stored(judge, dataset.pk) or JudgeTuning(judge=judge, dataset=dataset)
+    # Bound on every POST, an empty one too (it empties the tuning).
+    form = TuningForm(request.POST if request.method == "POST" else None, instance=row)
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                tuning.tuning_save(judge=judge, dataset=dataset, by=request.user,
+                                   **form.cleaned_data)  # fmt: skip
+            except ValidationError as exc:
+                for field, problems in exc.message_dict.items():
+                    form.add_error(field, problems)
+            else:
+                messages.success(request, f"Tuning of “{judge.name}” on this dataset saved.")
+                return redirect("judge-tuning", pk=dataset.pk, judge_pk=judge.pk)
+        status = 400
+    context = {
+        "dataset": dataset, "judge": judge, "form": form,
+        "can_change": _can_change(request, dataset),
+        "version": tuning.current(judge, dataset.pk).version,
+        "versions": tuning.versions(judge, dataset.pk),
+    }  # fmt: skip
+    return render(request, "evaluation/judges/judge_tuning.html", context, status=status)
+
+
+def _can_change(request: HttpRequest, dataset) -> bool:
+    return roles.CHANGE in dataset_permissions(request.user, dataset)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def judge_examples(request: HttpRequest, pk: int, judge_pk: int) -> HttpResponse:
+    """Worked examples from this dataset's adjudications: checkboxes, and an automatic pick
+    that ticks a balanced choice within a token budget for review before it is saved. The
+    dataset's admins only (its other members get 403, everyone else 404)."""
+    dataset = access_dataset(request.user, pk, roles.CHANGE)
+    judge = get_object_or_404(Judge, pk=judge_pk, kind=Judge.Kind.LLM)
     auto = request.method == "POST" and "auto" in request.POST
     kind = (request.POST if auto else request.GET).get("kind", "")
     kind = kind if kind in Criterion.Kind.values else ""
     pick = ExamplesPickForm(request.POST) if auto else ExamplesPickForm(initial={"kind": kind})
     found = examples.candidates(dataset, kind=kind)
-    ticked = examples.chosen_ids(judge)
+    row = tuning.stored(judge, dataset.pk)
+    ticked = examples.chosen_ids(row.examples if row else [])
     errors: list[str] = []
     status = 200
     if auto:
@@ -192,19 +236,18 @@ def judge_examples(request: HttpRequest, pk: int) -> HttpResponse:
         except (ValueError, Adjudication.DoesNotExist):
             return HttpResponseBadRequest("An adjudication chosen is not one of this dataset's.")
         except ValidationError as exc:
-            judge.refresh_from_db()  # the service set the refused examples on the instance
             errors = [m for ms in exc.message_dict.values() for m in ms]
             ticked, status = set(ids), 400
         else:
             messages.success(request, f"Examples of “{judge.name}” saved: a new prompt version.")
-            return redirect(f"{reverse('judge-examples', args=[judge.pk])}?dataset={dataset.pk}")
+            return redirect("judge-examples", pk=dataset.pk, judge_pk=judge.pk)
     elif request.method == "POST":
         return HttpResponseBadRequest("Nothing to do: save the ticked examples or pick some.")
     rows = [(c, c.adjudication_id in ticked) for c in found]
     context = {
         "judge": judge, "dataset": dataset, "rows": rows, "pick": pick, "errors": errors,
         "ticked_tokens": sum(c.tokens for c, on in rows if on),
-        "version": tuning.judge_version(judge), "limit": examples.LIST_LIMIT,
+        "version": tuning.current(judge, dataset.pk).version, "limit": examples.LIST_LIMIT,
         "max_examples": tuned.MAX_EXAMPLES, "kind": kind,
         "kinds": [("", "Every kind"), *Criterion.Kind.choices],
     }  # fmt: skip

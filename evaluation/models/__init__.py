@@ -8,7 +8,7 @@ criteria verdicts into the answer's score (evaluation.metrics.scoring).
 | Concept | Models |
 |---|---|
 | evaluation.data.models | System, Answer, DatasetExport |
-| evaluation.judges.models | Judge, JudgeVersion, Panel, PanelMember |
+| evaluation.judges.models | Judge, JudgeTuning, JudgeVersion, Panel, PanelMember |
 | evaluation.formality.models | FormalityAdvice |
 | evaluation.runs.models | Run, JudgeCall, Verdict, GradedScore, RunTask |
 | evaluation.review.models | Label, HumanLabel, Adjudication, ReviewAssignment |
@@ -27,7 +27,7 @@ from evaluation.criterion_checks.models import CriterionCheck
 from evaluation.cross_evaluation.models import CrossEvaluationSettings
 from evaluation.data.models import Answer, DatasetExport, System
 from evaluation.formality.models import FormalityAdvice
-from evaluation.judges.models import Judge, JudgeVersion, Panel, PanelMember
+from evaluation.judges.models import Judge, JudgeTuning, JudgeVersion, Panel, PanelMember
 from evaluation.kept.models import KeptFigure, KeptQueueRow, KeptRefresh, ReviewRevision
 from evaluation.review.models import Adjudication, HumanLabel, Label, ReviewAssignment
 from evaluation.rewards.models import RewardAudit, RewardBatch, RewardVerdict
@@ -37,7 +37,7 @@ from evaluation.schedules.models import RunSchedule
 __all__ = [
     "Adjudication", "AlertEvent", "Answer", "CriterionCheck", "CrossEvaluationSettings",
     "DatasetExport", "FormalityAdvice", "GradedScore", "HumanLabel", "Judge", "JudgeCall",
-    "JudgeVersion", "KeptFigure",
+    "JudgeTuning", "JudgeVersion", "KeptFigure",
     "KeptQueueRow", "KeptRefresh", "Label", "Panel", "PanelMember", "RegressionAlert",
     "ReviewAssignment", "ReviewRevision", "RewardAudit", "RewardBatch", "RewardVerdict", "Run",
     "RunSchedule", "RunTask", "System", "Verdict",

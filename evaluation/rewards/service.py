@@ -21,9 +21,9 @@ from django.conf import settings
 from annotation.models import Criterion, Dataset, Query
 from evaluation.checks import trajectory
 from evaluation.checks.deterministic import offline_verdict
-from evaluation.judges.tuning import live_tuning
+from evaluation.judges.tuning import current_of
 from evaluation.judging import conversation as conv
-from evaluation.judging import engine, prompts
+from evaluation.judging import engine, prompts, tuned
 from evaluation.metrics import rubrics
 from evaluation.metrics.aggregation import Vote
 from evaluation.models import Judge, Panel, RewardAudit, RewardBatch
@@ -111,6 +111,9 @@ def reward_batch(
     quota.admit(batch, quota.Principal(by.pk, token_id))
 
     judges = Judge.objects.in_bulk([m.judge_id for m in members])
+    # The dataset's tuning of each judge as it is now: a reward is asked of today's judge,
+    # with this dataset's instructions and examples and no other dataset's.
+    tunings = current_of(judges.values(), dataset.pk)
     checks = checks_of({c.pk for _, listed in criteria for c in listed})
     planned: dict[str, calls.Planned] = {}
     sources: list[list[tuple[Criterion, list[_Source]]]] = []
@@ -123,7 +126,7 @@ def reward_batch(
                     c,
                     checked[c.pk]
                     if c.pk in checked
-                    else _plan(c, query, item, members, judges, planned),
+                    else _plan(c, query, item, members, judges, tunings, planned),
                 )
                 for c in item_criteria
             ]
@@ -289,6 +292,7 @@ def _plan(
     item: Item,
     members: Sequence[MemberSnapshot],
     judges: dict[int, Judge],
+    tunings: dict[int, tuned.Tuning],
     planned: dict[str, calls.Planned],
 ) -> list[_Source]:
     """The sources of one criterion's votes on one completion; LLM calls join `planned`
@@ -306,8 +310,7 @@ def _plan(
                 continue
             endpoint = endpoint_for(judge, member, sample)
             history = _history(item, judge)
-            # The judge's tuning as it is now: a reward is asked of the judge of today.
-            tuning = live_tuning(judge)
+            tuning = tunings[judge.pk]
             # Keyed as runs key a conversation's last turn (evaluation.runs.work).
             version = prompts.prompt_version(tuning.version, conversation=bool(history))
             extra = cache_extra(judge, version, history=history)

@@ -35,6 +35,7 @@ from django.db.models import Count, Exists, OuterRef, Q, Sum
 from django.db.models.functions import Coalesce, Length
 
 from annotation.models import Criterion, Query
+from evaluation.judges.tuning import current_of
 from evaluation.judging import graded, prompts, tuned
 from evaluation.kept import readers
 from evaluation.kept.figures import remembered
@@ -179,11 +180,16 @@ def run_estimate(selection: Selection, panel: PanelSnapshot) -> Estimate:
     """The estimate of a run of `panel` over `selection` (a handful of queries)."""
     groups = _labelled_groups(selection) if selection.labelled else _query_groups(selection)
     judges = Judge.objects.in_bulk([m.judge_id for m in panel.members])
+    tunings = current_of(judges.values(), selection.dataset_id)
     rows = []
     for member in panel.members:
         judge = judges.get(member.judge_id)
         if judge is not None:
-            rows.append(_judge_estimate(judge, member.samples, groups, graded=panel.graded))
+            rows.append(
+                _judge_estimate(
+                    judge, tunings[judge.pk], member.samples, groups, graded=panel.graded
+                )
+            )
     return Estimate(
         answers=sum(g.answers for g in groups),
         items=sum(g.answers * (g.criteria + g.checked) for g in groups),
@@ -192,12 +198,13 @@ def run_estimate(selection: Selection, panel: PanelSnapshot) -> Estimate:
     )
 
 
-def _fixed_chars(judge: Judge) -> int:
+def _fixed_chars(tuning: tuned.Tuning) -> int:
     """The characters of a verdict prompt with an empty query, answer and criterion: the
-    system text with the judge's instructions and worked examples as they are now."""
+    system text with the dataset's instructions and worked examples for the judge as they
+    are now."""
     empty = prompts.messages(
         query="", query_date=dt.date(2000, 1, 1), answer="", criterion="",
-        tuning=tuned.system_addition(judge.instructions or "", judge.examples or []),
+        tuning=tuning.system,
     )  # fmt: skip
     return sum(len(m["content"]) for m in empty)
 
@@ -208,12 +215,12 @@ def _grade_fixed_chars() -> int:
 
 
 def _judge_estimate(
-    judge: Judge, samples: int, groups: list[Group], *, graded: bool
+    judge: Judge, tuning: tuned.Tuning, samples: int, groups: list[Group], *, graded: bool
 ) -> JudgeEstimate:
     calls = chars = votes = 0
     grade_calls = grade_chars = 0
     if judge.kind == Judge.Kind.LLM:
-        fixed = _fixed_chars(judge)
+        fixed = _fixed_chars(tuning)
         k = judge.criteria_per_call
         for g in groups:
             if g.criteria:

@@ -120,7 +120,7 @@ def run_start(*, run: Run) -> Run:
         raise RunStateError(f"The run is already {run.get_status_display().lower()}.")
     if run.kind == Run.Kind.IMPORTED:
         raise RunStateError("An imported run holds verdicts made elsewhere: it is never run.")
-    run.snapshot = snapshot.take(run.panel)
+    run.snapshot = snapshot.take(run.panel, run.dataset_id)
     preflight.check_judges(snapshot.of(run))
     plan = _plan(run)
     preflight.check_work(run, answers=len(plan.answers), expected=plan.expected)

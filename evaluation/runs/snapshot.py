@@ -59,9 +59,10 @@ class PanelSnapshot:
         return sum(m.samples for m in self.members)
 
 
-def take(panel: Panel) -> dict:
-    """The JSON stored in Run.snapshot (two queries; one more per tuned judge, two when
-    its version has no JudgeVersion row yet)."""
+def take(panel: Panel, dataset_id: int | None = None) -> dict:
+    """The JSON stored in Run.snapshot of a run on the dataset (two queries; two more per
+    LLM judge, three when its tuned version has no JudgeVersion row yet). Each member's
+    tuning is the dataset's (evaluation.judges.tuning); without a dataset, none."""
     members = panel.members.select_related("judge").order_by("judge__name")
     # Written only when it is not the default, so that the snapshots of panels that never
     # set it stay what they were.
@@ -83,7 +84,7 @@ def take(panel: Panel) -> dict:
                 "kind": m.judge.kind,
                 "samples": m.samples,
                 "temperatures": [m.temperature(s) for s in range(m.samples)],
-                **tuning.snapshot_fields(m.judge),
+                **tuning.snapshot_fields(m.judge, dataset_id),
             }
             for m in members
         ],
@@ -104,7 +105,8 @@ def of(run: Run) -> PanelSnapshot:
 
 def of_panel(panel: Panel) -> PanelSnapshot:
     """What a run of the panel starting now would freeze, before any run has it (a schedule
-    being saved is checked as its runs will be)."""
+    being saved is checked as its runs will be), its members untuned: no dataset's tuning
+    is read, and nothing is written."""
     data = take(panel)
     return PanelSnapshot(
         panel=panel.name,

@@ -234,7 +234,7 @@ def _judge_with_llm(
     asked = {checks[c.pk].evidence for c, _ in work.votes if c.pk in checks}
     evidence = _evidence(judge, answer, asked - {""})
     # The tuning the run started with (its snapshot's version), whatever the judge has now.
-    tuning = tuning_of(judge, member.prompt_version)
+    tuning = tuning_of(judge, member.prompt_version, run.dataset_id)
     histories = {
         t.number: prompts.transcript(list(t.before), budget_tokens=judge.context_tokens)
         for t in turns

@@ -87,7 +87,9 @@ PAGE_ARGS["export-download"] = lambda w: {"token": w.export.token}
 PAGE_ARGS["judge-edit"] = lambda w: {"pk": w.judge.pk}
 PAGE_ARGS["guideline-edit"] = lambda w: {"pk": 1}  # the Finance preset every world has
 PAGE_ARGS["judge-test"] = lambda w: {"pk": w.judge.pk}
-PAGE_ARGS["judge-examples"] = lambda w: {"pk": w.judge.pk}
+PAGE_ARGS["dataset-tuning"] = lambda w: {"pk": w.dataset.pk}
+PAGE_ARGS["judge-tuning"] = lambda w: {"pk": w.dataset.pk, "judge_pk": w.llm_judge.pk}
+PAGE_ARGS["judge-examples"] = lambda w: {"pk": w.dataset.pk, "judge_pk": w.llm_judge.pk}
 PAGE_ARGS["panel-edit"] = lambda w: {"pk": w.panel.pk}
 PAGE_ARGS["run-detail"] = lambda w: {"pk": w.run.pk}
 PAGE_ARGS["run-comparison"] = lambda w: {"pk": w.run.pk}
@@ -130,6 +132,7 @@ API_IDS: dict[str, Callable[[World], int]] = {
 
 def api_url(path: str, world: World) -> str:
     path = path.replace("{token}", str(world.export.token))
+    path = path.replace("{judge_pk}", str(world.llm_judge.pk))
     if "{id}" not in path:
         return path
     prefix = path.split("/")[2]

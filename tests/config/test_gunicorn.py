@@ -1,6 +1,7 @@
 """The production web server's settings (config/gunicorn.py): workers of two threads, each
 of which compiles the templates and freezes its start-up objects before it serves, so that
-Python's full garbage collections stop walking them inside requests (config/warm.py)."""
+Python's full garbage collections stop walking them inside requests (config/warm.py); an
+access log without the secrets of URLs (config/logs.py)."""
 
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ def test_gunicorn_with_the_project_settings_serves_from_ready_workers(tmp_path):
         server = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "-c", "python:config.gunicorn",
              "config.wsgi:application", "--bind", f"127.0.0.1:{port}", "--workers", "2",
-             "--log-level", "info"],
+             "--log-level", "info", "--access-logfile", "-"],
             cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
 
@@ -77,6 +78,14 @@ def test_gunicorn_with_the_project_settings_serves_from_ready_workers(tmp_path):
         ready = [line for line in log.read_text().splitlines() if "worker ready" in line]
         frozen = [int(line.split(", ")[1].split()[0]) for line in ready]
         assert all(count > 50_000 for count in frozen), ready
+        # A token in the URL is redacted in the access log (config/logs.py, issue 38).
+        secret = "cwb_NotInTheLogs123"
+        url = f"http://127.0.0.1:{port}/livez?token={secret}&Key={secret}&page=2"
+        with urllib.request.urlopen(url, timeout=5) as page:
+            assert page.status == 200
+        wait_for(lambda: "/livez?token=" in log.read_text(), 30, log.read_text)
+        assert secret not in log.read_text()
+        assert "GET /livez?token=REDACTED&Key=REDACTED&page=2 HTTP/1.1" in log.read_text()
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)

@@ -61,6 +61,7 @@ class World:
     answer: Answer | None = None
     system: System | None = None
     judge: Judge | None = None
+    llm_judge: Judge | None = None  # in no panel: only its dataset tuning is swept
     panel: Panel | None = None
     run: Run | None = None
     verdict: Verdict | None = None
@@ -117,6 +118,9 @@ def build_world() -> World:
     # A no-LLM judge: "Test connection" and runs call no endpoint from the sweep.
     w.judge = offline_judge("World checks")
     w.panel = PanelFactory(name="World panel", judges=[w.judge])
+    w.llm_judge = Judge.objects.create(
+        name="World LLM", base_url="https://llm.example.com/v1", model="world-model"
+    )
     w.run = Run.objects.create(
         dataset=w.dataset, panel=w.panel, status=Run.Status.DONE, kind=Run.Kind.IMPORTED,
         finished_at=timezone.now(), expected=1,

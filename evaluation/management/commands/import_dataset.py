@@ -3,6 +3,7 @@
     python manage.py import_dataset finance-demo-20261122.zip
     python manage.py import_dataset finance-demo-20261122.zip --dataset "Finance demo"
     python manage.py import_dataset finance-demo-20261122.zip --as-copy "Finance demo (copy)"
+    python manage.py import_dataset finance-demo-20261122.zip --copy-members
     python manage.py import_dataset ./my-benchmark/ --guideline Generic \
         --on-guideline-errors refuse
 
@@ -10,9 +11,10 @@ Where the rows go is said, never guessed: `--dataset ID|NAME` imports into that 
 (rows matched by their keys, only what differs written: the export of a dataset imported
 back into it changes nothing); `--as-copy NAME` makes a new dataset of that name, every row
 new; with neither, a new dataset named as in dataset.json. A new dataset's name that is
-taken is refused, nothing written (exit status 2). Every file is checked first; any error
-rejects the import with every error listed and nothing written (exit status 2). See
-docs/data-formats.md#dataset-import.
+taken is refused, nothing written (exit status 2). The files' members get their roles only
+with `--copy-members`; the output says how many roles were granted. Every file is checked
+first; any error rejects the import with every error listed and nothing written (exit
+status 2). See docs/data-formats.md#dataset-import.
 """
 
 from __future__ import annotations
@@ -70,6 +72,11 @@ class Command(BaseCommand):
             help="The dataset's guideline: an id, a name (newest version) or NAME:VERSION.",
         )
         parser.add_argument(
+            "--copy-members", action="store_true",
+            help="Give the files' members (members.csv) their roles on the dataset, to those "
+            "who hold none there yet. Without it nobody is given a role.",
+        )  # fmt: skip
+        parser.add_argument(
             "--on-guideline-errors", choices=("warn", "refuse"), default="warn",
             help="Submitted checklists that break the guideline: import them and list the "
             "findings (warn, the default), or refuse the import.",
@@ -87,6 +94,7 @@ class Command(BaseCommand):
             as_copy=as_copy,
             guideline=find_guideline(options["guideline"]) if options["guideline"] else None,
             on_guideline_errors=options["on_guideline_errors"],
+            copy_members=options["copy_members"],
         )
         started = time.monotonic()
         try:
@@ -120,6 +128,7 @@ class Command(BaseCommand):
                 f"{result.updated.get(table, 0)} changed, "
                 f"{result.unchanged.get(table, 0)} unchanged"
             )
+        self.stdout.write(result.roles_said("--copy-members"))
         for warning in result.warnings:
             self.stdout.write(f"  warning: {warning}")
         if not result.changed:

@@ -1,7 +1,9 @@
-"""A judge's tuning travels with a dataset export (issue 25): its instructions, examples and
-call settings, every tuned prompt version it had, and the items a run's judges were shown as
-examples, named by their keys so that on a fresh installation they name the same items
-there; a bad version in the file is refused, naming its row, with nothing written."""
+"""A dataset's tuning of its judges travels with its export (issues 25 and 38): the
+instructions, examples and the judge's call settings, every tuned prompt version the dataset
+had, and the items a run's judges were shown as examples, named by their keys so that on a
+fresh installation they name the same items there; on import they become the new dataset's
+tuning. Another dataset's tuning of the same judge never leaves with it. A bad version in
+the file is refused, naming its row, with nothing written."""
 
 from __future__ import annotations
 
@@ -9,14 +11,16 @@ import json
 
 import pytest
 
+from annotation.models import Dataset
 from bench.data_io.generate import generate
 from evaluation.data.export import export_chunks
 from evaluation.data.importer import import_dataset
 from evaluation.data.rows import ImportRejected
 from evaluation.judges import tuning
-from evaluation.models import Answer, Judge, JudgeVersion, Run
+from evaluation.models import Answer, Judge, JudgeTuning, JudgeVersion, Run
 from tests.evaluation.data.imports import empty_the_database
 from tests.evaluation.data.zips import members, write_zip
+from tests.factories import tune
 
 pytestmark = pytest.mark.django_db
 
@@ -34,14 +38,19 @@ def tuned_dataset():
     }  # fmt: skip
     Judge.objects.filter(pk=judge.pk).update(
         kind=Judge.Kind.LLM,
-        instructions="Figures within 1%.",
-        examples=[example],
         criteria_per_call=5,
         token_parameter="max_completion_tokens",
         reasoning_effort="low",
     )
     judge.refresh_from_db()
-    version = tuning.ensure_version(judge)
+    row = JudgeTuning.objects.create(
+        judge=judge, dataset=dataset, instructions="Figures within 1%.", examples=[example]
+    )
+    version = tuning.current_from(judge, row).version
+    tuning.ensure_version(judge, dataset.pk, tuning.current_from(judge, row))
+    # Another dataset tunes the same judge: none of it may leave with this dataset.
+    other = Dataset.objects.create(name="Other team")
+    tune(judge, other, instructions="OTHER TEAM RULE", examples=[{**example, "reason": "OTHER"}])
     members = run.snapshot["members"]
     members[0] |= {"prompt_version": version, "example_items": [[answer.pk, criterion.pk]]}
     Run.objects.filter(pk=run.pk).update(snapshot={**run.snapshot, "members": members})
@@ -52,6 +61,7 @@ def tuned_dataset():
 def test_tuning_versions_and_example_items_come_back_on_a_fresh_installation(tmp_path):
     dataset, run_name, judge_name, version, (system, query, text) = tuned_dataset()
     data = b"".join(export_chunks(dataset))
+    assert not any(b"OTHER TEAM RULE" in body for body in members(data).values())
     exported = json.loads(members(data)["runs.jsonl"].decode().splitlines()[0])
     snapshot = exported["snapshot"]
     snapshot = json.loads(snapshot) if isinstance(snapshot, str) else snapshot
@@ -62,12 +72,13 @@ def test_tuning_versions_and_example_items_come_back_on_a_fresh_installation(tmp
 
     copy = import_dataset(path).dataset
     judge = Judge.objects.get(name=judge_name)
-    assert (judge.instructions, judge.criteria_per_call, judge.token_parameter) == (
-        "Figures within 1%.", 5, "max_completion_tokens",
+    assert (judge.criteria_per_call, judge.token_parameter, judge.reasoning_effort) == (
+        5, "max_completion_tokens", "low",
     )  # fmt: skip
-    assert judge.reasoning_effort == "low" and judge.examples[0]["decision"] == "pass"
-    assert JudgeVersion.objects.filter(judge=judge, version=version).exists()
-    assert tuning.tuning_of(judge, version).instructions == "Figures within 1%."
+    row = tuning.stored(judge, copy.pk)
+    assert row.instructions == "Figures within 1%." and row.examples[0]["decision"] == "pass"
+    assert JudgeVersion.objects.filter(judge=judge, dataset=copy, version=version).exists()
+    assert tuning.tuning_of(judge, version, copy.pk).instructions == "Figures within 1%."
     run = Run.objects.get(dataset=copy, name=run_name)
     member = next(m for m in run.snapshot["members"] if m["name"] == judge_name)
     assert member["judge"] == judge.pk  # the judge of this installation, by its name

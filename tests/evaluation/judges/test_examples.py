@@ -1,8 +1,8 @@
-"""A judge's instructions and worked examples in pages and API (issue 25, points 1 and 2):
-examples picked from a dataset's adjudications by hand or automatically (balanced, within a
-token budget), each keeping its source; a run records the items; validation errors name the
-example and its field; only judge admins who review the dataset may open the page; the
-prompt a verdict was made with is served by the API."""
+"""A dataset's instructions and worked examples for a judge in pages and API (issues 25 and
+38): examples picked from the dataset's adjudications of submitted checklists by hand or
+automatically (balanced, within a token budget), each keeping its source; a run records the
+items; validation errors name the example and its field; only the dataset's admins change
+the tuning; the prompt a verdict was made with is served by the API."""
 
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ from django.contrib.auth.models import Group
 from django.urls import reverse
 
 from annotation import roles, services
-from evaluation.judges import examples
-from evaluation.judges import services as judges
+from evaluation.judges import examples, tuning
 from evaluation.judging import tuned
 from evaluation.models import Adjudication, Judge, JudgeVersion, Verdict
 from evaluation.runs import lifecycle
@@ -32,6 +31,12 @@ pytestmark = pytest.mark.django_db
 
 GOOD = {"criterion": "States revenue.", "excerpt": "Revenue was $4B.", "decision": "pass",
         "reason": "Stated."}  # fmt: skip
+
+
+def examples_of(judge, dataset) -> list:
+    """The dataset's stored examples for the judge."""
+    row = tuning.stored(judge, dataset.pk)
+    return row.examples if row else []
 
 
 @pytest.fixture
@@ -62,40 +67,39 @@ def test_examples_are_picked_saved_and_recorded_by_runs(
 ):
     (judge,) = loopback_judges(loopback_openai, 1)
     client.force_login(owner)
-    url = reverse("judge-examples", args=[judge.pk])
-    assert reviewed_dataset.name in client.get(url).content.decode()  # the dataset chooser
-    page = client.get(url, {"dataset": reviewed_dataset.pk})
+    url = reverse("judge-examples", args=[reviewed_dataset.pk, judge.pk])
+    page = client.get(url)
     assert page.status_code == 200
     assert page.content.decode().count("data-adjudication=") == len(adjudicated)
 
     # Automatic: ticks a balanced choice within the budget, writes nothing.
     budget = 3 * max(c.tokens for c in examples.candidates(reviewed_dataset))
-    auto = client.post(url, {"dataset": reviewed_dataset.pk, "auto": "1", "budget": budget})
+    auto = client.post(url, {"auto": "1", "budget": budget})
     assert auto.status_code == 200
     ticked = [c for c, on in auto.context["rows"] if on]
     decisions = [c.decision for c in ticked]
     assert len(ticked) >= 3 and abs(decisions.count("pass") - decisions.count("fail")) <= 1
     assert sum(c.tokens for c in ticked) <= budget
-    judge.refresh_from_db()
-    assert judge.examples == []
+    assert examples_of(judge, reviewed_dataset) == []
 
     # Saved by hand: each example keeps its source; typed examples stay.
-    judges.judge_save(judge=judge, examples=[GOOD])
+    tuning.tuning_save(judge=judge, dataset=reviewed_dataset, examples=[GOOD], by=owner)
     chosen = [adjudicated[0].pk, adjudicated[3].pk]
     listed = [a.pk for a in adjudicated]
-    saved = client.post(url, {"dataset": reviewed_dataset.pk, "save": "1",
-                              "adjudication": chosen, "listed": listed})  # fmt: skip
+    saved = client.post(url, {"save": "1", "adjudication": chosen, "listed": listed})
     assert saved.status_code == 302
-    judge.refresh_from_db()
-    assert judge.examples[0] == GOOD
-    sources = [e["source"] for e in judge.examples[1:]]
+    stored = examples_of(judge, reviewed_dataset)
+    assert stored[0] == GOOD
+    sources = [e["source"] for e in stored[1:]]
     assert {s["adjudication"] for s in sources} == set(chosen)
-    first = next(e for e in judge.examples[1:] if e["source"]["adjudication"] == chosen[0])
+    first = next(e for e in stored[1:] if e["source"]["adjudication"] == chosen[0])
     assert "Revenue was $4.12 billion in Q3" in first["excerpt"]  # the window the reason quotes
     assert len(first["excerpt"]) <= examples.EXCERPT_CHARS
     assert first["decision"] == adjudicated[0].label
-    version = tuned.version("verdict-v1", "", judge.examples)
-    assert JudgeVersion.objects.filter(judge=judge, version=version, created_by=owner).exists()
+    version = tuned.version("verdict-v1", "", stored)
+    assert JudgeVersion.objects.filter(
+        judge=judge, dataset=reviewed_dataset, version=version, created_by=owner
+    ).exists()
 
     # A run records the items its judge was shown (for agreement to leave them out).
     panel = PanelFactory(judges=[judge])
@@ -114,15 +118,13 @@ def test_examples_are_picked_saved_and_recorded_by_runs(
     kind = adjudicated[0].criterion.kind
     of_kind = [a.pk for a in adjudicated if a.criterion.kind == kind]
     assert adjudicated[3].pk not in of_kind
-    client.post(url, {"dataset": reviewed_dataset.pk, "kind": kind, "save": "1",
-                      "listed": of_kind})  # fmt: skip
-    judge.refresh_from_db()
-    assert [e["source"]["adjudication"] for e in judge.examples[1:]] == [adjudicated[3].pk]
+    client.post(url, {"kind": kind, "save": "1", "listed": of_kind})
+    stored = examples_of(judge, reviewed_dataset)
+    assert [e["source"]["adjudication"] for e in stored[1:]] == [adjudicated[3].pk]
 
     # Unticking every example listed keeps the typed one.
-    client.post(url, {"dataset": reviewed_dataset.pk, "save": "1", "listed": listed})
-    judge.refresh_from_db()
-    assert judge.examples == [GOOD]
+    client.post(url, {"save": "1", "listed": listed})
+    assert examples_of(judge, reviewed_dataset) == [GOOD]
 
 
 def test_auto_pick_is_balanced_recent_first_and_by_kind():
@@ -144,82 +146,118 @@ def test_the_examples_page_refuses_who_may_not_use_it(
     adjudicated, reviewed_dataset, client, reviewer, owner
 ):
     judge = Judge.objects.create(name="J", base_url="https://api.example.com/v1", model="m")
-    url = reverse("judge-examples", args=[judge.pk])
-    query = {"dataset": reviewed_dataset.pk}
-    assert client.get(url, query).status_code == 302  # to the login page
-    client.force_login(reviewer)  # reviews the dataset, but manages no judge
-    assert client.get(url, query).status_code == 403
-    assert client.post(url, {**query, "save": "1", "adjudication": [adjudicated[0].pk]}
-                       ).status_code == 403  # fmt: skip
+    url = reverse("judge-examples", args=[reviewed_dataset.pk, judge.pk])
+    assert client.get(url).status_code == 302  # to the login page
+    client.force_login(reviewer)  # reads the dataset's tuning, but does not change it
+    assert client.get(url).status_code == 403
+    assert client.post(url, {"save": "1", "adjudication": [adjudicated[0].pk]}).status_code == 403
+    assert (
+        client.get(reverse("judge-tuning", args=[reviewed_dataset.pk, judge.pk])).status_code == 200
+    )
     admin = UserFactory(username="judge-admin")  # manages judges, on no dataset
     admin.groups.add(Group.objects.get(name=roles.Group.ADMIN.value))
     client.force_login(admin)
-    assert client.get(url).status_code == 200
-    assert reviewed_dataset.name not in client.get(url).content.decode()
-    assert client.get(url, query).status_code == 404
-    assert client.post(url, {**query, "save": "1", "adjudication": [adjudicated[0].pk]}
-                       ).status_code == 404  # fmt: skip
-    judge.refresh_from_db()
-    assert judge.examples == []
+    assert client.get(url).status_code == 404
+    assert client.post(url, {"save": "1", "adjudication": [adjudicated[0].pk]}).status_code == 404
+    assert (
+        client.get(reverse("judge-tuning", args=[reviewed_dataset.pk, judge.pk])).status_code == 404
+    )
+    assert examples_of(judge, reviewed_dataset) == []
     # An adjudication of another dataset is refused, nothing saved.
     other = services.dataset_create(name="Other", by=owner)
     client.force_login(owner)
     response = client.post(
-        url, {"dataset": other.pk, "save": "1", "adjudication": [adjudicated[0].pk]}
+        reverse("judge-examples", args=[other.pk, judge.pk]),
+        {"save": "1", "adjudication": [adjudicated[0].pk]},
     )
     assert response.status_code == 400
-    judge.refresh_from_db()
-    assert judge.examples == []
+    assert examples_of(judge, other) == examples_of(judge, reviewed_dataset) == []
 
 
-def _judge_form(**overrides) -> dict:
-    data = {
-        "name": "Tuned", "kind": "llm", "base_url": "https://api.example.com/v1",
-        "model": "gpt-4o-mini", "api_key_env": "", "temperature": "0", "max_tokens": "512",
-        "seed": "", "timeout": "30", "rpm_limit": "", "tpm_limit": "", "prompt_price": "",
-        "completion_price": "", "prompt_version": "verdict-v1", "instructions": "",
-        "examples": "[]",
-    }  # fmt: skip
-    return {**data, **overrides}
+def test_a_draft_checklist_gives_no_example(reviewed_dataset, query, owner, collaborator, client):
+    """The blind rule holds through judges: an adjudication of a criterion whose checklist
+    is still a draft is neither listed nor accepted as an example."""
+    draft = services.checklist_create_with_criteria(
+        query=query, by=collaborator, criteria=valid_criteria(), submit=False
+    )
+    criterion = draft.criteria.order_by("position").first()
+    adjudication = Adjudication.objects.create(
+        answer=AnswerFactory(query=query), criterion=criterion, label="pass", reason="Draft."
+    )
+    assert examples.candidates(reviewed_dataset) == []
+    judge = Judge.objects.create(name="J", base_url="https://api.example.com/v1", model="m")
+    client.force_login(owner)
+    url = reverse("judge-examples", args=[reviewed_dataset.pk, judge.pk])
+    assert client.get(url).content.decode().count("data-adjudication=") == 0
+    refused = client.post(url, {"save": "1", "adjudication": [adjudication.pk]})
+    assert refused.status_code == 400
+    assert examples_of(judge, reviewed_dataset) == []
 
 
 BAD = [GOOD, {"criterion": "", "excerpt": "x", "decision": "maybe", "colour": "red"}]
 
 
-def test_bad_examples_are_refused_naming_the_example_and_field(client, owner, owner_api):
+def test_bad_examples_are_refused_naming_the_example_and_field(
+    client, owner, owner_api, reviewed_dataset
+):
+    judge = Judge.objects.create(name="Tuned", base_url="https://api.example.com/v1", model="m")
+    page_url = reverse("judge-tuning", args=[reviewed_dataset.pk, judge.pk])
     client.force_login(owner)
-    response = client.post(reverse("judge-create"), _judge_form(examples=json.dumps(BAD)))
+    response = client.post(page_url, {"instructions": "", "examples": json.dumps(BAD)})
     assert response.status_code == 400
     page = response.content.decode()
     assert "Example 2: unknown field colour." in page
     assert "Example 2: criterion is required (text)." in page
     assert "Example 2: decision must be &quot;pass&quot; or &quot;fail&quot;." in page
     response = client.post(
-        reverse("judge-create"), _judge_form(instructions="x" * (tuned.MAX_INSTRUCTIONS + 1))
+        page_url, {"instructions": "x" * (tuned.MAX_INSTRUCTIONS + 1), "examples": "[]"}
     )
     assert "at most 8,000" in response.content.decode()
-    assert client.post(reverse("judge-create"), _judge_form(examples="[{")).status_code == 400
-    assert not Judge.objects.exists()
+    assert client.post(page_url, {"instructions": "", "examples": "[{"}).status_code == 400
+    assert tuning.stored(judge, reviewed_dataset.pk) is None
 
-    url = reverse("api-evaluation:judge-list")
-    body = {"name": "Tuned", "base_url": "https://api.example.com/v1", "model": "m"}
-    response = owner_api.post(url, {**body, "examples": BAD}, format="json")
+    url = reverse("api-evaluation:judge-tuning-api", args=[reviewed_dataset.pk, judge.pk])
+    response = owner_api.put(url, {"examples": BAD}, format="json")
     assert response.status_code == 400
     assert 'Example 2: decision must be "pass" or "fail".' in response.json()["examples"]
-    too_many = owner_api.post(url, {**body, "examples": [GOOD] * (tuned.MAX_EXAMPLES + 1)},
-                              format="json")  # fmt: skip
+    too_many = owner_api.put(url, {"examples": [GOOD] * (tuned.MAX_EXAMPLES + 1)}, format="json")
     assert too_many.json()["examples"] == [f"{tuned.MAX_EXAMPLES + 1} examples; at most 20."]
-    bad_source = owner_api.post(url, {**body, "examples": [{**GOOD, "source": {"answer": 1}}]},
-                                format="json")  # fmt: skip
+    bad_source = owner_api.put(url, {"examples": [{**GOOD, "source": {"answer": 1}}]},
+                               format="json")  # fmt: skip
     assert "Example 1: source must be" in bad_source.json()["examples"][0]
+    assert tuning.stored(judge, reviewed_dataset.pk) is None
 
-    good = owner_api.post(url, {**body, "instructions": "Be exact.", "examples": [GOOD]},
-                          format="json")  # fmt: skip
-    assert good.status_code == 201
+    good = owner_api.put(url, {"instructions": "Be exact.", "examples": [GOOD]}, format="json")
+    assert good.status_code == 200
     data = good.json()
     assert data["examples"] == [GOOD] and data["instructions"] == "Be exact."
-    assert data["current_version"] == tuned.version("verdict-v1", "Be exact.", [GOOD])
-    assert JudgeVersion.objects.get(judge_id=data["id"]).created_by == owner
+    assert data["version"] == tuned.version("verdict-v1", "Be exact.", [GOOD])
+    assert JudgeVersion.objects.get(judge=judge, dataset=reviewed_dataset).created_by == owner
+    # PATCH changes one part; PUT replaces both.
+    patched = owner_api.patch(url, {"instructions": "Be brief."}, format="json").json()
+    assert patched["examples"] == [GOOD] and patched["instructions"] == "Be brief."
+    put = owner_api.put(url, {"instructions": "Only this."}, format="json").json()
+    assert put["examples"] == [] and put["instructions"] == "Only this."
+    # The judge itself carries none of it.
+    judge_body = owner_api.get(reverse("api-evaluation:judge-detail", args=[judge.pk])).json()
+    assert "examples" not in judge_body and "instructions" not in judge_body
+
+
+def test_tuning_api_follows_the_dataset_permissions(
+    reviewed_dataset, owner_api, reviewer_api, outsider_api
+):
+    judge = Judge.objects.create(name="J", base_url="https://api.example.com/v1", model="m")
+    url = reverse("api-evaluation:judge-tuning-api", args=[reviewed_dataset.pk, judge.pk])
+    owner_api.put(url, {"instructions": "Secret rule."}, format="json")
+    assert reviewer_api.get(url).json()["instructions"] == "Secret rule."
+    assert reviewer_api.patch(url, {"instructions": "x"}, format="json").status_code == 403
+    assert outsider_api.get(url).status_code == 404
+    assert outsider_api.patch(url, {"instructions": "x"}, format="json").status_code == 404
+    listed = reviewer_api.get(
+        reverse("api-evaluation:dataset-tunings-api", args=[reviewed_dataset.pk])
+    ).json()
+    assert [(t["judge"], t["instructions"]) for t in listed] == [(judge.pk, "Secret rule.")]
+    assert tuning.stored(judge, reviewed_dataset.pk).instructions == "Secret rule."
 
 
 INSTRUCTIONS = "Figures within 1%."
@@ -234,7 +272,9 @@ def tuned_verdict(reviewed_dataset, query, collaborator, owner, loopback_openai)
     )
     answer = AnswerFactory(query=query)
     (judge,) = loopback_judges(loopback_openai, 1)
-    judges.judge_save(judge=judge, instructions=INSTRUCTIONS, examples=[GOOD])
+    tuning.tuning_save(
+        judge=judge, dataset=reviewed_dataset, instructions=INSTRUCTIONS, examples=[GOOD], by=owner
+    )
     panel = PanelFactory(judges=[judge])
     run = runs.run_start(run=runs.run_create(dataset=reviewed_dataset, panel=panel, by=owner))
     lifecycle.run_task(worker="test", run_id=run.pk, answer_id=answer.pk, judge_id=judge.pk)

@@ -4,6 +4,8 @@ non-members, 403 for experts), and traffic over the quota (429 with Retry-After)
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from annotation import roles, services
@@ -87,6 +89,65 @@ def test_a_bad_shaping_value(owner_api, dataset, checklisted, panel, nothing_hap
     body = native(dataset, panel, "a", over_length_penalty=3)
     errors = refused(owner_api.post(URL, body, format="json"))
     assert errors[0]["field"] == "over_length_penalty"
+
+
+@pytest.mark.parametrize(
+    ("field", "literal"),
+    [
+        ("length_reference", "1e999"),
+        ("max_words", "1e999"),
+        ("max_words", "-1e999"),
+        ("length_exponent", "NaN"),
+        ("over_length_penalty", "Infinity"),
+        ("length_reference", "-Infinity"),
+        ("length_exponent", "1" + "0" * 400),  # an integer no float holds
+    ],
+)
+def test_a_number_that_is_not_finite_is_refused_naming_its_field(
+    owner_api, dataset, checklisted, panel, nothing_happened, field, literal
+):
+    """Issue 38: `1e999` in `length_reference` was an OverflowError, an HTML 500. The API's
+    JSON parser refuses it, and NaN and ±Infinity, before the view runs (config/parsers.py)."""
+    body = json.dumps(native(dataset, panel, "a"))[:-1] + f', "{field}": {literal}}}'
+
+    response = owner_api.post(URL, body, content_type="application/json")
+
+    assert response.status_code == 400, response.content
+    shown = literal if len(literal) < 24 else "100000000000… (401 characters)"
+    assert response.json() == {field: [f"A finite number, not {shown}."]}
+
+
+def test_a_number_that_is_not_finite_deep_in_the_body_is_named_by_its_path(
+    owner_api, dataset, checklisted, panel, nothing_happened
+):
+    body = json.dumps(native(dataset, panel, "a", "b"))
+    body = body.replace('"completion": "b"', '"completion": "b", "weight": [1, NaN, 1e999]')
+
+    response = owner_api.post(URL, body, content_type="application/json")
+
+    assert response.status_code == 400, response.content
+    assert response.json() == {
+        "items[1].weight[1]": ["A finite number, not NaN."],
+        "items[1].weight[2]": ["A finite number, not 1e999."],
+    }
+
+
+@pytest.mark.parametrize(
+    "query", ["length_reference=1e999", "max_words=inf", "length_exponent=nan",
+              "length_exponent=1e999", "over_length_penalty=-inf"],
+)  # fmt: skip
+def test_a_url_parameter_that_is_not_finite_is_refused(
+    owner_api, dataset, checklisted, panel, nothing_happened, query
+):
+    """The trainers' shapes take their shaping knobs in the URL: a number there is text, and
+    `shaping_from` refuses what is not a number of its range."""
+    prompt = "Question?"
+    body = {"query": [prompt + " An answer."], "prompts": [prompt], "labels": ["q-1"]}
+    url = f"{URL}openrlhf/?dataset={dataset.pk}&panel={panel.pk}&{query}"
+
+    errors = refused(owner_api.post(url, body, format="json"))
+
+    assert [e["field"] for e in errors] == [query.split("=")[0]]
 
 
 def test_a_non_member_gets_404_and_an_expert_403(

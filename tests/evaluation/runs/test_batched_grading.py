@@ -10,13 +10,12 @@ from decimal import Decimal
 
 import pytest
 
-from evaluation.judges import services as judge_services
 from evaluation.judging import batched
 from evaluation.models import CriterionCheck, Verdict
 from evaluation.runs import costs, lifecycle
 from evaluation.runs import services as runs
 from loopback import LoopbackOpenAI, approx_tokens, checklist_responder, listed_criteria
-from tests.factories import PanelFactory, loopback_judges
+from tests.factories import PanelFactory, loopback_judges, tune
 from tests.support.builders import checklisted_query
 
 pytestmark = pytest.mark.django_db
@@ -274,7 +273,7 @@ def test_a_tuned_judge_sends_its_instructions_in_batched_calls_too(dataset, owne
     with LoopbackOpenAI(responder=checklist_responder(decide)) as server:
         single, whole = judges(server, 1, 0)
         for judge in (single, whole):
-            judge_services.judge_save(judge=judge, instructions=instructions)
+            tune(judge, dataset, instructions=instructions)
         panel = PanelFactory(judges=[single, whole])
         run_all(dataset, owner, panel, checklisted.answers[:1])
     alone = calls_of(server, single.model)[0].request

@@ -1,8 +1,10 @@
-"""A judge's instructions and worked examples in runs (issue 25, point 1): the tuned prompt
+"""A dataset's instructions and worked examples for a judge in runs (issues 25 and 38): the
+tuned prompt
 is what the loopback server receives, byte for byte; its version is in the cache key and in
 every verdict's provenance; an edit is a new version (new calls) while old verdicts keep
 theirs; an untuned judge sends and keys exactly what it always did; the prompt a verdict was
-made with is rebuilt from its recorded version."""
+made with is rebuilt from its recorded version; another dataset's runs with the same judge
+send none of it."""
 
 from __future__ import annotations
 
@@ -10,14 +12,13 @@ import pytest
 from django.db.models import QuerySet
 
 from annotation import services
-from evaluation.judges import services as judges
 from evaluation.judges import tuning
 from evaluation.judges.rebuild import verdict_prompt
 from evaluation.judging import prompts, tuned
 from evaluation.models import JudgeVersion, Verdict
 from evaluation.runs import lifecycle
 from evaluation.runs import services as runs
-from tests.factories import AnswerFactory, PanelFactory, loopback_judges, valid_criteria
+from tests.factories import AnswerFactory, PanelFactory, loopback_judges, tune, valid_criteria
 
 pytestmark = pytest.mark.django_db
 
@@ -88,10 +89,10 @@ def test_the_tuned_prompt_is_sent_byte_for_byte_and_versioned(
     dataset, query, collaborator, owner, loopback_openai
 ):
     criteria, answer, judge = _setup(query, collaborator, loopback_openai)
-    judges.judge_save(judge=judge, instructions=INSTRUCTIONS, examples=EXAMPLES, by=owner)
+    tune(judge, dataset, instructions=INSTRUCTIONS, examples=EXAMPLES, by=owner)
     version = tuned.version("verdict-v1", INSTRUCTIONS, EXAMPLES)
     assert version.startswith("verdict-v1+tuned-") and len(version) == len("verdict-v1+tuned-") + 12
-    stored = JudgeVersion.objects.get(judge=judge, version=version)
+    stored = JudgeVersion.objects.get(judge=judge, dataset=dataset, version=version)
     assert (stored.instructions, stored.examples, stored.created_by) == (
         INSTRUCTIONS, EXAMPLES, owner,
     )  # fmt: skip
@@ -135,7 +136,7 @@ def test_an_edit_is_a_new_version_with_new_calls_and_old_verdicts_keep_theirs(
     dataset, query, collaborator, owner, loopback_openai
 ):
     criteria, answer, judge = _setup(query, collaborator, loopback_openai)
-    judges.judge_save(judge=judge, instructions=INSTRUCTIONS, examples=EXAMPLES)
+    tune(judge, dataset, instructions=INSTRUCTIONS, examples=EXAMPLES)
     first = _run(dataset, judge, owner, answer)
     assert loopback_openai.call_count == len(criteria)
     old = {v.pk: (v.judge_params, v.cache_key) for v in Verdict.objects.filter(run=first)}
@@ -146,10 +147,10 @@ def test_an_edit_is_a_new_version_with_new_calls_and_old_verdicts_keep_theirs(
     assert all(v.cache_hit for v in Verdict.objects.filter(run=same))
 
     # Edited instructions: a new version, new keys, new calls.
-    judges.judge_save(judge=judge, instructions=INSTRUCTIONS + " Rounding to 0.1 is fine.")
+    tune(judge, dataset, instructions=INSTRUCTIONS + " Rounding to 0.1 is fine.")
     edited = _run(dataset, judge, owner, answer)
     assert loopback_openai.call_count == 2 * len(criteria)
-    new_version = tuned.version("verdict-v1", judge.instructions, EXAMPLES)
+    new_version = tuned.version("verdict-v1", INSTRUCTIONS + " Rounding to 0.1 is fine.", EXAMPLES)
     verdicts = Verdict.objects.filter(run=edited)
     assert {v.judge_params["prompt_version"] for v in verdicts} == {new_version}
     assert not any(v.cache_hit for v in verdicts)
@@ -166,10 +167,10 @@ def test_a_run_keeps_the_tuning_it_started_with(
 ):
     """An edit while a run is running changes nothing of that run's calls."""
     criteria, answer, judge = _setup(query, collaborator, loopback_openai)
-    judges.judge_save(judge=judge, instructions=INSTRUCTIONS, examples=EXAMPLES)
+    tune(judge, dataset, instructions=INSTRUCTIONS, examples=EXAMPLES)
     panel = PanelFactory(judges=[judge])
     run = runs.run_start(run=runs.run_create(dataset=dataset, panel=panel, by=owner))
-    judges.judge_save(judge=judge, instructions="Something else entirely.", examples=[])
+    tune(judge, dataset, instructions="Something else entirely.", examples=[])
     lifecycle.run_task(worker="test", run_id=run.pk, answer_id=answer.pk, judge_id=judge.pk)
     for criterion in criteria:
         assert _sent(loopback_openai)[criterion.text] == _expected(
@@ -177,15 +178,38 @@ def test_a_run_keeps_the_tuning_it_started_with(
         )
 
 
-def test_a_version_row_made_meanwhile_is_read_not_doubled(monkeypatch, loopback_openai):
+def test_a_version_row_made_meanwhile_is_read_not_doubled(monkeypatch, dataset, loopback_openai):
     """Two run starts with the same new tuning: the second's insert meets the first's row
     (the unique constraint) and goes on with it."""
     (judge,) = loopback_judges(loopback_openai, 1)
-    judge.instructions = INSTRUCTIONS
-    judge.save()  # not through the service: no row yet
-    version = tuning.judge_version(judge)
-    JudgeVersion.objects.create(judge=judge, version=version, instructions=INSTRUCTIONS)
+    wanted = tuned.Tuning(tuned.version("verdict-v1", INSTRUCTIONS, []), INSTRUCTIONS)
+    JudgeVersion.objects.create(
+        judge=judge, dataset=dataset, version=wanted.version, instructions=INSTRUCTIONS
+    )
     monkeypatch.setattr(QuerySet, "exists", lambda self: False)  # checked before it was made
-    assert tuning.ensure_version(judge) == version
+    tuning.ensure_version(judge, dataset.pk, wanted)
     monkeypatch.undo()
     assert JudgeVersion.objects.filter(judge=judge).count() == 1
+
+
+def test_a_judge_tuned_on_one_dataset_grades_another_as_if_untuned(
+    dataset, query, collaborator, owner, loopback_openai
+):
+    """The sealed-dataset rule (issue 38): dataset A's instructions and examples are sent in
+    A's runs only; B's run with the same judge sends, keys and records the untuned prompt,
+    and B's verdict prompts never read A's version."""
+    criteria, answer, judge = _setup(query, collaborator, loopback_openai)
+    other = services.dataset_create(name="Other team", by=owner)
+    tune(judge, other, instructions="OTHER TEAM RULE", examples=EXAMPLES)
+    run = _run(dataset, judge, owner, answer)
+    for criterion in criteria:
+        assert _sent(loopback_openai)[criterion.text] == _expected(query, answer, criterion)
+    assert "prompt_version" not in run.snapshot["members"][0]
+    for verdict in Verdict.objects.filter(run=run):
+        assert verdict.judge_params["prompt_version"] == "verdict-v1"
+        assert "OTHER TEAM RULE" not in str(verdict_prompt(verdict))
+    # A verdict claiming the other dataset's version finds no row of its own dataset.
+    version = tuned.version("verdict-v1", "OTHER TEAM RULE", EXAMPLES)
+    assert JudgeVersion.objects.filter(dataset=other, version=version).exists()
+    with pytest.raises(JudgeVersion.DoesNotExist):
+        tuning.tuning_of(judge, version, dataset.pk)

@@ -137,7 +137,7 @@ def test_the_estimate_reads_sizes_in_a_few_queries(dataset, django_assert_max_nu
 
 def test_instructions_and_examples_are_counted_and_nothing_is_written(workload):
     from evaluation.judging import tuned
-    from evaluation.models import JudgeVersion
+    from evaluation.models import JudgeTuning, JudgeVersion
 
     plain = judge("Plain", 1)
     instructions = "A figure must match the filing to the cent. " * 20
@@ -145,10 +145,21 @@ def test_instructions_and_examples_are_counted_and_nothing_is_written(workload):
         {"criterion": "States revenue.", "excerpt": "Revenue was $4.1B.", "decision": "pass",
          "reason": "It states it."},
     ]  # fmt: skip
-    tuned_judge = judge("Tuned", 1, instructions=instructions, examples=examples)
-    selection = Selection(workload.query.dataset_id)
+    tuned_judge = judge("Tuned", 1)
+    dataset_id = workload.query.dataset_id
+    JudgeTuning.objects.create(
+        judge=tuned_judge, dataset_id=dataset_id, instructions=instructions, examples=examples
+    )
+    selection = Selection(dataset_id)
     before = run_estimate(selection, of_panel(PanelFactory(judges=[plain]))).prompt_tokens
     after = run_estimate(selection, of_panel(PanelFactory(judges=[tuned_judge]))).prompt_tokens
     added = len("\n\n" + tuned.system_addition(instructions, examples)) * 8  # 8 calls
     assert after - before == pytest.approx(added / prompts.CHARS_PER_TOKEN, abs=1)
     assert not JudgeVersion.objects.exists()
+    # Another dataset's estimate counts none of this dataset's tuning.
+    from annotation.models import Dataset
+
+    elsewhere = Dataset.objects.create(name="Elsewhere")
+    JudgeTuning.objects.filter(judge=tuned_judge).update(dataset=elsewhere)
+    untuned = run_estimate(selection, of_panel(PanelFactory(judges=[tuned_judge]))).prompt_tokens
+    assert untuned == before
