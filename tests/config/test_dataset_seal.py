@@ -34,6 +34,7 @@ what it was sent.
 from __future__ import annotations
 
 import io
+import json
 import re
 import zipfile
 from collections.abc import Callable, Iterator
@@ -366,3 +367,37 @@ def test_the_sweep_reaches_every_marker(sealed, targets, sweeps, db):
         if unseen := sorted(m for m in markers if not any(m.lower() in s.text for s in seen)):
             missed[actor.name] = unseen
     assert not missed, f"Markers no route showed to someone allowed to see them: {missed}"
+
+
+def _prompts_about(server, tag: str, since: int = 0) -> list[str]:
+    """The whole messages of each call the judge received about dataset `tag`'s answers."""
+    return [
+        json.dumps(c.request.messages, ensure_ascii=False)
+        for c in server.calls[since:]
+        if f"SEALED-{tag}-" in c.request.last_user_text
+    ]
+
+
+def test_no_content_of_b_is_sent_in_a_prompt_of_a(sealed, db):
+    """The judge shared by A and B, tuned with B's content: A's run, cross-evaluation and
+    trial sent none of it (built with the worlds), nor does a reward request on A; B's own
+    prompts carry B's tuning, so the check is not empty."""
+    server = sealed.server
+    a_prompts = _prompts_about(server, "A")
+    assert a_prompts, "A's runs called the judge"
+    assert any("Worked examples" in p for p in _prompts_about(server, "B"))
+    before = len(server.calls)
+    client = APIClient()
+    client.force_authenticate(sealed.a.users["dataset_admin"])
+    body = {"dataset": sealed.a.dataset.pk, "panel": sealed.a.panel.pk,
+            "items": [{"query": sealed.a.query.external_id,
+                       "completion": "SEALED-A-reward-completion answers the query."}]}  # fmt: skip
+    answered = client.post("/api/rewards/", body, format="json")
+    assert answered.status_code == 200, answered.content
+    rewarded = _prompts_about(server, "A", since=before)
+    assert rewarded, "the reward request called the judge"
+    leaks = [m for p in [*a_prompts, *rewarded] for m in sealed.b.markers if m in p]
+    assert not leaks, f"B's content sent in A's prompts: {sorted(set(leaks))}"
+    # A's admin cannot ask for rewards on B at all.
+    refused = client.post("/api/rewards/", {**body, "dataset": sealed.b.dataset.pk}, format="json")
+    assert refused.status_code == 404

@@ -126,6 +126,7 @@ class SealedWorlds:
     a: MarkedWorld
     b: MarkedWorld
     judge: Judge  # the one judge of both datasets' panels
+    server: object = None  # the loopback judge's server: every prompt sent is in its calls
     # People outside both datasets: "no_role" (in no group) and "site_admin" (in the Admin
     # group, on no dataset); "member_of_both", admin of A and of B, whose API token limited
     # to A is `limited_token`.
@@ -330,7 +331,7 @@ def build_sealed_worlds(server) -> SealedWorlds:
         w.mark("verdict-rationale")  # what the loopback judge says (`responder`)
         w.panel = PanelFactory(name=f"Panel of {w.tag}", judges=[judge])
         _rest_of_world(w)
-    sealed = SealedWorlds(a=a, b=b, judge=judge)
+    sealed = SealedWorlds(a=a, b=b, judge=judge, server=server)
     sealed.users["no_role"] = _person(sealed.tokens, "no_role")
     sealed.users["site_admin"] = _person(sealed.tokens, "site_admin", roles.Group.ADMIN.value)
     both = _person(sealed.tokens, "member_of_both", roles.Group.ADMIN.value)
