@@ -44,6 +44,7 @@ from annotation.models import (
     SourceType,
 )
 from annotation.selectors import checklists_for_user
+from config.site_permissions import manages_judges
 from evaluation.analytics import figures
 from evaluation.cross_evaluation.export import overlap_rows
 from evaluation.data import export_sql, schema
@@ -537,6 +538,10 @@ class Exporter:
         own = JudgeVersion.objects.filter(dataset=self.dataset)
         judges = judges.distinct().order_by("name").prefetch_related(Prefetch("versions", own))
         tunings = {t.judge_id: t for t in JudgeTuning.objects.filter(dataset=self.dataset)}
+        # A judge's connection details are for the people who manage judges (and the command
+        # line): a dataset admin's export leaves them empty, for a site admin to fill in
+        # where the file is imported.
+        connection_shown = self.user is None or manages_judges(self.user)
         for j in judges:
             # This dataset's tuning and versions only: another dataset's never leave it. The
             # versions keep the prompts of this dataset's verdicts rebuildable elsewhere.
@@ -545,8 +550,9 @@ class Exporter:
                 for v in sorted(j.versions.all(), key=lambda v: (v.created_at, v.version))
             ]
             t = tunings.get(j.pk)
+            base_url, key_env = (j.base_url, j.api_key_env) if connection_shown else ("", "")
             yield (
-                j.name, j.kind, j.base_url, j.model, j.api_key_env, j.temperature, j.max_tokens,
+                j.name, j.kind, base_url, j.model, key_env, j.temperature, j.max_tokens,
                 j.seed, j.timeout, j.prompt_version, j.context_tokens,
                 t.instructions if t else "", (t.examples if t else None) or None,
                 j.criteria_per_call, j.token_parameter, j.response_format, j.reasoning_effort,

@@ -109,3 +109,30 @@ def test_a_version_that_does_not_match_its_tuning_is_refused_by_row(tmp_path):
         import_dataset(path)
     assert "judges.jsonl" in str(refused.value) and "does not match" in str(refused.value)
     assert not Judge.objects.exists() and not JudgeVersion.objects.exists()
+
+
+def test_a_dataset_admins_export_leaves_the_judges_connection_details_out():
+    """Base URLs and key variables are for the people who manage judges (issue 38): the
+    export of a dataset admin who does not leaves them empty; a site admin's keeps them."""
+    from django.contrib.auth.models import Group
+
+    from annotation import roles, services
+    from tests.factories import UserFactory
+
+    dataset, *_ = tuned_dataset()
+    Judge.objects.update(base_url="https://user-secret.example.com/v1?key=abc")
+    admin = UserFactory(username="dataset-admin-only")  # in no site group
+    services.dataset_set_role(dataset=dataset, user=admin, role=roles.DatasetRole.ADMIN)
+
+    def judges_rows(user) -> list[dict]:
+        files = members(b"".join(export_chunks(dataset, user=user)))
+        return [json.loads(x) for x in files["judges.jsonl"].decode().splitlines()]
+
+    assert not admin.has_perm("evaluation.change_judge")
+    rows = judges_rows(admin)
+    assert rows and all(r["base_url"] == "" and r["api_key_env"] == "" for r in rows)
+    admin.groups.add(Group.objects.get(name=roles.Group.ADMIN.value))
+    admin = type(admin).objects.get(pk=admin.pk)  # permissions are cached per instance
+    assert {r["base_url"] for r in judges_rows(admin)} == {
+        "https://user-secret.example.com/v1?key=abc"
+    }
