@@ -69,6 +69,7 @@ from evaluation.models import (
 if TYPE_CHECKING:
     from annotation.permissions import AnyUser
 
+from evaluation.runs.permissions import RAW_OUTPUT_HIDDEN
 from evaluation.runs.scores import run_report
 
 Row = tuple
@@ -268,6 +269,10 @@ class Exporter:
         self.dataset = dataset
         self.options = options
         self.user = user
+        # A judge's connection details (base URL, key variable, what answered when a reply
+        # was not a verdict) are for the people who manage judges and the command line: a
+        # dataset admin's export leaves them out (docs/judging.md#who-sees-what).
+        self.connection_shown = user is None or manages_judges(user)
         self.progress = progress
         self.counts: dict[str, int] = {}
         self.rows_done = 0
@@ -360,7 +365,9 @@ class Exporter:
         with self._open(archive, name, big=True) as out:
             deflater = _Deflater(out)
             try:
-                for block, lines in export_sql.verdict_bytes(self.keys):
+                for block, lines in export_sql.verdict_bytes(
+                    self.keys, connection_shown=self.connection_shown
+                ):
                     deflater.write(block)
                     rows += lines
                     if sink.size > 1 << 20:
@@ -541,7 +548,7 @@ class Exporter:
         # A judge's connection details are for the people who manage judges (and the command
         # line): a dataset admin's export leaves them empty, for a site admin to fill in
         # where the file is imported.
-        connection_shown = self.user is None or manages_judges(self.user)
+        connection_shown = self.connection_shown
         for j in judges:
             # This dataset's tuning and versions only: another dataset's never leave it. The
             # versions keep the prompts of this dataset's verdicts rebuildable elsewhere.
@@ -624,6 +631,8 @@ class Exporter:
                 answer, criterion = answers.get(row[0]), criteria.get(row[1])
                 if answer is None or criterion is None:
                     continue  # an item of a checklist the user may not read
+                if not self.connection_shown:
+                    row = _without_connection(row)
                 yield (
                     runs[run_id], *answer, criterion[1], criterion[2], judges[row[2]],
                     *row[3:17], _iso(row[17]),
@@ -643,6 +652,8 @@ class Exporter:
             answer = self.keys.answers.get(row[1])
             if answer is None:
                 continue
+            if not self.connection_shown:
+                row = _without_connection(row)
             yield (
                 self.keys.runs[row[0]], *answer, self.keys.judges[row[2]], *row[3:17],
                 _iso(row[17]),
@@ -852,6 +863,15 @@ def data_card(
         "",
     ]
     return "\n".join(lines)
+
+
+def _without_connection(row: tuple) -> tuple:
+    """A verdict's or grade's row (both read outcome at 4, raw_output at 7, judge_params at
+    16) without the judge's base URL and, for a reply that was not a verdict, its raw
+    output: what export_sql.hidden_connection does in SQL."""
+    params = {k: v for k, v in (row[16] or {}).items() if k != "base_url"}
+    raw = "" if row[4] in RAW_OUTPUT_HIDDEN else row[7]
+    return (*row[:7], raw, *row[8:16], params, *row[17:])
 
 
 def export_chunks(

@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from django.db import connection
 
 from evaluation.data import schema
+from evaluation.runs.permissions import RAW_OUTPUT_HIDDEN
 
 FETCH = 5_000
 
@@ -95,7 +96,19 @@ COPY_OPTIONS = "(FORMAT csv, DELIMITER E'\\x01', QUOTE E'\\x02')"
 BLOCK = 1 << 20  # bytes handed on at a time
 
 
-def verdict_bytes(keys) -> Iterator[tuple[bytes, int]]:
+def hidden_connection(expressions: dict[str, str]) -> dict[str, str]:
+    """The verdict columns' expressions for someone who does not manage judges: the judge's
+    base URL out of `judge_params`, and no raw output of a reply that was not a verdict
+    (export._without_connection, in Python)."""
+    hidden = ", ".join(f"'{o}'" for o in sorted(RAW_OUTPUT_HIDDEN))
+    return {
+        **expressions,
+        "judge_params": "(v.judge_params - 'base_url')",
+        "raw_output": f"CASE WHEN v.outcome IN ({hidden}) THEN '' ELSE v.raw_output END",
+    }
+
+
+def verdict_bytes(keys, *, connection_shown: bool = True) -> Iterator[tuple[bytes, int]]:
     """The dataset's verdicts as JSON lines, in blocks of about BLOCK bytes with the number
     of lines in each, in the order `Exporter._verdicts` writes them. `keys` is the
     exporter's Keys. PostgreSQL makes every line whole: it formats each verdict's own
@@ -109,7 +122,10 @@ def verdict_bytes(keys) -> Iterator[tuple[bytes, int]]:
     table = schema.TABLE["verdicts"]
     start = table.names.index(OWN[0])
     assert table.names[start:] == OWN, "the verdicts table's columns changed: update OWN"
-    tail = line_sql(table, {name: f"v.{name}" for name in OWN}, start=start)
+    expressions = {name: f"v.{name}" for name in OWN}
+    if not connection_shown:
+        expressions = hidden_connection(expressions)
+    tail = line_sql(table, expressions, start=start)
     answers = {
         str(pk): _fragment(("system", "system_version", "query", "run_label"), key)
         for pk, key in keys.answers.items()

@@ -17,7 +17,7 @@ from evaluation.data.export import export_chunks
 from evaluation.data.importer import import_dataset
 from evaluation.data.rows import ImportRejected
 from evaluation.judges import tuning
-from evaluation.models import Answer, Judge, JudgeTuning, JudgeVersion, Run
+from evaluation.models import Answer, Judge, JudgeTuning, JudgeVersion, Run, Verdict
 from tests.evaluation.data.imports import empty_the_database
 from tests.evaluation.data.zips import members, write_zip
 from tests.factories import tune
@@ -112,8 +112,10 @@ def test_a_version_that_does_not_match_its_tuning_is_refused_by_row(tmp_path):
 
 
 def test_a_dataset_admins_export_leaves_the_judges_connection_details_out():
-    """Base URLs and key variables are for the people who manage judges (issue 38): the
-    export of a dataset admin who does not leaves them empty; a site admin's keeps them."""
+    """Base URLs, key variables and what answered when a reply was not a verdict are for
+    the people who manage judges (issue 38): the export of a dataset admin who does not
+    leaves them out (the judges table, the verdicts' judge_params and raw outputs, on the
+    Python and the PostgreSQL paths alike); a site admin's keeps them."""
     from django.contrib.auth.models import Group
 
     from annotation import roles, services
@@ -124,15 +126,29 @@ def test_a_dataset_admins_export_leaves_the_judges_connection_details_out():
     admin = UserFactory(username="dataset-admin-only")  # in no site group
     services.dataset_set_role(dataset=dataset, user=admin, role=roles.DatasetRole.ADMIN)
 
-    def judges_rows(user) -> list[dict]:
+    verdict = Verdict.objects.filter(run__dataset=dataset).first()
+    Verdict.objects.filter(pk=verdict.pk).update(
+        outcome="unparseable", raw_output="<html>what answered at the base URL</html>",
+        judge_params={**verdict.judge_params, "base_url": "https://user-secret.example.com/v1"},
+    )  # fmt: skip
+
+    def rows_of(user, table: str = "judges") -> list[dict]:
         files = members(b"".join(export_chunks(dataset, user=user)))
-        return [json.loads(x) for x in files["judges.jsonl"].decode().splitlines()]
+        return [json.loads(x) for x in files[f"{table}.jsonl"].decode().splitlines()]
+
+    def judges_rows(user) -> list[dict]:
+        return rows_of(user)
 
     assert not admin.has_perm("evaluation.change_judge")
     rows = judges_rows(admin)
     assert rows and all(r["base_url"] == "" and r["api_key_env"] == "" for r in rows)
+    verdicts = rows_of(admin, "verdicts")
+    assert not any("user-secret" in json.dumps(v) for v in verdicts)
+    assert not any("what answered" in json.dumps(v) for v in verdicts)
+    assert any(v["judge_params"] for v in verdicts)  # the rest of the parameters stay
     admin.groups.add(Group.objects.get(name=roles.Group.ADMIN.value))
     admin = type(admin).objects.get(pk=admin.pk)  # permissions are cached per instance
     assert {r["base_url"] for r in judges_rows(admin)} == {
         "https://user-secret.example.com/v1?key=abc"
     }
+    assert any("what answered" in json.dumps(v) for v in rows_of(admin, "verdicts"))
