@@ -60,7 +60,11 @@ class DatasetTuningsView(APIView):
         dataset = access_dataset(request.user, pk, roles.REVIEW)
         judges = Judge.objects.filter(kind=Judge.Kind.LLM).order_by("name")
         rows = {t.judge_id: t for t in JudgeTuning.objects.filter(dataset=dataset)}
-        found = [rows.get(j.pk) or JudgeTuning(judge=j, dataset=dataset) for j in judges]
+        found = []
+        for judge in judges:
+            row = rows.get(judge.pk) or JudgeTuning(dataset=dataset)
+            row.judge = judge  # already loaded: one query for the judges, not one per row
+            found.append(row)
         return Response(s.TuningSerializer(found, many=True).data)
 
 
