@@ -17,7 +17,7 @@ from config.logs import redact_secrets
 # with 20 users labelling and reading on two cores, four workers of two threads came within
 # the targets (every page in one run, all but one at 1.15 in another) where four or eight
 # single-threaded workers did not, and four threads each did worse than two
-# (benchmarks.md, "Two threads per worker").
+# (docs/benchmarks-history.md, "Two threads per worker").
 threads = 2
 
 
