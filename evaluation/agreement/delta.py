@@ -17,7 +17,7 @@ the counter row until the transaction ends. No other writer's bump, and so no ot
 adjudication, can commit between the counts read here and the ones stored, and readers see
 either the old revision with the old counts or the new revision with the new ones. Only
 counts kept under the revision before the bump are used (what a reader kept under an older
-number may include later labels: see `selectors._cached_cells`).
+number may include later labels: see `evaluation.agreement.kept.cells`).
 
 The item's counts before the write are read before the bump, so that the other reviewers'
 labels, which queue on the counter row, wait for fewer statements (bench.web --lock-waits
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from evaluation.agreement import cells as sql
 from evaluation.agreement.cells import Cell
-from evaluation.agreement.selectors import excluded_of, kept_state, label_days, run_method
+from evaluation.agreement.kept import excluded_of, kept_state, label_days, run_method
 from evaluation.kept import figures as kept_figures
 from evaluation.kept.counters import Counters, counters
 from evaluation.kept.events import Moved
