@@ -7,6 +7,10 @@ the label is new). The caller keeps it (the review page keeps a short stack per 
 session; an API client keeps it itself) and hands it to `label_restore`, which deletes a
 label that was new or puts the previous label and note back. Nothing else is stored, so a
 label's history is not a table: `updated_at` says when it last changed.
+
+What a label or adjudication write moves besides its row is in one function,
+`_item_written`: the bump of the dataset's review counters, the agreement delta and the
+queue moves, called in that order in the write's transaction.
 """
 
 from __future__ import annotations
@@ -78,31 +82,6 @@ def _check_label(label: str) -> None:
         raise ReviewError(f"A label is one of {', '.join(Label.values)}, not {label!r}.")
 
 
-@transaction.atomic
-def label_set(
-    *,
-    answer: Answer,
-    criterion: Criterion,
-    reviewer: AbstractBaseUser,
-    label: str,
-    note: str | None = None,
-) -> LabelChange:
-    """Create or update the reviewer's label on the item (one per rater). A note of None
-    keeps the note already there, so labelling from the keyboard never wipes one."""
-    _check_label(label)
-    _check_item(answer, criterion)
-    rater = reviewer.get_username()
-    existing = (
-        HumanLabel.objects.select_for_update()
-        .filter(answer=answer, criterion=criterion, rater=rater)
-        .first()
-    )
-    return _item_written(
-        answer.pk, criterion.pk, adjudication=False,
-        write=lambda: _write_label(answer, criterion, reviewer, rater, existing, label, note),
-    )  # fmt: skip
-
-
 def _item_written(
     answer_id: int, criterion_id: int, *, adjudication: bool, write: Callable[[], T]
 ) -> T:
@@ -133,6 +112,31 @@ def _item_written(
     delta.apply_after(agreement)  # 2., the item as it is
     moves.item_moved(moved, answer_id=answer_id, criterion_id=criterion_id)  # 3.
     return written
+
+
+@transaction.atomic
+def label_set(
+    *,
+    answer: Answer,
+    criterion: Criterion,
+    reviewer: AbstractBaseUser,
+    label: str,
+    note: str | None = None,
+) -> LabelChange:
+    """Create or update the reviewer's label on the item (one per rater). A note of None
+    keeps the note already there, so labelling from the keyboard never wipes one."""
+    _check_label(label)
+    _check_item(answer, criterion)
+    rater = reviewer.get_username()
+    existing = (
+        HumanLabel.objects.select_for_update()
+        .filter(answer=answer, criterion=criterion, rater=rater)
+        .first()
+    )
+    return _item_written(
+        answer.pk, criterion.pk, adjudication=False,
+        write=lambda: _write_label(answer, criterion, reviewer, rater, existing, label, note),
+    )  # fmt: skip
 
 
 def _write_label(
