@@ -17,7 +17,6 @@ results of paid judge calls), for RUNS_DB_RETRY_FOR seconds.
 from __future__ import annotations
 
 import logging
-import random
 import sqlite3
 import time
 from collections.abc import Callable
@@ -25,6 +24,8 @@ from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 from django.conf import settings
 from django.db import Error, InterfaceError, OperationalError, connections
+
+from config.backoff import backoff as growing_wait
 
 if TYPE_CHECKING:
     from celery import Task
@@ -78,8 +79,7 @@ def backoff(retry: int, *, base: float, cap: float) -> float:
     """Seconds to wait before retry number `retry` (0 for the first): a random time between
     half and all of min(cap, base × 2^retry), so that the deliveries that failed together
     (every tick of the night, every worker) do not all come back at the same moment."""
-    delay = min(cap, base * 2 ** min(retry, 32))
-    return random.uniform(delay / 2, delay)  # noqa: S311 - spreading retries, not a secret
+    return growing_wait(retry, base=base, cap=cap, doublings=32, jitter="equal")
 
 
 def retry_task(task: Task, exc: Exception) -> NoReturn:

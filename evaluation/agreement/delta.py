@@ -7,14 +7,17 @@ a recount reads every labelled item (4 s at 200,000 items on a quiet two-core ma
 agreement page and API then stay warm while reviewers label, instead of the first reader
 after every label paying the recount.
 
+The writer (`evaluation.review.services._item_written`, the one path of every label and
+adjudication write) calls the three steps in order: `count_early`, then its bump of the
+dataset's review counters, `counts_before`, its write, and `apply_after`.
+
 Why it stays right: the change runs inside the writer's transaction, and its write comes
 after the bump of the dataset's review counters (`evaluation.kept.events.bump`), which locks
 the counter row until the transaction ends. No other writer's bump, and so no other label or
 adjudication, can commit between the counts read here and the ones stored, and readers see
 either the old revision with the old counts or the new revision with the new ones. Only
 counts kept under the revision before the bump are used (what a reader kept under an older
-number may include later labels: see `selectors._cached_cells`). Outside a transaction
-nothing is applied: the write is bumped after it is made, and the next reader recounts.
+number may include later labels: see `evaluation.agreement.kept.cells`).
 
 The item's counts before the write are read before the bump, so that the other reviewers'
 labels, which queue on the counter row, wait for fewer statements (bench.web --lock-waits
@@ -27,15 +30,11 @@ between. Otherwise they are read again under the lock, as they always were.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
-from django.db import connection
+from dataclasses import dataclass
 
 from evaluation.agreement import cells as sql
 from evaluation.agreement.cells import Cell
-from evaluation.agreement.selectors import excluded_of, kept_state, label_days, run_method
-from evaluation.kept import events
+from evaluation.agreement.kept import excluded_of, kept_state, label_days, run_method
 from evaluation.kept import figures as kept_figures
 from evaluation.kept.counters import Counters, counters
 from evaluation.kept.events import Moved
@@ -45,39 +44,65 @@ from evaluation.models import HumanLabel, KeptFigure, Run
 Row = list  # a kept cell: [figure, value, other, first, second, n]
 
 
-@contextmanager
-def item_change(*, answer_id: int, criterion_id: int, label: bool) -> Iterator[Moved | None]:
-    """Wrap the write of one item's label (`label`) or adjudication: the dataset's review
-    counters move with it (the one bump of every label and adjudication write), and inside
-    a transaction the kept agreement counts of its dataset move with it too. Yields the
-    bump inside a transaction, for the other kept figures to follow (review.moves); None
-    outside one, where the bump comes after the write."""
-    dataset_id, event = events.answer_item(answer_id, adjudication=not label)
-    if not connection.in_atomic_block:
-        yield None
-        events.bump(dataset_id, event)
-        return
+@dataclass(frozen=True)
+class Early:
+    """The item's agreement counts read before the bump, without its lock (`count_early`),
+    with the counters they were read at."""
+
+    dataset_id: int
+    item: tuple[int, int]  # (answer id, criterion id)
+    seen: Counters
+    counted: dict[int | None, list[Cell]]  # by run id (None: without a run)
+
+
+@dataclass(frozen=True)
+class Pending:
+    """The kept agreement counts a write moves (`counts_before`), each with the item's
+    counts before the write; `apply_after` moves them once it is written."""
+
+    dataset_id: int
+    item: tuple[int, int]
+    after: Counters  # the counters after the bump: what the moved counts are kept under
+    kept: dict[str, tuple[Run | None, list[Row]]]
+    before: dict[str, list[Cell]]
+
+
+def count_early(dataset_id: int, *, answer_id: int, criterion_id: int) -> Early:
+    """Before the bump: the item's counts for each run whose agreement counts are kept at
+    the dataset's counters now. Counted before the lock so that other writers, who queue
+    on the counter row, wait for fewer statements; `counts_before` keeps them only if no
+    write committed in between."""
     item = (answer_id, criterion_id)
     seen = counters(dataset_id)
-    early = {_pk(run): _item(dataset_id, run, *item) for run, _ in _kept(dataset_id, seen).values()}
-    moved = events.bump(dataset_id, event)  # locks the dataset's counter row until commit
-    if moved is None:  # the dataset is being deleted: nothing is kept for it
-        yield None
-        return
-    at = events.before(moved, event)
-    if at != seen:  # a write committed between: its change may or may not be in `early`
-        early = {}
-    kept = _kept(dataset_id, at)
+    counted = {
+        _pk(run): _item(dataset_id, run, *item) for run, _ in _kept(dataset_id, seen).values()
+    }
+    return Early(dataset_id, item, seen, counted)
+
+
+def counts_before(early: Early, moved: Moved) -> Pending:
+    """After the bump (`moved`), before the write: the counts kept at the counters before
+    the bump, and the item's counts in each, taken from `early` when the counters are the
+    ones it read (no write committed between), else counted again under the lock."""
+    at = moved.before
+    counted = early.counted if at == early.seen else {}
+    kept = _kept(early.dataset_id, at)
     before = {}
     for key, (run, _) in kept.items():
-        counted = early.get(_pk(run))
-        before[key] = counted if counted is not None else _item(dataset_id, run, *item)
-    yield Moved(dataset_id, event, moved)
-    for key, (run, rows) in kept.items():
-        after = _item(dataset_id, run, *item)
-        counts = apply(rows, minus=before[key], plus=after)
+        found = counted.get(_pk(run))
+        before[key] = found if found is not None else _item(early.dataset_id, run, *early.item)
+    return Pending(early.dataset_id, early.item, moved.after, kept, before)
+
+
+def apply_after(pending: Pending) -> None:
+    """After the write: each kept count less the item's counts before it, plus its counts
+    now, kept under the counters after the bump (a count that would fall below zero is
+    left for a recount)."""
+    for key, (run, rows) in pending.kept.items():
+        after = _item(pending.dataset_id, run, *pending.item)
+        counts = apply(rows, minus=pending.before[key], plus=after)
         if counts is not None:
-            kept_figures.store(kept_state(dataset_id, run, at=moved), counts)
+            kept_figures.store(kept_state(pending.dataset_id, run, at=pending.after), counts)
 
 
 def apply(rows: list[Row], *, minus: list[Cell], plus: list[Cell]) -> list[Row] | None:

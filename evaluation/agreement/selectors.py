@@ -29,23 +29,17 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import astuple, dataclass, field
+from dataclasses import dataclass, field
 from datetime import date
 from urllib.parse import urlencode
 
-from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
-from django.db.models.functions import TruncDate
 
 from annotation.models import Criterion, Dataset
 from evaluation.agreement import cells as sql
+from evaluation.agreement import kept
 from evaluation.agreement.cells import NO_VALUE, Cell
-from evaluation.judges.tuning import excluded_items
-from evaluation.kept import counters, readers
-from evaluation.kept import figures as kept_figures
-from evaluation.kept.counters import Counters
 from evaluation.metrics import votes_sql
-from evaluation.metrics.aggregation import Method
 from evaluation.metrics.agreement import (
     PASS_FAIL,
     Agreement,
@@ -145,11 +139,6 @@ class AgreementReport:
     reviewers: list[RaterStats] = field(default_factory=list)
 
 
-def run_method(run: Run | None) -> tuple[str, float]:
-    """How the run's votes become one verdict (without a run: majority)."""
-    return (run.panel_method, run.panel_threshold) if run else (Method.MAJORITY, 0.5)
-
-
 def _agreement(counts: Mapping[tuple[str, str], int]) -> Agreement:
     return agreement_from_matrix(matrix_from_counts(counts, PASS_FAIL))
 
@@ -182,58 +171,6 @@ class _Cells:
     def figure(self, key: FigureKey, label: str) -> Figure:
         return Figure(key, label, _agreement(self.matrix.get((key.figure, key.value, key.other),
                                                              {})))  # fmt: skip
-
-
-def kept_state(dataset_id: int, run: Run | None, at: Counters | None = None) -> readers.State:
-    """What the cells are kept under: the dataset's review revision (at its counters now,
-    or `at`), the run, its method, and what changes its verdicts (status, attempt, finish
-    time), and the items it leaves out (only when there are: the keys of runs without stay
-    what they were). Not cacheable while the run may still be writing verdicts: then the
-    cells are counted afresh on every request."""
-    left_out = excluded_of(run)
-    facts = [f"excluded:{left_out}"] if left_out else []
-    return readers.state(dataset_id, readers.AGREEMENT, run=run, at=at, facts=facts)
-
-
-def excluded_of(run: Run | None) -> tuple[tuple[int, int], ...]:
-    """The items the run's figures leave out: those its judges were shown as examples."""
-    return tuple(sorted(excluded_items(run))) if run is not None else ()
-
-
-def _cached_cells(dataset: Dataset, run: Run | None) -> list[Cell]:
-    """The counted cells, as kept when nothing they depend on has changed since they were
-    counted; else counted now (evaluation.agreement.cells) and kept."""
-    method, threshold = run_method(run)
-    state = kept_state(dataset.pk, run)
-    if not state.cacheable:
-        return _counted_cells(dataset, run, method, threshold)
-    stored = kept_figures.kept(state)
-    if stored is not None:
-        return [Cell(*row) for row in stored]
-    if kept_figures.writes_refused():  # a read-only snapshot: counted, nothing kept or held
-        return _counted_cells(dataset, run, method, threshold)
-    with transaction.atomic():
-        # One counter at a time per slot, and no label committing while it counts: the
-        # cells it keeps are at the current counters, so the next label moves them by its
-        # delta (agreement.delta). Without both, a count that outlasts the gap between two
-        # labels (seconds at 200,000 items) keeps cells that are behind, and every later
-        # reader counts again, several at once (seen: four 12-second counts in parallel).
-        kept_figures.fill_lock(state)
-        state = kept_state(dataset.pk, run, at=counters.held(dataset.pk))
-        stored = kept_figures.kept(state)
-        if stored is not None:  # kept by another reader while this one waited
-            return [Cell(*row) for row in stored]
-        rows = _counted_cells(dataset, run, method, threshold)
-        kept_figures.store(state, [list(astuple(c)) for c in rows])
-    return rows
-
-
-def _counted_cells(dataset: Dataset, run: Run | None, method: str, threshold) -> list[Cell]:
-    rows = sql.cells(
-        dataset.pk, run.pk if run else None, method=method, threshold=threshold,
-        excluded=excluded_of(run),
-    )  # fmt: skip
-    return rows + _label_days(dataset)
 
 
 def _labelled_answers(dataset: Dataset) -> QuerySet[Answer]:
@@ -305,11 +242,12 @@ def overlap_hint(dataset: Dataset, run: Run, runs: list[Run]) -> OverlapHint:
 
 def agreement_report(dataset: Dataset, run_id: int | None = None) -> AgreementReport:
     """Every figure of the dataset's agreement page. Raises Run.DoesNotExist for a run
-    that is not the dataset's. The counts are read from the figure cache,
-    or counted (one statement for the figures, one for the raters' days) and stored."""
+    that is not the dataset's. The counts are those kept for the dataset's state, or counted
+    (one statement for the figures, one for the raters' days) and kept
+    (evaluation.agreement.kept)."""
     runs = runs_of_system_answers(dataset)
     run = _run(dataset, run_id, runs)
-    found = _Cells(_cached_cells(dataset, run))
+    found = _Cells(kept.cells(dataset, run))
     kind_labels = dict(Criterion.Kind.choices)
 
     def group(name: str, labels: Mapping[str, str] | None = None) -> list[Figure]:
@@ -349,23 +287,6 @@ def agreement_report(dataset: Dataset, run_id: int | None = None) -> AgreementRe
         alpha_items=counts.get("alpha_items", 0),
         reviewers=_reviewers(dataset, found, raters),
     )
-
-
-def _label_days(dataset: Dataset) -> list[Cell]:
-    """Labels per rater and day, as cells ("day", rater, ISO date): kept with the figures."""
-    return label_days(HumanLabel.objects.filter(answer__query__dataset=dataset))
-
-
-def label_days(labels: QuerySet[HumanLabel]) -> list[Cell]:
-    """The labels' "day" cells: how many each rater made on each day."""
-    # Days in the server's time zone (TruncDate uses the current one, as localdate does).
-    per_day = (
-        labels.annotate(day=TruncDate("created_at"))
-        .values_list("rater", "day")
-        .annotate(n=Count("pk"))
-        .order_by()
-    )
-    return [Cell("day", rater, day.isoformat(), None, None, n) for rater, day, n in per_day]
 
 
 def _reviewers(dataset: Dataset, found: _Cells, raters: list[str]) -> list[RaterStats]:
@@ -476,8 +397,8 @@ def drill_down(
     """A page of the items behind one figure (optionally one confusion-matrix cell: first,
     second), in (answer, criterion) order after `after`."""
     run = _run(dataset, run_id, runs_of_system_answers(dataset))
-    method, threshold = run_method(run)
-    excluded = excluded_of(run)
+    method, threshold = kept.run_method(run)
+    excluded = kept.excluded_of(run)
     where, params = figure_where(key, cell)
     answers = Answer.objects.filter(query__dataset=dataset).order_by("pk")
     position = after or (0, 0)

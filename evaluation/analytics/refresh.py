@@ -34,6 +34,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from config.backoff import backoff as growing_wait
 from evaluation import task_names
 from evaluation.metrics import analytics as am
 from evaluation.models import KeptRefresh
@@ -71,7 +72,8 @@ class Failure:
 
 
 def backoff(tries: int) -> timedelta:
-    return min(FIRST_BACKOFF * 2 ** (max(tries, 1) - 1), LAST_BACKOFF)
+    """The wait after `tries` failed tries in a row (the first failure waits FIRST_BACKOFF)."""
+    return growing_wait(max(tries, 1) - 1, base=FIRST_BACKOFF, cap=LAST_BACKOFF)
 
 
 def group_for(edges: tuple[int, ...]) -> str:

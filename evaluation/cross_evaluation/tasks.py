@@ -1,9 +1,8 @@
 from __future__ import annotations
 
-import random
-
 from celery import shared_task
 
+from config.backoff import backoff
 from evaluation import task_names
 from evaluation.cross_evaluation import services as cross_evaluation
 from evaluation.judging.client import JudgeUnavailable
@@ -26,5 +25,5 @@ def draft_perfect_answer(
     except JudgeUnavailable as exc:
         if self.request.retries >= self.max_retries:
             return {"ok": False, "error": f"The judge is unavailable: {exc}"}
-        delay = 10 * 2**self.request.retries
-        raise self.retry(exc=exc, countdown=random.uniform(delay / 2, delay)) from exc  # noqa: S311
+        wait = backoff(self.request.retries, base=10, jitter="equal")
+        raise self.retry(exc=exc, countdown=wait) from exc

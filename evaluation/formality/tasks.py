@@ -1,9 +1,8 @@
 from __future__ import annotations
 
-import random
-
 from celery import shared_task
 
+from config.backoff import backoff
 from evaluation import models, task_names
 from evaluation.formality import services
 from evaluation.judging.client import JudgeUnavailable
@@ -21,5 +20,5 @@ def check_formality(self, advice_id: int) -> None:
                 status=models.FormalityAdvice.Status.ERROR, error=f"The judge is unavailable: {exc}"
             )
             return
-        delay = 10 * 2**self.request.retries
-        raise self.retry(exc=exc, countdown=random.uniform(delay / 2, delay)) from exc  # noqa: S311
+        wait = backoff(self.request.retries, base=10, jitter="equal")
+        raise self.retry(exc=exc, countdown=wait) from exc

@@ -25,7 +25,6 @@ import collections
 import importlib
 import json
 import logging
-import random
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -34,6 +33,7 @@ from typing import Any, Literal
 import openai
 
 from config import egress
+from config.backoff import backoff
 from evaluation.judging import keys
 from evaluation.judging.circuit import Circuit, Unreachable, Waited, is_outage
 from evaluation.judging.ratelimit import RateLimiter, Unlimited
@@ -427,7 +427,7 @@ async def complete_json_with_retries(
                 raise JudgeUnavailable(
                     f"Rate limiter unavailable: {exc}", "rate_limiter", attempts=made
                 ) from exc
-            await asyncio.sleep(min(policy.max_delay, policy.base_delay * 2**attempt))
+            await asyncio.sleep(backoff(attempt, base=policy.base_delay, cap=policy.max_delay))
             continue
         made += 1
         sent = circuit.now() if circuit is not None else 0.0
@@ -445,9 +445,11 @@ async def complete_json_with_retries(
             if attempt == attempts:
                 exc.attempts = made
                 raise
-            backoff = random.uniform(0, min(policy.max_delay, policy.base_delay * 2**attempt))  # noqa: S311
+            waited_out = backoff(
+                attempt, base=policy.base_delay, cap=policy.max_delay, jitter="full"
+            )
             asked = _retry_after(exc)
-            delay = min(asked, policy.max_retry_after) if asked is not None else backoff
+            delay = min(asked, policy.max_retry_after) if asked is not None else waited_out
             await asyncio.sleep(delay)
             continue
         except JudgeRejected:

@@ -14,6 +14,11 @@ way (a dataset deleted, the figures emptied). The header and its rows commit tog
 reader sees both or neither. A reader that found a header just before a writer replaced it
 reads no rows for it (an empty page, once): the old order is gone, never shown as if
 current.
+
+The selectors read the queues; the rows are written here: `write_labelling` and
+`write_disagreements` fill a header's rows, and `vote_histogram` keeps the vote splits the
+labelling queue's uncertainty is derived from. A label moves a kept order itself
+(review.moves).
 """
 
 from __future__ import annotations
@@ -21,14 +26,20 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Count, Q
 
 from evaluation.kept import counters, readers
 from evaluation.kept import figures as kept_figures
 from evaluation.kept.readers import Basis, State
-from evaluation.models import KeptFigure, KeptQueueRow
+from evaluation.models import Answer, KeptFigure, KeptQueueRow
+from evaluation.review import disagreement_sql, order
+
+if TYPE_CHECKING:
+    from evaluation.models import Run
+    from evaluation.review.queues import AnswerFacts
 
 
 def latest(basis: Basis) -> KeptFigure | None:
@@ -103,3 +114,89 @@ def kept(state: State, fill: Callable[[int], dict]) -> KeptFigure:
             header.cells["basis"] = state.basis.text
         header.save(update_fields=["cells"])
     return header
+
+
+def write_labelling(
+    header_id: int, drawn: list[AnswerFacts], chosen: dict[int, Run], systems: list[int]
+) -> dict:
+    """Write the labelling queue's rows under the header, in the policy's draw order
+    (`drawn`, review.selectors._labelling_order), each keyed by its labels and its draw rank
+    (review.order), with the run whose verdicts count for its answer (`chosen`); return the
+    header's figures."""
+    KeptQueueRow.objects.bulk_create(
+        (
+            KeptQueueRow(
+                kept_id=header_id, sort_key=order.labelling_key(f.labels, n),
+                answer_id=f.answer_id, labels=f.labels, uncertainty=f.uncertainty,
+                run_id=chosen[f.answer_id].pk if f.answer_id in chosen else None,
+            )
+            for n, f in enumerate(drawn)
+        ),
+        batch_size=2000,
+    )  # fmt: skip
+    return {"total": len(drawn), "adjudicated": 0, "systems": systems}
+
+
+def write_disagreements(dataset_id: int, ranked: list[Run], header_id: int) -> dict:
+    """Count the disagreement queue and write it with its sort keys in the database (one
+    statement), then count its open and adjudicated items for the header."""
+    columns = ", ".join(disagreement_sql.ROW_FIELDS)
+    sql = (
+        f"{disagreement_sql.facts_sql(ranked, one_item=False)} INSERT INTO evaluation_keptqueuerow "
+        f"(kept_id, {columns}) SELECT %(header)s, {disagreement_sql.QUEUED}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, {"dataset": dataset_id, "header": header_id})
+    counted = dict(
+        KeptQueueRow.objects.filter(kept_id=header_id)
+        .values_list("adjudicated")
+        .annotate(n=Count("pk"))
+        .order_by()
+    )
+    systems = Answer.objects.filter(query__dataset_id=dataset_id).values_list(
+        "system_id", flat=True
+    )
+    return {
+        "total": counted.get(False, 0),
+        "adjudicated": counted.get(True, 0),
+        "systems": sorted(systems.distinct().order_by()),
+        "runs": [r.pk for r in ranked],
+    }
+
+
+_HISTOGRAM_SQL = """
+SELECT run_id, answer_id, p, f, count(*) FROM (
+  SELECT v.run_id, v.answer_id, v.criterion_id,
+         sum(CASE WHEN v.outcome = 'pass' THEN 1 ELSE 0 END) AS p,
+         sum(CASE WHEN v.outcome = 'fail' THEN 1 ELSE 0 END) AS f
+  FROM evaluation_verdict v WHERE v.run_id IN ({runs})
+  GROUP BY v.run_id, v.answer_id, v.criterion_id
+) item GROUP BY run_id, answer_id, p, f
+"""
+
+
+def vote_histogram(dataset_id: int, runs: list[Run], part: str = "") -> list[list[int]]:
+    """(run, answer, passes, fails, criteria) rows: how many criteria of each answer got each
+    split of valid votes in each run. Counted in the database, and kept while the runs have
+    ended and not moved (their verdicts change only when a run is resumed, retried or
+    imported again, which moves its status, attempt or finish time). `part`: the slot, one
+    per set of runs read by default (system answers, perfect answers), so that reading both
+    queues does not replace one kept histogram with the other."""
+    if not runs:
+        return []
+    ordered = sorted(runs, key=lambda r: r.pk)
+    state = readers.state(dataset_id, readers.QUEUE_VOTES, runs=ordered, part=part)
+    if state.cacheable:
+        rows = kept_figures.kept(state)
+        if rows is not None:
+            return rows
+    placeholders = ", ".join(["%s"] * len(runs))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _HISTOGRAM_SQL.format(runs=placeholders),
+            [r.pk for r in runs],
+        )
+        rows = [[int(v) for v in row] for row in cursor.fetchall()]
+    if state.cacheable:
+        kept_figures.store(state, rows)
+    return rows

@@ -5,7 +5,7 @@ row the item changes, so that no reader orders a queue again after a label.
 A labelling row is an answer keyed by its human labels and its draw rank: the answer's
 labels are counted again and its key follows (review.order). A disagreement row is an item
 of an answer and a criterion: the fill's own statement, narrowed to that item
-(selectors.disagreement_item), says whether it is queued now and with which facts and key;
+(disagreement_sql.item_row), says whether it is queued now and with which facts and key;
 the old row goes, the new one comes, and the header's totals follow.
 
 Why it stays right: this runs inside the writer's transaction after its bump
@@ -23,7 +23,7 @@ from functools import cache
 from evaluation.kept import readers
 from evaluation.kept.events import Moved
 from evaluation.models import HumanLabel, KeptFigure, KeptQueueRow, Run
-from evaluation.review import order, selectors
+from evaluation.review import disagreement_sql, order
 
 QUEUES = {f.kind: f for f in (readers.LABELLING_QUEUE, readers.DISAGREEMENT_QUEUE)}
 
@@ -83,7 +83,7 @@ def _move_disagreement(header: KeptFigure, answer_id: int, criterion_id: int) ->
     if len(found) != len(ids):  # a run deleted since: never read again
         return False
     ranked = [found[pk] for pk in ids]
-    new = selectors.disagreement_item(header.dataset_id, ranked, answer_id, criterion_id)
+    new = disagreement_sql.item_row(header.dataset_id, ranked, answer_id, criterion_id)
     rows = KeptQueueRow.objects.filter(kept=header, answer_id=answer_id, criterion_id=criterion_id)
     old = rows.first()
     cells = header.cells

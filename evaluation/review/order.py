@@ -1,5 +1,6 @@
 """Sort keys of the kept review queues (KeptQueueRow.sort_key): the queue's order
-(evaluation.review.queues) written as one string of fixed-width digit fields per item, so
+(evaluation.review.queues; said in Python for the tests in tests/support/queues.py, which
+compare the two) written as one string of fixed-width digit fields per item, so
 that the string order is the queue order.
 
 One column instead of a 1..N position: a label moves one item (its labels, its human
@@ -16,7 +17,7 @@ from __future__ import annotations
 LABELS = 6  # a labelling item's human labels, all raters (capped: 999,999 sorts last)
 DRAW = 9  # its rank in the label policy's draw, fixed while the runs and policy are
 # Disagreement items: evenness as an integer out of EVENNESS (a 2–1 and a 1–2 split give
-# the same integer, as the exact fractions of queues.ItemFacts.evenness tie); two distinct
+# the same integer, as exact fractions tie); two distinct
 # fractions of up to 30,000 votes differ by more than 1 / EVENNESS, so never tie here.
 EVENNESS = 10**9
 CONTRADICTING = 6  # human labels contradicting a decided verdict, most first
@@ -25,7 +26,7 @@ POSITION = 6  # the criterion's place in its checklist
 
 
 def labelling_key(labels: int, draw: int) -> str:
-    """Fewest human labels first, then the policy's draw order (queues.labelling_queue)."""
+    """Fewest human labels first, then the policy's draw order (queues.drawn)."""
     return f"{min(labels, 10**LABELS - 1):0{LABELS}d}{draw:0{DRAW}d}"
 
 
@@ -47,7 +48,7 @@ def disagreement_key_sql(
 ) -> str:  # fmt: skip
     """SQL of a disagreement item's key, from the SQL of its facts (column names): split
     votes first, the most even split first, then the most contradicting human labels, then
-    answer, checklist, the criterion's position and id (queues.disagreement_queue)."""
+    answer, checklist, the criterion's position and id."""
     evenness = (
         f"CASE WHEN {passes} + {fails} = 0 THEN {EVENNESS} "
         f"ELSE (abs({passes} - {fails}) * {EVENNESS}) / ({passes} + {fails}) END"

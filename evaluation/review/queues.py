@@ -1,5 +1,7 @@
-"""Review queues, in plain Python: which answers to label, which items to adjudicate, and in
-what order. No ORM here; evaluation.review.selectors loads the facts and calls these.
+"""The facts of the review queues' items and the label policy's draw, in plain Python: no
+ORM here; evaluation.review.selectors loads the facts and calls these. The queues are
+ordered in the database (evaluation.review.order: each item's sort key); the same orders
+said in Python from their definitions, for tests to compare, are tests/support/queues.py.
 
 Labelling queue (one item per answer), by the dataset's label policy, drawn as a sampling
 design that the analytics can undo (evaluation.review.sampling):
@@ -12,23 +14,22 @@ design that the analytics can undo (evaluation.review.sampling):
 The random and uncertain policies take at least a floor of answers (`at_least`, all of
 them on a smaller dataset) by going on down the same draw, so that a share of a small
 dataset is not two answers. Answers that still need labels come first (fewest human
-labels), then the order above: so that whatever point the reviewers stop at, the labelled
-answers are a random sample with known chances, which keeps the human-calibrated scores
-(PPI++) unbiased.
+labels), then the order above (review.order.labelling_key): so that whatever point the
+reviewers stop at, the labelled answers are a random sample with known chances, which keeps
+the human-calibrated scores (PPI++) unbiased.
 
 Disagreement queue (one item per answer and criterion): the panel's verdict differs from a
 human label, or the judges' valid votes split. Split votes come first, the most even split
-first; then items where a human disagrees with a unanimous panel. Adjudicated items are left
+first; then items where a human disagrees with a unanimous panel; then answer, checklist,
+criterion position and id (review.order.disagreement_key_sql). Adjudicated items are left
 out (they are done). Unparseable and errored votes are shown by the pages but never counted.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Literal
 
 from evaluation.metrics.aggregation import CriterionVerdict
@@ -38,27 +39,6 @@ Policy = Literal["all", "random", "uncertain"]
 POLICIES: frozenset[str] = frozenset({"all", "random", "uncertain"})
 
 
-def in_random_share(*, dataset_id: int, answer_id: int, share: float) -> bool:
-    """Whether the answer is in the dataset's random share.
-
-    The first 8 bytes of SHA-256("dataset:answer") as a number in [0, 1): stable across
-    reloads, processes and machines (unlike Python's salted hash()), and independent per
-    dataset.
-    """
-    digest = hashlib.sha256(f"{dataset_id}:{answer_id}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64 < share
-
-
-def uncertainty(verdicts: Iterable[CriterionVerdict]) -> float | None:
-    """Mean over criteria with a valid vote of 1 - |2·pass share - 1|.
-
-    1 means every criterion split 50/50, 0 means every vote agreed. None when no criterion
-    has a valid vote (nothing the judges could be uncertain about).
-    """
-    values = [1 - abs(2 * v.pass_share - 1) for v in verdicts if v.pass_share is not None]
-    return sum(values) / len(values) if values else None
-
-
 @dataclass(frozen=True)
 class AnswerFacts:
     """What the labelling queue needs to know about one answer."""
@@ -66,19 +46,10 @@ class AnswerFacts:
     answer_id: int
     criteria: int  # criteria of the query's submitted checklists
     labels: int  # human labels on this answer, all raters
-    uncertainty: float | None  # see uncertainty(); None without a judged criterion
+    # Mean over judged criteria of 1 - |2 · pass share - 1| (selectors._uncertainties); None
+    # without a judged criterion.
+    uncertainty: float | None
     judged: int = 0  # criteria with a valid vote (the uncertainty's mean is over them)
-
-
-def labelling_queue(
-    answers: Sequence[AnswerFacts], *, policy: Policy | str, share: float, dataset_id: int,
-    at_least: int = 0,
-) -> list[AnswerFacts]:  # fmt: skip
-    """The answers the policy selects, in queue order: fewest human labels first, then the
-    policy's draw order (`drawn`)."""
-    # A stable sort: equal labels keep the draw order.
-    chosen = drawn(answers, policy=policy, share=share, dataset_id=dataset_id, at_least=at_least)
-    return sorted(chosen, key=lambda a: a.labels)
 
 
 def drawn(
@@ -119,7 +90,7 @@ def drawn(
     share_of = [
         a
         for a in ordered
-        if in_random_share(dataset_id=dataset_id, answer_id=a.answer_id, share=share)
+        if sampling.in_random_share(dataset_id=dataset_id, answer_id=a.answer_id, share=share)
     ]
     if len(share_of) >= at_least:
         return share_of
@@ -139,6 +110,7 @@ class ItemFacts:
     verdict: CriterionVerdict
     human_labels: tuple[str, ...]  # "pass" / "fail", one per rater
     adjudicated: bool = False
+    checklist_id: int = 0  # the criterion's checklist: it orders ties before the position
 
     @property
     def split(self) -> bool:
@@ -153,19 +125,6 @@ class ItemFacts:
         return sum(1 for label in self.human_labels if label != self.verdict.outcome)
 
     @property
-    def disagreeing(self) -> bool:
-        return self.split or self.human_disagreements > 0
-
-    @property
-    def evenness(self) -> Fraction:
-        """|passes - fails| / valid votes: 0 for a 50/50 split, 1 for unanimous votes. Exact,
-        so that 2–1 and 1–2 tie instead of differing by a float rounding."""
-        valid = self.verdict.valid
-        return (
-            Fraction(abs(self.verdict.passes - self.verdict.fails), valid) if valid else Fraction(1)
-        )
-
-    @property
     def reason(self) -> str:
         parts = []
         if self.split:
@@ -174,34 +133,3 @@ class ItemFacts:
             n = self.human_disagreements
             parts.append(f"{n} human label differs" if n == 1 else f"{n} human labels differ")
         return "; ".join(parts)
-
-
-def disagreement_queue(items: Iterable[ItemFacts]) -> list[ItemFacts]:
-    """The disagreeing, not yet adjudicated items, by priority: split votes first (the most
-    even split first, then those a human also disagrees with), then a unanimous panel that
-    humans contradict (most contradicting labels first); ties by answer and position."""
-    open_items = [i for i in items if i.disagreeing and not i.adjudicated]
-    return sorted(
-        open_items,
-        key=lambda i: (
-            not i.split,
-            i.evenness,
-            -i.human_disagreements,
-            i.answer_id,
-            i.position,
-            i.criterion_id,
-        ),
-    )
-
-
-def next_after(keys: Sequence[tuple[int, ...]], current: tuple[int, ...]) -> tuple[int, ...] | None:
-    """The key after `current` in queue order, wrapping around; the first one when `current`
-    has left the queue (adjudicated, say). None when nothing else is queued."""
-    others = [k for k in keys if k != current]
-    if not others:
-        return None
-    if current in keys:
-        index = keys.index(current)
-        following = [k for k in keys[index + 1 :] if k != current]
-        return following[0] if following else others[0]
-    return others[0]

@@ -44,12 +44,24 @@ from dataclasses import dataclass
 UNANIMOUS_ERROR = 0.05
 
 
-def uniform(*, dataset_id: int, answer_id: int) -> float:
-    """A number in (0, 1), uniform over answers and fixed per (dataset, answer): the first
-    8 bytes of SHA-256("dataset:answer"), as `queues.in_random_share` reads them, moved
-    half a step off 0 so that a priority is always finite."""
+def hash_draw(*, dataset_id: int, answer_id: int) -> int:
+    """The answer's draw in the dataset, the one hash every label policy reads: the first 8
+    bytes of SHA-256("dataset:answer") as a number below 2^64. Stable across reloads,
+    processes and machines (unlike Python's salted hash()), and independent per dataset."""
     digest = hashlib.sha256(f"{dataset_id}:{answer_id}".encode()).digest()
-    return (int.from_bytes(digest[:8], "big") + 0.5) / 2**64
+    return int.from_bytes(digest[:8], "big")
+
+
+def uniform(*, dataset_id: int, answer_id: int) -> float:
+    """A number in (0, 1), uniform over answers and fixed per (dataset, answer): the hash
+    draw over 2^64, moved half a step off 0 so that a priority is always finite."""
+    return (hash_draw(dataset_id=dataset_id, answer_id=answer_id) + 0.5) / 2**64
+
+
+def in_random_share(*, dataset_id: int, answer_id: int, share: float) -> bool:
+    """Whether the answer is in the dataset's random share: its hash draw over 2^64, a
+    number in [0, 1), is below the share. Growing the share only adds answers."""
+    return hash_draw(dataset_id=dataset_id, answer_id=answer_id) / 2**64 < share
 
 
 def size(uncertainty: float, judged: int) -> float:

@@ -16,15 +16,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from django.db import connection
 from django.db.models import Count, Exists, OuterRef, QuerySet
 from guardian.shortcuts import get_users_with_perms
 
 from annotation import roles
 from annotation.models import Checklist, Criterion, Dataset
-from evaluation.kept import figures as kept_figures
 from evaluation.kept import readers
-from evaluation.metrics import votes_sql
 from evaluation.metrics.aggregation import CriterionVerdict, Vote, aggregate
 from evaluation.models import (
     Answer,
@@ -34,7 +31,7 @@ from evaluation.models import (
     Run,
     Verdict,
 )
-from evaluation.review import kept, order, queues, sampling
+from evaluation.review import kept, queues, sampling
 
 if TYPE_CHECKING:
     from annotation.permissions import AnyUser
@@ -104,44 +101,6 @@ def _verdicts(chosen: dict[int, Run]) -> dict[tuple[int, int], CriterionVerdict]
     return verdicts
 
 
-_HISTOGRAM_SQL = """
-SELECT run_id, answer_id, p, f, count(*) FROM (
-  SELECT v.run_id, v.answer_id, v.criterion_id,
-         sum(CASE WHEN v.outcome = 'pass' THEN 1 ELSE 0 END) AS p,
-         sum(CASE WHEN v.outcome = 'fail' THEN 1 ELSE 0 END) AS f
-  FROM evaluation_verdict v WHERE v.run_id IN ({runs})
-  GROUP BY v.run_id, v.answer_id, v.criterion_id
-) item GROUP BY run_id, answer_id, p, f
-"""
-
-
-def _vote_histogram(dataset: Dataset, runs: list[Run], part: str = "") -> list[list[int]]:
-    """(run, answer, passes, fails, criteria) rows: how many criteria of each answer got each
-    split of valid votes in each run. Counted in the database, and kept while the runs have
-    ended and not moved (their verdicts change only when a run is resumed, retried or
-    imported again, which moves its status, attempt or finish time). `part`: the slot, one
-    per set of runs read by default (system answers, perfect answers), so that reading both
-    queues does not replace one kept histogram with the other."""
-    if not runs:
-        return []
-    ordered = sorted(runs, key=lambda r: r.pk)
-    state = readers.state(dataset.pk, readers.QUEUE_VOTES, runs=ordered, part=part)
-    if state.cacheable:
-        rows = kept_figures.kept(state)
-        if rows is not None:
-            return rows
-    placeholders = ", ".join(["%s"] * len(runs))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _HISTOGRAM_SQL.format(runs=placeholders),
-            [r.pk for r in runs],
-        )
-        rows = [[int(v) for v in row] for row in cursor.fetchall()]
-    if state.cacheable:
-        kept_figures.store(state, rows)
-    return rows
-
-
 def labelling_runs(dataset: Dataset, *, perfect: bool = False) -> list[Run]:
     """The finished runs whose verdicts the labelling queue reads by default: those of
     system answers (and imported verdicts), or with `perfect` the cross-evaluation runs,
@@ -157,11 +116,11 @@ def _uncertainties(
 ) -> tuple[dict[int, Run], dict[int, float | None], dict[int, int]]:
     """For each graded answer: the run whose verdicts count (as runs_by_answer, among the
     runs of system answers, or of perfect answers with `perfect`), the judges' uncertainty
-    on it (queues.uncertainty, from counted splits) and how many of its criteria got a
-    valid vote."""
+    on it (the mean over its judged criteria of 1 - |2 · pass share - 1|, from counted
+    splits) and how many of its criteria got a valid vote."""
     runs = [run] if run is not None else labelling_runs(dataset, perfect=perfect)
     by_pk = {r.pk: r for r in runs}
-    rows = _vote_histogram(dataset, runs, "perfect" if perfect and run is None else "")
+    rows = kept.vote_histogram(dataset.pk, runs, "perfect" if perfect and run is None else "")
     graded: dict[int, list[Run]] = defaultdict(list)
     for run_id, answer_id, *_ in rows:
         if not graded[answer_id] or graded[answer_id][-1].pk != run_id:
@@ -334,12 +293,15 @@ def _labelling_items(rows: list[KeptQueueRow], user: AnyUser, by_pk: dict[int, R
     ]  # fmt: skip
 
 
-def _fill_labelling(dataset: Dataset, run: Run | None, header_id: int, perfect: bool) -> dict:
-    """Order the labelling queue (queues.labelling_queue: the policy's draw, then fewest
-    labels) and write it as kept rows, each keyed by its labels and its draw rank
-    (review.order), so that a label moves its answer's key alone. Once per state of the
+def _labelling_order(
+    dataset: Dataset, run: Run | None, perfect: bool
+) -> tuple[list[queues.AnswerFacts], dict[int, Run], list[int]]:
+    """The labelling queue in the policy's draw order (queues.drawn), the run whose verdicts
+    count for each graded answer, and the systems that answered: what the kept rows are
+    written from (kept.write_labelling: each row keyed by its labels and its draw rank,
+    review.order, so that a label moves its answer's key alone). Once per state of the
     runs and policy: every answer's labels counted and every graded answer's uncertainty
-    derived from the cached histogram. The answers are the systems' (perfect answers, which
+    derived from the kept histogram. The answers are the systems' (perfect answers, which
     only cross-evaluation runs grade and no agreement figure compares, left out), or with
     `perfect` the perfect answers alone."""
     chosen, uncertainty, judged = _uncertainties(dataset, run, perfect=perfect)
@@ -361,18 +323,7 @@ def _fill_labelling(dataset: Dataset, run: Run | None, header_id: int, perfect: 
         facts, policy=dataset.label_policy, share=dataset.label_share, dataset_id=dataset.pk,
         at_least=LABEL_FLOOR,
     )  # fmt: skip
-    KeptQueueRow.objects.bulk_create(
-        (
-            KeptQueueRow(
-                kept_id=header_id, sort_key=order.labelling_key(f.labels, n),
-                answer_id=f.answer_id, labels=f.labels, uncertainty=f.uncertainty,
-                run_id=chosen[f.answer_id].pk if f.answer_id in chosen else None,
-            )
-            for n, f in enumerate(drawn)
-        ),
-        batch_size=2000,
-    )  # fmt: skip
-    return {"total": len(drawn), "adjudicated": 0, "systems": sorted(systems)}
+    return drawn, chosen, sorted(systems)
 
 
 def labelling_design(dataset: Dataset) -> sampling.Design | None:
@@ -381,8 +332,8 @@ def labelling_design(dataset: Dataset) -> sampling.Design | None:
     graded answer's uncertainty under the dataset's finished runs, and which answers have
     a human label. None under the other policies, whose queue order is a simple random
     draw (the labelled answers need no weights). Two queries (the vote histogram is kept
-    while the runs do not move). System answers only, as the queue: cross-evaluation runs
-    grade perfect answers, which no analytics figure scores."""
+    while the runs do not move: kept.vote_histogram). System answers only, as the queue:
+    cross-evaluation runs grade perfect answers, which no analytics figure scores."""
     if dataset.label_policy != "uncertain":
         return None
     _, uncertainty, judged = _uncertainties(dataset, None)
@@ -423,7 +374,9 @@ def labelling_queue(
     header = _kept_header(
         dataset, run, sorted(runs, key=lambda r: r.pk), figure=readers.LABELLING_QUEUE,
         facts=(policy,), recent=recent, part="perfect" if perfect else "",
-        fill=lambda header_id: _fill_labelling(dataset, run, header_id, perfect),
+        fill=lambda header_id: kept.write_labelling(
+            header_id, *_labelling_order(dataset, run, perfect)
+        ),
     )  # fmt: skip
     queue = KeptQueue(
         KeptQueueRow.objects.filter(kept=header, adjudicated=False),
@@ -471,130 +424,6 @@ class DisagreementQueue:
     adjudicated: int = 0  # disagreeing items already decided (left out of `items`)
 
 
-# Every (answer, criterion) the chosen run of its answer judged, with its vote counts, its
-# human labels counted and whether it was adjudicated; only the disagreeing ones are queued,
-# each with its sort key (review.order: split first, the most even split first, then the
-# most contradicting human labels; then answer, criterion in page order). The chosen run of
-# an answer is the highest-ranked run that judged it (`rank`: the caller's order). {answer},
-# {item} and {criterion} narrow it to one item (`disagreement_item`): the chosen run is
-# still the answer's, over all its criteria.
-_DISAGREEMENT_FACTS = """
-WITH item AS (
-  SELECT v.run_id, v.answer_id, v.criterion_id,
-         sum(CASE WHEN v.outcome = 'pass' THEN 1 ELSE 0 END) AS p,
-         sum(CASE WHEN v.outcome = 'fail' THEN 1 ELSE 0 END) AS f,
-         sum(CASE WHEN v.outcome IN ('unparseable', 'error') THEN 1 ELSE 0 END) AS i,
-         {rank} AS run_rank
-  FROM evaluation_verdict v WHERE v.run_id IN ({runs}){answer}
-  GROUP BY v.run_id, v.answer_id, v.criterion_id
-),
-chosen AS (
-  SELECT item.*, {outcome} AS outcome,
-         max(run_rank) OVER (PARTITION BY answer_id) AS best
-  FROM item
-),
-lab AS (
-  SELECT l.answer_id, l.criterion_id,
-         sum(CASE WHEN l.label = 'pass' THEN 1 ELSE 0 END) AS lp,
-         sum(CASE WHEN l.label = 'fail' THEN 1 ELSE 0 END) AS lf
-  FROM evaluation_humanlabel l
-  JOIN evaluation_answer a ON a.id = l.answer_id
-  JOIN annotation_query q ON q.id = a.query_id
-  WHERE q.dataset_id = %(dataset)s{item}
-  GROUP BY l.answer_id, l.criterion_id
-),
-facts AS (
-  SELECT x.answer_id, x.criterion_id, x.run_id, x.outcome, x.p, x.f, x.i,
-         coalesce(lab.lp, 0) AS lp, coalesce(lab.lf, 0) AS lf,
-         CASE WHEN d.id IS NULL THEN 0 ELSE 1 END AS adjudicated,
-         CASE WHEN x.p > 0 AND x.f > 0 THEN 1 ELSE 0 END AS split,
-         CASE x.outcome WHEN 'pass' THEN coalesce(lab.lf, 0)
-                        WHEN 'fail' THEN coalesce(lab.lp, 0) ELSE 0 END AS contradicting,
-         c.checklist_id, c.position
-  FROM chosen x
-  JOIN annotation_criterion c ON c.id = x.criterion_id
-  LEFT JOIN lab ON lab.answer_id = x.answer_id AND lab.criterion_id = x.criterion_id
-  LEFT JOIN evaluation_adjudication d
-    ON d.answer_id = x.answer_id AND d.criterion_id = x.criterion_id
-  WHERE x.run_rank = x.best{criterion}
-)
-"""
-_SORT_KEY = order.disagreement_key_sql(
-    split="split", passes="p", fails="f", contradicting="contradicting", answer="answer_id",
-    checklist="checklist_id", position="position", criterion="criterion_id",
-)  # fmt: skip
-# The columns of a queued item, in KeptQueueRow's order below.
-_QUEUED = (
-    f"{_SORT_KEY}, adjudicated = 1, answer_id, criterion_id, run_id, outcome, p, f, i, lp, lf, "
-    "0 FROM facts WHERE split = 1 OR contradicting > 0"
-)
-_ROW_FIELDS = (
-    "sort_key", "adjudicated", "answer_id", "criterion_id", "run_id", "outcome", "passes",
-    "fails", "invalid", "human_pass", "human_fail", "labels",
-)  # fmt: skip
-
-
-def _disagreement_sql(ranked: list[Run], *, one_item: bool) -> str:
-    """The facts of every judged item of the ranked runs (or of `%(answer)s`·
-    `%(criterion)s` alone), up to the list of queued columns."""
-    rank = (
-        "CASE v.run_id " + " ".join(f"WHEN {r.pk} THEN {n}" for n, r in enumerate(ranked)) + " END"
-    )
-    methods = " ".join(
-        f"WHEN {r.pk} THEN {votes_sql.panel_outcome(r.panel_method, r.panel_threshold, 'p', 'f')}"
-        for r in ranked
-    )
-    return _DISAGREEMENT_FACTS.format(
-        rank=rank, outcome=f"CASE run_id {methods} END",
-        runs=", ".join(str(r.pk) for r in ranked),
-        answer=" AND v.answer_id = %(answer)s" if one_item else "",
-        item=" AND l.answer_id = %(answer)s AND l.criterion_id = %(criterion)s" if one_item else "",
-        criterion=" AND x.criterion_id = %(criterion)s" if one_item else "",
-    )  # fmt: skip  # only integers and our own expressions go into the text
-
-
-def _fill_disagreements(dataset: Dataset, ranked: list[Run], header_id: int) -> dict:
-    """Count the disagreement queue and write it with its sort keys in the database (one
-    statement), then count its open and adjudicated items for the header."""
-    columns = ", ".join(_ROW_FIELDS)
-    sql = (
-        f"{_disagreement_sql(ranked, one_item=False)} INSERT INTO evaluation_keptqueuerow "
-        f"(kept_id, {columns}) SELECT %(header)s, {_QUEUED}"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, {"dataset": dataset.pk, "header": header_id})
-    counted = dict(
-        KeptQueueRow.objects.filter(kept_id=header_id)
-        .values_list("adjudicated")
-        .annotate(n=Count("pk"))
-        .order_by()
-    )
-    systems = Answer.objects.filter(query__dataset=dataset).values_list("system_id", flat=True)
-    return {
-        "total": counted.get(False, 0),
-        "adjudicated": counted.get(True, 0),
-        "systems": sorted(systems.distinct().order_by()),
-        "runs": [r.pk for r in ranked],
-    }
-
-
-def disagreement_item(
-    dataset_id: int, ranked: list[Run], answer_id: int, criterion_id: int
-) -> dict | None:
-    """The queue row of one item as the fill would write it now (KeptQueueRow's fields),
-    or None when it is not queued (its judges agree and no human contradicts them): the
-    same statement as the fill, narrowed to the item (review.moves)."""
-    sql = f"{_disagreement_sql(ranked, one_item=True)} SELECT {_QUEUED}"
-    with connection.cursor() as cursor:
-        cursor.execute(sql, {"dataset": dataset_id, "answer": answer_id, "criterion": criterion_id})
-        found = cursor.fetchone()
-    if found is None:
-        return None
-    row = dict(zip(_ROW_FIELDS, found, strict=True))
-    row["adjudicated"] = bool(row["adjudicated"])
-    return row
-
-
 def _disagreement_items(rows: list[KeptQueueRow], by_pk: dict[int, Run]) -> list:
     assigned = _assigned(rows, DISAGREEMENT)
     items = []
@@ -623,7 +452,7 @@ def disagreement_queue(
     recent: bool = False,
 ) -> DisagreementQueue:
     """Items where the panel's verdict differs from a human label or the judges split, by
-    priority (evaluation.review.queues.disagreement_queue), counted and ordered in the
+    priority (evaluation.review.order.disagreement_key_sql), counted and ordered in the
     database and kept in that order per state of the runs and of the review (labels and
     adjudications: the review revision); a page reads its slice of the kept rows."""
     runs, by_pk = _run_map(dataset, run)
@@ -634,7 +463,7 @@ def disagreement_queue(
     ranked = sorted(runs, key=lambda r: (r.finished_at or _EPOCH, r.pk))
     header = _kept_header(
         dataset, run, ranked, figure=readers.DISAGREEMENT_QUEUE, facts=(), recent=recent,
-        fill=lambda header_id: _fill_disagreements(dataset, ranked, header_id),
+        fill=lambda header_id: kept.write_disagreements(dataset.pk, ranked, header_id),
     )  # fmt: skip
     queue = KeptQueue(
         KeptQueueRow.objects.filter(kept=header, adjudicated=False),

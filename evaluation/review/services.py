@@ -7,13 +7,17 @@ the label is new). The caller keeps it (the review page keeps a short stack per 
 session; an API client keeps it itself) and hands it to `label_restore`, which deletes a
 label that was new or puts the previous label and note back. Nothing else is stored, so a
 label's history is not a table: `updated_at` says when it last changed.
+
+What a label or adjudication write moves besides its row is in one function,
+`_item_written`: the bump of the dataset's review counters, the agreement delta and the
+queue moves, called in that order in the write's transaction.
 """
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
@@ -22,11 +26,14 @@ from annotation import roles
 from annotation.models import Criterion
 from annotation.permissions import dataset_permissions
 from evaluation.agreement import delta
+from evaluation.kept import events
 from evaluation.models import Adjudication, Answer, HumanLabel, Label, ReviewAssignment
 from evaluation.review import moves
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
+
+T = TypeVar("T")
 
 
 class ReviewError(Exception):
@@ -75,6 +82,38 @@ def _check_label(label: str) -> None:
         raise ReviewError(f"A label is one of {', '.join(Label.values)}, not {label!r}.")
 
 
+def _item_written(
+    answer_id: int, criterion_id: int, *, adjudication: bool, write: Callable[[], T]
+) -> T:
+    """`write()` one item's label (or adjudication), and move with it everything kept of
+    the dataset's figures, in the caller's transaction. Every label and adjudication write
+    of the review goes through here; the imports bump once for the whole file instead.
+
+    In this order:
+    1. the bump (evaluation.kept.events): the dataset's review counters move as the event
+       says. An upsert that locks the dataset's counter row until commit, so no other
+       label or adjudication commits between the figures read here and those kept.
+    2. the agreement delta (evaluation.agreement.delta): the agreement counts kept at the
+       counters before the bump move by the item's counts before and after the write. The
+       item's counts are read once before the bump, so that the other writers who queue
+       on the counter row wait for fewer statements, and again under the lock only when a
+       write committed in between.
+    3. the queue moves (evaluation.review.moves): the kept queue orders move the item's
+       row and take the counters after the bump.
+    """
+    dataset_id, event = events.answer_item(answer_id, adjudication=adjudication)
+    early = delta.count_early(dataset_id, answer_id=answer_id, criterion_id=criterion_id)
+    after = events.bump(dataset_id, event)  # 1.
+    if after is None:  # the dataset is being deleted: nothing is kept for it
+        return write()
+    moved = events.Moved(dataset_id, event, after)
+    agreement = delta.counts_before(early, moved)  # 2., the item as it was
+    written = write()
+    delta.apply_after(agreement)  # 2., the item as it is
+    moves.item_moved(moved, answer_id=answer_id, criterion_id=criterion_id)  # 3.
+    return written
+
+
 @transaction.atomic
 def label_set(
     *,
@@ -94,19 +133,10 @@ def label_set(
         .filter(answer=answer, criterion=criterion, rater=rater)
         .first()
     )
-    with _kept_counts_follow(answer.pk, criterion.pk):
-        return _write_label(answer, criterion, reviewer, rater, existing, label, note)
-
-
-@contextmanager
-def _kept_counts_follow(answer_id: int, criterion_id: int, *, label: bool = True):
-    """The dataset's review counters, kept agreement counts (agreement.delta) and kept
-    queue orders (review.moves) move with the item's write, inside its transaction: every
-    label and adjudication write goes through here."""
-    with delta.item_change(answer_id=answer_id, criterion_id=criterion_id, label=label) as moved:
-        yield
-        if moved is not None:
-            moves.item_moved(moved, answer_id=answer_id, criterion_id=criterion_id)
+    return _item_written(
+        answer.pk, criterion.pk, adjudication=False,
+        write=lambda: _write_label(answer, criterion, reviewer, rater, existing, label, note),
+    )  # fmt: skip
 
 
 def _write_label(
@@ -151,10 +181,10 @@ def label_restore(
 ) -> HumanLabel | None:
     """Undo: put the reviewer's label on the item back to `previous` (delete it when None)."""
     if previous is None:
-        with _kept_counts_follow(answer.pk, criterion.pk):
-            HumanLabel.objects.filter(
-                answer=answer, criterion=criterion, rater=reviewer.get_username()
-            ).delete()
+        mine = HumanLabel.objects.filter(
+            answer=answer, criterion=criterion, rater=reviewer.get_username()
+        )
+        _item_written(answer.pk, criterion.pk, adjudication=False, write=mine.delete)
         return None
     return label_set(
         answer=answer, criterion=criterion, reviewer=reviewer, label=previous.label,
@@ -167,8 +197,7 @@ def label_delete(*, label: HumanLabel, by: AbstractBaseUser) -> None:
     """Reviewers delete their own labels only; imported and others' labels stay."""
     if label.rater != by.get_username():
         raise PermissionDenied("You may delete only your own labels.")
-    with _kept_counts_follow(label.answer_id, label.criterion_id):
-        label.delete()
+    _item_written(label.answer_id, label.criterion_id, adjudication=False, write=label.delete)
 
 
 @transaction.atomic
@@ -201,10 +230,13 @@ def adjudicate(
         if expected_version is not None:
             raise AdjudicationConflict(None)
         try:
-            with transaction.atomic(), _kept_counts_follow(answer.pk, criterion.pk, label=False):
-                return Adjudication.objects.create(
-                    answer=answer, criterion=criterion, label=label, reason=reason,
-                    decided_by=by, version=1,
+            with transaction.atomic():
+                return _item_written(
+                    answer.pk, criterion.pk, adjudication=True,
+                    write=lambda: Adjudication.objects.create(
+                        answer=answer, criterion=criterion, label=label, reason=reason,
+                        decided_by=by, version=1,
+                    ),
                 )  # fmt: skip
         except IntegrityError:
             winner = (
@@ -219,8 +251,11 @@ def adjudicate(
     current.reason = reason
     current.decided_by = by
     current.version = current.version + 1
-    with _kept_counts_follow(answer.pk, criterion.pk, label=False):
-        current.save(update_fields=["label", "reason", "decided_by", "decided_at", "version"])
+    fields = ["label", "reason", "decided_by", "decided_at", "version"]
+    _item_written(
+        answer.pk, criterion.pk, adjudication=True,
+        write=lambda: current.save(update_fields=fields),
+    )  # fmt: skip
     return current
 
 

@@ -43,6 +43,7 @@ from django.db import close_old_connections
 from django.db.models import F, Max
 from django.utils import timezone
 
+from config.backoff import backoff
 from evaluation.data import purge
 from evaluation.models import Run, RunTask
 from evaluation.runs import lifecycle, queue, work
@@ -126,8 +127,10 @@ def _requeue_stalled(run_id: int, attempt: int, *, lost_messages: bool = False) 
     for pk, answer_id, judge_id, queued_at, requeues in waiting[:BATCH]:
         # After a broker restart, at once: a message sent since (between the restart and
         # the doctor's noticing it) gets a second one, which is harmless.
-        backoff = 0 if lost_messages else settings.RUNS_LEASE_TIMEOUT * 2 ** min(requeues, 6)
-        if queued_at is not None and (now - queued_at).total_seconds() < backoff:
+        wait = (
+            0 if lost_messages else backoff(requeues, base=settings.RUNS_LEASE_TIMEOUT, doublings=6)
+        )
+        if queued_at is not None and (now - queued_at).total_seconds() < wait:
             continue
         taken = RunTask.objects.filter(pk=pk, lease="", queued_at=queued_at).update(
             queued_at=now, requeues=F("requeues") + 1

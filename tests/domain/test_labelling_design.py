@@ -18,6 +18,7 @@ import pytest
 
 from evaluation.metrics import analytics as am
 from evaluation.review import queues, sampling
+from tests.support import queues as python_order
 
 ANSWERS, CRITERIA, LABELLED, DRAWS = 300, 8, 40, 300
 
@@ -73,7 +74,7 @@ def draws():
     all_facts = facts(answers)
     weighted, unweighted, uniform = [], [], []
     for dataset_id in range(1, DRAWS + 1):
-        queue = queues.labelling_queue(
+        queue = python_order.labelling_queue(
             all_facts, policy="uncertain", share=1.0, dataset_id=dataset_id
         )
         labelled = [f.answer_id for f in queue[:LABELLED]]
@@ -85,7 +86,7 @@ def draws():
         assert set(design.weights) == set(labelled) and not design.outside
         weighted.append(estimate(answers, labelled, design.weights))
         unweighted.append(estimate(answers, labelled, None))
-        random_queue = queues.labelling_queue(
+        random_queue = python_order.labelling_queue(
             all_facts, policy="all", share=1.0, dataset_id=dataset_id
         )
         uniform.append(estimate(answers, [f.answer_id for f in random_queue[:LABELLED]], None))

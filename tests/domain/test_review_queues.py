@@ -1,4 +1,6 @@
-"""Review queue ordering in plain Python: the label policies and the disagreement priority."""
+"""Review queue ordering in plain Python (tests/support/queues.py): the label policies and the
+disagreement priority, as the definitions say them. The database's order is compared with
+these in tests/evaluation/review/test_queue_order.py."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ import pytest
 
 from evaluation.metrics import aggregate
 from evaluation.metrics.aggregation import Vote
-from evaluation.review import queues
+from evaluation.review import queues, sampling
+from tests.support import queues as python_order
 
 
 def verdict(*outcomes: str, method: str = "majority"):
@@ -17,31 +20,31 @@ def verdict(*outcomes: str, method: str = "majority"):
 
 
 def test_uncertainty_is_one_for_an_even_split_and_zero_for_agreement():
-    assert queues.uncertainty([verdict("pass", "fail")]) == 1.0
-    assert queues.uncertainty([verdict("pass", "pass", "pass")]) == 0.0
-    assert queues.uncertainty([verdict("pass", "pass", "fail")]) == pytest.approx(2 / 3)
+    assert python_order.uncertainty([verdict("pass", "fail")]) == 1.0
+    assert python_order.uncertainty([verdict("pass", "pass", "pass")]) == 0.0
+    assert python_order.uncertainty([verdict("pass", "pass", "fail")]) == pytest.approx(2 / 3)
     # Mean over criteria; invalid votes do not count, criteria without a valid vote are skipped.
     mixed = [verdict("pass", "fail", "unparseable"), verdict("fail", "fail"), verdict("error")]
-    assert queues.uncertainty(mixed) == pytest.approx(0.5)
-    assert queues.uncertainty([verdict("unparseable", "error")]) is None
-    assert queues.uncertainty([]) is None
+    assert python_order.uncertainty(mixed) == pytest.approx(0.5)
+    assert python_order.uncertainty([verdict("unparseable", "error")]) is None
+    assert python_order.uncertainty([]) is None
 
 
 def test_random_share_is_stable_and_about_the_share():
-    chosen = [
-        a for a in range(2000) if queues.in_random_share(dataset_id=7, answer_id=a, share=0.2)
-    ]
-    again = [a for a in range(2000) if queues.in_random_share(dataset_id=7, answer_id=a, share=0.2)]
-    assert chosen == again
+    def share_of(dataset_id: int, share: float, answers: int = 2000) -> list[int]:
+        return [
+            a
+            for a in range(answers)
+            if sampling.in_random_share(dataset_id=dataset_id, answer_id=a, share=share)
+        ]
+
+    chosen = share_of(7, 0.2)
+    assert chosen == share_of(7, 0.2)
     assert 340 < len(chosen) < 460  # 400 expected; the hash is uniform
-    other = [a for a in range(2000) if queues.in_random_share(dataset_id=8, answer_id=a, share=0.2)]
-    assert other != chosen  # each dataset draws its own share
+    assert share_of(8, 0.2) != chosen  # each dataset draws its own share
     # Growing the share only adds answers: nothing labelled so far leaves the queue.
-    bigger = {
-        a for a in range(2000) if queues.in_random_share(dataset_id=7, answer_id=a, share=0.3)
-    }
-    assert set(chosen) <= bigger
-    assert not [a for a in range(50) if queues.in_random_share(dataset_id=7, answer_id=a, share=0)]
+    assert set(chosen) <= set(share_of(7, 0.3))
+    assert not share_of(7, 0, answers=50)
 
 
 def facts(
@@ -60,7 +63,7 @@ def draw(dataset_id: int, answer_id: int) -> float:
 def test_labelling_queue_all_puts_answers_needing_labels_first_then_a_random_order():
     answers = [facts(1, labels=3)] + [facts(i, uncertainty=i / 40) for i in range(2, 40)]
     answers.append(facts(40, labels=1, uncertainty=None))
-    ordered = queues.labelling_queue(answers, policy="all", share=0.2, dataset_id=1)
+    ordered = python_order.labelling_queue(answers, policy="all", share=0.2, dataset_id=1)
     unlabelled = sorted(range(2, 40), key=lambda a: draw(1, a))
     assert [a.answer_id for a in ordered] == [*unlabelled, 40, 1]
     # Not by uncertainty: any first k answers are a simple random sample, which PPI++ needs.
@@ -76,12 +79,12 @@ def test_labelling_queue_uncertain_draws_by_priority():
 
     judged = [a for a, u in enumerate(uncertainty) if u is not None]
     by_priority = sorted(judged, key=lambda a: -priority(a))
-    ordered = queues.labelling_queue(answers, policy="uncertain", share=0.4, dataset_id=1)
+    ordered = python_order.labelling_queue(answers, policy="uncertain", share=0.4, dataset_id=1)
     # 7 judged answers, 40% → 3 (rounded up): the three highest priorities, in that order.
     assert [a.answer_id for a in ordered] == by_priority[:3]
-    one = queues.labelling_queue(answers, policy="uncertain", share=0.01, dataset_id=1)
+    one = python_order.labelling_queue(answers, policy="uncertain", share=0.01, dataset_id=1)
     assert [a.answer_id for a in one] == by_priority[:1]  # a share above zero offers one
-    every = queues.labelling_queue(answers, policy="uncertain", share=1.0, dataset_id=1)
+    every = python_order.labelling_queue(answers, policy="uncertain", share=1.0, dataset_id=1)
     assert {a.answer_id for a in every} == set(judged)  # never an answer without a vote
 
 
@@ -91,7 +94,7 @@ def test_labelling_queue_uncertain_draws_uncertain_answers_more_often_but_never_
     answers = [facts(i, uncertainty=(1.0 if i % 2 else 0.0)) for i in range(100)]
     drawn = {0.0: 0, 1.0: 0}
     for dataset_id in range(400):
-        for a in queues.labelling_queue(
+        for a in python_order.labelling_queue(
             answers, policy="uncertain", share=0.1, dataset_id=dataset_id
         ):
             drawn[a.uncertainty] += 1
@@ -102,18 +105,18 @@ def test_labelling_queue_uncertain_draws_uncertain_answers_more_often_but_never_
 
 def test_labelling_queue_random_follows_the_hash_in_the_draw_order():
     answers = [facts(i) for i in range(200)]
-    ordered = queues.labelling_queue(answers, policy="random", share=0.25, dataset_id=3)
+    ordered = python_order.labelling_queue(answers, policy="random", share=0.25, dataset_id=3)
     expected = [
-        i for i in range(200) if queues.in_random_share(dataset_id=3, answer_id=i, share=0.25)
+        i for i in range(200) if sampling.in_random_share(dataset_id=3, answer_id=i, share=0.25)
     ]
     assert [a.answer_id for a in ordered] == sorted(expected, key=lambda a: draw(3, a))
 
 
 def test_labelling_queue_refuses_an_unknown_policy_or_share():
     with pytest.raises(ValueError, match="policy"):
-        queues.labelling_queue([], policy="most", share=0.2, dataset_id=1)
+        python_order.labelling_queue([], policy="most", share=0.2, dataset_id=1)
     with pytest.raises(ValueError, match="share"):
-        queues.labelling_queue([], policy="random", share=1.5, dataset_id=1)
+        python_order.labelling_queue([], policy="random", share=1.5, dataset_id=1)
 
 
 def item(answer, criterion, votes, humans=(), adjudicated=False):
@@ -137,7 +140,7 @@ def test_disagreement_queue_lists_exactly_the_disagreeing_items_split_first():
             2, 3, ("unparseable", "unparseable"), ["fail"]
         ),  # no valid vote: nothing to contradict
     ]
-    ordered = queues.disagreement_queue(items)
+    ordered = python_order.disagreement_queue(items)
     assert [(i.answer_id, i.criterion_id) for i in ordered] == [
         (1, 3), (2, 1), (1, 2), (2, 2), (1, 4),
     ]  # fmt: skip
@@ -148,8 +151,21 @@ def test_disagreement_queue_lists_exactly_the_disagreeing_items_split_first():
 
 def test_next_after_wraps_and_restarts_when_the_current_item_left():
     keys = [(1,), (2,), (3,)]
-    assert queues.next_after(keys, (1,)) == (2,)
-    assert queues.next_after(keys, (3,)) == (1,)
-    assert queues.next_after(keys, (9,)) == (1,)
-    assert queues.next_after([(1,)], (1,)) is None
-    assert queues.next_after([], (1,)) is None
+    assert python_order.next_after(keys, (1,)) == (2,)
+    assert python_order.next_after(keys, (3,)) == (1,)
+    assert python_order.next_after(keys, (9,)) == (1,)
+    assert python_order.next_after([(1,)], (1,)) is None
+    assert python_order.next_after([], (1,)) is None
+
+
+def test_disagreement_ties_go_by_checklist_before_the_criterion_position():
+    """As the database's sort key (order.disagreement_key_sql): answer, checklist, position,
+    criterion id. A second expert's first criterion comes after the first expert's last."""
+    split = ("pass", "fail", "fail")
+    first_expert = [
+        queues.ItemFacts(1, 11, 1, verdict(*split), (), checklist_id=5),
+        queues.ItemFacts(1, 12, 2, verdict(*split), (), checklist_id=5),
+    ]
+    second_expert = [queues.ItemFacts(1, 10, 1, verdict(*split), (), checklist_id=6)]
+    ordered = python_order.disagreement_queue([*second_expert, *first_expert])
+    assert [i.criterion_id for i in ordered] == [11, 12, 10]

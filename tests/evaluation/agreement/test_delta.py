@@ -17,6 +17,7 @@ from django.utils import timezone
 from annotation import roles, services
 from evaluation.agreement import cells as sql
 from evaluation.agreement import delta, selectors
+from evaluation.agreement import kept as agreement_kept
 from evaluation.agreement.cells import Cell
 from evaluation.kept import events, figures
 from evaluation.kept.counters import counters
@@ -33,9 +34,9 @@ ROW_LOCKS_NEED_POSTGRESQL = pytest.mark.skipif(
 
 
 def recount(dataset, run) -> list[list]:
-    method, threshold = selectors.run_method(run)
+    method, threshold = agreement_kept.run_method(run)
     rows = sql.cells(dataset.pk, run.pk if run else None, method=method, threshold=threshold)
-    rows += selectors._label_days(dataset)
+    rows += agreement_kept.dataset_label_days(dataset)
     return sorted([[c.figure, c.value, c.other, c.first, c.second, c.n] for c in rows], key=_order)
 
 
@@ -46,7 +47,7 @@ def _order(row: list) -> tuple:
 def kept(dataset, run) -> list[list] | None:
     """The counts stored under the dataset's current revision for the run, without
     computing anything."""
-    rows = figures.kept(selectors.kept_state(dataset.pk, run))
+    rows = figures.kept(agreement_kept.kept_state(dataset.pk, run))
     return None if rows is None else sorted(rows, key=_order)
 
 
@@ -286,14 +287,14 @@ def test_a_label_during_a_count_waits_and_then_moves_the_counted_cells(
     rater = UserFactory(username="during-count")
     services.dataset_set_role(dataset=reviewed_dataset, user=rater, role=roles.DatasetRole.REVIEWER)
     counting, errors = threading.Event(), []
-    original = selectors._counted_cells
+    original = agreement_kept.counted_cells
 
     def slow_count(*args):
         counting.set()
         time.sleep(0.5)
         return original(*args)
 
-    monkeypatch.setattr(selectors, "_counted_cells", slow_count)
+    monkeypatch.setattr(agreement_kept, "counted_cells", slow_count)
 
     def read() -> None:
         try:

@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from annotation.models import Criterion
 from evaluation.agreement import cells as sql
+from evaluation.agreement import kept as agreement_kept
 from evaluation.agreement import selectors
 from evaluation.agreement.serialize import report_data
 from evaluation.judges.tuning import excluded_items
@@ -124,7 +125,7 @@ def test_labels_move_the_kept_counts_to_a_recount_without_the_items(
     )
     outside = next(lbl for lbl in other if (lbl.answer_id, lbl.criterion_id) not in items)
     order = lambda row: tuple("" if v is None else str(v) for v in row)  # noqa: E731
-    method, threshold = selectors.run_method(run)
+    method, threshold = agreement_kept.run_method(run)
     for answer_id, criterion_id, label in (
         (*items[0], "fail"),  # an example item: no figure moves but the labels per day
         (outside.answer_id, outside.criterion_id, "pass"),
@@ -133,11 +134,11 @@ def test_labels_move_the_kept_counts_to_a_recount_without_the_items(
             answer=Answer.objects.get(pk=answer_id),
             criterion=Criterion.objects.get(pk=criterion_id), reviewer=reviewer, label=label,
         )  # fmt: skip
-        stored = figures.kept(selectors.kept_state(reviewed_dataset.pk, run))
+        stored = figures.kept(agreement_kept.kept_state(reviewed_dataset.pk, run))
         assert stored is not None  # moved by the label, not recounted by a reader
         recount = sql.cells(reviewed_dataset.pk, run.pk, method=method, threshold=threshold,
                             excluded=items)  # fmt: skip
-        recount += selectors._label_days(reviewed_dataset)
+        recount += agreement_kept.dataset_label_days(reviewed_dataset)
         assert sorted(stored, key=order) == sorted(
             ([c.figure, c.value, c.other, c.first, c.second, c.n] for c in recount), key=order
         )
@@ -145,10 +146,10 @@ def test_labels_move_the_kept_counts_to_a_recount_without_the_items(
 
 def test_a_run_without_examples_keeps_its_key(labelled, reviewed_dataset):
     run = labelled.run
-    state = selectors.kept_state(reviewed_dataset.pk, run)
+    state = agreement_kept.kept_state(reviewed_dataset.pk, run)
     assert "excluded" not in state.text
     _examples_from(run, _chosen(reviewed_dataset))
-    assert selectors.kept_state(reviewed_dataset.pk, run).key != state.key
+    assert agreement_kept.kept_state(reviewed_dataset.pk, run).key != state.key
 
 
 def test_page_and_api_say_how_many_items_are_left_out(

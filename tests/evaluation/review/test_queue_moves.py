@@ -17,6 +17,7 @@ from django.test.utils import CaptureQueriesContext
 from annotation import roles, services
 from evaluation.kept.counters import counters
 from evaluation.models import HumanLabel, KeptFigure, KeptQueueRow
+from evaluation.review import kept as queue_rows
 from evaluation.review import selectors
 from evaluation.review import services as review
 from tests.evaluation.agreement.labelled import build_labelled
@@ -298,7 +299,7 @@ def test_readers_filling_one_queue_fill_it_one_after_the_other(reviewed_dataset,
     reader = UserFactory(username="reader")
     spans, errors = [], []
     filling = threading.Event()
-    original = selectors._fill_disagreements
+    original = queue_rows.write_disagreements
 
     def slow_fill(*args):
         began = time.monotonic()
@@ -308,7 +309,7 @@ def test_readers_filling_one_queue_fill_it_one_after_the_other(reviewed_dataset,
         spans.append((began, time.monotonic()))
         return found
 
-    monkeypatch.setattr(selectors, "_fill_disagreements", slow_fill)
+    monkeypatch.setattr(queue_rows, "write_disagreements", slow_fill)
 
     def read() -> None:
         try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from evaluation.review import filters as queue_filters
-from evaluation.review import queues, selectors
+from evaluation.review import sampling, selectors
 from tests.evaluation.review.queue_order import by_priority, keys
 
 pytestmark = pytest.mark.django_db
@@ -56,7 +56,7 @@ def test_labelling_queue_policies(workload, reviewed_dataset, reviewer, share_al
     chosen = [
         a.pk
         for a in (a1, a2)
-        if queues.in_random_share(dataset_id=reviewed_dataset.pk, answer_id=a.pk, share=0.5)
+        if sampling.in_random_share(dataset_id=reviewed_dataset.pk, answer_id=a.pk, share=0.5)
     ]
     items = selectors.labelling_queue(reviewed_dataset, reviewer)
     assert sorted(i.answer_id for i in items) == sorted(chosen)
