@@ -3,7 +3,7 @@ remote reward model and NeMo-Gym's /verify (docs/rewards.md). A dataset's admins
 a reward spends judge money as starting a run does.
 
 Thin: each view reads its shape (evaluation.rewards.shapes), checks access, calls
-evaluation.rewards.service.reward_batch and writes the answer in its shape. A refused input
+evaluation.rewards.services.reward_batch and writes the answer in its shape. A refused input
 is a 400 naming the item and field; a quota a 429 with Retry-After.
 """
 
@@ -28,7 +28,7 @@ from annotation.models import Dataset
 from annotation.permissions import access_dataset
 from config.ids import parse_id
 from evaluation.models import Panel, RewardBatch
-from evaluation.rewards import quota, service, shapes
+from evaluation.rewards import quota, services, shapes
 from evaluation.rewards.shapes import Problem, RefusedInput
 
 
@@ -64,15 +64,15 @@ def _rewarded(
     shaping_source: Mapping[str, Any],
     shape: str,
     query_field: str,
-    answer: Callable[[service.BatchResult], Response],
+    answer: Callable[[services.BatchResult], Response],
 ) -> Response:
     """Access, input, the batch, the answer: the same steps for every shape."""
     try:
         dataset = _dataset(request, ids.get("dataset"))
         panel = _panel(ids.get("panel"))
         items = read()
-        shaping = shapes.shaping_from(shaping_source, service.default_shaping())
-        result = service.reward_batch(
+        shaping = shapes.shaping_from(shaping_source, services.default_shaping())
+        result = services.reward_batch(
             dataset=dataset, panel=panel, items=items, by=request.user,
             token_id=_token_id(request), shape=shape, shaping=shaping, query_field=query_field,
         )  # fmt: skip
@@ -87,7 +87,7 @@ def _rewarded(
     return answer(result)
 
 
-def _criteria(item: service.ItemResult) -> list[dict[str, Any]]:
+def _criteria(item: services.ItemResult) -> list[dict[str, Any]]:
     return [
         {
             "criterion": c.criterion_id,
@@ -196,7 +196,7 @@ class RewardsView(APIView):
         null reward, never a made-up number."""
         data = request.data if isinstance(request.data, Mapping) else {}
 
-        def answer(result: service.BatchResult) -> Response:
+        def answer(result: services.BatchResult) -> Response:
             return Response(
                 {
                     "batch": result.batch.pk,
@@ -264,7 +264,7 @@ class OpenRlhfRewardsView(APIView):
         extra_logs.no_reward (and extra_logs.failed for a failed call)."""
         strip = request.query_params.getlist("strip")
 
-        def answer(result: service.BatchResult) -> Response:
+        def answer(result: services.BatchResult) -> Response:
             items = result.items
             return Response(
                 {
@@ -297,7 +297,7 @@ class VerifyRewardView(APIView):
         decided) gets 0.0 with `mask_sample: true`, and `failed: true` for a failed call."""
         data = request.data
 
-        def answer(result: service.BatchResult) -> Response:
+        def answer(result: services.BatchResult) -> Response:
             item = result.items[0]
             return Response(
                 {
