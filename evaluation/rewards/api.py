@@ -2,7 +2,7 @@
 remote reward model and NeMo-Gym's /verify (docs/rewards.md). A dataset's admins call them:
 a reward spends judge money as starting a run does.
 
-Thin: each view reads its shape (evaluation.rewards.shapes), checks access, calls
+Thin: each view reads its shape (evaluation.rewards.request_shapes), checks access, calls
 evaluation.rewards.services.reward_batch and writes the answer in its shape. A refused input
 is a 400 naming the item and field; a quota a 429 with Retry-After.
 """
@@ -28,8 +28,8 @@ from annotation.models import Dataset
 from annotation.permissions import access_dataset
 from config.ids import parse_id
 from evaluation.models import Panel, RewardBatch
-from evaluation.rewards import quota, services, shapes
-from evaluation.rewards.shapes import Problem, RefusedInput
+from evaluation.rewards import quota, request_shapes, services
+from evaluation.rewards.request_shapes import Problem, RefusedInput
 
 
 def _dataset(request: Request, raw: Any) -> Dataset:
@@ -60,7 +60,7 @@ def _token_id(request: Request) -> int | None:
 def _rewarded(
     request: Request,
     ids: Mapping[str, Any],
-    read: Callable[[], list[shapes.Item]],
+    read: Callable[[], list[request_shapes.Item]],
     shaping_source: Mapping[str, Any],
     shape: str,
     query_field: str,
@@ -71,7 +71,7 @@ def _rewarded(
         dataset = _dataset(request, ids.get("dataset"))
         panel = _panel(ids.get("panel"))
         items = read()
-        shaping = shapes.shaping_from(shaping_source, services.default_shaping())
+        shaping = request_shapes.shaping_from(shaping_source, services.default_shaping())
         result = services.reward_batch(
             dataset=dataset, panel=panel, items=items, by=request.user,
             token_id=_token_id(request), shape=shape, shaping=shaping, query_field=query_field,
@@ -99,7 +99,7 @@ def _criteria(item: services.ItemResult) -> list[dict[str, Any]]:
     ]
 
 
-# --- Schemas (for the OpenAPI document; the shapes module does the checking) --------------
+# --- Schemas (for the OpenAPI document; request_shapes does the checking) --------------
 
 _SHAPING = {
     "length_reference": serializers.IntegerField(
@@ -215,7 +215,7 @@ class RewardsView(APIView):
             )
 
         return _rewarded(
-            request, data, lambda: shapes.native_items(data, _max_batch()), data,
+            request, data, lambda: request_shapes.native_items(data, _max_batch()), data,
             RewardBatch.Shape.NATIVE, "query", answer,
         )  # fmt: skip
 
@@ -280,7 +280,7 @@ class OpenRlhfRewardsView(APIView):
 
         return _rewarded(
             request, request.query_params,
-            lambda: shapes.openrlhf_items(request.data, _max_batch(), strip),
+            lambda: request_shapes.openrlhf_items(request.data, _max_batch(), strip),
             request.query_params, RewardBatch.Shape.OPENRLHF, "labels", answer,
         )  # fmt: skip
 
@@ -312,7 +312,7 @@ class VerifyRewardView(APIView):
             )
 
         return _rewarded(
-            request, request.query_params, lambda: [shapes.verify_item(data)],
+            request, request.query_params, lambda: [request_shapes.verify_item(data)],
             request.query_params, RewardBatch.Shape.VERIFY, "query", answer,
         )  # fmt: skip
 

@@ -28,8 +28,8 @@ from evaluation.metrics import rubrics
 from evaluation.metrics.aggregation import Vote
 from evaluation.models import Judge, Panel, RewardAudit, RewardBatch
 from evaluation.rewards import calls, quota, reward
-from evaluation.rewards.shapes import Item, Problem, RefusedInput, refuse_if
-from evaluation.rewards.shaping import Shaping, shaped, words
+from evaluation.rewards.length_shaping import Shaping, shaped, words
+from evaluation.rewards.request_shapes import Item, Problem, RefusedInput, refuse_if
 from evaluation.runs import grading, scope, snapshot, trees
 from evaluation.runs.calls import cache_extra, endpoint_for
 from evaluation.runs.snapshot import MemberSnapshot

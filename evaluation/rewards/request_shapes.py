@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from evaluation.data.agent_fields import check_turns
-from evaluation.rewards.shaping import Shaping
+from evaluation.rewards.length_shaping import Shaping
 
 MAX_LISTED = 20  # problems listed in one refusal; the rest are counted
 QUERY_ID_MAX = 200  # Query.external_id
