@@ -21,9 +21,10 @@ from django.conf import settings
 from annotation.models import Criterion, Dataset, Query
 from evaluation.checks import trajectory
 from evaluation.checks.deterministic import offline_verdict
+from evaluation.judges import tuning
 from evaluation.judges.tuning import current_of
 from evaluation.judging import conversation as conv
-from evaluation.judging import engine, prompts, tuned
+from evaluation.judging import engine, prompts
 from evaluation.metrics import rubrics
 from evaluation.metrics.aggregation import Vote
 from evaluation.models import Judge, Panel, RewardAudit, RewardBatch
@@ -292,7 +293,7 @@ def _plan(
     item: Item,
     members: Sequence[MemberSnapshot],
     judges: dict[int, Judge],
-    tunings: dict[int, tuned.Tuning],
+    tunings: dict[int, tuning.Tuning],
     planned: dict[str, calls.Planned],
 ) -> list[_Source]:
     """The sources of one criterion's votes on one completion; LLM calls join `planned`
