@@ -321,6 +321,18 @@ def current_from(judge: Judge, row: JudgeTuning | None) -> Tuning:
     return Tuning(tuned_version, row.instructions, tuple(row.examples))
 
 
+def pinned_of(judges: Iterable[Judge], dataset_id: int) -> dict[int, Tuning]:
+    """`current_of`, each tuned version kept as a JudgeVersion row of the dataset (made if
+    missing): the tunings a run started now would snapshot. A reward request grades with
+    these (evaluation.rewards.services), so that it and such a run plan the same calls
+    (evaluation.judging.plan) and each finds the other's verdicts."""
+    judges = list(judges)
+    tunings = current_of(judges, dataset_id)
+    for judge in judges:
+        ensure_version(judge, dataset_id, tunings[judge.pk])
+    return tunings
+
+
 def ensure_version(
     judge: Judge, dataset_id: int, tuning: Tuning, *, by: AbstractBaseUser | None = None
 ) -> None:

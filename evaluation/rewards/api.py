@@ -160,7 +160,16 @@ class RewardsView(APIView):
                     "RewardItem",
                     {
                         "query": serializers.CharField(help_text="The query's external id."),
-                        "completion": serializers.CharField(),
+                        "completion": serializers.JSONField(
+                            help_text="The completion's text, or its turns (the last "
+                            "assistant turn is graded, with the turns before it)."
+                        ),
+                        "context": serializers.JSONField(
+                            required=False,
+                            help_text="Optional: the passages retrieved for it "
+                            "([{id, title, source, text}]), for criteria judged against "
+                            "the retrieved context.",
+                        ),
                     },
                     many=True,
                 ),
