@@ -325,7 +325,7 @@ def pinned_of(judges: Iterable[Judge], dataset_id: int) -> dict[int, Tuning]:
     """`current_of`, each tuned version kept as a JudgeVersion row of the dataset (made if
     missing): the tunings a run started now would snapshot. A reward request grades with
     these (evaluation.rewards.services), so that it and such a run plan the same calls
-    (evaluation.judging.plan) and each finds the other's verdicts."""
+    (evaluation.judging.plan) and the reward is answered by that run's verdicts."""
     judges = list(judges)
     tunings = current_of(judges, dataset_id)
     for judge in judges:

@@ -3,8 +3,9 @@ turn of it) meets one criterion, for one sample.
 
 Runs (evaluation.runs.work: every run kind, trials and cross-evaluation included) and
 rewards (evaluation.rewards.services) both plan their LLM votes here, so the same question
-is the same call with the same cache key wherever it is asked: a reward finds a run's
-verdict and a run a reward's, and the two cannot drift apart. The plan decides
+is the same call with the same cache key wherever it is asked: a reward is answered by a
+run's verdict of the same question (evaluation.rewards.calls), and the two cannot drift
+apart. The plan decides
 
 - the endpoint: the judge's live connection settings at the caller's temperature;
 - the prompt version: the tuning's version (the dataset's tuning of the judge, pinned as a
