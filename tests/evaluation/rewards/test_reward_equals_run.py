@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from evaluation.criterion_checks.models import CriterionCheck
-from evaluation.models import RewardBatch
+from evaluation.judges import tuning
+from evaluation.models import JudgeVersion, RewardAudit, RewardBatch
 from evaluation.runs import lifecycle
 from evaluation.runs import services as runs
 from evaluation.runs.scores import run_report
@@ -131,3 +132,21 @@ def test_a_criterion_on_the_reference_without_one_is_refused_by_vote(
     rationale = {c["criterion"]: c["rationale"] for c in item["criteria"]}
     assert "no reference answer" in rationale[checklisted.criteria[1].pk]
     assert server.call_count == 2 * 3  # the two other criteria's votes
+
+
+def test_the_audit_records_the_pinned_version_each_vote_was_asked_with(
+    owner_api, dataset, checklisted, two_judges, settings
+):
+    """A reward grades with the dataset's tuning as it is now, pinned as a version (kept
+    as a JudgeVersion row, as a run started now would keep it); the audit says which."""
+    settings.REWARDS_AUDIT_SAMPLE = 1.0
+    _, panel = two_judges
+    first = panel.judges.get(name="Judge 0")
+    tune(first, dataset, instructions="Be exact.")
+    JudgeVersion.objects.filter(judge=first).delete()  # pinned again by the request
+    owner_api.post(URL, native(dataset, panel, ANSWER), format="json")
+    pinned = tuning.current(first, dataset.pk).version
+    assert JudgeVersion.objects.filter(judge=first, dataset=dataset, version=pinned).exists()
+    votes = [v for c in RewardAudit.objects.get().verdicts for v in c["votes"]]
+    assert {v["prompt_version"] for v in votes if v["judge"] == first.pk} == {pinned}
+    assert {v.get("prompt_version") for v in votes if v["judge"] != first.pk} == {"verdict-v1"}
