@@ -46,7 +46,8 @@ from evaluation.data.export import criterion_key, perfect_label, query_key
 from evaluation.data.formats import FileRejected, cell
 from evaluation.data.rows import ImportRejected  # one refusal for every import
 from evaluation.data.source import Source
-from evaluation.judging import batched, tuned
+from evaluation.judges import tuning
+from evaluation.judging import batched
 from evaluation.metrics import rubrics
 from evaluation.models import (
     Answer,
@@ -716,10 +717,10 @@ def _judge_tuning_problems(row: dict[str, Any]) -> list[str]:
     problems = []
     if row["instructions"] is not None:
         problems += [
-            f"field 'instructions': {p}" for p in tuned.instructions_problems(row["instructions"])
+            f"field 'instructions': {p}" for p in tuning.instructions_problems(row["instructions"])
         ]
     if row["examples"] is not None:
-        problems += [f"field 'examples': {p}" for p in tuned.examples_problems(row["examples"])]
+        problems += [f"field 'examples': {p}" for p in tuning.examples_problems(row["examples"])]
     per_call = row["criteria_per_call"]
     if per_call is not None and not 0 <= per_call <= batched.MAX_CRITERIA_PER_CALL:
         problems.append(
@@ -737,12 +738,12 @@ def _judge_tuning_problems(row: dict[str, Any]) -> list[str]:
             problems.append(f"field 'versions': version {n} needs a name of its own (at most 80)")
             continue
         seen.add(name)
-        if tuned.digest(v.get("instructions") or "", v.get("examples") or []) not in name:
+        if tuning.digest(v.get("instructions") or "", v.get("examples") or []) not in name:
             problems.append(
                 f"field 'versions': {name} does not match its instructions and examples"
             )
-        inner = tuned.instructions_problems(v.get("instructions") or "")
-        inner += tuned.examples_problems(v.get("examples") or [])
+        inner = tuning.instructions_problems(v.get("instructions") or "")
+        inner += tuning.examples_problems(v.get("examples") or [])
         problems += [f"field 'versions': {name}: {p}" for p in inner]
     return problems
 

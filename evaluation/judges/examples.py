@@ -3,7 +3,7 @@ kept in that dataset's tuning of the judge (evaluation.judges.tuning, issue 38).
 
 An adjudication is the final decision on one (answer, criterion), with the adjudicator's
 reason: as a worked example it shows the judge the criterion, the part of the answer that
-decided it (evaluation.judging.tuned.excerpt), the decision and the reason. Examples are
+decided it (evaluation.judges.tuning.excerpt), the decision and the reason. Examples are
 picked by hand, or automatically (`auto_pick`): the most recent decisions first, pass and
 fail in turn (and, asked, each criterion kind in turn) within a token budget, counted as
 the rest of the project counts prompt tokens (characters / prompts.CHARS_PER_TOKEN).
@@ -28,13 +28,13 @@ from django.contrib.auth.models import AbstractBaseUser
 
 from annotation.models import Checklist, Dataset
 from evaluation.judges import tuning
-from evaluation.judging import prompts, tuned
+from evaluation.judging import prompts
 from evaluation.models import Adjudication, Judge, JudgeTuning
 
 EXCERPT_CHARS = 1200  # an example's answer excerpt: enough for the passage that decided it
 LIST_LIMIT = 300  # adjudications listed on the page, most recent first
 DEFAULT_BUDGET = 2000  # tokens, for an automatic pick
-MAX_BUDGET = tuned.MAX_EXAMPLES_CHARS // prompts.CHARS_PER_TOKEN
+MAX_BUDGET = tuning.MAX_EXAMPLES_CHARS // prompts.CHARS_PER_TOKEN
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class Candidate:
     @property
     def tokens(self) -> int:
         """What it adds to every prompt, as the project estimates tokens."""
-        text = tuned.render_example(tuned.MAX_EXAMPLES, self.example)
+        text = tuning.render_example(tuning.MAX_EXAMPLES, self.example)
         return -(-len(text) // prompts.CHARS_PER_TOKEN)
 
 
@@ -80,13 +80,13 @@ def candidate(adjudication: Adjudication) -> Candidate:
     criterion, answer = adjudication.criterion, adjudication.answer
     reason = adjudication.reason.strip()
     example = {
-        "criterion": criterion.text[: tuned.MAX_CRITERION],
-        "excerpt": tuned.excerpt(
+        "criterion": criterion.text[: tuning.MAX_CRITERION],
+        "excerpt": tuning.excerpt(
             answer.text, criterion=criterion.text, reason=reason, limit=EXCERPT_CHARS
         )
         or "(empty answer)",
         "decision": adjudication.label,
-        "reason": reason[: tuned.MAX_REASON],
+        "reason": reason[: tuning.MAX_REASON],
         "source": {
             "adjudication": adjudication.pk, "answer": answer.pk, "criterion": criterion.pk,
         },
@@ -103,15 +103,15 @@ def auto_pick(
     """Balanced examples within the budget: the most recent first, pass and fail in turn
     (with `by_kind`, each criterion kind in turn, and pass and fail in turn within it); a
     candidate that would overrun the budget is passed over for a smaller one; at most
-    tuned.MAX_EXAMPLES. Plain Python: the candidates come in most recent first."""
+    tuning.MAX_EXAMPLES. Plain Python: the candidates come in most recent first."""
     buckets: dict[tuple[str, str], list[Candidate]] = {}
     for c in found:
         buckets.setdefault((c.kind if by_kind else "", c.decision), []).append(c)
-    order = sorted(buckets, key=lambda k: (k[0], tuned.DECISIONS.index(k[1])))
+    order = sorted(buckets, key=lambda k: (k[0], tuning.DECISIONS.index(k[1])))
     queues = [list(buckets[k]) for k in order]
     chosen: list[Candidate] = []
     used = 0
-    while any(queues) and len(chosen) < tuned.MAX_EXAMPLES:
+    while any(queues) and len(chosen) < tuning.MAX_EXAMPLES:
         for queue in queues:
             while queue:
                 c = queue.pop(0)
@@ -119,7 +119,7 @@ def auto_pick(
                     chosen.append(c)
                     used += c.tokens
                     break
-            if len(chosen) >= tuned.MAX_EXAMPLES:
+            if len(chosen) >= tuning.MAX_EXAMPLES:
                 break
     return chosen
 

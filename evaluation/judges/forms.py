@@ -9,8 +9,8 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from annotation.models import Criterion
-from evaluation.judges import examples
-from evaluation.judging import prompts, tuned
+from evaluation.judges import examples, tuning
+from evaluation.judging import prompts
 from evaluation.judging.batched import MAX_CRITERIA_PER_CALL
 from evaluation.judging.keys import api_key_env_problem, base_url_problem
 from evaluation.models import Judge, JudgeTuning, Panel
@@ -152,14 +152,14 @@ class TuningForm(forms.ModelForm):
         self.fields["examples"].required = False
         self.fields["examples"].help_text = (
             'A JSON list of {"criterion", "excerpt", "decision": "pass" or "fail", "reason"}: '
-            f"at most {tuned.MAX_EXAMPLES} examples, excerpts of {tuned.MAX_EXCERPT:,} "
+            f"at most {tuning.MAX_EXAMPLES} examples, excerpts of {tuning.MAX_EXCERPT:,} "
             "characters; or pick them from this dataset's adjudications on the examples page. "
             "A change of instructions or examples is a new prompt version."
         )
 
     def clean_instructions(self) -> str:
         value = self.cleaned_data.get("instructions") or ""
-        if problems := tuned.instructions_problems(value):
+        if problems := tuning.instructions_problems(value):
             raise ValidationError(problems)
         return value
 
@@ -167,7 +167,7 @@ class TuningForm(forms.ModelForm):
         value = self.cleaned_data.get("examples")
         if value in (None, ""):
             return []
-        if problems := tuned.examples_problems(value):
+        if problems := tuning.examples_problems(value):
             raise ValidationError(problems)
         return value
 

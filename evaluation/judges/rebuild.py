@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from evaluation.judges.tuning import tuning_of
-from evaluation.judging import conversation as conv
-from evaluation.judging import prompts
+from evaluation.judging import plan, prompts
 from evaluation.models import Judge, JudgeVersion, Verdict
 from evaluation.runs import grading
 
@@ -27,28 +26,25 @@ def verdict_prompt(verdict: Verdict) -> list[dict[str, str]]:
     judge, answer, criterion = verdict.judge, verdict.answer, verdict.criterion
     query = answer.query
     tuning = tuning_of(judge, recorded, verdict.run.dataset_id)
-    evidence = None
-    if mode := params.get("evidence"):
-        if mode == "context":
-            evidence = prompts.context_evidence(answer.context, budget_tokens=judge.context_tokens)
-        else:
-            references = grading.references_for(query, excluding=answer.pk)
-            evidence = prompts.reference_evidence(
-                references[0] if references else "", budget_tokens=judge.context_tokens
-            )
-    text, history = answer.text, ""
+    budget = judge.context_tokens
+    mode = str(params.get("evidence") or "")
+    evidence = plan.evidence_for(
+        {mode} - {""}, context=answer.context, budget_tokens=budget,
+        reference=lambda: next(iter(grading.references_for(query, excluding=answer.pk)), ""),
+    ).get(mode)  # fmt: skip
+    if mode and evidence is None:  # the reference is gone since: an empty one, as before
+        evidence = prompts.reference_evidence("", budget_tokens=budget)
+    turn = plan.GradedTurn(0, answer.text, "", False)
     if mode_of := params.get("conversation"):
-        turns = conv.graded_turns(mode_of, answer.text, answer.turns)
-        if turns:
-            text = turns[-1].content
-            if turns[-1].before:
-                history = prompts.transcript(
-                    list(turns[-1].before), budget_tokens=judge.context_tokens
-                )[0]
-    return prompts.messages(
-        query=query.text, query_date=query.query_date, answer=text, criterion=criterion.text,
-        evidence=evidence, conversation=history, tuning=tuning.system,
-    )  # fmt: skip
+        turns = plan.graded_turns(mode_of, answer.text, answer.turns, budget_tokens=budget)
+        turn = turns[-1] if turns else turn
+    # The plan of the call that made it (evaluation.judging.plan), for its messages.
+    return plan.plan_vote(
+        judge=judge, tuning=tuning, temperature=float(params.get("temperature") or 0.0),
+        sample=verdict.sample, query=query.text, query_date=query.query_date,
+        criterion_id=criterion.pk, criterion=criterion.text, turn=turn,
+        conversation=bool(turn.history), evidence=evidence,
+    ).call.messages  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ from rest_framework import serializers
 
 from config.site_permissions import manages_judges
 from evaluation.judges import services, tuning
-from evaluation.judging import tuned
 from evaluation.judging.batched import MAX_CRITERIA_PER_CALL
 from evaluation.judging.keys import api_key_env_problem, base_url_problem, shown_url
 from evaluation.models import Judge, JudgeTuning, Panel, PanelMember
@@ -158,11 +157,11 @@ class TuningSerializer(serializers.ModelSerializer):
         return tuning.current_from(row.judge, row).version
 
     def validate_instructions(self, value: str) -> str:
-        if problems := tuned.instructions_problems(value):
+        if problems := tuning.instructions_problems(value):
             raise serializers.ValidationError(problems)
         return value
 
     def validate_examples(self, value: object) -> list:
-        if problems := tuned.examples_problems(value):
+        if problems := tuning.examples_problems(value):
             raise serializers.ValidationError(problems)
         return value  # type: ignore[return-value]

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
-from evaluation.judging import client, connection
+from evaluation.judging import client, connection, plan
 from evaluation.models import Judge, Panel, PanelMember
 
 JUDGE_FIELDS = frozenset(
@@ -27,19 +27,9 @@ PANEL_FIELDS = frozenset({"name", "description", "method", "threshold", "graded"
 
 
 def judge_endpoint(judge: Judge) -> client.Endpoint:
-    """The judge's own settings, for calls outside runs (formality, drafting, tests)."""
-    return client.Endpoint(
-        base_url=judge.base_url,
-        model=judge.model,
-        api_key_env=judge.api_key_env,
-        temperature=judge.temperature,
-        max_tokens=judge.max_tokens,
-        seed=judge.seed,
-        timeout=judge.timeout,
-        token_parameter=judge.token_parameter,
-        response_format=judge.response_format,
-        reasoning_effort=judge.reasoning_effort,
-    )
+    """The judge's own settings, for calls outside runs (formality, drafting, tests): the
+    endpoint a vote's plan uses, at the judge's own temperature."""
+    return plan.endpoint(judge, judge.temperature)
 
 
 def _set(instance: object, fields: dict[str, object], allowed: frozenset[str]) -> None:

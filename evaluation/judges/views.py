@@ -23,7 +23,6 @@ from evaluation.judges.forms import (
     PanelMemberFormSet,
     TuningForm,
 )
-from evaluation.judging import tuned
 from evaluation.judging.connection import key_is_set
 from evaluation.models import Adjudication, Judge, JudgeTuning, Panel, PanelMember
 
@@ -248,7 +247,7 @@ def judge_examples(request: HttpRequest, pk: int, judge_pk: int) -> HttpResponse
         "judge": judge, "dataset": dataset, "rows": rows, "pick": pick, "errors": errors,
         "ticked_tokens": sum(c.tokens for c, on in rows if on),
         "version": tuning.current(judge, dataset.pk).version, "limit": examples.LIST_LIMIT,
-        "max_examples": tuned.MAX_EXAMPLES, "kind": kind,
+        "max_examples": tuning.MAX_EXAMPLES, "kind": kind,
         "kinds": [("", "Every kind"), *Criterion.Kind.choices],
     }  # fmt: skip
     return render(request, "evaluation/judges/judge_examples.html", context, status=status)

@@ -21,7 +21,7 @@ from typing import Any
 
 from evaluation.judging import prompts
 
-# Part of the cache key of every batched verdict (evaluation.runs.calls.key_extra) and of its
+# Part of the cache key of every batched verdict (evaluation.judging.plan.key_extra) and of its
 # provenance: changing the batched wording or schema means a new version.
 BATCH_VERSION = "batch-v1"
 MAX_CRITERIA_PER_CALL = 50  # what a judge's criteria_per_call may say (0: all)

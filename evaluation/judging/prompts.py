@@ -52,7 +52,7 @@ def messages(
     prompt; `evidence` adds the retrieved context or the reference answer with its
     instruction, `conversation` the turns before the graded one (see `prompt_version`),
     `tuning` the judge's instructions and worked examples after the system text
-    (evaluation.judging.tuned: "" for an untuned judge, whose prompt is unchanged)."""
+    (evaluation.judges.tuning: "" for an untuned judge, whose prompt is unchanged)."""
     head = f"Query (as of {query_date.isoformat()}):\n{query}\n\n"
     if conversation:
         head += f"Conversation before the graded turn:\n{conversation}\n\nGraded turn:\n"

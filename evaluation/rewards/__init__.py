@@ -3,10 +3,10 @@ submitted checklists by a panel, synchronously, for RL trainers (docs/rewards.md
 
 | Module | What it holds |
 |---|---|
-| shaping | length normalisation and the over-length penalty (plain Python) |
+| length_shaping | length normalisation and the over-length penalty (plain Python) |
 | reward | criteria verdicts to a reward, under a pluggable scoring strategy (plain Python) |
-| shapes | the request shapes trainers speak (native, OpenRLHF, NeMo-Gym) to reward items |
-| service | the batch: load checklists, run the checks, plan and make the calls, score, record |
+| request_shapes | the request shapes trainers speak (native, OpenRLHF, NeMo-Gym) to reward items |
+| services | the batch: load checklists, run the checks, plan and make the calls, score, record |
 | calls | the verdict caches and the judge calls of a batch, all in flight at once |
 | quota | the per-token (or per-user) rate limit and daily quota of reward traffic |
 | models | RewardBatch (one row per request), RewardAudit, RewardVerdict (the reward cache) |

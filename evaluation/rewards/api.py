@@ -2,8 +2,8 @@
 remote reward model and NeMo-Gym's /verify (docs/rewards.md). A dataset's admins call them:
 a reward spends judge money as starting a run does.
 
-Thin: each view reads its shape (evaluation.rewards.shapes), checks access, calls
-evaluation.rewards.service.reward_batch and writes the answer in its shape. A refused input
+Thin: each view reads its shape (evaluation.rewards.request_shapes), checks access, calls
+evaluation.rewards.services.reward_batch and writes the answer in its shape. A refused input
 is a 400 naming the item and field; a quota a 429 with Retry-After.
 """
 
@@ -28,8 +28,8 @@ from annotation.models import Dataset
 from annotation.permissions import access_dataset
 from config.ids import parse_id
 from evaluation.models import Panel, RewardBatch
-from evaluation.rewards import quota, service, shapes
-from evaluation.rewards.shapes import Problem, RefusedInput
+from evaluation.rewards import quota, request_shapes, services
+from evaluation.rewards.request_shapes import Problem, RefusedInput
 
 
 def _dataset(request: Request, raw: Any) -> Dataset:
@@ -60,19 +60,19 @@ def _token_id(request: Request) -> int | None:
 def _rewarded(
     request: Request,
     ids: Mapping[str, Any],
-    read: Callable[[], list[shapes.Item]],
+    read: Callable[[], list[request_shapes.Item]],
     shaping_source: Mapping[str, Any],
     shape: str,
     query_field: str,
-    answer: Callable[[service.BatchResult], Response],
+    answer: Callable[[services.BatchResult], Response],
 ) -> Response:
     """Access, input, the batch, the answer: the same steps for every shape."""
     try:
         dataset = _dataset(request, ids.get("dataset"))
         panel = _panel(ids.get("panel"))
         items = read()
-        shaping = shapes.shaping_from(shaping_source, service.default_shaping())
-        result = service.reward_batch(
+        shaping = request_shapes.shaping_from(shaping_source, services.default_shaping())
+        result = services.reward_batch(
             dataset=dataset, panel=panel, items=items, by=request.user,
             token_id=_token_id(request), shape=shape, shaping=shaping, query_field=query_field,
         )  # fmt: skip
@@ -87,7 +87,7 @@ def _rewarded(
     return answer(result)
 
 
-def _criteria(item: service.ItemResult) -> list[dict[str, Any]]:
+def _criteria(item: services.ItemResult) -> list[dict[str, Any]]:
     return [
         {
             "criterion": c.criterion_id,
@@ -99,7 +99,7 @@ def _criteria(item: service.ItemResult) -> list[dict[str, Any]]:
     ]
 
 
-# --- Schemas (for the OpenAPI document; the shapes module does the checking) --------------
+# --- Schemas (for the OpenAPI document; request_shapes does the checking) --------------
 
 _SHAPING = {
     "length_reference": serializers.IntegerField(
@@ -160,7 +160,16 @@ class RewardsView(APIView):
                     "RewardItem",
                     {
                         "query": serializers.CharField(help_text="The query's external id."),
-                        "completion": serializers.CharField(),
+                        "completion": serializers.JSONField(
+                            help_text="The completion's text, or its turns (the last "
+                            "assistant turn is graded, with the turns before it)."
+                        ),
+                        "context": serializers.JSONField(
+                            required=False,
+                            help_text="Optional: the passages retrieved for it "
+                            "([{id, title, source, text}]), for criteria judged against "
+                            "the retrieved context.",
+                        ),
                     },
                     many=True,
                 ),
@@ -196,7 +205,7 @@ class RewardsView(APIView):
         null reward, never a made-up number."""
         data = request.data if isinstance(request.data, Mapping) else {}
 
-        def answer(result: service.BatchResult) -> Response:
+        def answer(result: services.BatchResult) -> Response:
             return Response(
                 {
                     "batch": result.batch.pk,
@@ -215,7 +224,7 @@ class RewardsView(APIView):
             )
 
         return _rewarded(
-            request, data, lambda: shapes.native_items(data, _max_batch()), data,
+            request, data, lambda: request_shapes.native_items(data, _max_batch()), data,
             RewardBatch.Shape.NATIVE, "query", answer,
         )  # fmt: skip
 
@@ -264,7 +273,7 @@ class OpenRlhfRewardsView(APIView):
         extra_logs.no_reward (and extra_logs.failed for a failed call)."""
         strip = request.query_params.getlist("strip")
 
-        def answer(result: service.BatchResult) -> Response:
+        def answer(result: services.BatchResult) -> Response:
             items = result.items
             return Response(
                 {
@@ -280,7 +289,7 @@ class OpenRlhfRewardsView(APIView):
 
         return _rewarded(
             request, request.query_params,
-            lambda: shapes.openrlhf_items(request.data, _max_batch(), strip),
+            lambda: request_shapes.openrlhf_items(request.data, _max_batch(), strip),
             request.query_params, RewardBatch.Shape.OPENRLHF, "labels", answer,
         )  # fmt: skip
 
@@ -297,7 +306,7 @@ class VerifyRewardView(APIView):
         decided) gets 0.0 with `mask_sample: true`, and `failed: true` for a failed call."""
         data = request.data
 
-        def answer(result: service.BatchResult) -> Response:
+        def answer(result: services.BatchResult) -> Response:
             item = result.items[0]
             return Response(
                 {
@@ -312,7 +321,7 @@ class VerifyRewardView(APIView):
             )
 
         return _rewarded(
-            request, request.query_params, lambda: [shapes.verify_item(data)],
+            request, request.query_params, lambda: [request_shapes.verify_item(data)],
             request.query_params, RewardBatch.Shape.VERIFY, "query", answer,
         )  # fmt: skip
 

@@ -69,7 +69,9 @@ class RewardAudit(models.Model):
     reward = models.FloatField(null=True, blank=True)
     failed = models.BooleanField(default=False)
     # [{"criterion", "outcome", "votes": [{"judge", "sample", "outcome", "rationale",
-    #   "source"}]}], source being "call", "cache" or "check".
+    #   "source", "prompt_version"}]}], source being "call", "cache", "check" or "refused"
+    #   (a criterion judged against a reference the query lacks); prompt_version, for the
+    #   votes of LLM judges, the version of the prompt (the dataset's pinned tuning).
     verdicts = models.JSONField(default=list)
 
     class Meta:

@@ -8,56 +8,16 @@ from typing import TypeVar
 
 from django.conf import settings
 
-from evaluation.judging import batched, circuit, client, engine, graded, prompts
+from evaluation.judging import circuit, client, engine, graded, plan
 from evaluation.judging.ratelimit import RateLimiter, limiter_for
 from evaluation.models import Judge, JudgeCall
 from evaluation.runs.snapshot import MemberSnapshot
 
 
 def endpoint_for(judge: Judge, member: MemberSnapshot, sample: int) -> client.Endpoint:
-    """The judge's live connection settings with the run's temperature for this sample."""
-    return client.Endpoint(
-        base_url=judge.base_url,
-        model=judge.model,
-        api_key_env=judge.api_key_env,
-        temperature=member.temperature(sample),
-        max_tokens=judge.max_tokens,
-        seed=judge.seed,
-        timeout=judge.timeout,
-        token_parameter=judge.token_parameter,
-        response_format=judge.response_format,
-        reasoning_effort=judge.reasoning_effort,
-    )
-
-
-def key_extra(judge: Judge) -> dict[str, object]:
-    """What a verdict's cache key adds for how the judge calls (empty for a judge that
-    grades one criterion per call without a reasoning effort, whose keys stay what they
-    were): a batched verdict is never taken for a single one, nor one of another batch size;
-    a rerun of the same batched run finds its own. The response format and token parameter
-    change how the question is sent, not the question: they are not in the key."""
-    extra: dict[str, object] = {}
-    if judge.criteria_per_call != 1:
-        extra["batch"] = [batched.BATCH_VERSION, judge.criteria_per_call]
-    if judge.reasoning_effort:
-        extra["reasoning_effort"] = judge.reasoning_effort
-    return extra
-
-
-def cache_extra(
-    judge: Judge, version: str, evidence: prompts.Evidence | None = None, history: str = ""
-) -> dict[str, object] | None:
-    """All a verdict's cache key adds to a plain verdict's (None: nothing): what the prompt
-    holds beyond it (evidence, the conversation before the graded turn, under the prompt
-    `version` that puts them there) and how the judge calls (`key_extra`). Runs and rewards
-    key their calls with this one function, so a reward finds a run's verdict and back."""
-    extra: dict[str, object] = {}
-    if evidence is not None or history:
-        extra = {
-            "prompt": version, "evidence": evidence.text if evidence else "",
-            "conversation": history,
-        }  # fmt: skip
-    return {**extra, **key_extra(judge)} or None
+    """The judge's live connection settings with the run's temperature for this sample
+    (evaluation.judging.plan.endpoint, which votes use too)."""
+    return plan.endpoint(judge, member.temperature(sample))
 
 
 def judge_params(judge: Judge, member: MemberSnapshot, sample: int) -> dict[str, object]:

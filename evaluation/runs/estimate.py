@@ -35,8 +35,8 @@ from django.db.models import Count, Exists, OuterRef, Q, Sum
 from django.db.models.functions import Coalesce, Length
 
 from annotation.models import Criterion, Query
-from evaluation.judges.tuning import current_of
-from evaluation.judging import graded, prompts, tuned
+from evaluation.judges.tuning import Tuning, current_of
+from evaluation.judging import graded, prompts
 from evaluation.kept import readers
 from evaluation.kept.figures import remembered
 from evaluation.metrics.cost import JudgeUsage
@@ -198,7 +198,7 @@ def run_estimate(selection: Selection, panel: PanelSnapshot) -> Estimate:
     )
 
 
-def _fixed_chars(tuning: tuned.Tuning) -> int:
+def _fixed_chars(tuning: Tuning) -> int:
     """The characters of a verdict prompt with an empty query, answer and criterion: the
     system text with the dataset's instructions and worked examples for the judge as they
     are now."""
@@ -215,7 +215,7 @@ def _grade_fixed_chars() -> int:
 
 
 def _judge_estimate(
-    judge: Judge, tuning: tuned.Tuning, samples: int, groups: list[Group], *, graded: bool
+    judge: Judge, tuning: Tuning, samples: int, groups: list[Group], *, graded: bool
 ) -> JudgeEstimate:
     calls = chars = votes = 0
     grade_calls = grade_chars = 0

@@ -22,7 +22,7 @@ from evaluation import transient
 from evaluation.checks import trajectory
 from evaluation.checks.deterministic import offline_verdict
 from evaluation.judges.tuning import tuning_of
-from evaluation.judging import client, engine, graded, prompts
+from evaluation.judging import client, engine, graded, plan
 from evaluation.judging import conversation as conv
 from evaluation.models import (
     Answer,
@@ -37,11 +37,9 @@ from evaluation.runs import grading, scope, snapshot
 from evaluation.runs.calls import (
     USAGE_DETAIL_FIELDS,
     Reuse,
-    cache_extra,
     cached_or_made,
     call_controls,
     call_record,
-    endpoint_for,
     judge_params,
     text_of,
 )
@@ -230,63 +228,48 @@ def _judge_with_llm(
     provenance: dict[tuple[int, int], dict[str, Any]],
 ) -> list[engine.CallResult]:
     judge, member, answer, query = work.judge, work.member, work.answer, work.answer.query
-    turns = conv.graded_turns(mode, answer.text, answer.turns)
+    turns = plan.graded_turns(mode, answer.text, answer.turns, budget_tokens=judge.context_tokens)
+    in_conversation = any(t.history for t in turns)
     asked = {checks[c.pk].evidence for c, _ in work.votes if c.pk in checks}
-    evidence = _evidence(judge, answer, asked - {""})
+    evidence = plan.evidence_for(
+        asked - {""}, context=answer.context, budget_tokens=judge.context_tokens,
+        reference=lambda: next(iter(grading.references_for(query, excluding=answer.pk)), ""),
+    )  # fmt: skip
     # The tuning the run started with (its snapshot's version), whatever the judge has now.
     tuning = tuning_of(judge, member.prompt_version, run.dataset_id)
-    histories = {
-        t.number: prompts.transcript(list(t.before), budget_tokens=judge.context_tokens)
-        for t in turns
-        if t.before
-    }
     calls = []
     turn_of: dict[str, int] = {}  # a call's cache key -> the turn it grades
     refused: list[engine.CallResult] = []
     for criterion, sample in work.votes:
-        endpoint = endpoint_for(judge, member, sample)
         mode_of = checks[criterion.pk].evidence if criterion.pk in checks else ""
         given = evidence.get(mode_of) if mode_of else None
         if mode_of and given is None:
             refused.append(_no_reference(criterion, sample))
             continue
-        version = prompts.prompt_version(
-            tuning.version, evidence=mode_of, conversation=bool(histories)
-        )
+        planned = [
+            plan.plan_vote(
+                judge=judge, tuning=tuning, temperature=member.temperature(sample),
+                sample=sample, query=query.text, query_date=query.query_date,
+                criterion_id=criterion.pk, criterion=criterion.text, turn=turn,
+                conversation=in_conversation, evidence=given,
+            )
+            for turn in turns
+        ]  # fmt: skip
         record: dict[str, Any] = {}
-        if version != judge.prompt_version:
-            record["prompt_version"] = version
+        if planned[0].prompt_version != judge.prompt_version:
+            record["prompt_version"] = planned[0].prompt_version
         if given is not None:
             record |= given.provenance()
-        if histories:
+        if in_conversation:
             record |= {
                 "conversation": mode, "turns": len(turns),
-                "conversation_truncated": any(cut for _, cut in histories.values()),
+                "conversation_truncated": any(t.history_cut for t in turns),
             }  # fmt: skip
         if record:
             provenance[(criterion.pk, sample)] = record
-        for turn in turns:
-            history = histories.get(turn.number, ("", False))[0]
-            extra = cache_extra(judge, version, given, history)
-            key = prompts.cache_key(
-                base_url=endpoint.base_url, model=endpoint.model,
-                prompt_version=tuning.version, temperature=endpoint.temperature,
-                max_tokens=endpoint.max_tokens, seed=endpoint.seed, sample=sample,
-                query=query.text, query_date=query.query_date, criterion=criterion.text,
-                answer=turn.content, extra=extra,
-            )  # fmt: skip
-            messages = prompts.messages(
-                query=query.text, query_date=query.query_date, answer=turn.content,
-                criterion=criterion.text, evidence=given, conversation=history,
-                tuning=tuning.system,
-            )  # fmt: skip
-            turn_of[key] = turn.number
-            calls.append(
-                engine.Call(
-                    criterion.pk, sample, key, messages, endpoint, criterion=criterion.text,
-                    per_call=judge.criteria_per_call,
-                )
-            )  # fmt: skip
+        for turn, vote in zip(turns, planned, strict=True):
+            turn_of[vote.cache_key] = turn.number
+            calls.append(vote.call)
 
     def judge_misses(misses: list[engine.Call]) -> list[engine.CallResult]:
         controls = call_controls(judge)
@@ -303,28 +286,10 @@ def _judge_with_llm(
     return [*_per_vote(made, turn_of, mode), *refused]
 
 
-def _evidence(judge: Judge, answer: Answer, modes: set[str]) -> dict[str, prompts.Evidence]:
-    """The evidence each mode the criteria ask for puts in the prompt, built once per
-    answer; "reference" is absent when the query has no reference nor perfect answer."""
-    found: dict[str, prompts.Evidence] = {}
-    if "context" in modes:
-        found["context"] = prompts.context_evidence(
-            answer.context, budget_tokens=judge.context_tokens
-        )
-    if "reference" in modes:
-        references = grading.references_for(answer.query, excluding=answer.pk)
-        if references:
-            found["reference"] = prompts.reference_evidence(
-                references[0], budget_tokens=judge.context_tokens
-            )
-    return found
-
-
 def _no_reference(criterion: Criterion, sample: int) -> engine.CallResult:
     return engine.CallResult(
-        criterion.pk, sample, "", "error", error_kind="no_reference",
-        error="The criterion is judged against the reference answer, and the query has no "
-        "reference answer nor perfect answer.", attempts=0,
+        criterion.pk, sample, "", "error", error_kind="no_reference", error=plan.NO_REFERENCE,
+        attempts=0,
     )  # fmt: skip
 
 

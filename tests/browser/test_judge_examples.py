@@ -16,7 +16,6 @@ from playwright.sync_api import expect
 
 from annotation import roles, services
 from evaluation.judges import tuning
-from evaluation.judging import tuned
 from evaluation.models import Verdict
 from evaluation.runs import lifecycle
 from evaluation.runs import services as runs
@@ -62,7 +61,7 @@ def test_a_judge_tuned_on_one_dataset_shows_nothing_to_another(
     stored = tuning.stored(judge, reviewed_dataset.pk).examples
     saved = [e["source"]["adjudication"] for e in stored]
     assert len(saved) == count - 1 and int(dropped) not in saved
-    version = tuned.version("verdict-v1", "", stored)
+    version = tuning.version("verdict-v1", "", stored)
     page.goto(f"/datasets/{reviewed_dataset.pk}/tuning/{judge.pk}/")
     expect(page.locator("[data-tuning]")).to_contain_text(version)
     # What A's examples say, which B's admin must never meet.

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from evaluation.metrics.aggregation import Vote
-from evaluation.rewards import reward, shapes
-from evaluation.rewards.shaping import Shaping, shaped, words
+from evaluation.rewards import request_shapes, reward
+from evaluation.rewards.length_shaping import Shaping, shaped, words
 
 SHARE = reward.strategy_named("share")
 
@@ -73,23 +73,23 @@ def test_an_unknown_strategy_is_refused():
 
 
 def test_openrlhf_completion_is_what_follows_the_prompt_less_the_tail_tokens():
-    items = shapes.openrlhf_items(
+    items = request_shapes.openrlhf_items(
         {"query": ["<s>Q? A. </s></s>"], "prompts": ["Q?"], "labels": [" q-1 "]},
         max_batch=8, strip=["</s>"],
     )  # fmt: skip
-    assert items == [shapes.Item("q-1", "A.")]
+    assert items == [request_shapes.Item("q-1", "A.")]
 
 
 def test_openrlhf_lists_must_match():
-    with pytest.raises(shapes.RefusedInput) as refused:
-        shapes.openrlhf_items({"query": ["a"], "prompts": [], "labels": ["q"]}, max_batch=8)
+    with pytest.raises(request_shapes.RefusedInput) as refused:
+        request_shapes.openrlhf_items({"query": ["a"], "prompts": [], "labels": ["q"]}, max_batch=8)
     assert refused.value.problems[0].field == "labels"
 
 
 def test_every_bad_item_is_listed_with_its_index():
     data = {"items": [{"query": "q", "completion": "ok"}, {"query": "", "completion": ""}]}
-    with pytest.raises(shapes.RefusedInput) as refused:
-        shapes.native_items(data, max_batch=8)
+    with pytest.raises(request_shapes.RefusedInput) as refused:
+        request_shapes.native_items(data, max_batch=8)
     assert [(p.item, p.field) for p in refused.value.problems] == [(1, "query"), (1, "completion")]
     assert refused.value.body()["detail"].startswith("Item 1, field “query”")
 
@@ -104,14 +104,14 @@ def test_verify_reads_the_assistant_messages_text_only():
             {"type": "output_text", "text": "Part two."},
         ]},
     ]  # fmt: skip
-    assert shapes.output_text(output) == "Part one.\n\nPart two."
+    assert request_shapes.output_text(output) == "Part one.\n\nPart two."
 
 
 def test_shaping_from_url_parameters_falls_back_to_the_defaults():
     defaults = Shaping(max_words=300)
-    assert shapes.shaping_from({"length_reference": "200"}, defaults) == Shaping(
+    assert request_shapes.shaping_from({"length_reference": "200"}, defaults) == Shaping(
         length_reference=200, max_words=300
     )
-    with pytest.raises(shapes.RefusedInput) as refused:
-        shapes.shaping_from({"max_words": "many"}, defaults)
+    with pytest.raises(request_shapes.RefusedInput) as refused:
+        request_shapes.shaping_from({"max_words": "many"}, defaults)
     assert refused.value.problems[0].field == "max_words"

@@ -15,7 +15,6 @@ from django.urls import reverse
 
 from annotation import roles, services
 from evaluation.judges import examples, tuning
-from evaluation.judging import tuned
 from evaluation.models import Adjudication, Judge, JudgeVersion, Verdict
 from evaluation.runs import lifecycle
 from evaluation.runs import services as runs
@@ -96,7 +95,7 @@ def test_examples_are_picked_saved_and_recorded_by_runs(
     assert "Revenue was $4.12 billion in Q3" in first["excerpt"]  # the window the reason quotes
     assert len(first["excerpt"]) <= examples.EXCERPT_CHARS
     assert first["decision"] == adjudicated[0].label
-    version = tuned.version("verdict-v1", "", stored)
+    version = tuning.version("verdict-v1", "", stored)
     assert JudgeVersion.objects.filter(
         judge=judge, dataset=reviewed_dataset, version=version, created_by=owner
     ).exists()
@@ -210,7 +209,7 @@ def test_bad_examples_are_refused_naming_the_example_and_field(
     assert "Example 2: criterion is required (text)." in page
     assert "Example 2: decision must be &quot;pass&quot; or &quot;fail&quot;." in page
     response = client.post(
-        page_url, {"instructions": "x" * (tuned.MAX_INSTRUCTIONS + 1), "examples": "[]"}
+        page_url, {"instructions": "x" * (tuning.MAX_INSTRUCTIONS + 1), "examples": "[]"}
     )
     assert "at most 8,000" in response.content.decode()
     assert client.post(page_url, {"instructions": "", "examples": "[{"}).status_code == 400
@@ -220,8 +219,8 @@ def test_bad_examples_are_refused_naming_the_example_and_field(
     response = owner_api.put(url, {"examples": BAD}, format="json")
     assert response.status_code == 400
     assert 'Example 2: decision must be "pass" or "fail".' in response.json()["examples"]
-    too_many = owner_api.put(url, {"examples": [GOOD] * (tuned.MAX_EXAMPLES + 1)}, format="json")
-    assert too_many.json()["examples"] == [f"{tuned.MAX_EXAMPLES + 1} examples; at most 20."]
+    too_many = owner_api.put(url, {"examples": [GOOD] * (tuning.MAX_EXAMPLES + 1)}, format="json")
+    assert too_many.json()["examples"] == [f"{tuning.MAX_EXAMPLES + 1} examples; at most 20."]
     bad_source = owner_api.put(url, {"examples": [{**GOOD, "source": {"answer": 1}}]},
                                format="json")  # fmt: skip
     assert "Example 1: source must be" in bad_source.json()["examples"][0]
@@ -231,7 +230,7 @@ def test_bad_examples_are_refused_naming_the_example_and_field(
     assert good.status_code == 200
     data = good.json()
     assert data["examples"] == [GOOD] and data["instructions"] == "Be exact."
-    assert data["version"] == tuned.version("verdict-v1", "Be exact.", [GOOD])
+    assert data["version"] == tuning.version("verdict-v1", "Be exact.", [GOOD])
     assert JudgeVersion.objects.get(judge=judge, dataset=reviewed_dataset).created_by == owner
     # PATCH changes one part; PUT replaces both.
     patched = owner_api.patch(url, {"instructions": "Be brief."}, format="json").json()
@@ -296,7 +295,7 @@ def test_the_prompt_of_a_verdict_is_served_by_the_api(
     url = reverse("api-evaluation:verdict-prompt", args=[verdict.pk])
     body = reviewer_api.get(url).json()
     assert body["messages"] == sent_for(verdict, loopback_openai)
-    assert body["prompt_version"] == tuned.version("verdict-v1", INSTRUCTIONS, [GOOD])
+    assert body["prompt_version"] == tuning.version("verdict-v1", INSTRUCTIONS, [GOOD])
     assert outsider_api.get(url).status_code == 404
 
 
@@ -312,7 +311,7 @@ def test_the_prompt_sent_has_a_page_linked_from_the_run_answer(
     page = client.get(url)
     assert page.status_code == 200
     html = page.content.decode()
-    assert tuned.version("verdict-v1", INSTRUCTIONS, [GOOD]) in html
+    assert tuning.version("verdict-v1", INSTRUCTIONS, [GOOD]) in html
     assert page.context["sent"].messages == sent_for(verdict, loopback_openai)
     assert INSTRUCTIONS in html and "Worked examples" in html  # the system message
 

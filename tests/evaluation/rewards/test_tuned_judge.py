@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from annotation import services
-from evaluation.judging import prompts, tuned
+from evaluation.judges import tuning
+from evaluation.judging import prompts
 from tests.evaluation.rewards.conftest import native
 from tests.factories import tune
 
@@ -26,7 +27,7 @@ def test_rewards_send_the_tuning_and_key_it(
     tune(judge, other, instructions="OTHER TEAM RULE")  # never sent for this dataset
     tune(judge, dataset, instructions="Be exact.", examples=[EXAMPLE])
     owner_api.post(URL, native(dataset, panel, "Revenue was up."), format="json")
-    system = f"{prompts.SYSTEM}\n\n{tuned.system_addition('Be exact.', [EXAMPLE])}"
+    system = f"{prompts.SYSTEM}\n\n{tuning.system_addition('Be exact.', [EXAMPLE])}"
     assert [c.request.messages[0]["content"] for c in judge_server.calls] == [system] * 3
 
     owner_api.post(URL, native(dataset, panel, "Revenue was up."), format="json")

@@ -14,7 +14,7 @@ from django.db.models import QuerySet
 from annotation import services
 from evaluation.judges import tuning
 from evaluation.judges.rebuild import verdict_prompt
-from evaluation.judging import prompts, tuned
+from evaluation.judging import prompts
 from evaluation.models import JudgeVersion, Verdict
 from evaluation.runs import lifecycle
 from evaluation.runs import services as runs
@@ -90,7 +90,7 @@ def test_the_tuned_prompt_is_sent_byte_for_byte_and_versioned(
 ):
     criteria, answer, judge = _setup(query, collaborator, loopback_openai)
     tune(judge, dataset, instructions=INSTRUCTIONS, examples=EXAMPLES, by=owner)
-    version = tuned.version("verdict-v1", INSTRUCTIONS, EXAMPLES)
+    version = tuning.version("verdict-v1", INSTRUCTIONS, EXAMPLES)
     assert version.startswith("verdict-v1+tuned-") and len(version) == len("verdict-v1+tuned-") + 12
     stored = JudgeVersion.objects.get(judge=judge, dataset=dataset, version=version)
     assert (stored.instructions, stored.examples, stored.created_by) == (
@@ -150,7 +150,7 @@ def test_an_edit_is_a_new_version_with_new_calls_and_old_verdicts_keep_theirs(
     tune(judge, dataset, instructions=INSTRUCTIONS + " Rounding to 0.1 is fine.")
     edited = _run(dataset, judge, owner, answer)
     assert loopback_openai.call_count == 2 * len(criteria)
-    new_version = tuned.version("verdict-v1", INSTRUCTIONS + " Rounding to 0.1 is fine.", EXAMPLES)
+    new_version = tuning.version("verdict-v1", INSTRUCTIONS + " Rounding to 0.1 is fine.", EXAMPLES)
     verdicts = Verdict.objects.filter(run=edited)
     assert {v.judge_params["prompt_version"] for v in verdicts} == {new_version}
     assert not any(v.cache_hit for v in verdicts)
@@ -182,7 +182,7 @@ def test_a_version_row_made_meanwhile_is_read_not_doubled(monkeypatch, dataset, 
     """Two run starts with the same new tuning: the second's insert meets the first's row
     (the unique constraint) and goes on with it."""
     (judge,) = loopback_judges(loopback_openai, 1)
-    wanted = tuned.Tuning(tuned.version("verdict-v1", INSTRUCTIONS, []), INSTRUCTIONS)
+    wanted = tuning.Tuning(tuning.version("verdict-v1", INSTRUCTIONS, []), INSTRUCTIONS)
     JudgeVersion.objects.create(
         judge=judge, dataset=dataset, version=wanted.version, instructions=INSTRUCTIONS
     )
@@ -209,7 +209,7 @@ def test_a_judge_tuned_on_one_dataset_grades_another_as_if_untuned(
         assert verdict.judge_params["prompt_version"] == "verdict-v1"
         assert "OTHER TEAM RULE" not in str(verdict_prompt(verdict))
     # A verdict claiming the other dataset's version finds no row of its own dataset.
-    version = tuned.version("verdict-v1", "OTHER TEAM RULE", EXAMPLES)
+    version = tuning.version("verdict-v1", "OTHER TEAM RULE", EXAMPLES)
     assert JudgeVersion.objects.filter(dataset=other, version=version).exists()
     with pytest.raises(JudgeVersion.DoesNotExist):
         tuning.tuning_of(judge, version, dataset.pk)

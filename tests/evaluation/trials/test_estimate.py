@@ -136,7 +136,7 @@ def test_the_estimate_reads_sizes_in_a_few_queries(dataset, django_assert_max_nu
 
 
 def test_instructions_and_examples_are_counted_and_nothing_is_written(workload):
-    from evaluation.judging import tuned
+    from evaluation.judges import tuning
     from evaluation.models import JudgeTuning, JudgeVersion
 
     plain = judge("Plain", 1)
@@ -153,7 +153,7 @@ def test_instructions_and_examples_are_counted_and_nothing_is_written(workload):
     selection = Selection(dataset_id)
     before = run_estimate(selection, of_panel(PanelFactory(judges=[plain]))).prompt_tokens
     after = run_estimate(selection, of_panel(PanelFactory(judges=[tuned_judge]))).prompt_tokens
-    added = len("\n\n" + tuned.system_addition(instructions, examples)) * 8  # 8 calls
+    added = len("\n\n" + tuning.system_addition(instructions, examples)) * 8  # 8 calls
     assert after - before == pytest.approx(added / prompts.CHARS_PER_TOKEN, abs=1)
     assert not JudgeVersion.objects.exists()
     # Another dataset's estimate counts none of this dataset's tuning.

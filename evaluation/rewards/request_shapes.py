@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
-from evaluation.data.agent_fields import check_turns
-from evaluation.rewards.shaping import Shaping
+from evaluation.data.agent_fields import check_context, check_turns
+from evaluation.rewards.length_shaping import Shaping
 
 MAX_LISTED = 20  # problems listed in one refusal; the rest are counted
 QUERY_ID_MAX = 200  # Query.external_id
@@ -26,6 +26,10 @@ class Item:
     # structure hold them: evaluation.data.agent_fields): the turns before the graded one go
     # into the prompt, and the trajectory checks read its tool calls.
     turns: tuple[dict[str, Any], ...] = ()
+    # The passages the system retrieved for it (native shape, optional; as answers hold
+    # them: evaluation.data.agent_fields): what a criterion judged against the retrieved
+    # context is judged against, as in runs.
+    context: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -119,14 +123,23 @@ def final_turn(turns: Sequence[Mapping[str, Any]]) -> str:
 
 def _native_item(item: Mapping[str, Any]) -> Item:
     completion = item["completion"]
+    context = tuple(check_context(item["context"])[0]) if item.get("context") else ()
     if isinstance(completion, list):
         turns, _ = check_turns(completion)
-        return Item(item["query"].strip(), final_turn(turns), tuple(turns))
-    return Item(item["query"].strip(), completion)
+        return Item(item["query"].strip(), final_turn(turns), tuple(turns), context)
+    return Item(item["query"].strip(), completion, context=context)
+
+
+def _check_context(index: int, context: Any) -> list[Problem]:
+    if context is None:
+        return []
+    _, errors = check_context(context)
+    return [Problem(index, "context", error) for error in errors]
 
 
 def native_items(data: Any, max_batch: int) -> list[Item]:
-    """{"items": [{"query": "<external id>", "completion": "..." or [turns]}]}"""
+    """{"items": [{"query": "<external id>", "completion": "..." or [turns],
+    "context": [passages] (optional)}]}"""
     items = data.get("items") if isinstance(data, Mapping) else None
     if not isinstance(items, list):
         raise RefusedInput([Problem(None, "items", "Send a list of {query, completion} objects.")])
@@ -139,6 +152,7 @@ def native_items(data: Any, max_batch: int) -> list[Item]:
         problems += _check_item(
             index, item.get("query"), item.get("completion"), ("query", "completion")
         )
+        problems += _check_context(index, item.get("context"))
     refuse_if(problems)
     return [_native_item(i) for i in items]
 

@@ -4,7 +4,7 @@ a panel, synchronously, with no Celery round trip (docs/rewards.md).
 In order: the panel and the items are checked (one bad item refuses the request: nothing is
 recorded, nothing called); the batch is recorded and admitted by the quota; no-LLM checks
 answer their votes for free; every LLM vote is planned as one call per (completion,
-criterion, judge, sample) exactly as a run plans it (evaluation.runs.work); the caches
+criterion, judge, sample) by the plan runs use (evaluation.judging.plan); the caches
 answer what they can and the rest goes out at once (evaluation.rewards.calls); the votes
 become rewards (evaluation.rewards.reward, then shaping); the batch row gets its counts.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -21,17 +21,16 @@ from django.conf import settings
 from annotation.models import Criterion, Dataset, Query
 from evaluation.checks import trajectory
 from evaluation.checks.deterministic import offline_verdict
-from evaluation.judges.tuning import current_of
+from evaluation.judges import tuning
 from evaluation.judging import conversation as conv
-from evaluation.judging import engine, prompts, tuned
+from evaluation.judging import engine, plan
 from evaluation.metrics import rubrics
 from evaluation.metrics.aggregation import Vote
 from evaluation.models import Judge, Panel, RewardAudit, RewardBatch
 from evaluation.rewards import calls, quota, reward
-from evaluation.rewards.shapes import Item, Problem, RefusedInput, refuse_if
-from evaluation.rewards.shaping import Shaping, shaped, words
+from evaluation.rewards.length_shaping import Shaping, shaped, words
+from evaluation.rewards.request_shapes import Item, Problem, RefusedInput, refuse_if
 from evaluation.runs import grading, scope, snapshot, trees
-from evaluation.runs.calls import cache_extra, endpoint_for
 from evaluation.runs.snapshot import MemberSnapshot
 from evaluation.runs.work import checks_of
 
@@ -59,7 +58,22 @@ class _Source:
     member: MemberSnapshot | None  # None: a deterministic check, whichever judge votes
     sample: int
     key: str = ""
+    # The vote when no call is made: a check's, a no-LLM judge's, or an error when the
+    # call cannot be asked (a criterion judged against a reference the query lacks).
     check: reward.CastVote | None = None
+    refused: bool = False  # `check` is the error of a vote that could not be asked
+    prompt_version: str = ""  # an LLM vote's (evaluation.judging.plan.PlannedVote)
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """One completion as its votes are asked: the item, its query, the criteria's evidence
+    settings and its query's reference answer (read once, when a criterion needs it)."""
+
+    item: Item
+    query: Query
+    checks: dict
+    reference: Callable[[], str]
 
 
 def default_shaping() -> Shaping:
@@ -111,22 +125,23 @@ def reward_batch(
     quota.admit(batch, quota.Principal(by.pk, token_id))
 
     judges = Judge.objects.in_bulk([m.judge_id for m in members])
-    # The dataset's tuning of each judge as it is now: a reward is asked of today's judge,
-    # with this dataset's instructions and examples and no other dataset's.
-    tunings = current_of(judges.values(), dataset.pk)
+    # The dataset's tuning of each judge as it is now, pinned as a version: the version a
+    # run started now would snapshot, so a reward and that run make the same calls.
+    tunings = tuning.pinned_of(judges.values(), dataset.pk)
     checks = checks_of({c.pk for _, listed in criteria for c in listed})
     planned: dict[str, calls.Planned] = {}
     sources: list[list[tuple[Criterion, list[_Source]]]] = []
     references: dict[int, str] = {}
     for item, (query, item_criteria) in zip(items, criteria, strict=True):
         checked = _checked(item, query, item_criteria, checks, references)
+        asked = _Asked(item, query, checks, lambda q=query: _reference(q, references))
         sources.append(
             [
                 (
                     c,
                     checked[c.pk]
                     if c.pk in checked
-                    else _plan(c, query, item, members, judges, tunings, planned),
+                    else _plan(c, asked, members, judges, tunings, planned),
                 )
                 for c in item_criteria
             ]
@@ -148,7 +163,11 @@ def reward_batch(
         for criterion, vote_sources in item_sources:
             cast = []
             for source in vote_sources:
-                if source.check is not None:
+                if source.refused:
+                    # A vote that could not be asked (evaluation.judging.plan.NO_REFERENCE).
+                    cast.append(source.check)
+                    audited.append((criterion, source, source.check, "refused"))
+                elif source.check is not None:
                     checks += 1
                     cast.append(source.check)
                     audited.append((criterion, source, source.check, "check"))
@@ -272,15 +291,9 @@ def _checked(
     if not wanted:
         return {}
 
-    def reference() -> str:
-        if query.pk not in references:
-            found = grading.references_for(query)
-            references[query.pk] = found[0] if found else ""
-        return references[query.pk]
-
     results = trajectory.decide(
         [checks[c.pk] for c in wanted], text=item.completion, turns=item.turns, metadata={},
-        reference=reference,
+        reference=lambda: _reference(query, references),
     )  # fmt: skip
     votes = (reward.CastVote(Vote("check", 0, r.outcome), r.rationale) for r in results)
     return {c.pk: [_Source(None, 0, check=vote)] for c, vote in zip(wanted, votes, strict=True)}
@@ -288,60 +301,64 @@ def _checked(
 
 def _plan(
     criterion: Criterion,
-    query: Query,
-    item: Item,
+    asked: _Asked,
     members: Sequence[MemberSnapshot],
     judges: dict[int, Judge],
-    tunings: dict[int, tuned.Tuning],
+    tunings: dict[int, tuning.Tuning],
     planned: dict[str, calls.Planned],
 ) -> list[_Source]:
-    """The sources of one criterion's votes on one completion; LLM calls join `planned`
-    by cache key, so an identical call anywhere in the batch is made once."""
+    """The sources of one criterion's votes on one completion, planned as a run plans them
+    (evaluation.judging.plan) on the completion's last assistant turn; LLM calls join
+    `planned` by cache key, so an identical call anywhere in the batch is made once."""
+    item, query = asked.item, asked.query
+    check = asked.checks.get(criterion.pk)
+    mode = check.evidence if check is not None else ""
     found = []
     for member in members:
         judge = judges[member.judge_id]
         for sample in range(member.samples):
             if member.kind == Judge.Kind.NO_LLM:
-                check = offline_verdict(
+                offline = offline_verdict(
                     criterion=criterion.text, kind=criterion.kind, answer=item.completion
                 )
-                vote = Vote(str(member.judge_id), sample, check.outcome)
-                found.append(_Source(member, sample, check=reward.CastVote(vote, check.rationale)))
+                vote = Vote(str(member.judge_id), sample, offline.outcome)
+                cast = reward.CastVote(vote, offline.rationale)
+                found.append(_Source(member, sample, check=cast))
                 continue
-            endpoint = endpoint_for(judge, member, sample)
-            history = _history(item, judge)
-            tuning = tunings[judge.pk]
-            # Keyed as runs key a conversation's last turn (evaluation.runs.work).
-            version = prompts.prompt_version(tuning.version, conversation=bool(history))
-            extra = cache_extra(judge, version, history=history)
-            key = prompts.cache_key(
-                base_url=endpoint.base_url, model=endpoint.model,
-                prompt_version=tuning.version, temperature=endpoint.temperature,
-                max_tokens=endpoint.max_tokens, seed=endpoint.seed, sample=sample,
-                query=query.text, query_date=query.query_date, criterion=criterion.text,
-                answer=item.completion, extra=extra,
+            budget = judge.context_tokens
+            [turn] = plan.graded_turns(
+                conv.LAST_TURN, item.completion, item.turns, budget_tokens=budget
+            )
+            evidence = plan.evidence_for(
+                {mode} - {""}, context=item.context, reference=asked.reference,
+                budget_tokens=budget,
             )  # fmt: skip
-            if key not in planned:
-                # The criterion comes last: the instructions, query and completion are one
-                # prefix for every criterion of the completion (providers' prompt caches).
-                messages = prompts.messages(
-                    query=query.text, query_date=query.query_date, answer=item.completion,
-                    criterion=criterion.text, conversation=history, tuning=tuning.system,
-                )  # fmt: skip
-                call = engine.Call(
-                    criterion.pk, sample, key, messages, endpoint, criterion=criterion.text,
-                    per_call=judge.criteria_per_call,
-                )  # fmt: skip
-                planned[key] = calls.Planned(judge, call)
-            found.append(_Source(member, sample, key=key))
+            if mode and mode not in evidence:
+                vote = Vote(str(member.judge_id), sample, "error")
+                refused = reward.CastVote(vote, plan.NO_REFERENCE)
+                found.append(_Source(member, sample, check=refused, refused=True))
+                continue
+            vote_plan = plan.plan_vote(
+                judge=judge, tuning=tunings[judge.pk], temperature=member.temperature(sample),
+                sample=sample, query=query.text, query_date=query.query_date,
+                criterion_id=criterion.pk, criterion=criterion.text, turn=turn,
+                conversation=bool(turn.history), evidence=evidence.get(mode),
+            )  # fmt: skip
+            planned.setdefault(vote_plan.cache_key, calls.Planned(judge, vote_plan.call))
+            found.append(
+                _Source(member, sample, key=vote_plan.cache_key,
+                        prompt_version=vote_plan.prompt_version)
+            )  # fmt: skip
     return found
 
 
-def _history(item: Item, judge: Judge) -> str:
-    """The conversation before the graded (last assistant) turn, within the judge's budget."""
-    turns = conv.graded_turns(conv.LAST_TURN, item.completion, list(item.turns))
-    before = list(turns[-1].before) if turns else []
-    return prompts.transcript(before, budget_tokens=judge.context_tokens)[0] if before else ""
+def _reference(query: Query, references: dict[int, str]) -> str:
+    """The query's reference answer, else its first perfect answer ("": none), read once
+    per query and batch (as runs read it: evaluation.runs.grading.references_for)."""
+    if query.pk not in references:
+        found = grading.references_for(query)
+        references[query.pk] = found[0] if found else ""
+    return references[query.pk]
 
 
 def _cast(source: _Source, result: engine.CallResult) -> reward.CastVote:
@@ -372,6 +389,7 @@ def _audit(
                 "outcome": cast.vote.outcome,
                 "rationale": cast.rationale,
                 "source": origin,
+                **({"prompt_version": source.prompt_version} if source.prompt_version else {}),
             }
         )
     verdicts = [
