@@ -67,9 +67,11 @@ def validate_dataset_scoring(dataset: Dataset, scoring: str) -> None:
         .order_by("checklist_id", "position", "pk")
         .values_list("pk", "checklist_id", "position", "weight")
     )
+    # Read whole, not through a server-side cursor: a refusal raised mid-read would leave
+    # PostgreSQL a cursor to close inside the savepoint that the refusal rolls back.
     validate_scoring(
         scoring,
-        ((f"criterion {n} (id {pk}) of checklist {c}", w) for pk, c, n, w in rows.iterator()),
+        [(f"criterion {n} (id {pk}) of checklist {c}", w) for pk, c, n, w in rows],
         field="scoring",
     )
 

@@ -199,3 +199,54 @@ def test_import_refuses_tree_over_a_stored_penalty_and_changes_nothing(tmp_path)
                for e in rejected.value.errors), rejected.value.errors  # fmt: skip
     dataset.refresh_from_db()
     assert dataset.scoring == "points"
+
+
+# --- the Django admin ----------------------------------------------------------------------
+
+
+def _admin_request(rf):
+    from tests.factories import UserFactory
+
+    request = rf.post("/")
+    request.user = UserFactory(username="root", is_staff=True, is_superuser=True)
+    return request
+
+
+def test_admin_refuses_tree_over_a_penalty_for_a_dataset(dataset, checklist):
+    from django.forms.models import model_to_dict
+
+    from annotation.admin import DatasetAdminForm
+
+    _weigh(checklist, 2, "-1")
+    data = {k: v for k, v in model_to_dict(dataset).items() if v is not None}
+    form = DatasetAdminForm({**data, "scoring": "tree"}, instance=dataset)
+    assert not form.is_valid()
+    assert "criterion 2" in form.errors["scoring"][0]
+    assert DatasetAdminForm({**data, "scoring": "points"}, instance=dataset).is_valid()
+
+
+@pytest.mark.parametrize("weight", REFUSED)
+def test_admin_refuses_a_penalty_or_zero_weight_in_a_tree_checklist(rf, checklist, weight):
+    from django.contrib import admin
+
+    from annotation.admin import CriterionInline
+
+    Checklist.objects.filter(pk=checklist.pk).update(scoring="tree")
+    checklist.refresh_from_db()
+    formset_class = CriterionInline(Checklist, admin.site).get_formset(
+        _admin_request(rf), checklist
+    )
+    prefix = formset_class.get_default_prefix()
+    criteria = list(checklist.criteria.order_by("position"))
+    data = {f"{prefix}-TOTAL_FORMS": len(criteria), f"{prefix}-INITIAL_FORMS": len(criteria),
+            f"{prefix}-MIN_NUM_FORMS": 0, f"{prefix}-MAX_NUM_FORMS": 1000}  # fmt: skip
+    for n, c in enumerate(criteria):
+        row = {"id": c.pk, "checklist": checklist.pk, "position": c.position, "text": c.text,
+               "kind": c.kind, "weight": str(c.weight), "is_core": "on",
+               "scoring_enabled": "on"}  # fmt: skip
+        data.update({f"{prefix}-{n}-{k}": v for k, v in row.items()})
+    assert formset_class(data, instance=checklist).is_valid()
+    data[f"{prefix}-2-weight"] = weight
+    formset = formset_class(data, instance=checklist)
+    assert not formset.is_valid()
+    assert "criterion 3: " in str(formset.non_form_errors())
