@@ -37,6 +37,17 @@ def test_tree_takes_positive_weights_only_and_the_others_any():
     assert "penalty" in refused.value.problem
 
 
+def test_the_choices_are_the_strategies_metrics_defines():
+    from annotation.models import Scoring
+    from evaluation.metrics import rubrics
+
+    assert set(Scoring.values) == set(rubrics.STRATEGIES)
+    assert scoring.strategy_of("", "") == rubrics.DEFAULT_STRATEGY
+    assert scoring.strategy_of("points", "") == "points"
+    assert scoring.strategy_of("points", "tree") == "tree"
+    assert set(rubrics.STRATEGIES) >= scoring.POSITIVE_WEIGHTS_ONLY
+
+
 @pytest.fixture
 def checklist(query, collaborator):
     return services.checklist_create_with_criteria(
