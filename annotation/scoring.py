@@ -1,9 +1,10 @@
 """Which scoring choices are sound: the one check that a checklist's strategy (its own,
 else its dataset's) can score the weights of its criteria. It runs wherever either is
-chosen, before anything is written: a dataset's `scoring` (the settings page and
-`POST`/`PATCH /api/datasets/`), a criterion's weight (the checklist editor, `POST`/`PATCH
-/api/criteria/`, a checklist created with its criteria) and the dataset import
-(evaluation.data.import_checks). The strategies themselves are evaluation.metrics.rubrics.
+chosen, before anything is written: a dataset's `scoring` (the settings page,
+`PATCH /api/datasets/{id}/`, the admin), a criterion's weight (the checklist editor,
+`POST`/`PATCH /api/criteria/`, a checklist created with its criteria, the admin's checklist
+page) and the dataset import (evaluation.data.import_checks). The strategies themselves
+are evaluation.metrics.rubrics.
 
 `tree` takes positive criterion weights only (docs/metrics.md#scoring-strategies): a node
 is a weight-normalised mean, which a penalty (a negative weight) would take out of [0, 1],
