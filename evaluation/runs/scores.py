@@ -121,12 +121,10 @@ FROM judged GROUP BY answer_id, checklist_id, group_id
 _COUNTS = ", ".join(
     rubrics_sql.group_counts("outcome", "weight", where="enabled", is_satisfied="sat")
 )
-# The core criteria's satisfied and unsatisfied (GroupCounts' first two fields).
-_CORE = ", ".join(
-    rubrics_sql.group_counts("outcome", "weight", where="enabled AND is_core", is_satisfied="sat")[
-        :2
-    ]
+_CORE_COUNTS = rubrics_sql.group_counts(
+    "outcome", "weight", where="enabled AND is_core", is_satisfied="sat"
 )
+_CORE = ", ".join(_CORE_COUNTS[:2])  # GroupCounts' first two: satisfied, unsatisfied
 
 
 def _counted(run: Run) -> list[tuple]:
@@ -182,16 +180,8 @@ def _report(run: Run, counted: list) -> ScoreReport:
     by_group: dict[tuple[int, int], dict[str | None, rubrics.GroupCounts]] = defaultdict(dict)
     splits: dict[int, int] = defaultdict(int)
     decided_by_adjudication: dict[int, int] = defaultdict(int)
-    for (
-        answer_id,
-        checklist_id,
-        group_id,
-        *counts,
-        core_sat,
-        core_unsat,
-        split,
-        adjudicated,
-    ) in counted:
+    for row in counted:
+        answer_id, checklist_id, group_id, *counts, core_sat, core_unsat, split, adjudicated = row
         by_group[answer_id, checklist_id][trees.group_key(group_id)] = rubrics_sql.counts_of(counts)
         numbers = [int(counts[0]), int(counts[1]), int(counts[2]), _decimal(counts[3]),
                    _decimal(counts[4]), int(core_sat), int(core_unsat)]  # fmt: skip
