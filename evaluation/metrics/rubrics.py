@@ -8,7 +8,8 @@ negative for a penalty, a pitfall the answer should avoid: it is *met* when the 
 the bad thing, as its judge question asks, and the sign alone says it counts against.
 
 Every strategy reads one fact per criterion: is it *satisfied* (a positive criterion met, a
-penalty not met), with |weight| as its weight; `points` alone reads the sign. Undecided
+penalty not met: `satisfied`, the one rule, whose SQL form is evaluation.metrics.rubrics_sql),
+with |weight| as its weight; `points` alone reads the sign. Undecided
 criteria (no valid vote, a tied panel) leave every numerator and denominator, and a group
 with no decided criterion is undecided and leaves its parent's denominator. An
 adjudication has already replaced the judges' verdict in `outcome` when a criterion gets
