@@ -1,10 +1,11 @@
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin, messages
 from guardian.admin import GuardedModelAdmin
 from simple_history.admin import SimpleHistoryAdmin
 
-from annotation import services
+from annotation import scoring, services
 from annotation.models import (
     Checklist,
     ChecklistEvent,
@@ -23,9 +24,26 @@ BACKGROUND_DELETE = (
 )
 
 
+class DatasetAdminForm(forms.ModelForm):
+    """A strategy is checked against the dataset's criteria as on the settings page
+    (annotation.scoring)."""
+
+    class Meta:
+        model = Dataset
+        fields = "__all__"  # noqa: DJ007 (the admin's own field list decides)
+
+    def clean(self) -> dict:
+        cleaned = super().clean()
+        if cleaned.get("scoring"):
+            scoring.validate_dataset_scoring(self.instance, cleaned["scoring"])
+        return cleaned
+
+
 @admin.register(Dataset)
 class DatasetAdmin(GuardedModelAdmin):
     """Object permissions (dataset members) are managed from the "Object permissions" page."""
+
+    form = DatasetAdminForm
 
     list_display = [
         "name", "guideline", "experts_per_query", "show_submitted_checklists", "deleting_since"
@@ -83,8 +101,30 @@ class QueryAdmin(admin.ModelAdmin):
     filter_horizontal = ["tags", "assigned_experts"]
 
 
+class CriterionFormSet(forms.BaseInlineFormSet):
+    """Every criterion's weight against the checklist's strategy as the page leaves it (its
+    own, else its dataset's; annotation.scoring): a change of either is checked here."""
+
+    def clean(self) -> None:
+        super().clean()
+        checklist = self.instance
+        if checklist.pk is None:
+            return
+        strategy = scoring.strategy_of(checklist.query.dataset.scoring, checklist.scoring)
+        weights = [
+            (f"criterion {form.cleaned_data.get('position') or n + 1}", form.cleaned_data["weight"])
+            for n, form in enumerate(self.forms)
+            if form.cleaned_data.get("weight") is not None
+        ]
+        try:
+            scoring.validate_scoring(strategy, weights, field="weight")
+        except scoring.ScoringRefused as exc:
+            raise forms.ValidationError(f"{exc.criterion}: {exc.problem}") from exc
+
+
 class CriterionInline(admin.TabularInline):
     model = Criterion
+    formset = CriterionFormSet
     extra = 0
     fields = ["position", "text", "kind", "weight", "is_core", "scoring_enabled", "archived_at"]
     readonly_fields = ["archived_at"]

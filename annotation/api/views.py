@@ -17,7 +17,7 @@ from rest_framework.exceptions import APIException, MethodNotAllowed, Validation
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotation import guidelines, permissions, roles, selectors, services
+from annotation import guidelines, permissions, roles, scoring, selectors, services
 from annotation.api import serializers as s
 from annotation.models import (
     Checklist,
@@ -152,7 +152,10 @@ class DatasetViewSet(viewsets.ModelViewSet):
         serializer.instance = dataset
 
     def perform_update(self, serializer: s.DatasetSerializer) -> None:
-        services.dataset_update(dataset=serializer.instance, **serializer.validated_data)
+        try:
+            services.dataset_update(dataset=serializer.instance, **serializer.validated_data)
+        except scoring.ScoringRefused as exc:  # a strategy that cannot score some criterion
+            raise ValidationError(exc.message_dict) from exc
 
     @extend_schema(
         request=None,
@@ -287,6 +290,8 @@ class ChecklistViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
             )  # fmt: skip
         except services.ChecklistNotEditable as exc:  # ChecklistExists: one per author
             raise Conflict(str(exc)) from exc
+        except scoring.ScoringRefused as exc:  # a weight the dataset's strategy cannot score
+            raise ValidationError(exc.message_dict) from exc
         except services.ChecklistRejected as exc:  # rules that read the stored checklist
             return rejected(exc.report, keys=_index_keys(criteria))
         body = dict(self.get_serializer(self.get_queryset().get(pk=checklist.pk)).data)
@@ -413,6 +418,8 @@ class CriterionViewSet(viewsets.ModelViewSet):
             )
         except services.ChecklistNotEditable as exc:
             raise Conflict(str(exc)) from exc
+        except scoring.ScoringRefused as exc:  # a weight the checklist's strategy cannot score
+            raise ValidationError(exc.message_dict) from exc
         return self._respond(criterion, status.HTTP_201_CREATED)
 
     @extend_schema(request=s.CriterionUpdateSerializer, responses={200: s.CriterionSerializer})
@@ -446,6 +453,8 @@ class CriterionViewSet(viewsets.ModelViewSet):
             raise Conflict(str(exc)) from exc
         except groups.GroupRefused as exc:
             raise ValidationError({"group": [str(exc)]}) from exc
+        except scoring.ScoringRefused as exc:  # a weight the checklist's strategy cannot score
+            raise ValidationError(exc.message_dict) from exc
         return self._respond(criterion)
 
     @extend_schema(responses={200: s.CriterionArchivedSerializer, 204: None})

@@ -27,7 +27,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, F, Max
 from django.utils import timezone
 
-from annotation import guidelines, signals
+from annotation import guidelines, scoring, signals
 from annotation.models import (
     Checklist,
     ChecklistEvent,
@@ -279,6 +279,7 @@ def _create_criterion(checklist: Checklist, data: CriterionData, position: int) 
 def criterion_add(*, checklist: Checklist, by: AbstractBaseUser, data: CriterionData) -> Criterion:
     checklist = _lock(checklist.pk)
     last = checklist.criteria.active().aggregate(last=Max("position"))["last"] or 0
+    scoring.validate_criterion_weight(checklist, data.weight, f"criterion {last + 1}")
     criterion = _create_criterion(checklist, data, last + 1)
     _touch(checklist, by, f"added criterion {criterion.position}")
     formality_request(dataset=checklist.query.dataset, criteria=[criterion])
@@ -300,6 +301,10 @@ def criterion_update(
     """Change only the fields given (None leaves a field as it is). Returns the criterion as
     changed: a new version when the wording of a criterion carrying reviewers' work changed."""
     criterion = _lock_criterion(criterion)
+    if weight is not None:
+        scoring.validate_criterion_weight(
+            criterion.checklist, weight, f"criterion {criterion.position}"
+        )
     text = text.strip() if text is not None else None
     detail = f"edited criterion {criterion.position}"
     if text is not None and text != criterion.text and criterion_work(criterion):
@@ -445,6 +450,12 @@ def checklist_create_with_criteria(
     exists = "You already have a checklist for this query; edit that one."
     if Checklist.objects.filter(query=query, author=by).exists():
         raise ChecklistExists(exists)
+    # A new checklist follows its dataset's strategy.
+    scoring.validate_scoring(
+        scoring.strategy_of(query.dataset.scoring),
+        ((f"criteria[{n}]", data.weight) for n, data in enumerate(criteria)),
+        field="weight",
+    )
     try:
         with transaction.atomic():
             checklist = Checklist.objects.create(query=query, author=by)

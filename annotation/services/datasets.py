@@ -12,7 +12,7 @@ from django.db.models import Q
 from django.utils import timezone
 from guardian.shortcuts import assign_perm, remove_perm
 
-from annotation import roles
+from annotation import roles, scoring
 from annotation.models import Dataset, DomainTag, Query, query_dimensions_problem
 from annotation.permissions import dataset_permissions
 from evaluation import task_names
@@ -62,8 +62,13 @@ def dataset_create(*, name: str, by: AbstractBaseUser, **settings: object) -> Da
 
 @transaction.atomic
 def dataset_update(*, dataset: Dataset, **settings: object) -> Dataset:
-    """Change a dataset's settings; validated as a whole, saved together or not at all."""
-    for field, value in _checked_settings(settings).items():
+    """Change a dataset's settings; validated as a whole, saved together or not at all. A
+    strategy that cannot score some criterion of the dataset is refused (ScoringRefused, a
+    ValidationError on `scoring`) before anything changes."""
+    _checked_settings(settings)
+    if "scoring" in settings:  # checked even when unchanged: a form may have set it already
+        scoring.validate_dataset_scoring(dataset, str(settings["scoring"]))
+    for field, value in settings.items():
         setattr(dataset, field, value)
     dataset.full_clean()
     dataset.save(update_fields=[*settings])

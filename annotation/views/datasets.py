@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from annotation import permissions, roles, selectors, services
+from annotation import permissions, roles, scoring, selectors, services
 from annotation.forms import DatasetForm, QueryFilterForm
 from config.site_permissions import site_permission_required
 from evaluation.analytics.figures import saturated_among
@@ -41,9 +41,13 @@ def dataset_edit(request: HttpRequest, pk: int) -> HttpResponse:
     dataset = permissions.access_dataset(request.user, pk, roles.CHANGE)
     form = DatasetForm(request.POST or None, instance=dataset)
     if request.method == "POST" and form.is_valid():
-        services.dataset_update(dataset=dataset, **form.cleaned_data)
-        messages.success(request, "Settings saved.")
-        return redirect("dataset-detail", pk=dataset.pk)
+        try:
+            services.dataset_update(dataset=dataset, **form.cleaned_data)
+        except scoring.ScoringRefused as exc:  # a strategy that cannot score some criterion
+            form.add_error(None, exc)
+        else:
+            messages.success(request, "Settings saved.")
+            return redirect("dataset-detail", pk=dataset.pk)
     return render(request, "annotation/dataset_form.html", {"form": form, "dataset": dataset})
 
 

@@ -19,7 +19,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation import guidelines, permissions, selectors, services
+from annotation import guidelines, permissions, scoring, selectors, services
 from annotation.forms import (
     CitationForm,
     CriterionForm,
@@ -248,16 +248,19 @@ def criterion_update(request: HttpRequest, pk: int) -> HttpResponse:
     form = CriterionForm(request.POST, instance=criterion)
     if form.is_valid():
         data = form.cleaned_data
-        edited = services.criterion_update(
-            criterion=criterion,
-            by=request.user,
-            text=data["text"],
-            kind=data["kind"],
-            source_types=list(data["source_types"]),
-            notes=data["notes"],
-            weight=data["weight"],
-            is_core=data["is_core"],
-        )
+        try:
+            edited = services.criterion_update(
+                criterion=criterion,
+                by=request.user,
+                text=data["text"],
+                kind=data["kind"],
+                source_types=list(data["source_types"]),
+                notes=data["notes"],
+                weight=data["weight"],
+                is_core=data["is_core"],
+            )
+        except scoring.ScoringRefused as exc:  # a weight the checklist's strategy cannot score
+            form.add_error(None, exc)
     if request.htmx and edited.pk != criterion.pk:
         # Reworded into a new version: the whole row changes (its forms post to the new id).
         response = _row_response(request, edited, new_version=edited.pk)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import fields
 
 from django.db import connection, transaction
 from django.db.models import Sum
@@ -51,7 +52,7 @@ from evaluation.judges.tuning import excluded_items
 from evaluation.kept import figures as kept_figures
 from evaluation.kept import readers
 from evaluation.metrics import analytics as am
-from evaluation.metrics import rubrics, votes_sql
+from evaluation.metrics import rubrics, rubrics_sql, votes_sql
 from evaluation.metrics.calibration import CalibrationItem, PanelOption, panel_options
 from evaluation.metrics.cost import JudgeUsage
 from evaluation.metrics.overlap import Interval
@@ -102,6 +103,8 @@ def _items_select(run: Run, queries: Sequence[int] | None) -> tuple[str, list]:
         labels_only = f" AND ha.query_id IN ({marks})"
     params: list = [run.pk, *ids, run.dataset_id, *ids, run.dataset_id]
     panel = votes_sql.panel_outcome(run.panel_method, run.panel_threshold, "p", "f")
+    # The human reference: the adjudication, else the reviewers' majority label.
+    human = votes_sql.majority_label("hp", "hf")
     # Votes grouped by item alone (the verdicts' index gives them in item order), then
     # joined to the item's answer, criterion, adjudication and human labels (the labels
     # grouped per item over the dataset: a few per labelled item).
@@ -111,8 +114,7 @@ def _items_select(run: Run, queries: Sequence[int] | None) -> tuple[str, list]:
                weight, p, f, panel,
                COALESCE(adjudication, panel) AS outcome,
                CASE WHEN adjudication IS NULL THEN 0 ELSE 1 END AS adjudicated,
-               COALESCE(adjudication, CASE WHEN hp > hf THEN 'pass'
-                                           WHEN hf > hp THEN 'fail' END) AS human
+               COALESCE(adjudication, {human}) AS human
         FROM (
             SELECT votes.*, a.system_id, a.query_id, c.checklist_id, {CHECKED_KIND} AS kind,
                    c.group_id, c.weight, {panel} AS panel,
@@ -268,37 +270,14 @@ DECIDED = "CASE WHEN outcome = 'pass' OR outcome = 'fail' THEN 1 ELSE 0 END"
 PASSED = "CASE WHEN outcome = 'pass' THEN 1 ELSE 0 END"
 
 
-# What the scoring strategies read of a group's decided items (rubrics.GroupCounts, as the
-# run scores count them: evaluation.runs.scores): satisfied (a criterion met, a penalty
-# not met) and not, their |weight|s, and for points the weights of the met criteria and
-# of the met penalties and of the decided positive criteria.
-_SATISFIED = "(outcome = 'pass' OR outcome = 'fail') AND (outcome = 'pass') = (weight >= 0)"
-_SIZE = "CASE WHEN weight < 0 THEN -weight ELSE weight END"
-RUBRIC_SUMS = ", ".join(
-    f"SUM(CASE WHEN {when} THEN {then} ELSE 0 END)"
-    for when, then in (
-        (_SATISFIED, "1"),
-        (f"(outcome = 'pass' OR outcome = 'fail') AND NOT ({_SATISFIED})", "1"),
-        (_SATISFIED, _SIZE),
-        ("outcome = 'pass' OR outcome = 'fail'", _SIZE),
-        ("weight >= 0 AND outcome = 'pass'", "weight"),
-        ("weight < 0 AND outcome = 'pass'", "-weight"),
-        ("weight >= 0 AND (outcome = 'pass' OR outcome = 'fail')", "weight"),
-    )
-)
-
-
+# What the scoring strategies read of a group's items (rubrics.GroupCounts, counted from
+# the one satisfied rule by rubrics_sql, as the run scores count them) under the decided
+# outcome, the panel's verdict or the human reference.
 def rubric_sums(outcome: str = "outcome") -> str:
-    """RUBRIC_SUMS of another verdict column (the panel's, the human reference)."""
-    return RUBRIC_SUMS.replace("outcome", outcome)
+    return ", ".join(rubrics_sql.group_counts(outcome, "weight"))
 
 
-def _counts(undecided: int, sums: Sequence) -> rubrics.GroupCounts:
-    satisfied, unsatisfied, w_sat, w_dec, points, penalty, points_decided = sums
-    return rubrics.GroupCounts(
-        int(satisfied), int(unsatisfied), int(undecided), float(w_sat), float(w_dec),
-        float(points), float(penalty), float(points_decided),
-    )  # fmt: skip
+RUBRIC_SUMS = rubric_sums()
 
 
 def _by_kind(found: list[tuple]) -> tuple[list[tuple], dict]:
@@ -315,7 +294,7 @@ def _by_kind(found: list[tuple]) -> tuple[list[tuple], dict]:
         else:
             rows.append([a, c, kind, passed, decided, n, adjudicated, labelled])
         by_kind = rubric.setdefault((a, c), {}).setdefault(kind, {})
-        by_kind[trees.group_key(group_id)] = _counts(n - decided, sums)
+        by_kind[trees.group_key(group_id)] = rubrics_sql.counts_of(sums)
     return [tuple(r) for r in rows], rubric
 
 
@@ -343,7 +322,7 @@ def _source_groups(items: _Items) -> tuple[list[tuple], dict]:
         else:
             rows.append([a, c, source, passed, decided])
         by_source = rubric.setdefault((a, c), {}).setdefault(source or NO_VALUE, {})
-        by_source[trees.group_key(group_id)] = _counts(0, sums)
+        by_source[trees.group_key(group_id)] = rubrics_sql.counts_of(sums)
     return [tuple(r) for r in rows], rubric
 
 
@@ -370,9 +349,7 @@ def _answer_values(
     (summaries.calibrated_scores). The value of an answer is the mean over its
     checklists, as everywhere."""
     found = items.execute(
-        f"""SELECT answer_id, checklist_id, group_id,
-                   SUM(CASE WHEN panel = 'pass' OR panel = 'fail' THEN 0 ELSE 1 END),
-                   {rubric_sums("panel")},
+        f"""SELECT answer_id, checklist_id, group_id, {rubric_sums("panel")},
                    SUM(CASE WHEN human IS NULL THEN 1 ELSE 0 END), {rubric_sums("human")}
             FROM {{items}} items GROUP BY answer_id, checklist_id, group_id
             ORDER BY answer_id, checklist_id, group_id"""  # noqa: S608
@@ -380,11 +357,12 @@ def _answer_values(
     panel: dict[tuple[int, int], dict] = {}
     human: dict[tuple[int, int], dict] = {}
     unlabelled: dict[int, int] = defaultdict(int)
-    for a, c, group_id, undecided, *sums in found:
+    width = len(fields(rubrics.GroupCounts))
+    for a, c, group_id, *sums in found:
         key = trees.group_key(group_id)
-        panel.setdefault((a, c), {})[key] = _counts(undecided, sums[:7])
-        human.setdefault((a, c), {})[key] = _counts(0, sums[8:])
-        unlabelled[a] += sums[7]
+        panel.setdefault((a, c), {})[key] = rubrics_sql.counts_of(sums[:width])
+        human.setdefault((a, c), {})[key] = rubrics_sql.counts_of(sums[width + 1 :])
+        unlabelled[a] += sums[width]
 
     def value(counts: dict, c: int) -> float | None:
         return rubrics.value_counted(
@@ -491,10 +469,13 @@ def _labelled(
     if not items:
         return items, {}, sources
     references = {(i.answer_id, i.criterion_id): i.human for i in items}
+    # Each judge's label: the majority of its valid samples, NULL on a tie.
+    judge_label = votes_sql.majority_label(
+        "SUM(CASE WHEN v.outcome = 'pass' THEN 1 ELSE 0 END)",
+        "SUM(CASE WHEN v.outcome = 'fail' THEN 1 ELSE 0 END)",
+    )
     votes = items_.execute(
-        f"""SELECT v.answer_id, v.criterion_id, j.name,
-                   SUM(CASE WHEN v.outcome = 'pass' THEN 1 ELSE 0 END),
-                   SUM(CASE WHEN v.outcome = 'fail' THEN 1 ELSE 0 END)
+        f"""SELECT v.answer_id, v.criterion_id, j.name, {judge_label}
             FROM {Verdict._meta.db_table} v
             JOIN {{items}} i ON i.answer_id = v.answer_id AND i.criterion_id = v.criterion_id
             JOIN {Judge._meta.db_table} j ON j.id = v.judge_id
@@ -504,8 +485,8 @@ def _labelled(
         [run.pk],
     )
     tallies: dict[tuple[int, int], dict[str, str | None]] = defaultdict(dict)
-    for answer_id, criterion_id, judge, p, f in votes:
-        tallies[answer_id, criterion_id][judge] = "pass" if p > f else "fail" if f > p else None
+    for answer_id, criterion_id, judge, label in votes:
+        tallies[answer_id, criterion_id][judge] = label
     # Items the run's judges were shown as worked examples measure nothing of them: out of
     # the judge agreement and calibration, as out of every agreement figure of the run.
     shown = excluded_items(run)

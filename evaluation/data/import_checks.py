@@ -20,7 +20,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
 from annotation import guidelines as guideline_rules
-from annotation import roles
+from annotation import roles, scoring
 from annotation.models import (
     Checklist,
     Criterion,
@@ -334,9 +334,10 @@ class Known:
         self.runs: set[str] = set()
         self.judges: set[str] = set(Judge.objects.values_list("name", flat=True))
         self.slugs: set[str] = set(SourceType.objects.values_list("slug", flat=True))
+        self.stored: StoredKeys | None = None
         if dataset is None:
             return
-        stored = StoredKeys(dataset)
+        stored = self.stored = StoredKeys(dataset)
         self.queries |= set(stored.queries)
         self.checklists |= set(stored.checklists)
         self.criteria |= set(stored.criteria)
@@ -485,7 +486,7 @@ def _check_structure(
     _check_checklists(t["checklists"], plan, known, guideline_keys, once, errors)
     _check_groups(t["groups"], known, once, errors)
     _check_criteria(t["criteria"], known, once, errors)
-    _check_rubrics(plan, dataset, errors)
+    _check_rubrics(plan, known, dataset, errors)
     _check_previous_versions(t["criteria"], known, errors)
     _check_citations(t["citations"], known, errors)
     _check_criterion_checks(t["criterion_checks"], known, once, errors)
@@ -629,16 +630,45 @@ def _check_groups(rows: Rows, known: Known, once: _Once, errors: Errors) -> None
                 errors.add(f"{where}: field {exc.field!r}: {exc}")
 
 
-def _check_rubrics(plan: Plan, dataset: Dataset | None, errors: Errors) -> None:
-    """A checklist scored by `tree` has no penalty (a negative weight)."""
+def _check_rubrics(plan: Plan, known: Known, dataset: Dataset | None, errors: Errors) -> None:
+    """Each criterion as the import leaves the dataset (the files' rows, and the stored
+    criteria they do not replace) can be scored by its checklist's strategy as the import
+    leaves it (its own, else dataset.json's, else the dataset's): annotation.scoring, the
+    check the settings page, the API and the editor run. Two queries when importing into a
+    dataset, none for a new one."""
     default = plan.meta.get("scoring") or (dataset.scoring if dataset is not None else "")
-    own = {(r["query"], r["author"]): r["scoring"] for _, r in plan.tables["checklists"]}
+    own: dict[tuple[str, str], str] = {}
+    stored = known.stored
+    if stored is not None:
+        keys = {pk: key for key, pk in stored.checklists.items()}
+        for pk, checklist_scoring in Checklist.objects.filter(pk__in=keys).values_list(
+            "pk", "scoring"
+        ):
+            own[keys[pk]] = checklist_scoring
+    for _, row in plan.tables["checklists"]:
+        own[row["query"], row["author"]] = row["scoring"] or ""
+
+    def check(where: str, query: str, author: str, weight: scoring.Weight) -> None:
+        strategy = scoring.strategy_of(default, own.get((query, author), ""))
+        try:
+            scoring.validate_scoring(strategy, [(where, weight)], field="weight")
+        except scoring.ScoringRefused as exc:
+            errors.add(f"{where}: field 'weight': {exc.problem} (checklist of {author!r} for "
+                       f"query {query!r})")  # fmt: skip
+
+    in_files: set[CriterionKey] = set()
     for where, row in plan.tables["criteria"]:
-        scoring = own.get((row["query"], row["author"])) or default
-        problem = rubrics.penalty_problem(scoring or "share", [row["weight"] or 0])
-        if problem:
-            errors.add(f"{where}: field 'weight': {problem} (checklist of {row['author']!r} "
-                       f"for query {row['query']!r})")  # fmt: skip
+        in_files.add((row["query"], row["author"], row["external_id"]))
+        check(where, row["query"], row["author"], 1 if row["weight"] is None else row["weight"])
+    if stored is None:
+        return
+    weights = dict(
+        Criterion.objects.filter(pk__in=stored.criteria.values()).values_list("pk", "weight")
+    )
+    for (query, author, external_id), pk in stored.criteria.items():
+        if (query, author, external_id) not in in_files:
+            where = f"criterion {external_id!r} already in the dataset"
+            check(where, query, author, weights[pk])
 
 
 def _check_criteria(rows: Rows, known: Known, once: _Once, errors: Errors) -> None:

@@ -8,7 +8,8 @@ negative for a penalty, a pitfall the answer should avoid: it is *met* when the 
 the bad thing, as its judge question asks, and the sign alone says it counts against.
 
 Every strategy reads one fact per criterion: is it *satisfied* (a positive criterion met, a
-penalty not met), with |weight| as its weight; `points` alone reads the sign. Undecided
+penalty not met: `satisfied`, the one rule, whose SQL form is evaluation.metrics.rubrics_sql),
+with |weight| as its weight; `points` alone reads the sign. Undecided
 criteria (no valid vote, a tied panel) leave every numerator and denominator, and a group
 with no decided criterion is undecided and leaves its parent's denominator. An
 adjudication has already replaced the judges' verdict in `outcome` when a criterion gets
@@ -138,6 +139,18 @@ class Tree:
 EMPTY_TREE = Tree({}, (), (), {})
 
 
+def satisfied(outcome: str, weight: float | Decimal) -> bool | None:
+    """The one rule every strategy reads: is this criterion satisfied? A positive criterion
+    (weight 0 included) when met (`pass`), a penalty (negative weight) when not met (`fail`:
+    the pitfall avoided); None when undecided (anything but pass or fail). Its SQL form is
+    evaluation.metrics.rubrics_sql.satisfied, held to this on the same cases."""
+    if outcome == "pass":
+        return weight >= 0
+    if outcome == "fail":
+        return weight < 0
+    return None
+
+
 @dataclass
 class GroupCounts:
     """A group's own criteria (not its subgroups'), enabled only, counted: satisfied or not,
@@ -178,15 +191,15 @@ class RubricCriterion:
 
     def count(self, into: GroupCounts) -> None:
         weight = float(self.weight)
-        if self.outcome == "undecided":
+        is_satisfied = satisfied(self.outcome, weight)
+        if is_satisfied is None:
             into.undecided += 1
             return
         met = self.outcome == "pass"
-        satisfied = met if weight >= 0 else not met
-        into.satisfied += satisfied
-        into.unsatisfied += not satisfied
+        into.satisfied += is_satisfied
+        into.unsatisfied += not is_satisfied
         into.weight_decided += abs(weight)
-        into.weight_satisfied += abs(weight) if satisfied else 0.0
+        into.weight_satisfied += abs(weight) if is_satisfied else 0.0
         if weight >= 0:
             into.points_decided += weight
             into.points_met += weight if met else 0.0
@@ -376,11 +389,3 @@ def score_rubric(
 ) -> RubricScore:
     """One checklist's score from its enabled criteria's verdicts (see score_counted)."""
     return score_counted(count_criteria(criteria), tree, scoring, blend_weight=blend_weight)
-
-
-def penalty_problem(scoring: str, weights: Iterable[float | Decimal]) -> str | None:
-    """Why a checklist cannot be scored so: `tree` takes positive weights only (a node is a
-    weight-normalised mean, which a negative weight would take out of [0, 1])."""
-    if scoring == "tree" and any(float(w) < 0 for w in weights):
-        return "a penalty (negative weight) cannot be scored by the tree strategy"
-    return None

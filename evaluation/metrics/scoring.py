@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal, get_args
 
+from evaluation.metrics.rubrics import EMPTY_TREE, GroupCounts, value_counted
+
 VerdictOutcome = Literal["pass", "fail", "undecided"]
 _VERDICT_OUTCOMES = frozenset(get_args(VerdictOutcome))
 
@@ -87,35 +89,21 @@ def score_answer(criteria: Sequence[ScoredCriterion]) -> AnswerScore:
     )
 
 
-@dataclass(frozen=True)
-class ScoreCounts:
-    """What score_answer() needs of one checklist's criteria, counted (by a database GROUP BY)
-    over its enabled criteria: passed, failed and undecided; the weights of the passed and
-    of the decided ones; the passed and decided core criteria."""
-
-    passed: int
-    failed: int
-    undecided: int
-    weight_passed: float | Decimal
-    weight_decided: float | Decimal
-    core_passed: int
-    core_decided: int
-
-
-def score_counted(counts: ScoreCounts) -> AnswerScore:
-    """score_answer() from counts: the same shares, with the weights summed exactly."""
-    decided = counts.passed + counts.failed
-    weight_decided = float(counts.weight_decided)
-    if counts.weight_passed < 0 or counts.weight_decided < 0:
-        raise ValueError("weights are never negative")
+def share_score(whole: GroupCounts, core: GroupCounts) -> AnswerScore:
+    """A checklist's shares from its counts (what a database GROUP BY gives): `whole` over
+    its enabled criteria, `core` over its enabled core criteria. A criterion counts as passed
+    when it is satisfied (rubrics.satisfied: a penalty when avoided), so the shares are the
+    `share` and `weighted` strategies' values (rubrics.value_counted) on the same counts;
+    without a penalty they are score_answer()'s."""
+    loose = {None: whole}
     return AnswerScore(
-        passed=counts.passed,
-        failed=counts.failed,
-        undecided=counts.undecided,
-        total=decided + counts.undecided,
-        share=counts.passed / decided if decided else None,
-        weighted_share=float(counts.weight_passed) / weight_decided if weight_decided > 0 else None,
-        core_share=counts.core_passed / counts.core_decided if counts.core_decided else None,
+        passed=whole.satisfied,
+        failed=whole.unsatisfied,
+        undecided=whole.undecided,
+        total=whole.decided + whole.undecided,
+        share=value_counted(loose, EMPTY_TREE, "share"),
+        weighted_share=value_counted(loose, EMPTY_TREE, "weighted"),
+        core_share=value_counted({None: core}, EMPTY_TREE, "share"),
     )
 
 

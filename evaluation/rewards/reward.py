@@ -2,9 +2,9 @@
 
 Per criterion, the panel's votes become one verdict (evaluation.metrics.aggregation, with
 the panel's method); per checklist, the verdicts become a score under the dataset's scoring
-strategy (evaluation.metrics.scoring); the completion's score is the plain mean over the
-query's submitted checklists, each counting once whatever its length, as a run scores an
-answer. Undecided criteria leave every denominator and are counted.
+strategy (evaluation.metrics.rubrics, as a run scores them); the completion's score is the
+plain mean over the query's submitted checklists, each counting once whatever its length,
+as a run scores an answer. Undecided criteria leave every denominator and are counted.
 
 A vote whose call failed (an error, or an output still unparseable after the retries) makes
 the whole completion *failed*: its score is None, never a number made up from the votes

@@ -4,8 +4,10 @@ system (means and pass rate).
 
 Votes are aggregated per criterion with the run's method (its panel snapshot, never the
 panel's current settings); an adjudication on (answer, criterion) replaces that verdict.
-The votes are counted in the database, per answer and checklist; the shares are computed
-from those counts (metrics.scoring.score_counted, equal to score_answer).
+The votes are counted in the database, per answer, checklist and group; the shares are
+computed from those counts (metrics.scoring.share_score) and each checklist's strategy
+value too (metrics.rubrics.score_counted), both from the one satisfied rule
+(metrics.rubrics.satisfied, in SQL metrics.rubrics_sql).
 """
 
 from __future__ import annotations
@@ -22,22 +24,16 @@ from annotation.models import Checklist
 from evaluation.analytics import refresh
 from evaluation.kept import figures as kept_figures
 from evaluation.kept import readers
-from evaluation.metrics import rubrics, votes_sql
+from evaluation.metrics import rubrics, rubrics_sql, votes_sql
 from evaluation.metrics.rubrics import GroupScore
-from evaluation.metrics.scoring import (
-    AnswerScore,
-    ScoreCounts,
-    mean_score,
-    passes_threshold,
-    score_counted,
-)
+from evaluation.metrics.scoring import AnswerScore, mean_score, passes_threshold, share_score
 from evaluation.metrics.summary import graded_mean, mean, pass_rate
 from evaluation.models import Answer, GradedScore, Run
 from evaluation.runs import trees
 
 # The shape of the kept counts and reports: moved when their columns change, so that rows
 # kept by an earlier release are never read as this one's.
-_SHAPE = "rubrics-1"
+_SHAPE = "rubrics-2"
 
 
 @dataclass(frozen=True)
@@ -90,13 +86,13 @@ class ScoreReport:
     systems: list[SystemReport]
 
 
-# Per (answer, checklist, group) of the run: the counts score_counted() needs over the enabled
-# criteria, the points counts of the rubric strategies (evaluation.metrics.rubrics), and the
-# split and adjudicated criteria (all that have votes, as the page counts them). The votes
-# are counted per criterion in the database and turned into the run's verdict by
-# evaluation.metrics.votes_sql, the SQL form of metrics.aggregation. A criterion is
-# *satisfied* when met, a penalty (negative weight) when not met: `passed` counts those,
-# weighted by |weight|; points count the signed weights of the met ones.
+# Per (answer, checklist, group) of the run: the strategies' counts over the enabled
+# criteria (rubrics.GroupCounts, its fields in order, summed by rubrics_sql.group_counts
+# from the one satisfied rule), the satisfied and unsatisfied core criteria, and the split
+# and adjudicated criteria (all that have votes, as the page counts them). The votes are
+# counted per criterion in the database and turned into the run's verdict by
+# evaluation.metrics.votes_sql, the SQL form of metrics.aggregation; an adjudication
+# replaces it. `sat` holds rubrics_sql.satisfied once per criterion.
 _COUNTS_SQL = """
 WITH iv AS (
   SELECT v.answer_id, v.criterion_id,
@@ -117,33 +113,28 @@ item AS (
     ON d.answer_id = iv.answer_id AND d.criterion_id = iv.criterion_id
 ),
 judged AS (
-  SELECT item.*,
-         CASE WHEN outcome = 'undecided' THEN 'undecided'
-              WHEN (outcome = 'pass') = (weight >= 0) THEN 'ok' ELSE 'no' END AS met,
-         CASE WHEN weight < 0 THEN -weight ELSE weight END AS size
-  FROM item
+  SELECT item.*, {satisfied} AS sat FROM item
 )
-SELECT answer_id, checklist_id, group_id,
-  sum(CASE WHEN enabled AND met = 'ok' THEN 1 ELSE 0 END),
-  sum(CASE WHEN enabled AND met = 'no' THEN 1 ELSE 0 END),
-  sum(CASE WHEN enabled AND met = 'undecided' THEN 1 ELSE 0 END),
-  sum(CASE WHEN enabled AND met = 'ok' THEN size ELSE 0 END),
-  sum(CASE WHEN enabled AND met <> 'undecided' THEN size ELSE 0 END),
-  sum(CASE WHEN enabled AND is_core AND met = 'ok' THEN 1 ELSE 0 END),
-  sum(CASE WHEN enabled AND is_core AND met <> 'undecided' THEN 1 ELSE 0 END),
-  sum(CASE WHEN enabled AND weight >= 0 AND outcome = 'pass' THEN weight ELSE 0 END),
-  sum(CASE WHEN enabled AND weight < 0 AND outcome = 'pass' THEN -weight ELSE 0 END),
-  sum(CASE WHEN enabled AND weight >= 0 AND outcome <> 'undecided' THEN weight ELSE 0 END),
-  sum(split), sum(adjudicated)
+SELECT answer_id, checklist_id, group_id, {counts}, {core}, sum(split), sum(adjudicated)
 FROM judged GROUP BY answer_id, checklist_id, group_id
 """
+_COUNTS = ", ".join(
+    rubrics_sql.group_counts("outcome", "weight", where="enabled", is_satisfied="sat")
+)
+_CORE_COUNTS = rubrics_sql.group_counts(
+    "outcome", "weight", where="enabled AND is_core", is_satisfied="sat"
+)
+_CORE = ", ".join(_CORE_COUNTS[:2])  # GroupCounts' first two: satisfied, unsatisfied
 
 
 def _counted(run: Run) -> list[tuple]:
-    """(answer, checklist, group, ScoreCounts fields..., points fields..., splits,
-    adjudicated) rows of the run."""
+    """(answer, checklist, group, GroupCounts fields..., core satisfied, core unsatisfied,
+    splits, adjudicated) rows of the run."""
     sql = _COUNTS_SQL.format(
-        panel=votes_sql.panel_outcome(run.panel_method, run.panel_threshold, "iv.p", "iv.f")
+        panel=votes_sql.panel_outcome(run.panel_method, run.panel_threshold, "iv.p", "iv.f"),
+        satisfied=rubrics_sql.satisfied("outcome", "weight"),
+        counts=_COUNTS,
+        core=_CORE,
     )
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
@@ -183,28 +174,27 @@ def run_report(run: Run) -> ScoreReport:
 
 def _report(run: Run, counted: list) -> ScoreReport:
     """The report from the run's counts per (answer, checklist, group) (_counted)."""
-    # Summed per (answer, checklist) for the shares, kept per group for the strategies.
+    # Kept per group for the strategies; summed per (answer, checklist) for the shares,
+    # their weights as exact decimals (as the database sums them) before the one division.
     sums: dict[int, dict[int, list]] = defaultdict(dict)
     by_group: dict[tuple[int, int], dict[str | None, rubrics.GroupCounts]] = defaultdict(dict)
     splits: dict[int, int] = defaultdict(int)
     decided_by_adjudication: dict[int, int] = defaultdict(int)
-    for answer_id, checklist_id, group_id, *counts, split, adjudicated in counted:
-        numbers = [int(c) for c in counts[:3]] + [_decimal(counts[3]), _decimal(counts[4]),
-                   int(counts[5]), int(counts[6])]  # fmt: skip
+    for row in counted:
+        answer_id, checklist_id, group_id, *counts, core_sat, core_unsat, split, adjudicated = row
+        by_group[answer_id, checklist_id][trees.group_key(group_id)] = rubrics_sql.counts_of(counts)
+        numbers = [int(counts[0]), int(counts[1]), int(counts[2]), _decimal(counts[3]),
+                   _decimal(counts[4]), int(core_sat), int(core_unsat)]  # fmt: skip
         total = sums[answer_id].get(checklist_id)
         if total is None:
             sums[answer_id][checklist_id] = numbers
         else:
             for n, number in enumerate(numbers):
                 total[n] += number
-        by_group[answer_id, checklist_id][trees.group_key(group_id)] = rubrics.GroupCounts(
-            numbers[0], numbers[1], numbers[2], float(numbers[3]), float(numbers[4]),
-            float(counts[7]), float(counts[8]), float(counts[9]),
-        )  # fmt: skip
         splits[answer_id] += int(split)
         decided_by_adjudication[answer_id] += int(adjudicated)
     per_checklist: dict[int, dict[int, AnswerScore]] = {
-        answer_id: {pk: score_counted(ScoreCounts(*numbers)) for pk, numbers in own.items()}
+        answer_id: {pk: _share_score(*numbers) for pk, numbers in own.items()}
         for answer_id, own in sums.items()
     }
     grades: dict[int, dict[str, list[int | None]]] = defaultdict(lambda: defaultdict(list))
@@ -269,6 +259,16 @@ def _report(run: Run, counted: list) -> ScoreReport:
             )
         )
     return ScoreReport(threshold, reports, _by_system(reports))
+
+
+def _share_score(
+    satisfied: int, unsatisfied: int, undecided: int, weight_satisfied: Decimal,
+    weight_decided: Decimal, core_satisfied: int, core_unsatisfied: int,
+) -> AnswerScore:  # fmt: skip
+    whole = rubrics.GroupCounts(
+        satisfied, unsatisfied, undecided, float(weight_satisfied), float(weight_decided)
+    )
+    return share_score(whole, rubrics.GroupCounts(core_satisfied, core_unsatisfied))
 
 
 def _decimal(value) -> Decimal:

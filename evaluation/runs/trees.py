@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
+from annotation import scoring
 from annotation.models import CriterionGroup, Dataset
-from evaluation.metrics import rubrics
 from evaluation.metrics.rubrics import Group, Tree
 
 
@@ -28,7 +28,7 @@ def trees_of(checklist_ids: Iterable[int]) -> dict[int, Tree]:
 
 def strategy_of(dataset: Dataset, checklist_scoring: str) -> str:
     """The strategy a checklist is scored by: its own, else its dataset's."""
-    return checklist_scoring or dataset.scoring or rubrics.DEFAULT_STRATEGY
+    return scoring.strategy_of(dataset.scoring, checklist_scoring)
 
 
 def group_key(group_id: int | None) -> str | None:

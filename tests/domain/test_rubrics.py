@@ -131,12 +131,6 @@ def test_bad_trees_are_refused(groups, field):
     assert refused.value.field == field
 
 
-def test_a_penalty_cannot_be_scored_as_a_tree():
-    assert rubrics.penalty_problem("tree", [1, -2]) is not None
-    assert rubrics.penalty_problem("points", [1, -2]) is None
-    assert rubrics.penalty_problem("tree", [1, 2]) is None
-
-
 def test_an_unknown_strategy_is_refused():
     with pytest.raises(ValueError, match="unknown scoring strategy"):
         score_rubric([], Tree.of([]), "median")

@@ -220,11 +220,12 @@ def test_mean_grade_rejects_grades_outside_1_to_5(grade: object) -> None:
         mean_grade([3, grade])  # type: ignore[list-item]
 
 
-def test_score_counted_equals_score_answer():
+def test_share_score_equals_score_answer():
     """The counted form (a database GROUP BY's output) gives score_answer()'s shares."""
     import random
 
-    from evaluation.metrics.scoring import ScoreCounts, score_counted
+    from evaluation.metrics.rubrics import GroupCounts
+    from evaluation.metrics.scoring import share_score
 
     rng = random.Random(5)
     for _ in range(300):
@@ -237,16 +238,18 @@ def test_score_counted_equals_score_answer():
             for n in range(rng.randint(0, 12))
         ]  # fmt: skip
         on = [c for c in criteria if c.enabled]
-        counts = ScoreCounts(
-            passed=sum(c.outcome == "pass" for c in on),
-            failed=sum(c.outcome == "fail" for c in on),
+        whole = GroupCounts(
+            satisfied=sum(c.outcome == "pass" for c in on),
+            unsatisfied=sum(c.outcome == "fail" for c in on),
             undecided=sum(c.outcome == "undecided" for c in on),
-            weight_passed=sum(c.weight for c in on if c.outcome == "pass"),
+            weight_satisfied=sum(c.weight for c in on if c.outcome == "pass"),
             weight_decided=sum(c.weight for c in on if c.outcome != "undecided"),
-            core_passed=sum(c.core and c.outcome == "pass" for c in on),
-            core_decided=sum(c.core and c.outcome != "undecided" for c in on),
         )
-        expected, found = score_answer(criteria), score_counted(counts)
+        core = GroupCounts(
+            satisfied=sum(c.core and c.outcome == "pass" for c in on),
+            unsatisfied=sum(c.core and c.outcome == "fail" for c in on),
+        )
+        expected, found = score_answer(criteria), share_score(whole, core)
         assert (found.passed, found.failed, found.undecided, found.total) == (
             expected.passed, expected.failed, expected.undecided, expected.total,
         )  # fmt: skip
