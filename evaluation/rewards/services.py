@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from annotation import scoring
 from annotation.models import Criterion, Dataset, Query
 from evaluation.checks import trajectory
 from evaluation.checks.deterministic import offline_verdict
@@ -86,8 +87,9 @@ def default_shaping() -> Shaping:
 
 
 def scoring_strategy(dataset: Dataset) -> str:
-    """The dataset's scoring strategy (a checklist may override it: _strategies)."""
-    return getattr(dataset, "scoring", "") or reward.DEFAULT_STRATEGY
+    """The dataset's scoring strategy (a checklist may override it: _strategies), by the one
+    rule runs use (annotation.scoring.strategy_of)."""
+    return scoring.strategy_of(dataset.scoring)
 
 
 def _strategies(dataset: Dataset, criteria) -> tuple[dict, dict]:
