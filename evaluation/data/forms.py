@@ -5,7 +5,6 @@ from __future__ import annotations
 from django import forms
 
 from annotation.models import Dataset, Guideline
-from config.uploads import validate_upload_size
 from evaluation.data import schema
 from evaluation.data.import_target import NAME_MAX
 
@@ -117,11 +116,3 @@ class ImportForm(forms.Form):
         if data.get("target") != self.NEW:
             data["name"] = ""
         return data
-
-
-class AnswersUploadForm(forms.Form):
-    file = forms.FileField(
-        help_text="JSONL or CSV: query, system, text; optional system_version, "
-        "external_id, run_label.",
-        validators=[validate_upload_size],
-    )

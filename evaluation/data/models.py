@@ -11,7 +11,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 
-from annotation.models import Checklist, Dataset, Query
+from annotation.models import Dataset
 
 
 class DatasetExport(models.Model):
@@ -54,80 +54,3 @@ class DatasetExport(models.Model):
     @property
     def progress(self) -> float:
         return min(1.0, self.rows_done / self.rows_total) if self.rows_total else 0.0
-
-
-class System(models.Model):
-    """A question-answering system whose answers are graded."""
-
-    name = models.CharField(max_length=200)
-    version = models.CharField(max_length=100, blank=True)
-    description = models.TextField(blank=True)
-    is_reference = models.BooleanField(
-        default=False,
-        help_text="Holds perfect answers written for checklists (cross-evaluation); never "
-        "graded as a system.",
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["name", "version"]
-        constraints = [
-            models.UniqueConstraint(fields=["name", "version"], name="system_name_version_unique")
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.name} {self.version}".strip()
-
-
-class Answer(models.Model):
-    system = models.ForeignKey(System, on_delete=models.PROTECT, related_name="answers")
-    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="answers")
-    text = models.TextField(help_text="Markdown.")
-    external_id = models.CharField(max_length=200, blank=True)
-    run_label = models.CharField(max_length=100, blank=True)
-    # Set on perfect answers only (cross-evaluation): the checklist whose criteria the answer
-    # was written to satisfy, and who or what wrote it.
-    checklist = models.OneToOneField(
-        Checklist,
-        null=True,
-        blank=True,
-        on_delete=models.CASCADE,
-        related_name="perfect_answer",
-        help_text="For a perfect answer: the checklist it satisfies.",
-    )
-    author = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        help_text="The person who wrote or last edited the answer in the app.",
-    )
-    drafted_by = models.ForeignKey(
-        "Judge",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        help_text="The LLM that drafted it, if one did.",
-    )
-    draft_prompt_version = models.CharField(max_length=40, blank=True)
-    # An agent's answer: the conversation that led to `text` (turns with tool calls and
-    # tool results), the passages it retrieved and what it reports about itself. Checked
-    # and bounded by evaluation.data.agent_fields; empty for a plain answer.
-    turns = models.JSONField(default=list, blank=True)
-    context = models.JSONField(default=list, blank=True)
-    metadata = models.JSONField(default=dict, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["query_id", "system_id", "id"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["system", "query", "run_label"], name="answer_per_system_query_run"
-            )
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.system} on query {self.query_id}"

@@ -7,7 +7,8 @@ criteria verdicts into the answer's score (evaluation.metrics.scoring).
 
 | Concept | Models |
 |---|---|
-| evaluation.data.models | System, Answer, DatasetExport |
+| evaluation.answers.models | System, Answer |
+| evaluation.data.models | DatasetExport |
 | evaluation.judges.models | Judge, JudgeTuning, JudgeVersion, Panel, PanelMember |
 | evaluation.formality.models | FormalityAdvice |
 | evaluation.runs.models | Run, JudgeCall, Verdict, GradedScore, RunTask |
@@ -23,9 +24,10 @@ criteria verdicts into the answer's score (evaluation.metrics.scoring).
 from __future__ import annotations
 
 from evaluation.alerts.models import AlertEvent, RegressionAlert
+from evaluation.answers.models import Answer, System
 from evaluation.criterion_checks.models import CriterionCheck
 from evaluation.cross_evaluation.models import CrossEvaluationSettings
-from evaluation.data.models import Answer, DatasetExport, System
+from evaluation.data.models import DatasetExport
 from evaluation.formality.models import FormalityAdvice
 from evaluation.judges.models import Judge, JudgeTuning, JudgeVersion, Panel, PanelMember
 from evaluation.kept.models import KeptFigure, KeptQueueRow, KeptRefresh, ReviewRevision
