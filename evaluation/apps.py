@@ -22,3 +22,27 @@ class EvaluationConfig(AppConfig):
         from evaluation.kept import receivers as kept_receivers
 
         kept_receivers.connect()
+        self._fill_annotation_hooks()
+        from evaluation.data import purge
+        from evaluation.runs import healing
+
+        healing.add_sweep(purge.sweep)  # stalled dataset deletions, on the doctor's pace
+
+    @staticmethod
+    def _fill_annotation_hooks() -> None:
+        """What annotation's pages and services ask of evaluation (annotation/hooks.py)."""
+        from annotation import hooks
+        from evaluation.analytics.editor_health import checklist_health
+        from evaluation.analytics.figures import saturated_among
+        from evaluation.data import purge
+        from evaluation.formality.selectors import advice_on_wording, current_advice
+        from evaluation.formality.services import formality_request
+
+        hooks.provide(
+            formality_request=formality_request,
+            current_advice=current_advice,
+            advice_on_wording=advice_on_wording,
+            checklist_health=checklist_health,
+            saturated_among=saturated_among,
+            queue_purge=purge.send,
+        )

@@ -7,6 +7,7 @@ from decimal import Decimal
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from annotation import hooks
 from annotation.models import (
     Checklist,
     Citation,
@@ -23,7 +24,6 @@ from annotation.services.checklists import CitationData, CriterionData
 from annotation.services.datasets import DATASET_SETTINGS
 from annotation.validation import Finding, Report
 from config import limits
-from evaluation.formality.selectors import current_advice
 
 
 class SourceTypeSerializer(serializers.ModelSerializer):
@@ -221,7 +221,7 @@ class CriterionSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(FormalityAdviceSerializer(allow_null=True))
     def get_formality(self, criterion: Criterion) -> dict | None:
-        advice = current_advice(criterion)
+        advice = hooks.current_advice(criterion)
         return FormalityAdviceSerializer(advice).data if advice else None
 
     class Meta:

@@ -27,7 +27,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, F, Max
 from django.utils import timezone
 
-from annotation import guidelines, scoring, signals
+from annotation import guidelines, hooks, scoring, signals
 from annotation.models import (
     Checklist,
     ChecklistEvent,
@@ -37,7 +37,6 @@ from annotation.models import (
     SourceType,
 )
 from annotation.validation import Report
-from evaluation.formality.services import formality_request
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
@@ -282,7 +281,7 @@ def criterion_add(*, checklist: Checklist, by: AbstractBaseUser, data: Criterion
     scoring.validate_criterion_weight(checklist, data.weight, f"criterion {last + 1}")
     criterion = _create_criterion(checklist, data, last + 1)
     _touch(checklist, by, f"added criterion {criterion.position}")
-    formality_request(dataset=checklist.query.dataset, criteria=[criterion])
+    hooks.formality_request(dataset=checklist.query.dataset, criteria=[criterion])
     return criterion
 
 
@@ -332,7 +331,7 @@ def criterion_update(
         criterion.source_types.set(source_types)
     _touch(criterion.checklist, by, detail)
     if "text" in changes:
-        formality_request(dataset=criterion.checklist.query.dataset, criteria=[criterion])
+        hooks.formality_request(dataset=criterion.checklist.query.dataset, criteria=[criterion])
     return criterion
 
 
@@ -469,7 +468,7 @@ def checklist_create_with_criteria(
         for position, data in enumerate(criteria, start=1)
     ]
     _touch(checklist, by, f"created with {len(criteria)} criteria")
-    formality_request(dataset=query.dataset, criteria=created)
+    hooks.formality_request(dataset=query.dataset, criteria=created)
     if submit:
         checklist_submit(checklist=checklist, by=by)
         checklist.refresh_from_db()

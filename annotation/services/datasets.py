@@ -12,10 +12,9 @@ from django.db.models import Q
 from django.utils import timezone
 from guardian.shortcuts import assign_perm, remove_perm
 
-from annotation import roles, scoring
+from annotation import hooks, roles, scoring
 from annotation.models import Dataset, DomainTag, Query, query_dimensions_problem
 from annotation.permissions import dataset_permissions
-from evaluation import task_names
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
@@ -79,8 +78,8 @@ def dataset_update(*, dataset: Dataset, **settings: object) -> Dataset:
 def dataset_delete(*, dataset: Dataset) -> bool:
     """Mark a dataset for deletion, which hides it from every user at once, and queue the
     task that deletes its queries, checklists, answers, runs and everything under them in
-    batches (evaluation.data.purge). A cascading delete in the request would take minutes on a
-    big dataset. Marking a dataset already marked changes nothing and queues no second
+    batches (evaluation.data.purge, queued through annotation.hooks). A cascading delete in
+    the request would take minutes on a big dataset. Marking a dataset already marked changes nothing and queues no second
     task (the workers' sweep re-queues a deletion that stalled). True when newly marked."""
     now = timezone.now()
     marked = Dataset.objects.filter(pk=dataset.pk, deleting_since__isnull=True).update(
@@ -96,7 +95,7 @@ def dataset_delete(*, dataset: Dataset) -> bool:
 def queue_purge(dataset_id: int) -> None:
     """Queue the deletion task (also the workers' sweep, for a deletion that stalled)."""
     try:
-        task_names.signature(task_names.PURGE_TASK, (dataset_id,)).apply_async()
+        hooks.queue_purge(dataset_id)
     except Exception:  # the broker is down: the mark is committed, and the sweep queues it
         logger.exception("Could not queue the deletion of dataset %s", dataset_id)
 

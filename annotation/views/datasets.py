@@ -10,10 +10,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from annotation import permissions, roles, scoring, selectors, services
+from annotation import hooks, permissions, roles, scoring, selectors, services
 from annotation.forms import DatasetForm, QueryFilterForm
 from config.site_permissions import site_permission_required
-from evaluation.analytics.figures import saturated_among
 
 
 @require_GET
@@ -81,7 +80,9 @@ def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "can_see_runs": can_see_runs,
         # Saturated queries come from run verdicts, which experts (annotating blind) and
         # outsiders do not see.
-        "saturated": saturated_among(dataset, [q.pk for q in page]) if can_see_runs else set(),
+        "saturated": hooks.saturated_among(dataset, [q.pk for q in page])
+        if can_see_runs
+        else set(),
     }
     template = "annotation/dataset_detail.html"
     if request.htmx and request.htmx.target == "query-table":

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial, wraps
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -19,7 +20,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation import guidelines, permissions, scoring, selectors, services
+from annotation import guidelines, hooks, permissions, scoring, selectors, services
 from annotation.forms import (
     CitationForm,
     CriterionForm,
@@ -32,10 +33,6 @@ from annotation.models import Checklist, Criterion, CriterionGroup
 from annotation.services import groups
 from annotation.services.checklists import CitationData, CriterionData, CriterionWork
 from annotation.validation import Finding
-from evaluation.analytics.editor_health import checklist_health
-from evaluation.formality.prompt import text_hash
-from evaluation.formality.selectors import current_advice
-from evaluation.models import FormalityAdvice
 
 TEMPLATE = "annotation/checklist_editor.html"
 NO_WORK = CriterionWork()
@@ -46,7 +43,7 @@ class EditorRow:
     criterion: Criterion
     findings: tuple[Finding, ...]
     source_type_ids: frozenset[int]
-    advice: FormalityAdvice | None = None
+    advice: Any = None  # evaluation's FormalityAdvice, through annotation.hooks
     work: CriterionWork = NO_WORK  # reviewers' work on this wording: warn before edits
     override: str = ""  # the justified vagueness override in the notes, shown on the row
 
@@ -114,7 +111,7 @@ def _editor_context(request: HttpRequest, checklist_pk: int, **extra: object) ->
             criterion=c,
             findings=report.for_criterion(str(c.pk)),
             source_type_ids=frozenset(st.pk for st in c.source_types.all()),
-            advice=current_advice(c),
+            advice=hooks.current_advice(c),
             work=work[c.pk],
             override=guidelines.override_summary(c.notes),
         )
@@ -205,7 +202,7 @@ def _back(checklist: Checklist, anchor: str = "") -> HttpResponse:
 @login_required
 def checklist_detail(request: HttpRequest, pk: int) -> HttpResponse:
     checklist = permissions.access_checklist(request.user, pk)
-    health = partial(checklist_health, request.user, checklist)  # computed if rendered
+    health = partial(hooks.checklist_health, request.user, checklist)  # computed if rendered
     return render(request, TEMPLATE, _editor_context(request, pk, criterion_health=health))
 
 
@@ -287,9 +284,7 @@ def criterion_update(request: HttpRequest, pk: int) -> HttpResponse:
 def criterion_formality(request: HttpRequest, pk: int) -> HttpResponse:
     """The formality advice box; htmx polls it while the advice is pending."""
     criterion = permissions.access_criterion(request.user, pk)
-    advice = FormalityAdvice.objects.filter(
-        criterion=criterion, text_hash=text_hash(criterion.text)
-    ).first()
+    advice = hooks.advice_on_wording(criterion)
     row = EditorRow(criterion=criterion, findings=(), source_type_ids=frozenset(), advice=advice)
     return render(request, f"{TEMPLATE}#formality-advice", {"row": row})
 

@@ -44,6 +44,7 @@ from annotation.models import (
     Query,
 )
 from annotation.services.datasets import queue_purge
+from evaluation import task_names
 from evaluation.data import services as exports
 from evaluation.data.models import DatasetExport
 from evaluation.models import (
@@ -217,6 +218,12 @@ def _drop_exports(dataset_id: int) -> None:
     """Export files hold the dataset's content: they go with it (the rows go in STEPS)."""
     for export in DatasetExport.objects.filter(dataset_id=dataset_id).iterator():
         exports.export_path(export).unlink(missing_ok=True)
+
+
+def send(dataset_id: int) -> None:
+    """Queue PURGE_TASK for a dataset (annotation.services.datasets.queue_purge calls it
+    through annotation.hooks; annotation does not import evaluation)."""
+    task_names.signature(task_names.PURGE_TASK, (dataset_id,)).apply_async()
 
 
 def sweep() -> int:

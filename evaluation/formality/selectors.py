@@ -15,3 +15,11 @@ def current_advice(criterion: Criterion) -> FormalityAdvice | None:
     """
     wording = text_hash(criterion.text)
     return next((a for a in criterion.formality_advice.all() if a.text_hash == wording), None)
+
+
+def advice_on_wording(criterion: Criterion) -> FormalityAdvice | None:
+    """The advice on the criterion's present wording, read from the database (the advice box
+    polls it while the advice is pending)."""
+    return FormalityAdvice.objects.filter(
+        criterion=criterion, text_hash=text_hash(criterion.text)
+    ).first()

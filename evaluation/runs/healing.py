@@ -14,8 +14,9 @@ heartbeat of the leases its process holds; every RUNS_SWEEP seconds it sweeps:
    each at most once per RUNS_LEASE_TIMEOUT × 2^requeues. A message that was not lost
    after all is harmless: only one delivery can claim a task.
 3. A running run without unfinished tasks (its answers deleted) is ended.
-4. A dataset deletion that made no progress for RUNS_LEASE_TIMEOUT is queued again
-   (evaluation.data.purge.sweep).
+4. The sweeps other packages add with `add_sweep`, at the same pace: the dataset deletions
+   that made no progress for RUNS_LEASE_TIMEOUT are queued again (evaluation.data.purge.sweep,
+   added by EvaluationConfig.ready; runs sit below the dataset purge and do not import it).
 
 A Redis broker that restarted without persistence has lost every queued message: the
 doctor tells from its run id (INFO server), read at each heartbeat, and sweeps at once
@@ -35,6 +36,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import redis
@@ -44,13 +46,20 @@ from django.db.models import F, Max
 from django.utils import timezone
 
 from config.backoff import backoff
-from evaluation.data import purge
 from evaluation.models import Run, RunTask
 from evaluation.runs import lifecycle, queue, work
 
 logger = logging.getLogger(__name__)
 
 BATCH = 1000  # tasks requeued per run and sweep: a huge lost run heals over a few sweeps
+
+_SWEEPS: list[Callable[[], object]] = []
+
+
+def add_sweep(sweep: Callable[[], object]) -> None:
+    """Run `sweep` after the runs' own, every RUNS_SWEEP seconds, in every worker's doctor."""
+    if sweep not in _SWEEPS:
+        _SWEEPS.append(sweep)
 
 
 @dataclass(frozen=True)
@@ -164,7 +173,8 @@ class Doctor(threading.Thread):
                     next_sweep = time.monotonic() + settings.RUNS_SWEEP
                     sweep(lost_messages=lost_messages)
                     lost_messages = False
-                    purge.sweep()
+                    for other in _SWEEPS:
+                        other()
             except Exception:  # a database blip: try again at the next beat
                 logger.exception("The run doctor's heartbeat or sweep failed")
 
