@@ -79,8 +79,9 @@ def dataset_delete(*, dataset: Dataset) -> bool:
     """Mark a dataset for deletion, which hides it from every user at once, and queue the
     task that deletes its queries, checklists, answers, runs and everything under them in
     batches (evaluation.data.purge, queued through annotation.hooks). A cascading delete in
-    the request would take minutes on a big dataset. Marking a dataset already marked changes nothing and queues no second
-    task (the workers' sweep re-queues a deletion that stalled). True when newly marked."""
+    the request would take minutes on a big dataset. Marking a dataset already marked changes
+    nothing and queues no second task (the workers' sweep re-queues a deletion that stalled).
+    True when newly marked."""
     now = timezone.now()
     marked = Dataset.objects.filter(pk=dataset.pk, deleting_since__isnull=True).update(
         deleting_since=now, deletion_progress_at=now

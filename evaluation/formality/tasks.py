@@ -3,8 +3,9 @@ from __future__ import annotations
 from celery import shared_task
 
 from config.backoff import backoff
-from evaluation import models, task_names
+from evaluation import task_names
 from evaluation.formality import services
+from evaluation.formality.models import FormalityAdvice
 from evaluation.judging.client import JudgeUnavailable
 
 
@@ -16,8 +17,8 @@ def check_formality(self, advice_id: int) -> None:
         services.formality_run(advice_id=advice_id)
     except JudgeUnavailable as exc:
         if self.request.retries >= self.max_retries:
-            models.FormalityAdvice.objects.filter(pk=advice_id).update(
-                status=models.FormalityAdvice.Status.ERROR, error=f"The judge is unavailable: {exc}"
+            FormalityAdvice.objects.filter(pk=advice_id).update(
+                status=FormalityAdvice.Status.ERROR, error=f"The judge is unavailable: {exc}"
             )
             return
         wait = backoff(self.request.retries, base=10, jitter="equal")
