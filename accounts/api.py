@@ -9,7 +9,8 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts import permissions, selectors, services
+from accounts import access as permissions
+from accounts import selectors, services
 from accounts.models import ApiToken
 from annotation.models import Dataset
 from annotation.selectors import datasets_for_user

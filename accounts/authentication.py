@@ -5,7 +5,7 @@ found by their SHA-256. Each token's limits are enforced here, once, for every v
 its permission classes are set: an expired token authenticates nobody; a read-only one is
 refused on any method that writes; a rewards-only one is refused outside /api/rewards/; and
 one limited to chosen datasets carries that list on the user for the request, which
-annotation.permissions and annotation.selectors apply to every dataset access. Any other key
+annotation.access and annotation.selectors apply to every dataset access. Any other key
 is an older DRF token (`manage.py drf_create_token`, the Django admin), kept working with
 full access as before.
 """
@@ -19,7 +19,7 @@ from rest_framework.permissions import SAFE_METHODS
 
 from accounts import keys, services
 from accounts.models import ApiToken
-from annotation.permissions import LIMITED_DATASETS_ATTRIBUTE
+from annotation.access import LIMITED_DATASETS_ATTRIBUTE
 
 READ_ONLY_REFUSAL = (
     "This token is read-only: it may only read (GET, HEAD, OPTIONS). Make a read-and-write "

@@ -16,7 +16,7 @@ from accounts import keys
 from accounts.models import ApiToken, Invitation
 from annotation import roles
 from annotation.models import Checklist, Dataset, DatasetUserObjectPermission, Query
-from evaluation.models import Adjudication, HumanLabel, ReviewAssignment
+from evaluation.labels.models import Adjudication, HumanLabel, ReviewAssignment
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser

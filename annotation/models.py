@@ -1,7 +1,7 @@
 """Datasets, queries, guidelines, source types, checklists, criteria and citations.
 
 Permissions live on the dataset, the root object: everything below it is reached through its
-dataset (annotation.permissions). Models hold fields, constraints and small derived
+dataset (annotation.access). Models hold fields, constraints and small derived
 properties; writes go through annotation.services, reads through annotation.selectors.
 """
 
@@ -222,7 +222,7 @@ class Dataset(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     # Set when an admin deletes the dataset: from then on it is gone for every user (access
     # helpers answer 404, lists leave it out) while a Celery task deletes its rows in
-    # batches (evaluation.data.purge); the row itself goes last.
+    # batches (evaluation.datasets.purge); the row itself goes last.
     deleting_since = models.DateTimeField(null=True, blank=True, editable=False)
     # The deleting task's last sign of life: a mark with no progress for RUNS_LEASE_TIMEOUT
     # lost its worker, and the workers' sweep queues it again.

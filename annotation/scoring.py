@@ -3,7 +3,7 @@ else its dataset's) can score the weights of its criteria. It runs wherever eith
 chosen, before anything is written: a dataset's `scoring` (the settings page,
 `PATCH /api/datasets/{id}/`, the admin), a criterion's weight (the checklist editor,
 `POST`/`PATCH /api/criteria/`, a checklist created with its criteria, the admin's checklist
-page) and the dataset import (evaluation.data.import_checks). The strategies themselves
+page) and the dataset import (evaluation.datasets.import_checks). The strategies themselves
 are evaluation.metrics.rubrics.
 
 `tree` takes positive criterion weights only (docs/metrics.md#scoring-strategies): a node

@@ -10,11 +10,11 @@ from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
 from guardian.shortcuts import get_objects_for_user, get_users_with_perms
 
 from annotation import roles
+from annotation.access import LIMITED_DATASETS_ATTRIBUTE
 from annotation.models import Checklist, Criterion, CriterionGroup, Dataset, Query
-from annotation.permissions import LIMITED_DATASETS_ATTRIBUTE
 
 if TYPE_CHECKING:
-    from annotation.permissions import AnyUser
+    from annotation.access import AnyUser
 
 SUBMITTED = Checklist.Status.SUBMITTED
 
@@ -24,7 +24,7 @@ def datasets_for_user(user: AnyUser, perm: str = roles.VIEW) -> QuerySet[Dataset
         return Dataset.objects.none()
     # accept_global_perms=False: a model-wide "view dataset" must not open every dataset;
     # superusers still see everything (guardian grants them all object permissions).
-    # A dataset being deleted is gone for everyone (annotation.permissions).
+    # A dataset being deleted is gone for everyone (annotation.access).
     live = Dataset.objects.filter(deleting_since__isnull=True)
     limited_to = getattr(user, LIMITED_DATASETS_ATTRIBUTE, None)
     if limited_to is not None:  # an API token limited to chosen datasets

@@ -23,7 +23,8 @@ from django.utils import timezone
 from simple_history import register
 
 from annotation.models import Checklist, Criterion, Dataset
-from evaluation.models import Adjudication, HumanLabel, Judge, JudgeTuning, Panel, PanelMember
+from evaluation.judges.models import Judge, JudgeTuning, Panel, PanelMember
+from evaluation.labels.models import Adjudication, HumanLabel
 
 AUDITED = (Checklist, Criterion, HumanLabel, Adjudication, Judge, JudgeTuning, Panel, PanelMember)
 

@@ -37,7 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     from bench.agreement_figures import differences, rounded
     from evaluation.agreement.selectors import agreement_report
     from evaluation.agreement.serialize import report_data
-    from evaluation.models import HumanLabel, KeptFigure
+    from evaluation.kept.models import KeptFigure
+    from evaluation.labels.models import HumanLabel
     from evaluation.review import services as review
 
     dataset = Dataset.objects.get(pk=args.dataset)

@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     from annotation.models import Dataset
     from evaluation.analytics import figures, summaries
     from evaluation.analytics import selectors as sel
-    from evaluation.models import KeptFigure
+    from evaluation.kept.models import KeptFigure
     from evaluation.runs.selectors import choose_run, runs_of_system_answers
 
     dataset = Dataset.objects.get(pk=args.dataset)
@@ -193,8 +193,8 @@ def after_label(dataset, run, args) -> int:
     from evaluation.analytics import figures
     from evaluation.analytics.tasks import refresh_analytics
     from evaluation.metrics import analytics as am
-    from evaluation.models import Verdict
     from evaluation.review.services import label_set
+    from evaluation.runs.models import Verdict
 
     user = get_user_model().objects.get(username=args.user)
     client = Client(SERVER_NAME="localhost")

@@ -32,8 +32,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from annotation.models import Dataset, Query
     from evaluation.agreement.selectors import agreement_report
+    from evaluation.answers.models import Answer
     from evaluation.kept.events import Event, bump
-    from evaluation.models import Answer
 
     dataset = Dataset.objects.get(pk=args.dataset)
     query = Query.objects.filter(dataset=dataset).order_by("pk").first()

@@ -68,7 +68,7 @@ class ModeResult:
 
 
 def build(workload: Workload, server: LoopbackOpenAI):
-    from evaluation.models import Judge, Panel, PanelMember
+    from evaluation.judges.models import Judge, Panel, PanelMember
 
     dataset, _, answers = seed_answers(workload, name="Batched grading benchmark")
     panels = {}
@@ -87,9 +87,9 @@ def build(workload: Workload, server: LoopbackOpenAI):
 def grade(dataset, panel, answers, server: LoopbackOpenAI, *, concurrency: int, args):
     from django.db import connection
 
-    from evaluation.models import Verdict
     from evaluation.runs import lifecycle
     from evaluation.runs import services as runs
+    from evaluation.runs.models import Verdict
 
     run = runs.run_start(run=runs.run_create(dataset=dataset, panel=panel, concurrency=concurrency))
     judges = list(panel.judges.order_by("name"))

@@ -1,6 +1,6 @@
 """Deleting a big dataset: Django's cascading `dataset.delete()` (what DELETE
 /api/datasets/{id}/ ran in the request before) against the batched deletion task
-(evaluation.data.purge), on equal data.
+(evaluation.datasets.purge), on equal data.
 
     DATABASE_URL=postgresql://postgres@127.0.0.1:5432/purgebench \\
     SECRET_KEY=bench-secret-key-not-for-production-0123456789 \\
@@ -90,7 +90,7 @@ def _new(batch: int):
     from django.utils import timezone
 
     from annotation.models import Dataset
-    from evaluation.data import purge
+    from evaluation.datasets import purge
 
     longest = [0.0, 0]
     real = purge.delete_batch

@@ -62,8 +62,10 @@ def seed(*, verdicts: int, systems: int, criteria: int, seed_value: int, reuse: 
     from django.db import connection, transaction
 
     from annotation.models import Dataset
-    from evaluation.models import Judge, Panel, PanelMember, Run, System
+    from evaluation.answers.models import System
+    from evaluation.judges.models import Judge, Panel, PanelMember
     from evaluation.runs import snapshot
+    from evaluation.runs.models import Run
 
     if connection.vendor != "postgresql":
         raise SystemExit("bench.rubric_scores needs PostgreSQL (DATABASE_URL=postgresql://...).")
@@ -210,8 +212,8 @@ def measure(summary: dict) -> dict[str, float]:
     from django.test import Client
 
     from evaluation.kept.models import KeptFigure
-    from evaluation.models import Run
     from evaluation.runs import scores
+    from evaluation.runs.models import Run
 
     run = Run.objects.select_related("dataset").get(pk=summary["run"])
     KeptFigure.objects.filter(dataset_id=run.dataset_id).delete()

@@ -83,8 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     from django.contrib.auth import get_user_model
     from django.test import Client
 
-    from evaluation.data.importer import import_dataset
-    from evaluation.models import Run
+    from evaluation.datasets.importer import import_dataset
+    from evaluation.runs.models import Run
 
     with tempfile.TemporaryDirectory() as folder:
         name = f"Big rubric {time.time_ns()}"

@@ -162,9 +162,11 @@ def seed(preset_name: str, *, seed_value: int = 14, out=sys.stdout) -> dict:
     from annotation import roles
     from annotation.models import Checklist, Dataset, QueryCategory, SourceType
     from annotation.services import dataset_create, dataset_set_role
+    from evaluation.answers.models import System
     from evaluation.cross_evaluation.services import reference_system
-    from evaluation.models import Judge, Panel, PanelMember, Run, System
+    from evaluation.judges.models import Judge, Panel, PanelMember
     from evaluation.runs import snapshot
+    from evaluation.runs.models import Run
 
     if connection.vendor != "postgresql":
         raise SystemExit("bench.seed_scale needs PostgreSQL (DATABASE_URL=postgresql://...).")
@@ -455,8 +457,9 @@ def _cross_evaluation(
 ) -> dict:  # fmt: skip
     """A perfect answer per checklist, graded by one judge against the other checklists."""
     from evaluation.cross_evaluation.services import run_label
-    from evaluation.models import Panel, PanelMember, Run
+    from evaluation.judges.models import Panel, PanelMember
     from evaluation.runs import snapshot
+    from evaluation.runs.models import Run
 
     perfect: dict[int, int] = {}
     rows = []

@@ -19,7 +19,7 @@ app.autodiscover_tasks(
         "evaluation.alerts",
         "evaluation.analytics",
         "evaluation.cross_evaluation",
-        "evaluation.data",
+        "evaluation.datasets",
         "evaluation.formality",
         "evaluation.runs",
         "evaluation.schedules",

@@ -6,19 +6,12 @@ from django.db import models
 from simple_history.admin import SimpleHistoryAdmin
 
 from evaluation.alerts import webhooks
+from evaluation.alerts.models import AlertEvent, RegressionAlert
+from evaluation.answers.models import Answer, System
+from evaluation.formality.models import FormalityAdvice
+from evaluation.judges.models import Judge, Panel, PanelMember
 from evaluation.judging.keys import base_url_problem, shown_url
-from evaluation.models import (
-    AlertEvent,
-    Answer,
-    FormalityAdvice,
-    Judge,
-    Panel,
-    PanelMember,
-    RegressionAlert,
-    Run,
-    System,
-    Verdict,
-)
+from evaluation.runs.models import Run, Verdict
 
 
 @admin.register(System)

@@ -17,13 +17,13 @@ class EvaluationConfig(AppConfig):
         # answers move through these receivers (evaluation.kept.receivers).
         from evaluation.alerts import receivers as alerts_receivers  # noqa: F401
         from evaluation.analytics import receivers as analytics_receivers  # noqa: F401
-        from evaluation.criterion_checks import receivers as check_receivers  # noqa: F401
+        from evaluation.checks import receivers as check_receivers  # noqa: F401
         from evaluation.cross_evaluation import receivers  # noqa: F401
         from evaluation.kept import receivers as kept_receivers
 
         kept_receivers.connect()
         self._fill_annotation_hooks()
-        from evaluation.data import purge
+        from evaluation.datasets import purge
         from evaluation.runs import healing
 
         healing.add_sweep(purge.sweep)  # stalled dataset deletions, on the doctor's pace
@@ -34,7 +34,7 @@ class EvaluationConfig(AppConfig):
         from annotation import hooks
         from evaluation.analytics.editor_health import checklist_health
         from evaluation.analytics.figures import saturated_among
-        from evaluation.data import purge
+        from evaluation.datasets import purge
         from evaluation.formality.selectors import advice_on_wording, current_advice
         from evaluation.formality.services import formality_request
 

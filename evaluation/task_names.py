@@ -12,7 +12,7 @@ from celery.canvas import Signature
 # One answer × one judge of a run (evaluation.runs.tasks, queued by evaluation.runs.queue).
 JUDGE_TASK = "evaluation.judge_answer"
 # A run's analytics figures when it ends, and again when a reader finds them stale
-# (evaluation.analytics.tasks, queued by its receivers and evaluation.analytics.refresh).
+# (evaluation.analytics.tasks, queued by its receivers and evaluation.kept.refresh).
 WARM_TASK = "evaluation.warm_analytics"
 REFRESH_TASK = "evaluation.refresh_analytics"
 # The regression alerts of a run that ended (evaluation.alerts.tasks and receivers).
@@ -29,9 +29,9 @@ SCHEDULER_HEARTBEAT_TASK = "evaluation.scheduler_heartbeat"
 CHECK_FORMALITY_TASK = "evaluation.check_formality"
 # An LLM's draft of a perfect answer (evaluation.cross_evaluation).
 DRAFT_TASK = "evaluation.draft_perfect_answer"
-# Writing a dataset export, and deleting a dataset in batches (evaluation.data.tasks;
-# the purge is queued by annotation.services.datasets, which never imports evaluation.data).
-EXPORT_TASK = "evaluation.data.export_dataset"
+# Writing a dataset export, and deleting a dataset in batches (evaluation.datasets.tasks;
+# the purge is queued by annotation.services.datasets, which never imports evaluation.datasets).
+EXPORT_TASK = "evaluation.datasets.export_dataset"
 PURGE_TASK = "evaluation.purge_dataset"
 # The health probe /healthz sends (config.tasks, config.health).
 PING_TASK = "evaluation.ping"

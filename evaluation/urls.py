@@ -11,10 +11,11 @@ from evaluation.agreement import views as agreement_views
 from evaluation.alerts import views as alerts_views
 from evaluation.analytics import api as analytics_api
 from evaluation.analytics import views as analytics_views
-from evaluation.criterion_checks import views as criterion_check_views
+from evaluation.answers import api as answers_api
+from evaluation.checks import views as criterion_check_views
 from evaluation.cross_evaluation import api as cross_evaluation_api
 from evaluation.cross_evaluation import views as cross_evaluation_views
-from evaluation.data import answers_api, review_imports_api
+from evaluation.datasets import review_imports_api
 from evaluation.judges import api as judges_api
 from evaluation.judges import views as judges_views
 from evaluation.review import api as review_api

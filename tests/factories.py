@@ -9,7 +9,8 @@ import factory
 from django.contrib.auth import get_user_model
 
 from annotation.models import Checklist, Criterion, Dataset, Query, QueryCategory
-from evaluation.models import Answer, Judge, Panel, PanelMember, System
+from evaluation.answers.models import Answer, System
+from evaluation.judges.models import Judge, Panel, PanelMember
 
 PASSWORD = "correct horse battery staple"
 

@@ -1,7 +1,7 @@
 """Writes about people. Each checks its own preconditions and raises Refused, whose message
 is shown to the person as it is (and names the form field it belongs to).
 
-Callers check access first (accounts.permissions, annotation.permissions).
+Callers check access first (accounts.access, annotation.access).
 """
 
 from __future__ import annotations

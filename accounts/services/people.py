@@ -17,7 +17,7 @@ from accounts import keys, mail, selectors
 from accounts.models import Invitation
 from accounts.services.errors import InvitationUnusable, Refused, RoleChangeUnconfirmed
 from annotation import roles
-from annotation.permissions import held_permissions
+from annotation.access import held_permissions
 from annotation.services import dataset_set_role
 from audit.models import RoleChange
 

@@ -14,8 +14,8 @@ from accounts import keys
 from accounts.models import ApiToken
 from accounts.services.errors import Refused
 from annotation import roles
+from annotation.access import dataset_permissions
 from annotation.models import Dataset
-from annotation.permissions import dataset_permissions
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

@@ -12,7 +12,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from accounts import permissions, selectors, services
+from accounts import access as permissions
+from accounts import selectors, services
 from accounts.forms import InviteForm, MemberForm, NewAccountForm, refusal_on
 from annotation import roles
 from annotation.models import Dataset

@@ -10,7 +10,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from accounts import permissions, selectors, services
+from accounts import access as permissions
+from accounts import selectors, services
 from accounts.forms import TokenForm, refusal_on
 from config.form_pages import form_status
 

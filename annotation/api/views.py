@@ -17,7 +17,8 @@ from rest_framework.exceptions import APIException, MethodNotAllowed, Validation
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotation import guidelines, permissions, roles, scoring, selectors, services
+from annotation import access as permissions
+from annotation import guidelines, roles, scoring, selectors, services
 from annotation.api import serializers as s
 from annotation.models import (
     Checklist,

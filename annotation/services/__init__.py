@@ -1,6 +1,6 @@
 """Writes. Each service changes state in one transaction and checks its own preconditions.
 
-Callers (views, API, tasks, commands) check access first with annotation.permissions.
+Callers (views, API, tasks, commands) check access first with annotation.access.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ from django.utils import timezone
 from guardian.shortcuts import assign_perm, remove_perm
 
 from annotation import hooks, roles, scoring
+from annotation.access import dataset_permissions
 from annotation.models import Dataset, DomainTag, Query, query_dimensions_problem
-from annotation.permissions import dataset_permissions
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
@@ -78,7 +78,7 @@ def dataset_update(*, dataset: Dataset, **settings: object) -> Dataset:
 def dataset_delete(*, dataset: Dataset) -> bool:
     """Mark a dataset for deletion, which hides it from every user at once, and queue the
     task that deletes its queries, checklists, answers, runs and everything under them in
-    batches (evaluation.data.purge, queued through annotation.hooks). A cascading delete in
+    batches (evaluation.datasets.purge, queued through annotation.hooks). A cascading delete in
     the request would take minutes on a big dataset. Marking a dataset already marked changes
     nothing and queues no second task (the workers' sweep re-queues a deletion that stalled).
     True when newly marked."""

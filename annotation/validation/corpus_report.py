@@ -69,7 +69,7 @@ def load_corpus(path: Path) -> Corpus:
 
 def load_kqa(path: Path) -> Corpus:
     """The K-QA questions file: each question's `Must_have` and `Nice_to_have` statements
-    as one checklist of fact criteria (how evaluation/data/kqa.py imports them)."""
+    as one checklist of fact criteria (how evaluation/datasets/kqa.py imports them)."""
     checklists: list[ChecklistInput] = []
     skipped = 0
     with path.open(encoding="utf-8") as lines:

@@ -10,7 +10,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from annotation import hooks, permissions, roles, scoring, selectors, services
+from annotation import access as permissions
+from annotation import hooks, roles, scoring, selectors, services
 from annotation.forms import DatasetForm, QueryFilterForm
 from config.site_permissions import site_permission_required
 

@@ -20,7 +20,8 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation import guidelines, hooks, permissions, scoring, selectors, services
+from annotation import access as permissions
+from annotation import guidelines, hooks, scoring, selectors, services
 from annotation.forms import (
     CitationForm,
     CriterionForm,

@@ -9,7 +9,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotation import permissions, roles, selectors, services
+from annotation import access as permissions
+from annotation import roles, selectors, services
 from annotation.forms import AssignExpertsForm, QueryForm
 from annotation.headings import in_reading_order
 from annotation.models import Checklist

@@ -50,8 +50,8 @@ def _server_cpu_since(before: float | None) -> float | None:
 def child_export(dataset_id: int, out: str, formats: list[str]) -> dict:
     _django()
     from annotation.models import Dataset
-    from evaluation.data.export import ExportOptions, export_chunks
-    from evaluation.models import Verdict
+    from evaluation.datasets.export import ExportOptions, export_chunks
+    from evaluation.runs.models import Verdict
 
     dataset = Dataset.objects.get(pk=dataset_id)
     rows = Verdict.objects.filter(run__dataset=dataset).count()
@@ -75,7 +75,7 @@ def child_export(dataset_id: int, out: str, formats: list[str]) -> dict:
 
 def child_import(path: str) -> dict:
     _django()
-    from evaluation.data.importer import import_dataset
+    from evaluation.datasets.importer import import_dataset
 
     server = backend_cpu_seconds()
     started = time.perf_counter()

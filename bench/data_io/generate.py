@@ -17,19 +17,12 @@ from django.utils import timezone
 
 from annotation import roles, services
 from annotation.models import Checklist, Citation, Criterion, Dataset, Query, SourceType
+from evaluation.answers.models import Answer, System
 from evaluation.cross_evaluation.services import perfect_answer_save
-from evaluation.models import (
-    Adjudication,
-    Answer,
-    HumanLabel,
-    Judge,
-    Panel,
-    PanelMember,
-    Run,
-    System,
-    Verdict,
-)
+from evaluation.judges.models import Judge, Panel, PanelMember
+from evaluation.labels.models import Adjudication, HumanLabel
 from evaluation.runs import snapshot
+from evaluation.runs.models import Run, Verdict
 
 BATCH = 5_000
 RATIONALES = (

@@ -204,13 +204,13 @@ def _poll(read: Callable):
 
 
 def _verdicts(run) -> int:
-    from evaluation.models import Verdict
+    from evaluation.runs.models import Verdict
 
     return _poll(lambda: Verdict.objects.filter(run=run).count())
 
 
 def _status(run) -> str:
-    from evaluation.models import Run
+    from evaluation.runs.models import Run
 
     return _poll(lambda: Run.objects.filter(pk=run.pk).values_list("status", flat=True).get())
 
@@ -238,7 +238,7 @@ def _wait_for_end(run, timeout: float, worker) -> None:
 def _measure(run, outcome: Outcome) -> None:
     from django.db.models import Count, Max
 
-    from evaluation.models import Verdict
+    from evaluation.runs.models import Verdict
 
     run.refresh_from_db()
     verdicts = Verdict.objects.filter(run=run)

@@ -103,7 +103,7 @@ def seed_answers(workload, *, name: str, context=lambda a: []):
     from django.contrib.auth import get_user_model
 
     from annotation.models import Checklist, Criterion, Dataset, Query
-    from evaluation.models import Answer, System
+    from evaluation.answers.models import Answer, System
 
     author = get_user_model().objects.create(username="bench-author")
     dataset = Dataset.objects.create(name=name)
@@ -128,7 +128,8 @@ def seed_answers(workload, *, name: str, context=lambda a: []):
 def build(workload: Workload, *, base_url: str, rpm: int | None, tpm: int | None):
     """One query, a submitted checklist of M criteria, N answers (one per system), and a
     panel of K judges on the loopback server. Returns (dataset, panel)."""
-    from evaluation.models import CriterionCheck, Judge, Panel, PanelMember
+    from evaluation.checks.models import CriterionCheck
+    from evaluation.judges.models import Judge, Panel, PanelMember
 
     dataset, checklist, _ = seed_answers(
         workload, name="Judge throughput benchmark", context=workload.context
@@ -168,8 +169,8 @@ def run(dataset, panel, *, per_task: int, timeout: float, worker) -> AppResult:
 
     from bench.judge_throughput.processes import machine_busy_seconds
     from bench.pg_cpu import process_cpu_seconds
-    from evaluation.models import Run, Verdict
     from evaluation.runs import services as runs
+    from evaluation.runs.models import Run, Verdict
 
     cpu_before, machine_before = process_cpu_seconds(worker.pid), machine_busy_seconds()
     run = runs.run_create(dataset=dataset, panel=panel, concurrency=per_task)

@@ -63,7 +63,7 @@ def _seed(workload: Workload, base_url: str):
     from annotation import roles
     from annotation import services as annotation
     from bench.judge_throughput import app
-    from evaluation.models import Judge
+    from evaluation.judges.models import Judge
 
     dataset, panel = app.build(workload, base_url=base_url, rpm=None, tpm=None)
     dataset.queries.update(external_id=QUERY_ID)

@@ -16,7 +16,7 @@ from annotation.validation import FINANCE, validate_checklist
 from annotation.validation import vagueness as vz
 from annotation.validation.corpus_report import load_corpus
 
-CORPUS = Path(__file__).resolve().parents[2] / "evaluation/datasets/biggen/atomic_checklists.jsonl"
+CORPUS = Path(__file__).resolve().parents[2] / "evaluation/fixtures/biggen/atomic_checklists.jsonl"
 
 
 def timed(corpus, config) -> float:

@@ -64,7 +64,8 @@ def pages(dataset: int, agreement_dataset: int | None) -> list[tuple[str, str, i
 
     django.setup()
     from annotation.models import Checklist, Query
-    from evaluation.models import HumanLabel, Run
+    from evaluation.labels.models import HumanLabel
+    from evaluation.runs.models import Run
 
     run = (
         Run.objects.filter(dataset=dataset, status=Run.Status.DONE)
@@ -237,8 +238,8 @@ def labeller_accounts(dataset_id: int) -> list[str]:
     from django.contrib.auth import get_user_model
 
     from annotation import roles
+    from annotation.access import dataset_permissions
     from annotation.models import Dataset
-    from annotation.permissions import dataset_permissions
     from bench.seed_scale import RATERS
 
     dataset = Dataset.objects.get(pk=dataset_id)
@@ -454,7 +455,7 @@ def app_worker(env: dict[str, str], args):
         return
     # Refresh markers left by an earlier bench (its worker and queue are gone) would keep
     # this run's readers from queueing any refresh for their 3-minute timeout.
-    from evaluation.models import KeptRefresh
+    from evaluation.kept.models import KeptRefresh
 
     KeptRefresh.objects.filter(error="").delete()
     from bench.judge_throughput import processes

@@ -94,7 +94,7 @@ def check(dataset_id: int, username: str) -> dict:
     from django.db import transaction
 
     from annotation.models import Dataset
-    from evaluation.models import KeptFigure, KeptQueueRow
+    from evaluation.kept.models import KeptFigure, KeptQueueRow
 
     dataset = Dataset.objects.get(pk=dataset_id)
     user = get_user_model().objects.get(username=username)

@@ -75,7 +75,8 @@ def unjudged_queries(dataset, verdicts: int, judges: int) -> tuple[list, int]:
     from django.db.models import Exists, OuterRef
 
     from annotation.models import Query
-    from evaluation.models import Answer, Verdict
+    from evaluation.answers.models import Answer
+    from evaluation.runs.models import Verdict
     from evaluation.runs.scope import scored_criteria
 
     judged = Verdict.objects.filter(
@@ -121,7 +122,7 @@ def lower_priority(pid: int, nice: int | str) -> None:
 def _panel(base_url: str):
     """The bench's panel of JUDGES judges on the loopback server (made once, then pointed
     at this run's server)."""
-    from evaluation.models import Judge, Panel, PanelMember
+    from evaluation.judges.models import Judge, Panel, PanelMember
 
     panel, _ = Panel.objects.get_or_create(name=PANEL)
     for j in range(JUDGES):
@@ -208,7 +209,7 @@ class JudgeRun:
             connection.close()
 
     def _count_now(self) -> float:
-        from evaluation.models import Run, Verdict
+        from evaluation.runs.models import Run, Verdict
 
         now = time.monotonic()
         status = Run.objects.filter(pk=self.run.pk).values_list("status", flat=True)[0]
@@ -224,8 +225,8 @@ class JudgeRun:
             self.summary.load = (self.summary.load[0], self._count_now())
 
     def stop(self) -> RunSummary:
-        from evaluation.models import Run, Verdict
         from evaluation.runs import services as runs
+        from evaluation.runs.models import Run, Verdict
 
         self._stop.set()
         if self._sampler is not None:
@@ -272,7 +273,7 @@ class JudgeRun:
         again for the next benchmark."""
         from django.db import transaction
 
-        from evaluation.models import Run
+        from evaluation.runs.models import Run
 
         with transaction.atomic():
             Run.objects.filter(pk=self.run.pk).delete()

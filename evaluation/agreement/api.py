@@ -11,12 +11,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.permissions import access_dataset, dataset_permissions
+from annotation.access import access_dataset, dataset_permissions
 from config.ids import MAX_ID
 from evaluation.agreement.selectors import agreement_report
 from evaluation.agreement.serialize import report_data
-from evaluation.models import Run
-from evaluation.runs.permissions import can_see_runs
+from evaluation.runs.access import can_see_runs
+from evaluation.runs.models import Run
 
 
 class AgreementQuerySerializer(serializers.Serializer):

@@ -38,8 +38,10 @@ from evaluation.agreement.kept import excluded_of, kept_state, label_days, run_m
 from evaluation.kept import figures as kept_figures
 from evaluation.kept.counters import Counters, counters
 from evaluation.kept.events import Moved
+from evaluation.kept.models import KeptFigure
 from evaluation.kept.readers import AGREEMENT
-from evaluation.models import HumanLabel, KeptFigure, Run
+from evaluation.labels.models import HumanLabel
+from evaluation.runs.models import Run
 
 Row = list  # a kept cell: [figure, value, other, first, second, n]
 

@@ -22,8 +22,9 @@ from evaluation.judges.tuning import excluded_items
 from evaluation.kept import counters, readers
 from evaluation.kept import figures as kept_figures
 from evaluation.kept.counters import Counters
+from evaluation.labels.models import HumanLabel
 from evaluation.metrics.aggregation import Method
-from evaluation.models import HumanLabel, Run
+from evaluation.runs.models import Run
 
 
 def run_method(run: Run | None) -> tuple[str, float]:

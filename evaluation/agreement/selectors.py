@@ -39,6 +39,8 @@ from annotation.models import Criterion, Dataset
 from evaluation.agreement import cells as sql
 from evaluation.agreement import kept
 from evaluation.agreement.cells import NO_VALUE, Cell
+from evaluation.answers.models import Answer
+from evaluation.labels.models import Adjudication, HumanLabel
 from evaluation.metrics import votes_sql
 from evaluation.metrics.agreement import (
     PASS_FAIL,
@@ -47,7 +49,7 @@ from evaluation.metrics.agreement import (
     krippendorff_alpha_counted,
     matrix_from_counts,
 )
-from evaluation.models import Adjudication, Answer, HumanLabel, Run, Verdict
+from evaluation.runs.models import Run, Verdict
 from evaluation.runs.selectors import choose_run, runs_of_system_answers
 
 # Figures whose pairs are (a judge label, the human reference).

@@ -12,8 +12,8 @@ from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_GET
 
+from annotation.access import access_dataset, dataset_permissions
 from annotation.models import Criterion, Dataset
-from annotation.permissions import access_dataset, dataset_permissions
 from config.ids import is_id
 from evaluation.agreement.selectors import (
     AgreementReport,
@@ -25,8 +25,8 @@ from evaluation.agreement.selectors import (
 )
 from evaluation.charts.bars import BarInput, bar_chart, shade
 from evaluation.metrics.agreement import PASS_FAIL, kappa_undefined_reason
-from evaluation.models import Run
-from evaluation.runs.permissions import can_see_runs
+from evaluation.runs.access import can_see_runs
+from evaluation.runs.models import Run
 
 # Items per drill-down page; pages follow each other by keyset (?after=answer:criterion), so
 # a page costs the same wherever it is and nothing counts every item behind a figure.

@@ -9,7 +9,7 @@ from django.core.validators import validate_email
 
 from evaluation.alerts import webhooks
 from evaluation.alerts.models import RegressionAlert
-from evaluation.models import System
+from evaluation.answers.models import System
 
 # The webhook's HMAC secret comes from the environment of the workers, never from the
 # database or a form; only variables with this prefix may hold it, so that an alert cannot

@@ -6,7 +6,7 @@ from django.dispatch import receiver
 
 from evaluation import task_names
 from evaluation.alerts.models import RegressionAlert
-from evaluation.models import Run
+from evaluation.runs.models import Run
 from evaluation.runs.signals import run_ended
 
 logger = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ from evaluation import task_names
 from evaluation.alerts.models import AlertEvent, RegressionAlert
 from evaluation.analytics import selectors as sel
 from evaluation.analytics import summaries
-from evaluation.models import Run
+from evaluation.runs.models import Run
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser

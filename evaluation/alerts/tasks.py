@@ -6,7 +6,7 @@ from django.db import Error
 from evaluation import task_names, transient
 from evaluation.alerts import delivery
 from evaluation.alerts import services as alerts
-from evaluation.models import Run
+from evaluation.runs.models import Run
 
 
 @shared_task(

@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation import roles
-from annotation.permissions import access_dataset
+from annotation.access import access_dataset
 from config.form_pages import form_status, posted
 from evaluation.alerts import services
 from evaluation.alerts.forms import AlertForm

@@ -1,7 +1,7 @@
 """Who sees analytics: one rule for the pages and the API.
 
 Analytics show the judges' verdicts on submitted checklists, so they are for the dataset's
-reviewers and admins, like runs (evaluation.runs.permissions); criterion health, which
+reviewers and admins, like runs (evaluation.runs.access); criterion health, which
 names the criteria to rewrite, is for its admins."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 from django.core.exceptions import PermissionDenied
 
 from annotation import roles
+from annotation.access import access_dataset, dataset_permissions
 from annotation.models import Dataset
-from annotation.permissions import access_dataset, dataset_permissions
-from evaluation.runs.permissions import can_see_runs
+from evaluation.runs.access import can_see_runs
 
 if TYPE_CHECKING:
-    from annotation.permissions import AnyUser
+    from annotation.access import AnyUser
 
 
 def access_analytics(user: AnyUser, pk: int, *, admin: bool = False) -> Dataset:

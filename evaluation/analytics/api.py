@@ -20,7 +20,7 @@ from config.ids import MAX_ID
 from evaluation.analytics import figures, summaries
 from evaluation.analytics.access import access_analytics
 from evaluation.metrics import analytics as am
-from evaluation.models import Run
+from evaluation.runs.models import Run
 from evaluation.runs.selectors import choose_run, runs_of_system_answers
 
 

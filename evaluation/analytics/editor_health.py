@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from annotation.access import dataset_permissions
 from annotation.models import Checklist, Criterion
-from annotation.permissions import dataset_permissions
 from evaluation.analytics import selectors as sel
 from evaluation.metrics import analytics as am
 from evaluation.metrics.analytics import CriterionHealth
-from evaluation.models import Run
-from evaluation.runs.permissions import can_see_runs
+from evaluation.runs.access import can_see_runs
+from evaluation.runs.models import Run
 from evaluation.runs.selectors import choose_run, runs_of_system_answers
 
 

@@ -25,7 +25,7 @@ Requests never compute (`served`, stale-while-revalidate): the part kept for the
 state is served fresh; else the part kept for an earlier state (same bucket edges) is
 served marked updating, with its time and review revision; else nothing (a "computing"
 placeholder). Either way one refresh per run and group is queued in Celery
-(`evaluation.analytics.refresh`: a single-flight marker; the task is `refresh_group`: every
+(`evaluation.kept.refresh`: a single-flight marker; the task is `refresh_group`: every
 default part from one load, `warm`, or the page and bucket rows of custom edges). The page
 polls `is_fresh` and reloads once the fresh part is kept. `warm(run)` also runs when a run
 ends (a task queued by `run_ended`), so the first reader usually finds the figures. The
@@ -47,16 +47,16 @@ from typing import Any
 from django.db.models import Case, Q, Value, When
 from django.utils import timezone
 
-from evaluation.analytics import refresh, summaries
 from evaluation.analytics import selectors as sel
+from evaluation.analytics import summaries
 from evaluation.kept import figures as kept_figures
-from evaluation.kept import readers
+from evaluation.kept import readers, refresh
 from evaluation.kept.readers import State
 from evaluation.metrics import analytics as am
 from evaluation.metrics.agreement import Agreement, Kappa
 from evaluation.metrics.calibration import PanelOption
 from evaluation.metrics.overlap import Interval
-from evaluation.models import Run
+from evaluation.runs.models import Run
 from evaluation.runs.selectors import choose_run, runs_of_system_answers
 
 VERSION = 7  # bump when what is stored changes shape or meaning
@@ -644,7 +644,7 @@ def warm_edges(run: Run, edges: tuple[int, ...]) -> None:
 
 
 def refresh_group(run: Run, group: str) -> None:
-    """The refresh task's work (`evaluation.analytics.refresh`)."""
+    """The refresh task's work (`evaluation.kept.refresh`)."""
     if group == refresh.DEFAULT:
         warm(run)
     else:

@@ -11,10 +11,10 @@ import logging
 from django.dispatch import receiver
 
 from evaluation import task_names
-from evaluation.analytics import refresh
-from evaluation.kept import readers
-from evaluation.models import KeptFigure, Run
+from evaluation.kept import readers, refresh
+from evaluation.kept.models import KeptFigure
 from evaluation.runs import scores
+from evaluation.runs.models import Run
 from evaluation.runs.signals import run_ended
 
 logger = logging.getLogger(__name__)

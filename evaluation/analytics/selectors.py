@@ -47,26 +47,22 @@ from evaluation.analytics.summaries import (
     RunData,
     calibration_items,
 )
+from evaluation.answers.models import Answer
+from evaluation.checks.models import CriterionCheck
 from evaluation.cross_evaluation.selectors import dataset_mean_overlap
+from evaluation.judges.models import Judge
 from evaluation.judges.tuning import excluded_items
 from evaluation.kept import figures as kept_figures
 from evaluation.kept import readers
+from evaluation.labels.models import Adjudication, HumanLabel
 from evaluation.metrics import analytics as am
 from evaluation.metrics import rubrics, rubrics_sql, votes_sql
 from evaluation.metrics.calibration import CalibrationItem, PanelOption, panel_options
 from evaluation.metrics.cost import JudgeUsage
 from evaluation.metrics.overlap import Interval
-from evaluation.models import (
-    Adjudication,
-    Answer,
-    CriterionCheck,
-    HumanLabel,
-    Judge,
-    Run,
-    Verdict,
-)
 from evaluation.review import selectors as review_selectors
 from evaluation.runs import trees
+from evaluation.runs.models import Run, Verdict
 
 # What a caller may ask `load_run` for besides the scores (always loaded).
 HEALTH, LABELLED = "health", "labelled"

@@ -24,7 +24,7 @@ from evaluation.metrics.overlap import Interval
 from evaluation.review import sampling
 
 if TYPE_CHECKING:  # the loaded run carries its model instance; nothing here queries it
-    from evaluation.models import Run
+    from evaluation.runs.models import Run
 
 NO_VALUE = "(none)"
 Counted = dict[str | None, rubrics.GroupCounts]  # a checklist's counts per group key

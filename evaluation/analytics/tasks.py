@@ -8,9 +8,10 @@ from collections.abc import Callable
 from celery import shared_task
 
 from evaluation import task_names
-from evaluation.analytics import figures, refresh
-from evaluation.models import Run
+from evaluation.analytics import figures
+from evaluation.kept import refresh
 from evaluation.runs import scores
+from evaluation.runs.models import Run
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +32,7 @@ def warm_analytics(run_id: int) -> bool:
 def refresh_analytics(run_id: int, group: str = refresh.DEFAULT) -> bool:
     """Recompute a run's analytics figures (or, for the group `scores.REFRESH_GROUP`, its
     kept scores) for the current state, queued by the first reader who found them stale
-    (`evaluation.analytics.refresh`). False when the run is gone or the recompute failed:
+    (`evaluation.kept.refresh`). False when the run is gone or the recompute failed:
     logged, the old figures stay served, and the marker records the failure, so that
     readers try again after its backoff, not at once."""
     run = Run.objects.select_related("dataset").filter(pk=run_id).first()

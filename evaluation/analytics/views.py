@@ -16,15 +16,15 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from annotation import roles
+from annotation.access import dataset_permissions
 from annotation.models import Criterion, Dataset, Query
-from annotation.permissions import dataset_permissions
 from evaluation.analytics import figures, summaries
 from evaluation.analytics.access import access_analytics
 from evaluation.charts.lines import PointInput, SeriesInput, line_chart
-from evaluation.data.formats import csv_safe
 from evaluation.metrics import analytics as am
-from evaluation.models import Run
+from evaluation.runs.models import Run
 from evaluation.runs.selectors import choose_run, runs_of_system_answers
+from evaluation.tables.formats import csv_safe
 
 PANEL_OPTIONS = 10  # the best candidate panels shown
 

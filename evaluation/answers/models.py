@@ -70,7 +70,7 @@ class Answer(models.Model):
     draft_prompt_version = models.CharField(max_length=40, blank=True)
     # An agent's answer: the conversation that led to `text` (turns with tool calls and
     # tool results), the passages it retrieved and what it reports about itself. Checked
-    # and bounded by evaluation.data.agent_fields; empty for a plain answer.
+    # and bounded by evaluation.answers.agent_fields; empty for a plain answer.
     turns = models.JSONField(default=list, blank=True)
     context = models.JSONField(default=list, blank=True)
     metadata = models.JSONField(default=dict, blank=True)

@@ -1,7 +1,7 @@
 """Who may read and write perfect answers, and who may see overlaps.
 
 A perfect answer restates its checklist's criteria, so it follows the checklist's blind
-rule exactly: whoever may read the checklist (annotation.permissions.can_read_checklist) may
+rule exactly: whoever may read the checklist (annotation.access.can_read_checklist) may
 read its perfect answer, and nobody else; an expert who has not submitted for a query never
 sees another expert's perfect answer. Writing is for the checklist's author (an expert of
 the dataset) and the dataset's admins. Overlap matrices show every checklist's criteria and
@@ -16,13 +16,13 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 
 from annotation import roles
+from annotation.access import access_checklist, dataset_permissions
 from annotation.models import Checklist
-from annotation.permissions import access_checklist, dataset_permissions
 from annotation.selectors import checklists_for_user
-from evaluation.models import Answer
+from evaluation.answers.models import Answer
 
 if TYPE_CHECKING:
-    from annotation.permissions import AnyUser
+    from annotation.access import AnyUser
 
 
 def can_write_perfect_answer(user: AnyUser, checklist: Checklist, perms: set[str]) -> bool:

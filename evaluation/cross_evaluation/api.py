@@ -16,15 +16,16 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotation.permissions import access_dataset, access_query, dataset_permissions
+from annotation.access import access_dataset, access_query, dataset_permissions
+from evaluation.answers.models import Answer
 from evaluation.cross_evaluation import selectors, services, sources
 from evaluation.cross_evaluation.access import (
     access_perfect_answer_checklist,
     perfect_answers_for_user,
 )
+from evaluation.judges.models import Judge
 from evaluation.metrics import overlap as om
-from evaluation.models import Answer, Judge
-from evaluation.runs.permissions import can_see_runs
+from evaluation.runs.access import can_see_runs
 
 
 class PerfectAnswerSerializer(serializers.ModelSerializer):

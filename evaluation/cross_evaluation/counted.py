@@ -30,12 +30,13 @@ from django.db import connection, transaction
 from django.db.models import Count, Max, Sum
 
 from annotation.models import Checklist, Dataset
+from evaluation.answers.models import Answer
 from evaluation.cross_evaluation.sources import Source, UnknownSource, cross_evaluation_runs
 from evaluation.kept import figures as kept_figures
 from evaluation.kept import readers
 from evaluation.metrics import overlap as om
 from evaluation.metrics import votes_sql
-from evaluation.models import Answer, Run
+from evaluation.runs.models import Run
 
 SHOWN = 50  # criteria of the shared core and of the long tail listed on the page
 PAGE = 50  # queries per page

@@ -14,7 +14,7 @@ from typing import IO
 
 from annotation.models import Dataset
 from evaluation.cross_evaluation import selectors, sources
-from evaluation.data.formats import csv_safe  # one rule for every CSV the app writes
+from evaluation.tables.formats import csv_safe  # one rule for every CSV the app writes
 
 COLUMNS = (
     "dataset", "query", "a_checklist", "a_author", "b_checklist", "b_author", "is_self",

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django import forms
 
-from evaluation.models import Judge, Panel
+from evaluation.judges.models import Judge, Panel
 
 
 class PerfectAnswerForm(forms.Form):

@@ -22,11 +22,13 @@ from typing import TYPE_CHECKING
 from django.db.models import Count
 
 from annotation.models import Checklist, Criterion, Dataset, Query
+from evaluation.answers.models import Answer
 from evaluation.cross_evaluation import counted
 from evaluation.cross_evaluation.sources import Source, UnknownSource, cross_evaluation_runs
+from evaluation.labels.models import Adjudication, HumanLabel
 from evaluation.metrics import overlap as om
 from evaluation.metrics.aggregation import Vote, aggregate
-from evaluation.models import Adjudication, Answer, HumanLabel, Run, Verdict
+from evaluation.runs.models import Run, Verdict
 
 if TYPE_CHECKING:
     import datetime as dt

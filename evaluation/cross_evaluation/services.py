@@ -21,10 +21,13 @@ from django.db import transaction
 
 from annotation.models import Checklist, Dataset, Query
 from evaluation import task_names
+from evaluation.answers.models import Answer, System
+from evaluation.cross_evaluation.models import CrossEvaluationSettings
+from evaluation.judges.models import Judge, Panel
 from evaluation.judges.services import judge_endpoint
 from evaluation.judging import client, drafting
-from evaluation.models import Answer, CrossEvaluationSettings, Judge, Panel, Run, System
 from evaluation.runs import services as runs
+from evaluation.runs.models import Run
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from annotation.models import Dataset
 from config.ids import is_id
-from evaluation.models import Run
+from evaluation.runs.models import Run
 
 
 class UnknownSource(ValueError):

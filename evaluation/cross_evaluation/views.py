@@ -16,9 +16,11 @@ from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation import roles
+from annotation.access import access_dataset, access_query, dataset_permissions
 from annotation.models import Criterion, Dataset, Query
-from annotation.permissions import access_dataset, access_query, dataset_permissions
 from config.ids import parse_id
+from evaluation.answers.models import Answer
+from evaluation.answers.rendering import render_answer
 from evaluation.cross_evaluation import counted, selectors, services, sources
 from evaluation.cross_evaluation.access import (
     access_perfect_answer_checklist,
@@ -31,10 +33,9 @@ from evaluation.cross_evaluation.forms import (
     DraftForm,
     PerfectAnswerForm,
 )
-from evaluation.data.rendering import render_answer
 from evaluation.metrics import overlap as om
-from evaluation.models import Answer, Run
-from evaluation.runs.permissions import can_see_runs
+from evaluation.runs.access import can_see_runs
+from evaluation.runs.models import Run
 
 
 def _draft_key(checklist_id: int) -> str:

@@ -12,18 +12,13 @@ from django.db import transaction
 from annotation import roles, services
 from annotation.models import Checklist, Criterion, Dataset, Query, QueryCategory, SourceType
 from annotation.services.checklists import CitationData, CriterionData
+from evaluation.answers import agent_fields
+from evaluation.answers.models import Answer, System
+from evaluation.checks.models import CriterionCheck
 from evaluation.cross_evaluation import services as cross_evaluation
-from evaluation.data import agent_fields
+from evaluation.cross_evaluation.models import CrossEvaluationSettings
 from evaluation.demo import data
-from evaluation.models import (
-    Answer,
-    CriterionCheck,
-    CrossEvaluationSettings,
-    Judge,
-    Panel,
-    PanelMember,
-    System,
-)
+from evaluation.judges.models import Judge, Panel, PanelMember
 
 
 def _user(username: str, *, group: roles.Group, superuser: bool = False):

@@ -4,8 +4,8 @@ evaluation.runs.selectors."""
 from __future__ import annotations
 
 from annotation.models import Criterion
+from evaluation.formality.models import FormalityAdvice
 from evaluation.formality.prompt import text_hash
-from evaluation.models import FormalityAdvice
 
 
 def current_advice(criterion: Criterion) -> FormalityAdvice | None:

@@ -11,9 +11,10 @@ from django.db import transaction
 from annotation.models import Criterion, Dataset
 from evaluation import task_names
 from evaluation.formality import prompt as formality
+from evaluation.formality.models import FormalityAdvice
+from evaluation.judges.models import Judge
 from evaluation.judges.services import judge_endpoint
 from evaluation.judging import client, engine
-from evaluation.models import FormalityAdvice, Judge
 
 
 def formality_judge() -> Judge | None:

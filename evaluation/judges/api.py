@@ -9,13 +9,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation import roles
-from annotation.permissions import access_dataset
+from annotation.access import access_dataset
 from config.permissions import ModelPermsOrReadOnly
 from evaluation.judges import serializers as s
 from evaluation.judges import tuning
-from evaluation.judges.rebuild import prompt_sent
-from evaluation.models import Judge, JudgeTuning, Panel
-from evaluation.runs.permissions import access_verdict
+from evaluation.judges.models import Judge, JudgeTuning, Panel
+from evaluation.runs.access import access_verdict
+from evaluation.runs.rebuild import prompt_sent
 
 
 class JudgeViewSet(viewsets.ModelViewSet):
@@ -41,7 +41,7 @@ class VerdictPromptSerializer(serializers.Serializer):
 
 class VerdictPromptView(APIView):
     """The prompt sent for a verdict, rebuilt from the prompt version it records (the
-    judge's instructions and examples of that version: evaluation.judges.rebuild)."""
+    judge's instructions and examples of that version: evaluation.runs.rebuild)."""
 
     @extend_schema(responses={200: VerdictPromptSerializer})
     def get(self, request: Request, pk: int) -> Response:

@@ -28,8 +28,9 @@ from django.contrib.auth.models import AbstractBaseUser
 
 from annotation.models import Checklist, Dataset
 from evaluation.judges import tuning
+from evaluation.judges.models import Judge, JudgeTuning
 from evaluation.judging import prompts
-from evaluation.models import Adjudication, Judge, JudgeTuning
+from evaluation.labels.models import Adjudication
 
 EXCERPT_CHARS = 1200  # an example's answer excerpt: enough for the passage that decided it
 LIST_LIMIT = 300  # adjudications listed on the page, most recent first

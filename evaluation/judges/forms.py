@@ -10,10 +10,10 @@ from django.core.exceptions import ValidationError
 
 from annotation.models import Criterion
 from evaluation.judges import examples, tuning
+from evaluation.judges.models import Judge, JudgeTuning, Panel
 from evaluation.judging import prompts
 from evaluation.judging.batched import MAX_CRITERIA_PER_CALL
 from evaluation.judging.keys import api_key_env_problem, base_url_problem
-from evaluation.models import Judge, JudgeTuning, Panel
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_SAMPLES = 20

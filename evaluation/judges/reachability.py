@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from evaluation.judges.models import Judge
 from evaluation.judging import circuit
-from evaluation.models import Judge, Run
 from evaluation.runs import snapshot
+from evaluation.runs.models import Run
 
 
 @dataclass(frozen=True)

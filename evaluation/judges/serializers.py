@@ -11,9 +11,9 @@ from rest_framework import serializers
 
 from config.site_permissions import manages_judges
 from evaluation.judges import services, tuning
+from evaluation.judges.models import Judge, JudgeTuning, Panel, PanelMember
 from evaluation.judging.batched import MAX_CRITERIA_PER_CALL
 from evaluation.judging.keys import api_key_env_problem, base_url_problem, shown_url
-from evaluation.models import Judge, JudgeTuning, Panel, PanelMember
 
 Saved = TypeVar("Saved", Judge, Panel)
 

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
+from evaluation.judges.models import Judge, Panel, PanelMember
 from evaluation.judging import client, connection, plan
-from evaluation.models import Judge, Panel, PanelMember
 
 JUDGE_FIELDS = frozenset(
     {

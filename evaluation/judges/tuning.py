@@ -10,7 +10,7 @@ if A had never tuned it.
 Every version ever used keeps a JudgeVersion row of its dataset, made when the tuning is
 saved and again, race safe, when a run starts with it (`ensure_version`), so the prompt a
 verdict was made with is rebuilt from the version the verdict records and the dataset of
-its run (evaluation.judges.rebuild), however the tuning was edited since.
+its run (evaluation.runs.rebuild), however the tuning was edited since.
 
 Worked examples may come from the dataset's adjudicated items (evaluation.judges.examples);
 a run records, in each member of its panel snapshot, the (answer, criterion) items its
@@ -48,7 +48,8 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from annotation.models import Dataset
-from evaluation.models import Judge, JudgeTuning, JudgeVersion, Run
+from evaluation.judges.models import Judge, JudgeTuning, JudgeVersion
+from evaluation.runs.models import Run
 
 TUNED = "tuned"  # the version part of a tuned prompt: "verdict-v1+tuned-<12 hex>"
 DIGEST_CHARS = 12

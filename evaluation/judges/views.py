@@ -12,8 +12,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation import roles
+from annotation.access import access_dataset, dataset_permissions
 from annotation.models import Criterion
-from annotation.permissions import access_dataset, dataset_permissions
 from config.site_permissions import site_permission_required
 from evaluation.judges import examples, reachability, services, tuning
 from evaluation.judges.forms import (
@@ -23,8 +23,9 @@ from evaluation.judges.forms import (
     PanelMemberFormSet,
     TuningForm,
 )
+from evaluation.judges.models import Judge, JudgeTuning, Panel, PanelMember
 from evaluation.judging.connection import key_is_set
-from evaluation.models import Adjudication, Judge, JudgeTuning, Panel, PanelMember
+from evaluation.labels.models import Adjudication
 
 
 @require_GET

@@ -22,7 +22,7 @@ PARSE_RETRIES = 2
 # An output that is not a verdict (or grade) is kept cut to its first this many characters:
 # enough to see why it did not parse, while whatever answered at the base URL cannot store
 # pages of its own in the verdicts. Only those who manage judges read it
-# (evaluation.runs.permissions.raw_output_shown).
+# (evaluation.runs.access.raw_output_shown).
 UNPARSEABLE_KEPT = 2_000
 
 

@@ -19,7 +19,7 @@ from types import MappingProxyType
 from django.db import connection
 from django.db.models import F
 
-from evaluation.data.models import Answer
+from evaluation.answers.models import Answer
 from evaluation.kept.counters import Counter, Counters
 from evaluation.kept.models import ReviewRevision
 

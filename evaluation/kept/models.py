@@ -127,7 +127,7 @@ class KeptQueueRow(models.Model):
 
 class KeptRefresh(models.Model):
     """The one recompute of a run's analytics figures under way, or the failure of the last
-    one (evaluation.analytics.refresh): a single-flight marker that readers race to take,
+    one (evaluation.kept.refresh): a single-flight marker that readers race to take,
     and the back-off that keeps a failing recompute from being tried by every reader.
 
     `claimed_at`: when the recompute was taken (a marker older than the refresh timeout

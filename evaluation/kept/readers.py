@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from evaluation.kept.counters import Counter, Counters, counters
 
 if TYPE_CHECKING:
-    from evaluation.models import Run
+    from evaluation.runs.models import Run
 
 
 @dataclass(frozen=True)

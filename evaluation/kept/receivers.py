@@ -28,8 +28,10 @@ from annotation.models import (
     QueryCategory,
     SourceType,
 )
+from evaluation.answers.models import Answer, System
+from evaluation.judges.models import Judge
 from evaluation.kept.events import Event, bump, bump_all
-from evaluation.models import Answer, Judge, ReviewRevision, System
+from evaluation.kept.models import ReviewRevision
 
 
 def _criterion_changed(sender, instance, **kwargs) -> None:

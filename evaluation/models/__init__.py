@@ -8,13 +8,13 @@ criteria verdicts into the answer's score (evaluation.metrics.scoring).
 | Concept | Models |
 |---|---|
 | evaluation.answers.models | System, Answer |
-| evaluation.data.models | DatasetExport |
+| evaluation.datasets.models | DatasetExport |
 | evaluation.judges.models | Judge, JudgeTuning, JudgeVersion, Panel, PanelMember |
 | evaluation.formality.models | FormalityAdvice |
 | evaluation.runs.models | Run, JudgeCall, Verdict, GradedScore, RunTask |
-| evaluation.review.models | Label, HumanLabel, Adjudication, ReviewAssignment |
+| evaluation.labels.models | Label, HumanLabel, Adjudication, ReviewAssignment |
 | evaluation.cross_evaluation.models | CrossEvaluationSettings |
-| evaluation.criterion_checks.models | CriterionCheck |
+| evaluation.checks.models | CriterionCheck |
 | evaluation.kept.models | ReviewRevision, KeptFigure, KeptQueueRow, KeptRefresh |
 | evaluation.alerts.models | RegressionAlert, AlertEvent |
 | evaluation.schedules.models | RunSchedule |
@@ -25,13 +25,13 @@ from __future__ import annotations
 
 from evaluation.alerts.models import AlertEvent, RegressionAlert
 from evaluation.answers.models import Answer, System
-from evaluation.criterion_checks.models import CriterionCheck
+from evaluation.checks.models import CriterionCheck
 from evaluation.cross_evaluation.models import CrossEvaluationSettings
-from evaluation.data.models import DatasetExport
+from evaluation.datasets.models import DatasetExport
 from evaluation.formality.models import FormalityAdvice
 from evaluation.judges.models import Judge, JudgeTuning, JudgeVersion, Panel, PanelMember
 from evaluation.kept.models import KeptFigure, KeptQueueRow, KeptRefresh, ReviewRevision
-from evaluation.review.models import Adjudication, HumanLabel, Label, ReviewAssignment
+from evaluation.labels.models import Adjudication, HumanLabel, Label, ReviewAssignment
 from evaluation.rewards.models import RewardAudit, RewardBatch, RewardVerdict
 from evaluation.runs.models import GradedScore, JudgeCall, Run, RunTask, Verdict
 from evaluation.schedules.models import RunSchedule

@@ -7,22 +7,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from annotation.permissions import AnyUser
+    from annotation.access import AnyUser
 
 from dataclasses import dataclass, field, replace
 
 from annotation.headings import GroupHeading, in_reading_order
 from annotation.models import Criterion
+from evaluation.answers.models import Answer
+from evaluation.labels.models import Adjudication, HumanLabel
 from evaluation.metrics.aggregation import CriterionVerdict, Vote, aggregate
-from evaluation.models import (
-    Adjudication,
-    Answer,
-    HumanLabel,
-    Run,
-    Verdict,
-)
 from evaluation.review.selectors import latest_run, reviewable_criteria
-from evaluation.runs.permissions import raw_output_shown
+from evaluation.runs.access import raw_output_shown
+from evaluation.runs.models import Run, Verdict
 
 
 @dataclass(frozen=True, slots=True)

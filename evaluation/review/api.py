@@ -17,15 +17,16 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotation import roles
-from annotation.permissions import access_dataset
+from annotation.access import access_dataset
 from annotation.selectors import datasets_for_user
 from config import limits
 from config.api_filters import IdFilter, IdFilterSet
 from config.ids import is_id, parse_id
 from config.pagination import CountlessPagination
-from evaluation.models import Adjudication, HumanLabel, Label, ReviewAssignment, Run
+from evaluation.labels.models import Adjudication, HumanLabel, Label, ReviewAssignment
 from evaluation.review import selectors, services
-from evaluation.review.permissions import access_answer, reviewable_criterion
+from evaluation.review.access import access_answer, reviewable_criterion
+from evaluation.runs.models import Run
 
 # --- serializers ----------------------------------------------------------------------------
 

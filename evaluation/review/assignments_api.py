@@ -18,13 +18,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotation import roles
-from annotation.permissions import access_dataset
+from annotation.access import access_dataset
 from annotation.selectors import datasets_for_user
 from config.api_filters import IdFilter, IdFilterSet
 from config.ids import is_id
-from evaluation.models import ReviewAssignment
+from evaluation.labels.models import ReviewAssignment
 from evaluation.review import services
-from evaluation.review.permissions import access_answer, reviewable_criterion
+from evaluation.review.access import access_answer, reviewable_criterion
 
 
 class ReviewAssignmentSerializer(serializers.ModelSerializer):

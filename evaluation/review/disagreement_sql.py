@@ -9,8 +9,8 @@ from __future__ import annotations
 from django.db import connection
 
 from evaluation.metrics import votes_sql
-from evaluation.models import Run
 from evaluation.review import order
+from evaluation.runs.models import Run
 
 # Every (answer, criterion) the chosen run of its answer judged, with its vote counts, its
 # human labels counted and whether it was adjudicated; only the disagreeing ones are queued,

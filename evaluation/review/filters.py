@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from annotation.permissions import AnyUser
+    from annotation.access import AnyUser
 
 from dataclasses import dataclass
 
@@ -15,13 +15,9 @@ from django.contrib.auth import get_user_model
 from django.db.models import Exists, OuterRef, Q
 
 from annotation.models import Checklist, Criterion, Dataset
-from evaluation.models import (
-    Adjudication,
-    Answer,
-    KeptQueueRow,
-    Run,
-    System,
-)
+from evaluation.answers.models import Answer, System
+from evaluation.kept.models import KeptQueueRow
+from evaluation.labels.models import Adjudication
 from evaluation.review.selectors import (
     LABELLING,
     DisagreementItem,
@@ -30,6 +26,7 @@ from evaluation.review.selectors import (
     disagreement_queue,
     labelling_queue,
 )
+from evaluation.runs.models import Run
 
 
 @dataclass(frozen=True)

@@ -31,15 +31,16 @@ from typing import TYPE_CHECKING
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Q
 
+from evaluation.answers.models import Answer
 from evaluation.kept import counters, readers
 from evaluation.kept import figures as kept_figures
+from evaluation.kept.models import KeptFigure, KeptQueueRow
 from evaluation.kept.readers import Basis, State
-from evaluation.models import Answer, KeptFigure, KeptQueueRow
 from evaluation.review import disagreement_sql, order
 
 if TYPE_CHECKING:
-    from evaluation.models import Run
     from evaluation.review.queues import AnswerFacts
+    from evaluation.runs.models import Run
 
 
 def latest(basis: Basis) -> KeptFigure | None:

@@ -22,8 +22,10 @@ from functools import cache
 
 from evaluation.kept import readers
 from evaluation.kept.events import Moved
-from evaluation.models import HumanLabel, KeptFigure, KeptQueueRow, Run
+from evaluation.kept.models import KeptFigure, KeptQueueRow
+from evaluation.labels.models import HumanLabel
 from evaluation.review import disagreement_sql, order
+from evaluation.runs.models import Run
 
 QUEUES = {f.kind: f for f in (readers.LABELLING_QUEUE, readers.DISAGREEMENT_QUEUE)}
 

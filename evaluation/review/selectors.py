@@ -21,21 +21,17 @@ from guardian.shortcuts import get_users_with_perms
 
 from annotation import roles
 from annotation.models import Checklist, Criterion, Dataset
+from evaluation.answers.models import Answer
 from evaluation.kept import readers
+from evaluation.kept.models import KeptQueueRow
+from evaluation.labels.models import HumanLabel, ReviewAssignment
 from evaluation.metrics.aggregation import CriterionVerdict, Vote, aggregate
-from evaluation.models import (
-    Answer,
-    HumanLabel,
-    KeptQueueRow,
-    ReviewAssignment,
-    Run,
-    Verdict,
-)
 from evaluation.review import kept, queues, sampling
+from evaluation.runs.models import Run, Verdict
 
 if TYPE_CHECKING:
-    from annotation.permissions import AnyUser
-    from evaluation.models import KeptFigure
+    from annotation.access import AnyUser
+    from evaluation.kept.models import KeptFigure
 
 LABELLING = ReviewAssignment.Queue.LABELLING
 DISAGREEMENT = ReviewAssignment.Queue.DISAGREEMENT

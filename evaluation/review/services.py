@@ -23,11 +23,12 @@ from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 
 from annotation import roles
+from annotation.access import dataset_permissions
 from annotation.models import Criterion
-from annotation.permissions import dataset_permissions
 from evaluation.agreement import delta
+from evaluation.answers.models import Answer
 from evaluation.kept import events
-from evaluation.models import Adjudication, Answer, HumanLabel, Label, ReviewAssignment
+from evaluation.labels.models import Adjudication, HumanLabel, Label, ReviewAssignment
 from evaluation.review import moves
 
 if TYPE_CHECKING:

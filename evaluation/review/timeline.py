@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from evaluation.models import Answer, CriterionCheck
+from evaluation.answers.models import Answer
+from evaluation.checks.models import CriterionCheck
 from evaluation.review.answer_rows import ReviewRow
 
 PREVIEW = 160  # characters of a folded tool result or passage shown in its summary

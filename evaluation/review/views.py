@@ -23,16 +23,18 @@ from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation import roles
+from annotation.access import access_dataset, dataset_permissions
 from annotation.models import Criterion, Dataset
-from annotation.permissions import access_dataset, dataset_permissions
 from config import limits
 from config.ids import is_id, parse_id
-from evaluation.data.rendering import render_answer
-from evaluation.models import Answer, Label, ReviewAssignment, Run
+from evaluation.answers.models import Answer
+from evaluation.answers.rendering import render_answer
+from evaluation.labels.models import Label, ReviewAssignment
 from evaluation.review import answer_rows, selectors, services
 from evaluation.review import filters as queue_filters
-from evaluation.review.permissions import access_answer, reviewable_criterion
+from evaluation.review.access import access_answer, reviewable_criterion
 from evaluation.review.timeline import timeline_of
+from evaluation.runs.models import Run
 
 QUEUES = {q.value: q.label for q in ReviewAssignment.Queue}
 DISAGREEMENT = ReviewAssignment.Queue.DISAGREEMENT

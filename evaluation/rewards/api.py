@@ -24,11 +24,12 @@ from rest_framework.views import APIView
 
 from accounts.models import ApiToken
 from annotation import roles
+from annotation.access import access_dataset
 from annotation.models import Dataset
-from annotation.permissions import access_dataset
 from config.ids import parse_id
-from evaluation.models import Panel, RewardBatch
+from evaluation.judges.models import Panel
 from evaluation.rewards import quota, request_shapes, services
+from evaluation.rewards.models import RewardBatch
 from evaluation.rewards.request_shapes import Problem, RefusedInput
 
 

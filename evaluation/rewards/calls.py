@@ -23,10 +23,12 @@ from decimal import Decimal
 from django.conf import settings
 from django.utils import timezone
 
+from evaluation.judges.models import Judge
 from evaluation.judging import client, engine
 from evaluation.metrics.cost import JudgeUsage, run_cost
-from evaluation.models import Judge, RewardVerdict, Verdict
+from evaluation.rewards.models import RewardVerdict
 from evaluation.runs.calls import call_controls, text_of
+from evaluation.runs.models import Verdict
 
 DECIDED = ("pass", "fail")
 _CHUNK = 2000  # keys per IN (...): far below SQLite's and PostgreSQL's parameter limits

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
-from evaluation.data.agent_fields import check_context, check_turns
+from evaluation.answers.agent_fields import check_context, check_turns
 from evaluation.rewards.length_shaping import Shaping
 
 MAX_LISTED = 20  # problems listed in one refusal; the rest are counted
@@ -23,11 +23,11 @@ class Item:
     query: str  # the query's external id
     completion: str  # the text graded: the last assistant turn's when `turns` are given
     # A conversation (the native shape's `completion` given as turns, as answers with
-    # structure hold them: evaluation.data.agent_fields): the turns before the graded one go
+    # structure hold them: evaluation.answers.agent_fields): the turns before the graded one go
     # into the prompt, and the trajectory checks read its tool calls.
     turns: tuple[dict[str, Any], ...] = ()
     # The passages the system retrieved for it (native shape, optional; as answers hold
-    # them: evaluation.data.agent_fields): what a criterion judged against the retrieved
+    # them: evaluation.answers.agent_fields): what a criterion judged against the retrieved
     # context is judged against, as in runs.
     context: tuple[dict[str, Any], ...] = ()
 

@@ -23,13 +23,14 @@ from annotation.models import Criterion, Dataset, Query
 from evaluation.checks import trajectory
 from evaluation.checks.deterministic import offline_verdict
 from evaluation.judges import tuning
+from evaluation.judges.models import Judge, Panel
 from evaluation.judging import conversation as conv
 from evaluation.judging import engine, plan
 from evaluation.metrics import rubrics
 from evaluation.metrics.aggregation import Vote
-from evaluation.models import Judge, Panel, RewardAudit, RewardBatch
 from evaluation.rewards import calls, quota, reward
 from evaluation.rewards.length_shaping import Shaping, shaped, words
+from evaluation.rewards.models import RewardAudit, RewardBatch
 from evaluation.rewards.request_shapes import Item, Problem, RefusedInput, refuse_if
 from evaluation.runs import grading, scope, snapshot, trees
 from evaluation.runs.snapshot import MemberSnapshot

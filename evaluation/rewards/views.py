@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET
 
 from accounts.models import ApiToken
 from annotation import roles
-from annotation.permissions import access_dataset
+from annotation.access import access_dataset
 from evaluation.charts.columns import column_chart
 from evaluation.rewards import traffic
 

@@ -12,15 +12,14 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotation import permissions as access
-from annotation import roles
+from annotation import access, roles
 from config.pagination import CountlessPagination
-from evaluation.models import Run, Verdict
 from evaluation.runs import serializers as s
 from evaluation.runs import services as runs
+from evaluation.runs.access import access_run, runs_for_user
 from evaluation.runs.estimate import estimate_selection, panel_members, run_estimate
+from evaluation.runs.models import Run, Verdict
 from evaluation.runs.overview import run_overview
-from evaluation.runs.permissions import access_run, runs_for_user
 from evaluation.runs.scores_api import RunProgressSerializer, progress_data
 from evaluation.trials.selectors import comparison
 from evaluation.trials.serialize import comparison_data

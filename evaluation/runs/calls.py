@@ -8,9 +8,10 @@ from typing import TypeVar
 
 from django.conf import settings
 
+from evaluation.judges.models import Judge
 from evaluation.judging import circuit, client, engine, graded, plan
 from evaluation.judging.ratelimit import RateLimiter, limiter_for
-from evaluation.models import Judge, JudgeCall
+from evaluation.runs.models import JudgeCall
 from evaluation.runs.snapshot import MemberSnapshot
 
 

@@ -8,11 +8,12 @@ from collections import defaultdict
 
 from django.db.models import Sum
 
+from evaluation.judges.models import Judge
 from evaluation.kept import readers
 from evaluation.kept.figures import remembered
 from evaluation.metrics.cost import CostEstimate, JudgeUsage, run_cost
-from evaluation.models import GradedScore, Judge, Run, Verdict
 from evaluation.runs import snapshot
+from evaluation.runs.models import GradedScore, Run, Verdict
 
 
 def sums_of(run: Run) -> list[list[int]]:

@@ -35,13 +35,16 @@ from django.db.models import Count, Exists, OuterRef, Q, Sum
 from django.db.models.functions import Coalesce, Length
 
 from annotation.models import Criterion, Query
+from evaluation.answers.models import Answer
+from evaluation.checks.models import CriterionCheck
+from evaluation.judges.models import Judge, Panel
 from evaluation.judges.tuning import Tuning, current_of
 from evaluation.judging import graded, prompts
 from evaluation.kept import readers
 from evaluation.kept.figures import remembered
 from evaluation.metrics.cost import JudgeUsage
-from evaluation.models import Answer, CriterionCheck, GradedScore, Judge, Panel, Run, Verdict
 from evaluation.runs import scope
+from evaluation.runs.models import GradedScore, Run, Verdict
 from evaluation.runs.scope import Selection
 from evaluation.runs.snapshot import MemberSnapshot, PanelSnapshot
 

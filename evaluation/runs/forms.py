@@ -5,7 +5,9 @@ from django.db.models import Q
 
 from annotation.models import Dataset, Query
 from config.ids import parse_id
-from evaluation.models import Panel, Run, System
+from evaluation.answers.models import System
+from evaluation.judges.models import Panel
+from evaluation.runs.models import Run
 
 # The start-run form lists at most this many queries as options (a search finds others).
 QUERY_OPTIONS = 200

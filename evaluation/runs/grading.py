@@ -19,8 +19,9 @@ from django.db.models import Count, Q, Sum
 
 from annotation.models import Query
 from evaluation import transient
+from evaluation.answers.models import Answer
+from evaluation.judges.models import Judge
 from evaluation.judging import client, graded
-from evaluation.models import Answer, GradedScore, Judge, JudgeCall, Run
 from evaluation.runs import scope, snapshot
 from evaluation.runs.calls import (
     USAGE_DETAIL_FIELDS,
@@ -32,6 +33,7 @@ from evaluation.runs.calls import (
     judge_params,
     text_of,
 )
+from evaluation.runs.models import GradedScore, JudgeCall, Run
 from evaluation.runs.snapshot import MemberSnapshot
 
 UPSERT_FIELDS = [

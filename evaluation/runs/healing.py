@@ -15,7 +15,7 @@ heartbeat of the leases its process holds; every RUNS_SWEEP seconds it sweeps:
    after all is harmless: only one delivery can claim a task.
 3. A running run without unfinished tasks (its answers deleted) is ended.
 4. The sweeps other packages add with `add_sweep`, at the same pace: the dataset deletions
-   that made no progress for RUNS_LEASE_TIMEOUT are queued again (evaluation.data.purge.sweep,
+   that made no progress for RUNS_LEASE_TIMEOUT are queued again (evaluation.datasets.purge.sweep,
    added by EvaluationConfig.ready; runs sit below the dataset purge and do not import it).
 
 A Redis broker that restarted without persistence has lost every queued message: the
@@ -46,8 +46,8 @@ from django.db.models import F, Max
 from django.utils import timezone
 
 from config.backoff import backoff
-from evaluation.models import Run, RunTask
 from evaluation.runs import lifecycle, queue, work
+from evaluation.runs.models import Run, RunTask
 
 logger = logging.getLogger(__name__)
 

@@ -29,8 +29,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from evaluation import transient
-from evaluation.models import GradedScore, Run, RunTask, Verdict
 from evaluation.runs import queue, work
+from evaluation.runs.models import GradedScore, Run, RunTask, Verdict
 from evaluation.runs.signals import run_ended
 
 logger = logging.getLogger(__name__)

@@ -5,7 +5,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from annotation.models import Criterion, Dataset, Query
-from evaluation.data.models import Answer, System
+from evaluation.answers.models import Answer, System
 from evaluation.judges.models import Judge, Panel
 
 

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from evaluation.judges import reachability
 from evaluation.judges.reachability import JudgeOutage
 from evaluation.metrics.cost import CostEstimate
-from evaluation.models import Run
 from evaluation.runs import grading, selectors
 from evaluation.runs.costs import run_cost_estimate
 from evaluation.runs.estimate import requests_made
+from evaluation.runs.models import Run
 
 
 @dataclass(frozen=True)

@@ -19,11 +19,13 @@ from urllib.parse import urlsplit
 from django.conf import settings
 
 from config import egress
+from evaluation.answers.models import Answer
+from evaluation.judges.models import Judge, Panel
 from evaluation.judging import keys
 from evaluation.judging.connection import key_is_set
 from evaluation.judging.keys import key_variable_allowed
-from evaluation.models import Answer, Judge, Panel, Run
 from evaluation.runs import snapshot
+from evaluation.runs.models import Run
 from evaluation.runs.snapshot import PanelSnapshot
 
 CONNECT_TIMEOUT = 2.0  # seconds per host: a person is waiting for the page

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from django.db.models import Exists, F, OuterRef, QuerySet
 
 from annotation.models import Checklist, Criterion
-from evaluation.models import Adjudication, Answer, HumanLabel, Run
+from evaluation.answers.models import Answer
+from evaluation.labels.models import Adjudication, HumanLabel
+from evaluation.runs.models import Run
 
 
 @dataclass(frozen=True)

@@ -21,15 +21,15 @@ from decimal import Decimal
 from django.db import connection, transaction
 
 from annotation.models import Checklist
-from evaluation.analytics import refresh
+from evaluation.answers.models import Answer
 from evaluation.kept import figures as kept_figures
-from evaluation.kept import readers
+from evaluation.kept import readers, refresh
 from evaluation.metrics import rubrics, rubrics_sql, votes_sql
 from evaluation.metrics.rubrics import GroupScore
 from evaluation.metrics.scoring import AnswerScore, mean_score, passes_threshold, share_score
 from evaluation.metrics.summary import graded_mean, mean, pass_rate
-from evaluation.models import Answer, GradedScore, Run
 from evaluation.runs import trees
+from evaluation.runs.models import GradedScore, Run
 
 # The shape of the kept counts and reports: moved when their columns change, so that rows
 # kept by an earlier release are never read as this one's.
@@ -393,7 +393,7 @@ def _with_authors(rows: list[dict]) -> list[AnswerReport]:
 
 
 # The run's scores are refreshed by the kept-figures refresh task under this group name
-# (evaluation.analytics.refresh: one refresh per run in flight, back-off after failures).
+# (evaluation.kept.refresh: one refresh per run in flight, back-off after failures).
 REFRESH_GROUP = "scores"
 
 
@@ -409,7 +409,7 @@ def run_scores(run: Run) -> RunScores:
     Stale while revalidating: when what they are computed from moved (an adjudication, a
     criterion's weight, the pass threshold) and scores of an earlier state are kept, a
     request serves those, marked `updating`, and the refresh task computes the fresh ones
-    in the background, once however many readers ask (evaluation.analytics.refresh); a
+    in the background, once however many readers ask (evaluation.kept.refresh); a
     recount of a million votes is not paid by the reader after every adjudication. Only
     the first scores of a run are computed in the request."""
     state = _scores_state(run)

@@ -15,8 +15,8 @@ from rest_framework.views import APIView
 
 from config.ids import parse_id
 from evaluation.runs import scores
+from evaluation.runs.access import access_run
 from evaluation.runs.overview import RunOverview
-from evaluation.runs.permissions import access_run
 from evaluation.runs.serializers import ProgressSerializer
 
 _SHARE = {"allow_null": True, "min_value": 0.0, "max_value": 1.0}

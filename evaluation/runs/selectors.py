@@ -11,13 +11,15 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from annotation.models import Checklist, Criterion, Dataset
+from evaluation.answers.models import Answer
 from evaluation.kept import readers
 from evaluation.kept.figures import remembered
+from evaluation.labels.models import Adjudication
 from evaluation.metrics import rubrics
 from evaluation.metrics.aggregation import CriterionVerdict, Vote, aggregate
 from evaluation.metrics.rubrics import GroupScore
-from evaluation.models import Adjudication, Answer, GradedScore, Run, RunTask, Verdict
 from evaluation.runs import trees
+from evaluation.runs.models import GradedScore, Run, RunTask, Verdict
 
 # The runs the agreement and analytics pages offer: the latest ones.
 OFFERED_RUNS = 50

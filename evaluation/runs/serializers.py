@@ -4,8 +4,10 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from annotation.models import Dataset, Query
-from evaluation.models import Panel, Run, System, Verdict
-from evaluation.runs.permissions import raw_output_shown
+from evaluation.answers.models import System
+from evaluation.judges.models import Panel
+from evaluation.runs.access import raw_output_shown
+from evaluation.runs.models import Run, Verdict
 
 
 class RunCreateSerializer(serializers.Serializer):

@@ -18,8 +18,10 @@ from django.db.models import Count, Exists, OuterRef, Q
 from django.utils import timezone
 
 from annotation.models import Dataset, Query
-from evaluation.models import GradedScore, Judge, Panel, Run, RunTask, System, Verdict
+from evaluation.answers.models import System
+from evaluation.judges.models import Judge, Panel
 from evaluation.runs import estimate, lifecycle, preflight, queue, scope, snapshot
+from evaluation.runs.models import GradedScore, Run, RunTask, Verdict
 from evaluation.runs.preflight import RunRefused
 from evaluation.trials import selectors as trials
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from evaluation.judges import tuning
-from evaluation.models import Judge, Panel, Run
+from evaluation.judges.models import Judge, Panel
+from evaluation.runs.models import Run
 
 
 @dataclass(frozen=True)

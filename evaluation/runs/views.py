@@ -12,26 +12,25 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation import roles
+from annotation.access import access_dataset, dataset_permissions
 from annotation.models import Query
-from annotation.permissions import access_dataset, dataset_permissions
-from evaluation.data.answers_upload import decode_upload, import_answers
-from evaluation.data.forms import AnswersUploadForm
-from evaluation.data.rendering import render_answer
-from evaluation.data.rows import ImportRejected
-from evaluation.judges import rebuild
-from evaluation.models import Answer
-from evaluation.runs import grading, scores, selectors, snapshot
+from evaluation.answers.forms import AnswersUploadForm
+from evaluation.answers.models import Answer
+from evaluation.answers.rendering import render_answer
+from evaluation.answers.upload import decode_upload, import_answers
+from evaluation.runs import grading, rebuild, scores, selectors, snapshot
 from evaluation.runs import services as runs
-from evaluation.runs.estimate import estimate_selection, panel_members, run_estimate
-from evaluation.runs.forms import QUERY_OPTIONS, RunForm
-from evaluation.runs.overview import run_overview
-from evaluation.runs.permissions import (
+from evaluation.runs.access import (
     access_run,
     access_run_with_perms,
     access_verdict,
     can_see_runs,
     hide_raw_outputs,
 )
+from evaluation.runs.estimate import estimate_selection, panel_members, run_estimate
+from evaluation.runs.forms import QUERY_OPTIONS, RunForm
+from evaluation.runs.overview import run_overview
+from evaluation.tables.rows import ImportRejected
 
 
 @require_http_methods(["GET", "POST"])
@@ -204,7 +203,7 @@ def dataset_answers(request: HttpRequest, pk: int) -> HttpResponse:
         "dataset": dataset, "form": form if can_manage else None, "errors": errors,
         "groups": groups,
     }  # fmt: skip
-    return render(request, "evaluation/data/dataset_answers.html", context, status=status)
+    return render(request, "evaluation/answers/dataset_answers.html", context, status=status)
 
 
 @require_GET

@@ -19,20 +19,14 @@ from typing import Any
 
 from annotation.models import Criterion
 from evaluation import transient
+from evaluation.answers.models import Answer
 from evaluation.checks import trajectory
 from evaluation.checks.deterministic import offline_verdict
+from evaluation.checks.models import CriterionCheck
+from evaluation.judges.models import Judge
 from evaluation.judges.tuning import tuning_of
 from evaluation.judging import client, engine, graded, plan
 from evaluation.judging import conversation as conv
-from evaluation.models import (
-    Answer,
-    CriterionCheck,
-    GradedScore,
-    Judge,
-    JudgeCall,
-    Run,
-    Verdict,
-)
 from evaluation.runs import grading, scope, snapshot
 from evaluation.runs.calls import (
     USAGE_DETAIL_FIELDS,
@@ -43,6 +37,7 @@ from evaluation.runs.calls import (
     judge_params,
     text_of,
 )
+from evaluation.runs.models import GradedScore, JudgeCall, Run, Verdict
 from evaluation.runs.snapshot import MemberSnapshot
 
 # Earlier decided verdicts with the same inputs are reused: an unparseable output or an

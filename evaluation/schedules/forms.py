@@ -3,7 +3,8 @@ from __future__ import annotations
 from django import forms
 from django.conf import settings
 
-from evaluation.models import Panel, System
+from evaluation.answers.models import System
+from evaluation.judges.models import Panel
 
 DAYS = [
     ("*", "Every day"),

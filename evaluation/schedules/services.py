@@ -25,11 +25,14 @@ from django_celery_beat.models import CrontabSchedule, PeriodicTask, PeriodicTas
 
 from annotation.models import Dataset
 from evaluation import task_names
-from evaluation.models import Answer, Panel, Run, RunSchedule, System
+from evaluation.answers.models import Answer, System
+from evaluation.judges.models import Panel
 from evaluation.runs import preflight
 from evaluation.runs import services as run_services
+from evaluation.runs.models import Run
 from evaluation.schedules import timing
 from evaluation.schedules.forms import DAYS
+from evaluation.schedules.models import RunSchedule
 
 if TYPE_CHECKING:
     from django.contrib.auth.base_user import AbstractBaseUser

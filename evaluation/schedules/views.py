@@ -12,13 +12,14 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation import roles
-from annotation.permissions import access_dataset
+from annotation.access import access_dataset
 from config.form_pages import form_status, posted
-from evaluation.models import Run, RunSchedule
+from evaluation.runs.models import Run
 from evaluation.runs.preflight import RunRefused
 from evaluation.schedules import beat
 from evaluation.schedules import services as schedules
 from evaluation.schedules.forms import ScheduleForm
+from evaluation.schedules.models import RunSchedule
 
 RECENT_RUNS = 20
 

@@ -26,11 +26,12 @@ from django.db import connection
 
 from annotation.models import Criterion, Dataset
 from evaluation.agreement import cells
+from evaluation.judges.models import Judge
 from evaluation.judges.tuning import excluded_items
 from evaluation.metrics.agreement import PASS_FAIL, Agreement, compare
 from evaluation.metrics.cost import JudgeUsage
 from evaluation.metrics.mcnemar import McNemar, mcnemar
-from evaluation.models import Judge, Run, Verdict
+from evaluation.runs.models import Run, Verdict
 
 # The changed items listed on the page and in the API; their count is always given whole.
 CHANGED_SHOWN = 500

@@ -10,8 +10,9 @@ from __future__ import annotations
 from django.db import transaction
 
 from evaluation.judges import services as judges
-from evaluation.models import Judge, Panel, Run
+from evaluation.judges.models import Judge, Panel
 from evaluation.runs import snapshot
+from evaluation.runs.models import Run
 
 
 class TrialError(Exception):

@@ -1,5 +1,5 @@
 """The trial comparison page and "Use this judge". The comparison follows the run's dataset
-permissions like every run page (evaluation.runs.permissions.access_run); adopting a judge
+permissions like every run page (evaluation.runs.access.access_run); adopting a judge
 changes a site-wide panel, so it is also for those who may change panels (the Admin group,
 as on the panel pages, evaluation/judges/views.py)."""
 
@@ -12,8 +12,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from evaluation.models import Run
-from evaluation.runs.permissions import access_run
+from evaluation.runs.access import access_run
+from evaluation.runs.models import Run
 from evaluation.trials.selectors import comparison
 from evaluation.trials.services import TrialError, use_trial_judges
 

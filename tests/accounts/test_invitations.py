@@ -14,7 +14,7 @@ from django.urls import reverse
 from accounts import keys
 from accounts.models import Invitation
 from annotation import roles, services
-from annotation.permissions import dataset_permissions
+from annotation.access import dataset_permissions
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from annotation import roles
-from annotation.permissions import dataset_permissions
+from annotation.access import dataset_permissions
 from tests.factories import ChecklistFactory, QueryFactory
 
 pytestmark = pytest.mark.django_db

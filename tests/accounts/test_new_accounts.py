@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from annotation import roles
-from annotation.permissions import dataset_permissions
+from annotation.access import dataset_permissions
 
 pytestmark = pytest.mark.django_db
 

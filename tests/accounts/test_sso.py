@@ -13,7 +13,7 @@ from guardian.shortcuts import get_objects_for_user
 
 from accounts import services
 from annotation import roles
-from annotation.permissions import dataset_permissions
+from annotation.access import dataset_permissions
 from tests.support.oidc_provider import BACKEND, OidcProvider, new_key, signed_on
 
 pytestmark = pytest.mark.django_db

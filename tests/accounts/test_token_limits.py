@@ -16,7 +16,7 @@ from accounts.authentication import REWARDS_ONLY_REFUSAL
 from accounts.models import ApiToken
 from annotation import roles
 from annotation import services as annotation_services
-from annotation.permissions import DATASET_LIMIT_REFUSAL
+from annotation.access import DATASET_LIMIT_REFUSAL
 from tests.factories import QueryFactory
 
 pytestmark = pytest.mark.django_db

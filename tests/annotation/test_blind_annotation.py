@@ -8,8 +8,8 @@ import pytest
 from django.urls import reverse
 
 from annotation import roles, selectors, services
+from annotation.access import can_read_checklist, dataset_permissions
 from annotation.models import Checklist
-from annotation.permissions import can_read_checklist, dataset_permissions
 from tests.factories import UserFactory, valid_criteria
 
 pytestmark = pytest.mark.django_db

@@ -13,8 +13,9 @@ from django.urls import reverse
 
 from annotation import services
 from annotation.models import Checklist, Criterion
-from evaluation.models import Adjudication, HumanLabel, Verdict
+from evaluation.labels.models import Adjudication, HumanLabel
 from evaluation.review import services as review
+from evaluation.runs.models import Verdict
 from tests.factories import PanelFactory, external_judges
 from tests.support.builders import checklisted_query, finished_run
 
@@ -184,7 +185,7 @@ def test_new_runs_leave_archived_criteria_out(reviewed, collaborator):
 def test_a_finished_run_still_shows_its_verdicts_on_an_archived_wording(reviewed, collaborator):
     """Passes today and must keep passing once runs leave archived criteria out: a run's
     answer page shows the criteria it judged (filter with Q(verdicts__run=run))."""
-    from evaluation.models import Run
+    from evaluation.runs.models import Run
     from evaluation.runs.selectors import answer_verdicts
 
     checklist, (first, second, third), answer = reviewed
@@ -203,7 +204,7 @@ def test_a_dataset_with_reworded_criteria_can_still_be_deleted(reviewed, collabo
     dataset's review revision (no orphan row left behind for the commit to trip on)."""
     from django.db.models import RestrictedError
 
-    from evaluation.models import ReviewRevision
+    from evaluation.kept.models import ReviewRevision
 
     checklist, (_, second, _), _ = reviewed
     services.criterion_update(criterion=second, by=collaborator, text="Reworded.")

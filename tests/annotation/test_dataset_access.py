@@ -118,7 +118,7 @@ def test_members_page_adds_member_with_role(client, owner, outsider, dataset):
     url = reverse("dataset-members", args=[dataset.pk])
     response = client.post(url, {"username": outsider.username, "role": "reviewer"})
     assert response.status_code == 302
-    from annotation.permissions import dataset_permissions
+    from annotation.access import dataset_permissions
 
     assert dataset_permissions(outsider, dataset) == set(
         roles.ROLE_PERMISSIONS[roles.DatasetRole.REVIEWER]
@@ -186,7 +186,7 @@ def test_dataset_admin_adds_a_query_with_tags(client, owner, collaborator, datas
 
 
 def test_an_admin_cannot_demote_themselves(client, owner, dataset):
-    from annotation.permissions import dataset_permissions
+    from annotation.access import dataset_permissions
 
     client.force_login(owner)
     url = reverse("dataset-members", args=[dataset.pk])

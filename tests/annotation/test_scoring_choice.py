@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from annotation import scoring, services
 from annotation.models import Checklist, Criterion
-from evaluation.data.importer import ImportOptions, ImportRejected, import_dataset
+from evaluation.datasets.importer import ImportOptions, ImportRejected, import_dataset
 from tests.annotation.test_checklist_api import payload
 from tests.evaluation.data.test_rubric_import import files, write
 from tests.factories import valid_criteria

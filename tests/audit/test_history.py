@@ -8,7 +8,8 @@ from django.urls import reverse
 
 from annotation import services
 from annotation.models import Checklist, Criterion
-from evaluation.models import Adjudication, HumanLabel, Judge, Panel
+from evaluation.judges.models import Judge, Panel
+from evaluation.labels.models import Adjudication, HumanLabel
 from tests.factories import PanelFactory, UserFactory, external_judges, valid_criteria
 from tests.support.builders import checklisted_query, finished_run
 

@@ -11,7 +11,8 @@ from django.db import connection
 
 from evaluation.agreement import selectors
 from evaluation.agreement.serialize import report_data
-from evaluation.models import Adjudication, HumanLabel, Verdict
+from evaluation.labels.models import Adjudication, HumanLabel
+from evaluation.runs.models import Verdict
 from tests.evaluation.agreement import oracle as agreement_oracle
 
 pytestmark = pytest.mark.skipif(

@@ -12,8 +12,10 @@ from django.urls import reverse
 from playwright.sync_api import expect
 
 from annotation.models import Checklist
+from evaluation.answers.models import Answer
 from evaluation.demo.loader import load_demo
-from evaluation.models import Adjudication, Answer, HumanLabel, Panel
+from evaluation.judges.models import Panel
+from evaluation.labels.models import Adjudication, HumanLabel
 from tests.browser.conftest import log_in
 from tests.factories import PanelFactory, external_judges
 from tests.support.builders import finished_run

@@ -15,8 +15,8 @@ from annotation import roles
 from annotation.services import dataset_set_role
 from evaluation.analytics import figures
 from evaluation.analytics.tasks import refresh_analytics
+from evaluation.answers.models import Answer
 from evaluation.cross_evaluation.services import perfect_answer_save
-from evaluation.models import Answer
 from evaluation.review.services import label_set
 from tests.browser.conftest import log_in
 from tests.browser.test_checklist_editor import snap

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from evaluation.models import CriterionCheck
+from evaluation.checks.models import CriterionCheck
 from evaluation.runs import lifecycle
 from evaluation.runs import services as runs
 from tests.browser.conftest import log_in

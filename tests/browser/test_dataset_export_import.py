@@ -16,10 +16,12 @@ import pytest
 from playwright.sync_api import expect
 
 from annotation import roles, services
+from annotation.access import dataset_permissions
 from annotation.models import Checklist, Dataset
-from annotation.permissions import dataset_permissions
+from evaluation.answers.models import Answer
 from evaluation.demo.loader import load_demo
-from evaluation.models import Answer, HumanLabel, Run
+from evaluation.labels.models import HumanLabel
+from evaluation.runs.models import Run
 from tests.browser.conftest import log_in
 from tests.browser.test_accessibility import serious_violations
 from tests.browser.test_checklist_editor import snap

@@ -11,7 +11,10 @@ import itertools
 import pytest
 
 from annotation.models import Citation, Criterion, Dataset, DomainTag, Query, QueryCategory
-from evaluation.models import Adjudication, Answer, HumanLabel, Judge, Panel, Run, System
+from evaluation.answers.models import Answer, System
+from evaluation.judges.models import Judge, Panel
+from evaluation.labels.models import Adjudication, HumanLabel
+from evaluation.runs.models import Run
 from tests.config.matrix_routes import page_routes, page_url
 from tests.config.matrix_table import MATRIX
 from tests.support.world import build_world

@@ -12,8 +12,8 @@ from django.core import mail
 from playwright.sync_api import expect
 
 from annotation import roles
+from annotation.access import dataset_permissions
 from annotation.models import Checklist, Dataset
-from annotation.permissions import dataset_permissions
 from tests.browser.conftest import log_in
 from tests.browser.test_accessibility import serious_violations
 from tests.browser.test_checklist_editor import add_criterion, cite_earnings_release

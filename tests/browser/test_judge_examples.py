@@ -16,9 +16,9 @@ from playwright.sync_api import expect
 
 from annotation import roles, services
 from evaluation.judges import tuning
-from evaluation.models import Verdict
 from evaluation.runs import lifecycle
 from evaluation.runs import services as runs
+from evaluation.runs.models import Verdict
 from tests.browser.conftest import log_in
 from tests.browser.test_accessibility import serious_violations
 from tests.evaluation.judges.test_examples import adjudicated  # noqa: F401 (a fixture)

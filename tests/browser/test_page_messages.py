@@ -14,7 +14,7 @@ from annotation import roles
 from annotation.services import dataset_set_role
 from evaluation.analytics import figures
 from evaluation.cross_evaluation.services import perfect_answer_save
-from evaluation.models import Judge, Panel
+from evaluation.judges.models import Judge, Panel
 from tests.browser.conftest import log_in
 from tests.browser.test_accessibility import serious_violations
 from tests.factories import PanelFactory, external_judges

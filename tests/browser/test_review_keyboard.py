@@ -8,7 +8,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from evaluation.models import HumanLabel
+from evaluation.labels.models import HumanLabel
 from tests.browser.conftest import log_in
 from tests.browser.test_checklist_editor import snap
 from tests.factories import PanelFactory, external_judges

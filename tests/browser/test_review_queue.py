@@ -11,7 +11,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from evaluation.models import HumanLabel, Judge, Panel
+from evaluation.judges.models import Judge, Panel
+from evaluation.labels.models import HumanLabel
 from tests.browser.conftest import log_in
 from tests.browser.test_checklist_editor import snap
 from tests.evaluation.review.two_experts import TWIN, build_two_experts

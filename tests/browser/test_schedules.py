@@ -12,7 +12,7 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from evaluation.models import Run
+from evaluation.runs.models import Run
 from evaluation.schedules import beat as scheduler
 from tests.browser.conftest import log_in
 from tests.factories import PanelFactory, offline_judge

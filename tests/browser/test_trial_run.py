@@ -10,7 +10,8 @@ import pytest
 from django.urls import reverse
 from playwright.sync_api import expect
 
-from evaluation.models import Judge, Run
+from evaluation.judges.models import Judge
+from evaluation.runs.models import Run
 from loopback.scripts import verdict_responder
 from tests.browser.conftest import log_in
 from tests.browser.test_accessibility import serious_violations

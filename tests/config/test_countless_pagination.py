@@ -8,7 +8,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from evaluation.models import HumanLabel, Verdict
+from evaluation.labels.models import HumanLabel
+from evaluation.runs.models import Verdict
 from tests.evaluation.agreement.labelled import build_labelled
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from config.parsers import NotFinite, loads
-from evaluation.models import Panel
+from evaluation.judges.models import Panel
 from tests.factories import offline_judge
 
 HUGE = "9" * 400

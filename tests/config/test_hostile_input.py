@@ -16,7 +16,8 @@ from django.urls import reverse
 from annotation import services
 from annotation.models import Checklist, Criterion
 from config import limits
-from evaluation.models import Answer, HumanLabel
+from evaluation.answers.models import Answer
+from evaluation.labels.models import HumanLabel
 from tests.factories import valid_criteria
 from tests.support.builders import checklisted_query
 

@@ -50,7 +50,7 @@ def test_an_object_of_a_hidden_dataset_answers_as_a_missing_one(outsider_api, ow
     """Each detail route answers a hidden object's id with the very status and body of an id
     that does not exist: no "No such dataset." that only hidden objects get."""
     from annotation.models import CriterionGroup
-    from evaluation.models import Run
+    from evaluation.runs.models import Run
     from tests.factories import AnswerFactory, CriterionFactory, PanelFactory
 
     hidden = services.dataset_create(name="Hidden", by=owner)

@@ -31,7 +31,7 @@ from django.db import transaction
 from django.test import Client
 
 from annotation import roles, services
-from evaluation.models import Run
+from evaluation.runs.models import Run
 from tests.config.matrix_routes import page_routes, page_url
 from tests.factories import QueryFactory, UserFactory
 from tests.support.world import build_world

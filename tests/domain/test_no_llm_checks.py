@@ -515,7 +515,7 @@ def test_checks_never_crash_on_odd_input(text: str) -> None:
     check_format(text, text)
 
 
-BIGGEN = Path(__file__).resolve().parents[2] / "evaluation/datasets/biggen/atomic_checklists.jsonl"
+BIGGEN = Path(__file__).resolve().parents[2] / "evaluation/fixtures/biggen/atomic_checklists.jsonl"
 
 
 def test_checks_hold_on_thousands_of_real_criteria() -> None:

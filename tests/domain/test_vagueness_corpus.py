@@ -12,8 +12,8 @@ from annotation.validation import GENERIC, validate_checklist
 from annotation.validation.corpus_report import Corpus, load_corpus, load_kqa
 
 ROOT = Path(__file__).resolve().parents[2]
-BIGGEN = ROOT / "evaluation" / "datasets" / "biggen" / "atomic_checklists.jsonl"
-KQA = ROOT / "evaluation" / "datasets" / "kqa" / "questions_w_answers.jsonl"
+BIGGEN = ROOT / "evaluation" / "fixtures" / "biggen" / "atomic_checklists.jsonl"
+KQA = ROOT / "evaluation" / "fixtures" / "kqa" / "questions_w_answers.jsonl"
 DOC = (ROOT / "docs" / "guidelines.md").read_text(encoding="utf-8")
 WITH_ANCHORS = GENERIC.with_rule("fact-anchor", enabled=True)
 

@@ -23,8 +23,8 @@ from annotation.validation.corpus_report import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-# Kept in the repository with its licence (evaluation/datasets/README.md).
-BIGGEN = ROOT / "evaluation" / "datasets" / "biggen" / "atomic_checklists.jsonl"
+# Kept in the repository with its licence (evaluation/fixtures/README.md).
+BIGGEN = ROOT / "evaluation" / "fixtures" / "biggen" / "atomic_checklists.jsonl"
 
 # Measured under GENERIC on 3,279 criteria in 707 checklists: text-too-long 1 (0.03%),
 # single-sentence 8 (0.24%), compound 23 (0.70%), vague-reference 2 (0.06%), duplicate 2

@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from annotation import roles
 from annotation.services import dataset_set_role
-from evaluation.models import Judge, Panel
+from evaluation.judges.models import Judge, Panel
 from tests.factories import UserFactory
 from tests.support.builders import checklisted_query
 

@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from annotation import roles
 from annotation.services import dataset_create, dataset_set_role
-from evaluation.models import KeptFigure, KeptRefresh
+from evaluation.kept.models import KeptFigure, KeptRefresh
 from tests.evaluation.agreement.labelled import build_labelled
 
 

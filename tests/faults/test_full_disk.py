@@ -23,11 +23,11 @@ from guardian.models import UserObjectPermission
 
 from annotation.models import Checklist, Criterion, Dataset, Query
 from bench.data_io.generate import generate
-from evaluation.data import services, tasks
-from evaluation.data.importer import import_dataset
-from evaluation.data.models import DatasetExport
-from evaluation.data.storage import NotStored
-from evaluation.models import Answer
+from evaluation.answers.models import Answer
+from evaluation.datasets import services, tasks
+from evaluation.datasets.importer import import_dataset
+from evaluation.datasets.models import DatasetExport
+from evaluation.datasets.storage import NotStored
 from tests.evaluation.data.imports import META, checklist_files, write, zipped
 
 DISK_SIZE = "256k"

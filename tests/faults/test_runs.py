@@ -12,8 +12,8 @@ import uuid
 
 from django.db.models import Count
 
-from evaluation.models import Run, RunTask, Verdict
 from evaluation.runs import services as runs
+from evaluation.runs.models import Run, RunTask, Verdict
 from loopback import LoopbackOpenAI
 from tests.evaluation.runs.workload import build_workload, expected_verdict, scripted_judge
 from tests.factories import PanelFactory, loopback_judges

@@ -45,8 +45,9 @@ from psycopg import errors as pg_errors
 from evaluation import task_names, transient
 from evaluation.alerts import delivery
 from evaluation.alerts.models import AlertEvent, RegressionAlert
-from evaluation.models import Run, System
+from evaluation.answers.models import System
 from evaluation.runs import services as run_services
+from evaluation.runs.models import Run
 from evaluation.schedules import services as schedules
 from tests.evaluation.analytics.known import build_known
 from tests.factories import PanelFactory, offline_judge

@@ -10,9 +10,12 @@ from dataclasses import dataclass
 from django.utils import timezone
 
 from annotation.models import Checklist, Criterion, Dataset, Query
+from evaluation.answers.models import Answer
+from evaluation.judges.models import Panel
 from evaluation.kept.events import answer_item, bump
-from evaluation.models import Answer, HumanLabel, Panel, Run, Verdict
+from evaluation.labels.models import HumanLabel
 from evaluation.runs import snapshot
+from evaluation.runs.models import Run, Verdict
 from tests.factories import AnswerFactory, QueryFactory, UserFactory
 
 

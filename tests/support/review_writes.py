@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from evaluation.models import Adjudication, HumanLabel
+from evaluation.labels.models import Adjudication, HumanLabel
 from evaluation.review import services as review
 
 

@@ -52,13 +52,15 @@ from annotation.services.groups import group_create
 from evaluation.alerts.services import alert_save
 from evaluation.analytics import figures
 from evaluation.cross_evaluation import services as cross_evaluation
-from evaluation.data import services as data
-from evaluation.data.export import ExportOptions
+from evaluation.datasets import services as data
+from evaluation.datasets.export import ExportOptions
 from evaluation.judges import examples, tuning
-from evaluation.models import Adjudication, HumanLabel, Judge, Run, RunTask, Verdict
+from evaluation.judges.models import Judge
+from evaluation.labels.models import Adjudication, HumanLabel
 from evaluation.review import services as review
 from evaluation.runs import lifecycle
 from evaluation.runs import services as runs
+from evaluation.runs.models import Run, RunTask, Verdict
 from evaluation.schedules.services import schedule_save
 from loopback import default_responder
 from tests.factories import (

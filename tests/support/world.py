@@ -19,18 +19,11 @@ from rest_framework.authtoken.models import Token
 
 from annotation import roles, services
 from annotation.models import Checklist, Citation, Criterion, CriterionGroup, Dataset, Query
+from evaluation.answers.models import Answer, System
 from evaluation.cross_evaluation.services import perfect_answer_save
-from evaluation.models import (
-    Adjudication,
-    Answer,
-    HumanLabel,
-    Judge,
-    Panel,
-    ReviewAssignment,
-    Run,
-    System,
-    Verdict,
-)
+from evaluation.judges.models import Judge, Panel
+from evaluation.labels.models import Adjudication, HumanLabel, ReviewAssignment
+from evaluation.runs.models import Run, Verdict
 from tests.factories import (
     AnswerFactory,
     PanelFactory,
@@ -143,7 +136,7 @@ def build_world() -> World:
     w.perfect_answer = perfect_answer_save(
         checklist=w.submitted, text="Revenue was **$4.12 billion**.", by=other
     )
-    from evaluation.data.models import DatasetExport
+    from evaluation.datasets.models import DatasetExport
 
     w.export = DatasetExport.objects.create(dataset=w.dataset, requested_by=admin)
     from evaluation.alerts.models import RegressionAlert

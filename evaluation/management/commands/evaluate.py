@@ -16,12 +16,13 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Dataset
-from evaluation.data.answers_upload import import_answers_file
-from evaluation.data.rows import ImportRejected
-from evaluation.models import Panel, Run
+from evaluation.answers.upload import import_answers_file
+from evaluation.judges.models import Panel
 from evaluation.runs import scores, selectors
 from evaluation.runs import services as runs
 from evaluation.runs.costs import run_cost_estimate
+from evaluation.runs.models import Run
+from evaluation.tables.rows import ImportRejected
 
 
 class Command(BaseCommand):

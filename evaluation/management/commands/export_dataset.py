@@ -18,7 +18,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Dataset
-from evaluation.data.export import ExportOptions, export_chunks
+from evaluation.datasets.export import ExportOptions, export_chunks
 
 
 def _list(value: str) -> list[str]:

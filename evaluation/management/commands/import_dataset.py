@@ -25,9 +25,9 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Guideline
-from evaluation.data.import_target import NameTaken
-from evaluation.data.importer import ImportOptions, ImportRejected, import_dataset
-from evaluation.data.storage import NotStored
+from evaluation.datasets.import_target import NameTaken
+from evaluation.datasets.importer import ImportOptions, ImportRejected, import_dataset
+from evaluation.datasets.storage import NotStored
 from evaluation.management.commands.export_dataset import find_dataset
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from evaluation.data.kqa import DIRECTORY, LABELS_FILE, QUESTIONS_FILE, import_kqa
-from evaluation.data.review_imports import ImportRejected
+from evaluation.datasets.kqa import DIRECTORY, LABELS_FILE, QUESTIONS_FILE, import_kqa
+from evaluation.datasets.review_imports import ImportRejected
 
 DEFAULT_DIRECTORY = DIRECTORY  # the copy in the repository
 

@@ -15,7 +15,11 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Dataset
-from evaluation.data.review_imports import ImportRejected, import_labels_file, import_verdicts_file
+from evaluation.datasets.review_imports import (
+    ImportRejected,
+    import_labels_file,
+    import_verdicts_file,
+)
 
 
 class Command(BaseCommand):

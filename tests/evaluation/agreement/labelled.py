@@ -10,17 +10,12 @@ from dataclasses import dataclass, field
 from django.utils import timezone
 
 from annotation.models import QueryCategory, SourceType
+from evaluation.answers.models import Answer, System
+from evaluation.judges.models import Judge
 from evaluation.kept.events import Event, bump
-from evaluation.models import (
-    Adjudication,
-    Answer,
-    HumanLabel,
-    Judge,
-    Run,
-    System,
-    Verdict,
-)
+from evaluation.labels.models import Adjudication, HumanLabel
 from evaluation.runs import snapshot
+from evaluation.runs.models import Run, Verdict
 from tests.factories import PanelFactory, UserFactory
 from tests.support.builders import checklisted_query
 

@@ -26,6 +26,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotation.models import Criterion, Dataset
+from evaluation.answers.models import Answer
+from evaluation.labels.models import Adjudication, HumanLabel
 from evaluation.metrics.aggregation import INVALID_OUTCOMES, Method, Vote, aggregate
 from evaluation.metrics.agreement import (
     PASS_FAIL,
@@ -34,7 +36,7 @@ from evaluation.metrics.agreement import (
     compare,
     majority,
 )
-from evaluation.models import Adjudication, Answer, HumanLabel, Run, Verdict
+from evaluation.runs.models import Run, Verdict
 
 NO_VALUE = "(none)"
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from evaluation.agreement.selectors import agreement_report, default_run, labelled_overlap
 from evaluation.cross_evaluation.services import perfect_answer_save
-from evaluation.models import Run
+from evaluation.runs.models import Run
 from evaluation.runs.selectors import runs_of_system_answers
 from tests.factories import AnswerFactory, PanelFactory, external_judges
 from tests.support.builders import checklisted_query, finished_run, human_label

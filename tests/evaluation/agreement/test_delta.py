@@ -21,8 +21,9 @@ from evaluation.agreement import kept as agreement_kept
 from evaluation.agreement.cells import Cell
 from evaluation.kept import events, figures
 from evaluation.kept.counters import counters
-from evaluation.models import HumanLabel, Run
+from evaluation.labels.models import HumanLabel
 from evaluation.review import services as review
+from evaluation.runs.models import Run
 from tests.evaluation.agreement.labelled import build_labelled
 from tests.factories import UserFactory
 from tests.support.review_writes import every_kind_of_write, version
@@ -106,7 +107,7 @@ def test_a_new_system_answer_keeps_the_counts_and_a_perfect_answer_moves_cross_e
     next agreement reader recount, seconds at scale); only the queues' key moves. A new
     perfect answer still moves the cross-evaluation figures."""
     from annotation.models import Checklist, Query
-    from evaluation.models import Answer
+    from evaluation.answers.models import Answer
 
     warm(reviewed_dataset, two_runs)
     before = counters(reviewed_dataset.pk)

@@ -15,10 +15,12 @@ from evaluation.agreement import cells as sql
 from evaluation.agreement import kept as agreement_kept
 from evaluation.agreement import selectors
 from evaluation.agreement.serialize import report_data
+from evaluation.answers.models import Answer
 from evaluation.judges.tuning import excluded_items
 from evaluation.kept import figures
-from evaluation.models import Adjudication, Answer, HumanLabel, Run
+from evaluation.labels.models import Adjudication, HumanLabel
 from evaluation.review import services as review
+from evaluation.runs.models import Run
 from tests.evaluation.agreement import oracle
 from tests.evaluation.agreement.labelled import build_labelled
 from tests.support import compare

@@ -17,10 +17,11 @@ from django.urls import reverse
 from sklearn.metrics import cohen_kappa_score
 
 from evaluation.agreement.selectors import agreement_report
-from evaluation.data.kqa import import_kqa
-from evaluation.models import Answer, HumanLabel
+from evaluation.answers.models import Answer
+from evaluation.datasets.kqa import import_kqa
+from evaluation.labels.models import HumanLabel
 
-KQA = Path(settings.BASE_DIR) / "evaluation" / "datasets" / "kqa"  # in the repository
+KQA = Path(settings.BASE_DIR) / "evaluation" / "fixtures" / "kqa"  # in the repository
 # CSV rows (first column) that match no criterion, read off the published files: 3 rows of
 # a question missing from the JSONL and 5 statements that join two criteria into one.
 SKIPPED = {"17", "99", "103", "113", "179", "369", "370", "371"}

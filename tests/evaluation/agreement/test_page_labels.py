@@ -8,7 +8,8 @@ import pytest
 from django.urls import reverse
 
 from evaluation.agreement.selectors import agreement_report
-from evaluation.models import HumanLabel, Judge
+from evaluation.judges.models import Judge
+from evaluation.labels.models import HumanLabel
 from tests.factories import PanelFactory
 from tests.support.builders import checklisted_query, finished_run
 

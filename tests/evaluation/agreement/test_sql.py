@@ -10,9 +10,11 @@ from django.utils import timezone
 from annotation.models import Criterion, QueryCategory
 from evaluation.agreement import selectors
 from evaluation.agreement.serialize import report_data
-from evaluation.data.review_imports import import_labels
-from evaluation.models import Adjudication, HumanLabel, KeptFigure, Run
+from evaluation.datasets.review_imports import import_labels
+from evaluation.kept.models import KeptFigure
+from evaluation.labels.models import Adjudication, HumanLabel
 from evaluation.review import services as review
+from evaluation.runs.models import Run
 from tests.evaluation.agreement import oracle
 from tests.evaluation.agreement.labelled import build_labelled
 from tests.support import compare
@@ -180,7 +182,7 @@ def test_a_dataset_with_labels_can_be_deleted(transactional_db, reviewed_dataset
     """The receivers of its answers and criteria bump its review counters while the deletion
     runs; the row they write goes with the dataset, so the deletion commits (foreign keys
     checked there)."""
-    from evaluation.models import ReviewRevision
+    from evaluation.kept.models import ReviewRevision
 
     build_labelled(reviewed_dataset, queries=2, criteria=3, systems=2, seed=3)
     label = HumanLabel.objects.filter(answer__query__dataset=reviewed_dataset).first()
@@ -190,7 +192,7 @@ def test_a_dataset_with_labels_can_be_deleted(transactional_db, reviewed_dataset
     assert ReviewRevision.objects.filter(dataset=reviewed_dataset).exists()
     ReviewRevision.objects.filter(dataset=reviewed_dataset).delete()  # the deletion recreates it
 
-    # Django's cascade (the admin's and the API's deletions go through evaluation.data.purge,
+    # Django's cascade (the admin's and the API's deletions go through evaluation.datasets.purge,
     # which ends with this cascade on a dataset emptied first; a shell's .delete() is this).
     reviewed_dataset.delete()
     assert not ReviewRevision.objects.exists() and not HumanLabel.objects.exists()

@@ -16,7 +16,7 @@ from django.core import mail
 from evaluation.alerts import delivery
 from evaluation.alerts import services as alerts
 from evaluation.alerts.models import AlertEvent, RegressionAlert
-from evaluation.models import Run, RunTask
+from evaluation.runs.models import Run, RunTask
 from tests.evaluation.analytics.known import answer_shares, build_known
 from tests.support.webhook_receiver import WebhookReceiver
 
@@ -170,7 +170,7 @@ def test_a_nightly_run_fired_by_beat_finds_a_regression_and_signs_the_webhook(
     from django.db import connection
     from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
-    from evaluation.models import Answer
+    from evaluation.answers.models import Answer
     from loopback import LoopbackOpenAI
     from tests.evaluation.runs.workload import scripted_judge
     from tests.factories import PanelFactory, loopback_judges

@@ -12,17 +12,11 @@ from dataclasses import dataclass, field
 from django.utils import timezone
 
 from annotation.models import QueryCategory
-from evaluation.models import (
-    Adjudication,
-    Answer,
-    HumanLabel,
-    Judge,
-    Panel,
-    Run,
-    System,
-    Verdict,
-)
+from evaluation.answers.models import Answer, System
+from evaluation.judges.models import Judge, Panel
+from evaluation.labels.models import Adjudication, HumanLabel
 from evaluation.runs import snapshot
+from evaluation.runs.models import Run, Verdict
 from tests.factories import PanelFactory, UserFactory
 from tests.support.builders import checklisted_query
 

@@ -143,7 +143,7 @@ def test_ppi_under_the_least_certain_policy_weighs_each_drawn_answer(known, revi
     out of order: PPI++ weighs the five by the inverse of their chance (τ / size, at least
     1) and leaves the sixth out; held to ppi_py with weights, and the clustered interval to
     a numpy bootstrap."""
-    from evaluation.models import HumanLabel
+    from evaluation.labels.models import HumanLabel
 
     ppi_py = pytest.importorskip("ppi_py")
     assert reviewed_dataset.label_policy == "uncertain"  # the default

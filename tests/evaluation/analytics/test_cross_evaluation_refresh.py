@@ -11,10 +11,12 @@ from celery.canvas import Signature
 from django.urls import reverse
 
 from evaluation import task_names
-from evaluation.analytics import figures, refresh
+from evaluation.analytics import figures
 from evaluation.analytics.tasks import refresh_analytics
-from evaluation.models import KeptRefresh, Run
+from evaluation.kept import refresh
+from evaluation.kept.models import KeptRefresh
 from evaluation.runs import scores
+from evaluation.runs.models import Run
 from evaluation.runs.signals import run_ended
 from tests.evaluation.cross_evaluation.two_queries import grade_directly, two_queries
 

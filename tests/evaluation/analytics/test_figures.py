@@ -13,8 +13,10 @@ from evaluation.analytics import figures, summaries
 from evaluation.analytics import selectors as sel
 from evaluation.analytics.tasks import warm_analytics
 from evaluation.kept.events import Event, bump
+from evaluation.kept.models import KeptFigure
+from evaluation.labels.models import HumanLabel
 from evaluation.metrics import analytics as am
-from evaluation.models import HumanLabel, KeptFigure, Run
+from evaluation.runs.models import Run
 from tests.evaluation.analytics.known import build_known
 
 

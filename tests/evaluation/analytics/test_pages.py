@@ -204,7 +204,8 @@ def test_query_count_stays_flat_from_10_to_1000_answers(
 
 
 def test_saturated_queries_are_marked_too_easy(reviewed_dataset, client, reviewer, collaborator):
-    from evaluation.models import Adjudication, KeptFigure
+    from evaluation.kept.models import KeptFigure
+    from evaluation.labels.models import Adjudication
     from tests.evaluation.analytics.known import answer_shares
 
     known = build_known(
@@ -240,7 +241,7 @@ def test_saturated_queries_are_marked_too_easy(reviewed_dataset, client, reviewe
 
 def test_saturated_queries_are_in_the_dataset_export(reviewed_dataset):
     from annotation.models import Query
-    from evaluation.data.export import ExportOptions, export_chunks, query_key
+    from evaluation.datasets.export import ExportOptions, export_chunks, query_key
     from tests.evaluation.data.zips import jsonl, members
 
     known = build_known(

@@ -20,11 +20,13 @@ from django.utils import timezone
 
 from annotation.models import Criterion
 from evaluation import task_names
-from evaluation.analytics import figures, refresh
+from evaluation.analytics import figures
 from evaluation.analytics import selectors as sel
 from evaluation.analytics.tasks import refresh_analytics
+from evaluation.answers.models import Answer
+from evaluation.kept import refresh
 from evaluation.kept.counters import counters
-from evaluation.models import Answer, KeptFigure, KeptRefresh
+from evaluation.kept.models import KeptFigure, KeptRefresh
 from evaluation.review.services import adjudicate, label_set
 from tests.evaluation.analytics.known import build_known
 from tests.factories import DatasetFactory
@@ -242,7 +244,7 @@ def test_a_broker_that_cannot_be_reached_leaves_no_marker(
 
     monkeypatch.setattr(Signature, "apply_async", down)
     client.force_login(reviewer)
-    with caplog.at_level(logging.ERROR, logger="evaluation.analytics.refresh"):
+    with caplog.at_level(logging.ERROR, logger="evaluation.kept.refresh"):
         response = client.get(reverse("dataset-analytics", args=[reviewed_dataset.pk]))
     assert response.status_code == 200 and "Updating." in response.content.decode()
     assert "Could not queue the analytics refresh" in caplog.text

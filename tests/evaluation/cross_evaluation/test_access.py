@@ -7,8 +7,8 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import Checklist
+from evaluation.answers.models import Answer
 from evaluation.cross_evaluation import services
-from evaluation.models import Answer
 from tests.evaluation.cross_evaluation.two_queries import (
     codes,
     expert,

@@ -8,9 +8,9 @@ from django.urls import reverse
 
 from annotation import services as annotation_services
 from evaluation.cross_evaluation import services
-from evaluation.models import Run, Verdict
 from evaluation.runs import selectors
 from evaluation.runs import services as runs
+from evaluation.runs.models import Run, Verdict
 from loopback import LoopbackOpenAI
 from tests.evaluation.cross_evaluation.two_queries import (
     code_judge,

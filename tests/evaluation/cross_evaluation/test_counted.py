@@ -21,19 +21,15 @@ from django.utils import timezone
 from annotation import roles
 from annotation import services as annotation_services
 from annotation.models import Checklist, Criterion
+from evaluation.answers.models import Answer
 from evaluation.cross_evaluation import counted, selectors
 from evaluation.cross_evaluation.services import perfect_answer_save
+from evaluation.judges.models import Judge
+from evaluation.kept.models import KeptFigure
+from evaluation.labels.models import Adjudication, HumanLabel
 from evaluation.metrics import overlap as om
-from evaluation.models import (
-    Adjudication,
-    Answer,
-    HumanLabel,
-    Judge,
-    KeptFigure,
-    Run,
-    Verdict,
-)
 from evaluation.review import services as review
+from evaluation.runs.models import Run, Verdict
 from tests.evaluation.cross_evaluation.two_queries import expert
 from tests.factories import (
     AnswerFactory,

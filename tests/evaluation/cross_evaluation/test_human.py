@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from annotation import roles
 from annotation import services as annotation_services
-from evaluation.models import Adjudication, HumanLabel
+from evaluation.labels.models import Adjudication, HumanLabel
 from tests.evaluation.cross_evaluation.two_queries import two_queries
 
 pytestmark = pytest.mark.django_db

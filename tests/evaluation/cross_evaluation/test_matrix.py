@@ -14,8 +14,8 @@ from django.urls import reverse
 
 from evaluation.cross_evaluation import selectors, services
 from evaluation.cross_evaluation.export import overlap_rows, write_csv
-from evaluation.models import Run, Verdict
 from evaluation.runs import services as runs
+from evaluation.runs.models import Run, Verdict
 from loopback import LoopbackOpenAI
 from tests.evaluation.cross_evaluation.two_queries import (
     EXPECTED,

@@ -10,8 +10,9 @@ import time
 import pytest
 from django.urls import reverse
 
+from evaluation.answers.models import Answer
+from evaluation.judges.models import Judge
 from evaluation.judging import drafting
-from evaluation.models import Answer, Judge
 from loopback import LoopbackOpenAI
 from tests.evaluation.cross_evaluation.two_queries import codes
 from tests.support.builders import checklisted_query

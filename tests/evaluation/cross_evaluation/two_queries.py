@@ -11,9 +11,10 @@ import re
 
 from annotation import roles, services
 from annotation.models import Checklist, Criterion
+from evaluation.answers.models import Answer
 from evaluation.cross_evaluation.services import perfect_answer_save
-from evaluation.models import Answer, Run, Verdict
 from evaluation.runs import snapshot
+from evaluation.runs.models import Run, Verdict
 from tests.factories import PanelFactory, QueryFactory, UserFactory, offline_judge
 from tests.support.builders import checklisted_query
 

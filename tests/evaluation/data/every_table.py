@@ -20,34 +20,22 @@ from guardian.shortcuts import assign_perm
 from annotation import roles, services
 from annotation.models import Checklist, Citation, Criterion, Dataset, DomainTag
 from evaluation.alerts.models import AlertEvent, RegressionAlert
+from evaluation.answers.models import Answer, System
+from evaluation.checks.models import CriterionCheck
+from evaluation.cross_evaluation.models import CrossEvaluationSettings
 from evaluation.cross_evaluation.services import perfect_answer_save
-from evaluation.data.models import DatasetExport
-from evaluation.models import (
-    Adjudication,
-    Answer,
-    CriterionCheck,
-    CrossEvaluationSettings,
-    FormalityAdvice,
-    GradedScore,
-    HumanLabel,
-    Judge,
-    KeptFigure,
-    KeptQueueRow,
-    KeptRefresh,
-    Panel,
-    ReviewAssignment,
-    RewardAudit,
-    RewardBatch,
-    Run,
-    RunTask,
-    System,
-    Verdict,
-)
+from evaluation.datasets.models import DatasetExport
+from evaluation.formality.models import FormalityAdvice
+from evaluation.judges.models import Judge, Panel
+from evaluation.kept.models import KeptFigure, KeptQueueRow, KeptRefresh
+from evaluation.labels.models import Adjudication, HumanLabel, ReviewAssignment
+from evaluation.rewards.models import RewardAudit, RewardBatch
+from evaluation.runs.models import GradedScore, Run, RunTask, Verdict
 from evaluation.schedules.services import schedule_save
 from tests.factories import PanelFactory, QueryFactory, UserFactory, offline_judge, valid_criteria
 
 # Tables whose rows datasets share or that keep rows about a deleted dataset on purpose:
-# the audit history stays (evaluation.data.purge, docs/operations.md).
+# the audit history stays (evaluation.datasets.purge, docs/operations.md).
 NOT_PER_DATASET = ("audit.",)
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 
 from annotation.models import Dataset
-from evaluation.models import Judge, Panel, System
+from evaluation.answers.models import System
+from evaluation.judges.models import Judge, Panel
 
 META = {"schema_version": 1, "name": "Imported benchmark", "description": "From files."}
 QUERY = {"external_id": "q1", "text": "What did Northwind report?", "query_date": "2026-10-01"}

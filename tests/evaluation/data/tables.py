@@ -51,10 +51,12 @@ def demo_after_a_run() -> Dataset:
     admin's adjudication on the first answer. The run's tasks run here, one after the other,
     as a worker would run them: through the Celery task, even eagerly, they would start the
     worker's run doctor, a thread that outlives the test."""
-    from evaluation.models import Answer, Panel, Run, RunTask
+    from evaluation.answers.models import Answer
+    from evaluation.judges.models import Panel
     from evaluation.review import services as review
     from evaluation.runs import lifecycle, queue
     from evaluation.runs import services as runs
+    from evaluation.runs.models import Run, RunTask
 
     call_command("demo", stdout=io.StringIO())
     dataset = Dataset.objects.get(name="Finance demo")

@@ -12,11 +12,11 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from evaluation.data import agent_fields
-from evaluation.data.export import export_chunks
-from evaluation.data.importer import ImportOptions, import_dataset
-from evaluation.data.rows import ImportRejected
-from evaluation.models import Answer
+from evaluation.answers import agent_fields
+from evaluation.answers.models import Answer
+from evaluation.datasets.export import export_chunks
+from evaluation.datasets.importer import ImportOptions, import_dataset
+from evaluation.tables.rows import ImportRejected
 from tests.evaluation.data.imports import empty_the_database
 from tests.evaluation.data.zips import members, write_zip
 
@@ -211,7 +211,7 @@ def test_dataset_import_refuses_a_bad_turn_naming_file_line_and_field(tmp_path, 
 
 def test_criterion_checks_export_and_import_back(owner, collaborator, query, tmp_path):
     from annotation import services
-    from evaluation.models import CriterionCheck
+    from evaluation.checks.models import CriterionCheck
     from tests.factories import valid_criteria
 
     checklist = services.checklist_create_with_criteria(
@@ -244,7 +244,7 @@ def test_criterion_checks_export_and_import_back(owner, collaborator, query, tmp
 
 def test_a_bad_criterion_check_is_refused_naming_the_field(collaborator, query, tmp_path):
     from annotation import services
-    from evaluation.models import CriterionCheck
+    from evaluation.checks.models import CriterionCheck
     from tests.factories import valid_criteria
 
     checklist = services.checklist_create_with_criteria(

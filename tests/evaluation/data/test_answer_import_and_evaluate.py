@@ -9,8 +9,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from annotation import services
-from evaluation.data.answers_upload import ImportRejected, import_answers
-from evaluation.models import Answer, System
+from evaluation.answers.models import Answer, System
+from evaluation.answers.upload import ImportRejected, import_answers
 from tests.factories import valid_criteria
 
 
@@ -130,8 +130,8 @@ def test_an_excel_csv_with_a_bom_imports_and_a_legacy_encoding_is_refused_by_nam
     """Issue 11's "CSV done right" for the answers, labels and verdicts imports, which
     read files through the same decoding: Excel's "CSV UTF-8" (byte-order mark, CRLF, a
     quoted newline) imports; a Windows-1252 file is refused with the encoding named."""
-    from evaluation.data.answers_upload import import_answers_file
-    from evaluation.data.review_imports import import_labels_file, import_verdicts_file
+    from evaluation.answers.upload import import_answers_file
+    from evaluation.datasets.review_imports import import_labels_file, import_verdicts_file
 
     excel = tmp_path / "answers.csv"
     excel.write_bytes(

@@ -10,7 +10,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from annotation import roles, services
-from evaluation.models import Answer
+from evaluation.answers.models import Answer
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

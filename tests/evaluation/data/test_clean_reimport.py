@@ -16,9 +16,10 @@ from django.urls import reverse
 
 from annotation import guidelines
 from annotation.models import Criterion
-from evaluation.data.export import ExportOptions, export_chunks
-from evaluation.data.importer import ImportOptions, import_dataset
-from evaluation.models import Adjudication, HumanLabel, Run, RunTask, Verdict
+from evaluation.datasets.export import ExportOptions, export_chunks
+from evaluation.datasets.importer import ImportOptions, import_dataset
+from evaluation.labels.models import Adjudication, HumanLabel
+from evaluation.runs.models import Run, RunTask, Verdict
 from tests.evaluation.data.tables import changed_tables, demo_after_a_run, every_row
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from annotation.models import Dataset, Query
-from evaluation.models import Run
+from evaluation.runs.models import Run
 from tests.evaluation.data.imports import META, checklist_files, write, zipped
 from tests.factories import PanelFactory, UserFactory
 
@@ -50,7 +50,7 @@ def test_a_broker_down_at_delete_still_hides_the_dataset_and_the_sweep_deletes_i
     from celery.canvas import Signature
     from django.utils import timezone
 
-    from evaluation.data import purge
+    from evaluation.datasets import purge
 
     def down(self, *args, **kwargs):
         raise ConnectionError("broker down")

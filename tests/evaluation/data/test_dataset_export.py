@@ -13,7 +13,7 @@ from django.utils import timezone
 from annotation import roles, services
 from annotation.models import Checklist
 from bench.data_io.generate import generate
-from evaluation.data.export import ExportOptions, export_chunks, visible_checklists
+from evaluation.datasets.export import ExportOptions, export_chunks, visible_checklists
 from tests.evaluation.data.zips import jsonl, members, unzip, zip_bytes
 from tests.factories import ChecklistFactory, CriterionFactory, QueryFactory
 

@@ -11,9 +11,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 
 from annotation.models import Checklist, ChecklistEvent, Criterion, Dataset, Guideline, Query
-from evaluation.data.import_target import NameTaken
-from evaluation.data.importer import ImportOptions, ImportRejected, import_dataset
-from evaluation.models import Answer
+from evaluation.answers.models import Answer
+from evaluation.datasets.import_target import NameTaken
+from evaluation.datasets.importer import ImportOptions, ImportRejected, import_dataset
 from tests.evaluation.data.imports import META, checklist_files, write, zipped
 
 
@@ -206,7 +206,7 @@ def test_every_imported_checklist_gets_one_history_entry_when_made_in_batches(
 ):
     """History entries are made a batch of checklists at a time (memory stays flat): each
     checklist still gets exactly one, with its own criteria."""
-    from evaluation.data import importer
+    from evaluation.datasets import importer
 
     monkeypatch.setattr(importer, "EVENT_BATCH", 2)
     files = checklist_files()

@@ -12,8 +12,8 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from annotation.models import Criterion, Dataset
-from evaluation.data import purge
-from evaluation.models import Verdict
+from evaluation.datasets import purge
+from evaluation.runs.models import Verdict
 from tests.evaluation.data.every_table import (
     NOT_PER_DATASET,
     build_dataset,
@@ -83,7 +83,7 @@ def _marked(shared, name: str) -> Dataset:
 def test_a_deletion_stopped_midway_stays_marked_and_running_it_again_finishes(
     db, monkeypatch, eager_refresh
 ):
-    from evaluation.data.tasks import purge_dataset
+    from evaluation.datasets.tasks import purge_dataset
 
     shared = build_shared()
     build_dataset(shared, "Kept dataset")

@@ -12,8 +12,8 @@ from django.utils import timezone
 
 from annotation import roles, services
 from bench.data_io.generate import generate
-from evaluation.data.models import DatasetExport
-from evaluation.data.services import export_dir as services_dir
+from evaluation.datasets.models import DatasetExport
+from evaluation.datasets.services import export_dir as services_dir
 from tests.evaluation.data.zips import members
 
 
@@ -68,7 +68,7 @@ def test_a_big_export_becomes_a_job_whose_link_checks_access_and_expires(
     )
     assert client.get(f"/exports/{export.token}/download/").status_code == 410
     assert client.get(f"/api/exports/{export.token}/download/").status_code == 410
-    from evaluation.data.services import exports_purge_expired
+    from evaluation.datasets.services import exports_purge_expired
 
     assert exports_purge_expired() >= 1
     assert not (services_dir() / f"{export.token}.zip").exists()
@@ -93,8 +93,8 @@ def test_progress_is_written_while_the_export_reads_its_snapshot(
 ):
     """On PostgreSQL the export reads in a read-only snapshot; progress goes out on a
     connection of its own, so the job neither fails nor hides its progress."""
-    from evaluation.data import services as data_services
-    from evaluation.data.export import ExportOptions
+    from evaluation.datasets import services as data_services
+    from evaluation.datasets.export import ExportOptions
 
     monkeypatch.setattr(data_services, "PROGRESS_EVERY", 0.0)
     dataset = generate("Progress export", admin=owner)

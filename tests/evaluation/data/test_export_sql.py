@@ -1,4 +1,4 @@
-"""verdicts.jsonl made by PostgreSQL (evaluation/data/export_sql.py) is byte for byte what
+"""verdicts.jsonl made by PostgreSQL (evaluation/datasets/export_sql.py) is byte for byte what
 the Python writer makes, on the text that is hardest to escape. PostgreSQL only: SQLite
 exports go through the Python writer."""
 
@@ -13,10 +13,11 @@ from django.db import connection
 
 from annotation.models import Criterion, Query
 from bench.data_io.generate import generate
-from evaluation.data import export_sql, schema
-from evaluation.data.export import Exporter, ExportOptions, build_keys
-from evaluation.data.formats import JsonlWriter
-from evaluation.models import Verdict
+from evaluation.datasets import export_sql
+from evaluation.datasets.export import Exporter, ExportOptions, build_keys
+from evaluation.runs.models import Verdict
+from evaluation.tables import schema
+from evaluation.tables.formats import JsonlWriter
 
 pytestmark = [
     pytest.mark.django_db,
@@ -96,7 +97,7 @@ def test_the_export_writes_verdicts_jsonl_from_sql_with_the_same_rows():
     import csv
     import zipfile
 
-    from evaluation.data.export import export_chunks
+    from evaluation.datasets.export import export_chunks
 
     dataset = generate("SQL export", queries=3, systems=2, criteria=4, judges=2, samples=2)
     data = b"".join(export_chunks(dataset, ExportOptions.parse(["verdicts"], ["jsonl", "csv"])))

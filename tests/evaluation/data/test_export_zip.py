@@ -14,7 +14,7 @@ import zlib
 import pytest
 
 from bench.data_io.generate import generate
-from evaluation.data.export import COMPRESS_LEVEL, export_chunks
+from evaluation.datasets.export import COMPRESS_LEVEL, export_chunks
 from tests.evaluation.data.zips import jsonl
 
 pytestmark = pytest.mark.django_db

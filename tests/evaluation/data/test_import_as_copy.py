@@ -14,14 +14,16 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 
 from annotation import roles
+from annotation.access import dataset_permissions
 from annotation.models import Checklist, Citation, Criterion, Dataset, Query
-from annotation.permissions import dataset_permissions
 from annotation.services import dataset_set_role
 from bench.data_io.generate import generate
-from evaluation.data.export import export_chunks
-from evaluation.data.import_target import NameTaken
-from evaluation.data.importer import ImportOptions, import_dataset
-from evaluation.models import Adjudication, Answer, HumanLabel, Run, Verdict
+from evaluation.answers.models import Answer
+from evaluation.datasets.export import export_chunks
+from evaluation.datasets.import_target import NameTaken
+from evaluation.datasets.importer import ImportOptions, import_dataset
+from evaluation.labels.models import Adjudication, HumanLabel
+from evaluation.runs.models import Run, Verdict
 from tests.evaluation.data.imports import META, checklist_files, write, zipped
 from tests.evaluation.data.tables import changed_tables, every_row, rewritten_tables
 from tests.evaluation.data.zips import members

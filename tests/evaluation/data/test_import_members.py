@@ -17,8 +17,8 @@ from accounts.services import dataset_role
 from annotation import roles
 from annotation.models import Dataset
 from audit.models import RoleChange
-from evaluation.data import importer
-from evaluation.data.importer import ImportOptions, ImportRejected, import_dataset
+from evaluation.datasets import importer
+from evaluation.datasets.importer import ImportOptions, ImportRejected, import_dataset
 from tests.evaluation.data.imports import META, checklist_files, write, zipped
 
 pytestmark = pytest.mark.django_db

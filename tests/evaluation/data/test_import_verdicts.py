@@ -12,9 +12,11 @@ import pytest
 
 from annotation.models import Criterion, Dataset, Query
 from bench.data_io.generate import generate
-from evaluation.data.export import ExportOptions, export_chunks
-from evaluation.data.importer import ImportOptions, ImportRejected, import_dataset
-from evaluation.models import Answer, HumanLabel, Verdict
+from evaluation.answers.models import Answer
+from evaluation.datasets.export import ExportOptions, export_chunks
+from evaluation.datasets.importer import ImportOptions, ImportRejected, import_dataset
+from evaluation.labels.models import HumanLabel
+from evaluation.runs.models import Verdict
 from tests.evaluation.data.imports import empty_the_database
 
 pytestmark = pytest.mark.django_db
@@ -86,7 +88,7 @@ def test_new_rows_are_inserted_plainly_and_a_row_stored_meanwhile_falls_back_to_
     Should a row be stored after all by the time of the INSERT (another transaction's,
     committed after the check), the plain INSERT is undone and the upsert writes instead:
     no error, no duplicate, nothing rewritten."""
-    from evaluation.data import bulk
+    from evaluation.datasets import bulk
 
     path = _export_with(tmp_path, lambda rows: None)
     into = ImportOptions(dataset=import_dataset(path).dataset)

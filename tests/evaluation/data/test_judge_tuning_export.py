@@ -13,11 +13,13 @@ import pytest
 
 from annotation.models import Dataset
 from bench.data_io.generate import generate
-from evaluation.data.export import export_chunks
-from evaluation.data.importer import import_dataset
-from evaluation.data.rows import ImportRejected
+from evaluation.answers.models import Answer
+from evaluation.datasets.export import export_chunks
+from evaluation.datasets.importer import import_dataset
 from evaluation.judges import tuning
-from evaluation.models import Answer, Judge, JudgeTuning, JudgeVersion, Run, Verdict
+from evaluation.judges.models import Judge, JudgeTuning, JudgeVersion
+from evaluation.runs.models import Run, Verdict
+from evaluation.tables.rows import ImportRejected
 from tests.evaluation.data.imports import empty_the_database
 from tests.evaluation.data.zips import members, write_zip
 from tests.factories import tune

@@ -15,8 +15,10 @@ from rest_framework.test import APIClient
 from annotation import roles
 from annotation.services import dataset_set_role
 from evaluation.agreement.selectors import agreement_report
-from evaluation.data.review_imports import ImportRejected, import_labels, import_verdicts
-from evaluation.models import HumanLabel, Judge, Panel, Run, Verdict
+from evaluation.datasets.review_imports import ImportRejected, import_labels, import_verdicts
+from evaluation.judges.models import Judge, Panel
+from evaluation.labels.models import HumanLabel
+from evaluation.runs.models import Run, Verdict
 from tests.factories import (
     AnswerFactory,
     CriterionFactory,

@@ -16,9 +16,9 @@ from django.core.management import call_command
 
 from annotation.models import Dataset
 from bench.data_io.generate import generate
-from evaluation.data.export import export_chunks
-from evaluation.data.importer import ImportOptions, import_dataset
-from evaluation.models import Judge
+from evaluation.datasets.export import export_chunks
+from evaluation.datasets.importer import ImportOptions, import_dataset
+from evaluation.judges.models import Judge
 from tests.evaluation.data.imports import empty_the_database
 from tests.evaluation.data.zips import members
 
@@ -169,7 +169,8 @@ def test_round_trip_keeps_archived_criteria_and_their_versions(tmp_path):
 
 def test_round_trip_keeps_the_grades_of_a_graded_run(tmp_path):
     """A graded panel's 1–5 ratings (GradedScore) go out in grades.* and come back."""
-    from evaluation.models import Answer, GradedScore
+    from evaluation.answers.models import Answer
+    from evaluation.runs.models import GradedScore
 
     dataset = generate("Graded trip", queries=2, systems=2, criteria=3, judges=2, samples=1)
     run = dataset.runs.get()
@@ -194,8 +195,9 @@ def test_round_trip_keeps_the_grades_of_a_graded_run(tmp_path):
 
 
 def test_a_grade_out_of_range_is_refused_with_its_file_line_and_field(tmp_path):
-    from evaluation.data.importer import ImportRejected
-    from evaluation.models import Answer, GradedScore
+    from evaluation.answers.models import Answer
+    from evaluation.datasets.importer import ImportRejected
+    from evaluation.runs.models import GradedScore
 
     dataset = generate("Bad grade", queries=1, systems=1, criteria=2, judges=1, samples=1)
     answer = Answer.objects.filter(query__dataset=dataset, checklist__isnull=True).first()

@@ -1,4 +1,4 @@
-"""The row-checking loop every import shares (evaluation.data.rows.check_rows): every
+"""The row-checking loop every import shares (evaluation.tables.rows.check_rows): every
 error of every row, each naming the file and line; duplicates named by the earlier line;
 one error rejects the file."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from evaluation.data.rows import Checked, ImportRejected, check_rows
+from evaluation.tables.rows import Checked, ImportRejected, check_rows
 
 
 def check_one(line: int, row: dict, where: str) -> Checked | list[str]:

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from annotation.models import CriterionGroup
-from evaluation.data.export import ExportOptions, export_chunks
-from evaluation.data.importer import ImportOptions, ImportRejected, import_dataset
-from evaluation.models import Run
+from evaluation.datasets.export import ExportOptions, export_chunks
+from evaluation.datasets.importer import ImportOptions, ImportRejected, import_dataset
+from evaluation.runs.models import Run
 
 pytestmark = pytest.mark.django_db
 

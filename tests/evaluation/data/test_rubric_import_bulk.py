@@ -11,7 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from annotation.models import CriterionGroup
-from evaluation.data.importer import ImportOptions, import_dataset
+from evaluation.datasets.importer import ImportOptions, import_dataset
 from tests.evaluation.data.test_rubric_import import CRITERIA, files, write
 
 pytestmark = pytest.mark.django_db

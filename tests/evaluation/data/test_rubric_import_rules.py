@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from annotation.services.guidelines import guideline_config, guideline_create
-from evaluation.data.importer import ImportOptions, ImportRejected, import_dataset
+from evaluation.datasets.importer import ImportOptions, ImportRejected, import_dataset
 from tests.evaluation.data.test_rubric_import import files, write
 
 pytestmark = pytest.mark.django_db

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from django.core.management import call_command
 
+from annotation.access import dataset_permissions
 from annotation.models import Checklist, Criterion, Dataset, Query
-from annotation.permissions import dataset_permissions
-from evaluation.models import Answer, System
+from evaluation.answers.models import Answer, System
 
 pytestmark = pytest.mark.django_db
 
@@ -61,9 +61,10 @@ def test_demo_has_submitted_checklists_that_meet_the_guideline():
 
 
 def test_demo_run_with_the_offline_panel_completes(celery_worker):
-    from evaluation.models import Panel, Run
+    from evaluation.judges.models import Panel
     from evaluation.runs import selectors
     from evaluation.runs import services as runs
+    from evaluation.runs.models import Run
 
     call_command("demo")
     run = runs.run_create(
@@ -77,9 +78,9 @@ def test_demo_run_with_the_offline_panel_completes(celery_worker):
 
 def test_demo_cross_evaluation_runs_offline_and_fills_the_matrix():
     from evaluation.cross_evaluation import services as cross_evaluation
+    from evaluation.cross_evaluation.models import CrossEvaluationSettings
     from evaluation.cross_evaluation.selectors import query_overlap
     from evaluation.cross_evaluation.sources import Source
-    from evaluation.models import CrossEvaluationSettings
     from evaluation.runs import lifecycle, scope
 
     call_command("demo")
@@ -106,9 +107,10 @@ def test_the_demo_complexity_curve_has_several_buckets():
     """The demo's checklists have several sizes, so that a run's complexity curve on the
     analytics page is a curve (three buckets), not one point per system."""
     from evaluation.analytics import figures
-    from evaluation.models import Panel, Run
+    from evaluation.judges.models import Panel
     from evaluation.runs import lifecycle, scope
     from evaluation.runs import services as runs
+    from evaluation.runs.models import Run
 
     call_command("demo")
     dataset = Dataset.objects.get()

@@ -7,9 +7,12 @@ import pytest
 from django.core.management import call_command
 
 from annotation.models import Dataset
-from evaluation.models import Answer, CriterionCheck, Panel, Verdict
+from evaluation.answers.models import Answer
+from evaluation.checks.models import CriterionCheck
+from evaluation.judges.models import Panel
 from evaluation.runs import lifecycle
 from evaluation.runs import services as runs
+from evaluation.runs.models import Verdict
 
 pytestmark = pytest.mark.django_db
 

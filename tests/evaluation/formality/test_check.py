@@ -10,7 +10,8 @@ from django.urls import reverse
 
 from annotation import services
 from annotation.services.checklists import CriterionData
-from evaluation.models import FormalityAdvice, Judge
+from evaluation.formality.models import FormalityAdvice
+from evaluation.judges.models import Judge
 from loopback import Fault, LoopbackOpenAI
 from tests.factories import valid_criteria
 

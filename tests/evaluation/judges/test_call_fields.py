@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 from django.urls import reverse
 
-from evaluation.models import Judge
+from evaluation.judges.models import Judge
 from tests.evaluation.judges.test_pages import form_data
 
 pytestmark = pytest.mark.django_db

@@ -13,10 +13,11 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from accounts import services as accounts
+from evaluation.judges.models import Judge
 from evaluation.judging import client as judge_client
 from evaluation.judging import engine
 from evaluation.judging.ratelimit import Unlimited
-from evaluation.models import Judge, Verdict
+from evaluation.runs.models import Verdict
 from loopback import Fault, LoopbackOpenAI
 from tests.factories import PanelFactory, UserFactory
 from tests.support.builders import checklisted_query, finished_run

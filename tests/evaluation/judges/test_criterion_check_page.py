@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from annotation import services
-from evaluation.models import CriterionCheck
+from evaluation.checks.models import CriterionCheck
 from tests.factories import valid_criteria
 
 pytestmark = pytest.mark.django_db

@@ -14,12 +14,13 @@ import socket
 import pytest
 from django.urls import reverse
 
+from evaluation.judges.models import Judge
 from evaluation.judging import client as judge_client
 from evaluation.judging import engine
 from evaluation.judging.ratelimit import Unlimited
-from evaluation.models import Judge, Run, Verdict
 from evaluation.runs import lifecycle, scope
 from evaluation.runs import services as runs
+from evaluation.runs.models import Run, Verdict
 from evaluation.runs.preflight import RunRefused
 from loopback import LoopbackOpenAI
 from tests.evaluation.runs.workload import build_workload, scripted_judge

@@ -15,9 +15,11 @@ from django.urls import reverse
 
 from annotation import roles, services
 from evaluation.judges import examples, tuning
-from evaluation.models import Adjudication, Judge, JudgeVersion, Verdict
+from evaluation.judges.models import Judge, JudgeVersion
+from evaluation.labels.models import Adjudication
 from evaluation.runs import lifecycle
 from evaluation.runs import services as runs
+from evaluation.runs.models import Verdict
 from tests.factories import (
     AnswerFactory,
     PanelFactory,

@@ -14,8 +14,8 @@ import redis
 from django.test import Client
 from django.urls import reverse
 
+from evaluation.judges.models import Judge, Panel, PanelMember
 from evaluation.judging import circuit
-from evaluation.models import Judge, Panel, PanelMember
 from loopback import LoopbackOpenAI
 from tests.factories import PanelFactory
 
@@ -276,8 +276,8 @@ def test_panel_errors_name_the_field_and_change_nothing(
 def test_a_running_runs_panel_can_be_edited_and_the_run_keeps_its_snapshot(
     client, owner, judges, dataset
 ):
-    from evaluation.models import Run
     from evaluation.runs import snapshot
+    from evaluation.runs.models import Run
 
     panel = PanelFactory(name="Busy", judges=[judges[0]])
     run = Run.objects.create(

@@ -12,9 +12,9 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from evaluation.judges.models import Judge
 from evaluation.judging import client as judge_client
 from evaluation.judging import keys
-from evaluation.models import Judge
 from loopback import Fault, LoopbackOpenAI
 
 pytestmark = pytest.mark.django_db

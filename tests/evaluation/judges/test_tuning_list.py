@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from evaluation.models import Judge
+from evaluation.judges.models import Judge
 from tests.factories import tune
 
 pytestmark = pytest.mark.django_db

@@ -11,7 +11,9 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from annotation.models import Dataset
-from evaluation.models import Adjudication, JudgeTuning, JudgeVersion, Run
+from evaluation.judges.models import JudgeTuning, JudgeVersion
+from evaluation.labels.models import Adjudication
+from evaluation.runs.models import Run
 from tests.factories import PanelFactory, offline_judge
 from tests.support.builders import checklisted_query
 

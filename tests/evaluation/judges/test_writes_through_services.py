@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from evaluation.judges import services as judges
-from evaluation.models import Judge, PanelMember
+from evaluation.judges.models import Judge, PanelMember
 
 pytestmark = pytest.mark.django_db
 

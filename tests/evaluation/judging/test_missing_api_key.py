@@ -10,11 +10,12 @@ import datetime as dt
 
 import pytest
 
+from evaluation.judges.models import Judge
 from evaluation.judging import client, engine, graded
 from evaluation.judging.ratelimit import Unlimited
-from evaluation.models import Judge, Run, Verdict
 from evaluation.runs import lifecycle, scope
 from evaluation.runs import services as runs
+from evaluation.runs.models import Run, Verdict
 from loopback import LoopbackOpenAI
 from tests.evaluation.runs.workload import build_workload, scripted_judge
 from tests.factories import PanelFactory, loopback_judges

@@ -8,10 +8,11 @@ from __future__ import annotations
 import pytest
 
 from annotation.models import Dataset
+from evaluation.answers.models import Answer
 from evaluation.kept import figures, readers
 from evaluation.kept.counters import Counter, Counters, counters
 from evaluation.kept.events import MOVES, Event, before, bump, bump_all, item_event
-from evaluation.models import Answer, KeptFigure
+from evaluation.kept.models import KeptFigure
 from evaluation.review import services as review
 from tests.factories import DatasetFactory, PanelFactory, external_judges
 from tests.support.builders import checklisted_query, finished_run
@@ -164,7 +165,8 @@ def test_only_a_rename_of_a_site_wide_name_moves_every_dataset(reviewed_dataset)
     """The figures show the names of systems, judges, source types and categories: a
     rename moves every dataset's counters; a new row (in no figure yet) or a change of
     anything else (a judge's server, its rate limit) keeps every kept figure."""
-    from evaluation.models import Judge, System
+    from evaluation.answers.models import System
+    from evaluation.judges.models import Judge
 
     bump(reviewed_dataset.pk, Event.LABEL)
     judge = Judge.objects.create(name="judge to move", model="m", base_url="http://a")

@@ -7,7 +7,8 @@ import pytest
 from rest_framework.test import APIClient
 
 from annotation import roles, services
-from evaluation.models import Adjudication, Run
+from evaluation.labels.models import Adjudication
+from evaluation.runs.models import Run
 from tests.factories import PanelFactory, UserFactory, external_judges
 from tests.support.builders import checklisted_query, finished_run, human_label
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from evaluation.models import Adjudication, HumanLabel
+from evaluation.labels.models import Adjudication, HumanLabel
 from tests.factories import PanelFactory, external_judges
 from tests.support.builders import checklisted_query, finished_run
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from evaluation.models import ReviewAssignment
+from evaluation.labels.models import ReviewAssignment
 from tests.support.builders import checklisted_query
 
 pytestmark = pytest.mark.django_db

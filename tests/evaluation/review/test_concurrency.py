@@ -11,7 +11,7 @@ import pytest
 from django.db import connection, transaction
 
 from annotation import roles, services
-from evaluation.models import Adjudication
+from evaluation.labels.models import Adjudication
 from evaluation.review import services as review
 from tests.factories import UserFactory
 from tests.support.builders import checklisted_query

@@ -9,10 +9,11 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import Dataset
+from evaluation.answers.models import Answer
 from evaluation.cross_evaluation.services import perfect_answer_save
-from evaluation.models import Answer, Run
 from evaluation.review import filters as queue_filters
 from evaluation.review import queues, selectors
+from evaluation.runs.models import Run
 from tests.factories import PanelFactory, UserFactory, external_judges
 from tests.support.builders import checklisted_query, finished_run
 

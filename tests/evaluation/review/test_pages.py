@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from annotation import roles, services
-from evaluation.models import Adjudication, HumanLabel, ReviewAssignment
+from evaluation.labels.models import Adjudication, HumanLabel, ReviewAssignment
 from tests.factories import PanelFactory, UserFactory, external_judges
 from tests.support.builders import checklisted_query, finished_run
 

@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 import pytest
 from django.urls import reverse
 
-from evaluation.models import Adjudication, HumanLabel
+from evaluation.labels.models import Adjudication, HumanLabel
 from tests.evaluation.review.two_experts import TWIN, build_two_experts
 
 pytestmark = pytest.mark.django_db

@@ -12,9 +12,11 @@ from django.urls import reverse
 
 from annotation import roles
 from annotation.services import dataset_create, dataset_set_role
-from evaluation.models import Adjudication, HumanLabel, KeptFigure, KeptQueueRow, Run
+from evaluation.kept.models import KeptFigure, KeptQueueRow
+from evaluation.labels.models import Adjudication, HumanLabel
 from evaluation.review import filters as queue_filters
 from evaluation.review import selectors
+from evaluation.runs.models import Run
 from tests.evaluation.agreement.labelled import build_labelled
 from tests.evaluation.review.queue_order import by_priority, keys
 from tests.factories import AnswerFactory

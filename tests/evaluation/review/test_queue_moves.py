@@ -16,7 +16,8 @@ from django.test.utils import CaptureQueriesContext
 
 from annotation import roles, services
 from evaluation.kept.counters import counters
-from evaluation.models import HumanLabel, KeptFigure, KeptQueueRow
+from evaluation.kept.models import KeptFigure, KeptQueueRow
+from evaluation.labels.models import HumanLabel
 from evaluation.review import kept as queue_rows
 from evaluation.review import selectors
 from evaluation.review import services as review
@@ -114,7 +115,7 @@ def test_a_random_day_of_labelling_keeps_every_order_exact(labelled, reviewed_da
     criteria = list(labelled.run.verdicts.values_list("answer", "criterion").distinct())
     items = [(a, c) for a, c in criteria]
     from annotation.models import Criterion
-    from evaluation.models import Answer
+    from evaluation.answers.models import Answer
 
     for _ in range(30):
         answer_id, criterion_id = rng.choice(items)
@@ -195,7 +196,7 @@ def test_two_reviewers_labelling_at_once_leave_orders_equal_to_a_refill(reviewed
         .order_by("answer", "criterion")
     )[:8]
     from annotation.models import Criterion
-    from evaluation.models import Answer
+    from evaluation.answers.models import Answer
 
     errors: list[BaseException] = []
     start = threading.Barrier(2)

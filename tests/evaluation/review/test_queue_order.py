@@ -8,9 +8,10 @@ import random
 
 import pytest
 
+from evaluation.labels.models import Adjudication, HumanLabel
 from evaluation.metrics.aggregation import Vote, aggregate
-from evaluation.models import Adjudication, HumanLabel, Verdict
 from evaluation.review import queues, selectors
+from evaluation.runs.models import Verdict
 from tests.evaluation.review.queue_order import keys
 from tests.factories import PanelFactory, UserFactory, external_judges
 from tests.support import queues as python_order

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import PermissionDenied
 
-from evaluation.models import Adjudication, HumanLabel, ReviewAssignment
+from evaluation.labels.models import Adjudication, HumanLabel, ReviewAssignment
 from evaluation.review import services as review
 from tests.support.builders import checklisted_query
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from annotation.models import Criterion
-from evaluation.models import Answer, Run
+from evaluation.answers.models import Answer
+from evaluation.runs.models import Run
 from tests.factories import (
     AnswerFactory,
     PanelFactory,

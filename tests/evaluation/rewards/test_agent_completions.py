@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from evaluation.criterion_checks.models import CriterionCheck
-from evaluation.models import RewardBatch
+from evaluation.checks.models import CriterionCheck
+from evaluation.rewards.models import RewardBatch
 from tests.evaluation.rewards.conftest import native
 
 URL = "/api/rewards/"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from evaluation.models import RewardBatch
+from evaluation.rewards.models import RewardBatch
 from tests.evaluation.rewards.conftest import native
 from tests.factories import PanelFactory, loopback_judges, offline_judge
 from tests.support.builders import checklisted_query

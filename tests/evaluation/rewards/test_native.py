@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from evaluation.models import RewardAudit, RewardBatch, RewardVerdict, Verdict
+from evaluation.rewards.models import RewardAudit, RewardBatch, RewardVerdict
+from evaluation.runs.models import Verdict
 from tests.evaluation.rewards.conftest import BROKEN, native
 from tests.factories import PanelFactory, UserFactory, loopback_judges
 from tests.support.builders import checklisted_query

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from annotation import roles, services
-from evaluation.models import RewardBatch
+from evaluation.rewards.models import RewardBatch
 from tests.evaluation.rewards.conftest import native
 from tests.factories import PanelFactory, QueryFactory, external_judges
 

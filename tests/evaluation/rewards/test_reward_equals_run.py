@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from evaluation.criterion_checks.models import CriterionCheck
+from evaluation.checks.models import CriterionCheck
 from evaluation.judges import tuning
-from evaluation.models import JudgeVersion, RewardAudit, RewardBatch
+from evaluation.judges.models import JudgeVersion
+from evaluation.rewards.models import RewardAudit, RewardBatch
 from evaluation.runs import lifecycle
 from evaluation.runs import services as runs
 from evaluation.runs.scores import run_report

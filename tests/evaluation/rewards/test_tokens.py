@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 from accounts.models import ApiToken
 from accounts.services.tokens import api_token_create
 from annotation import services as annotation_services
-from evaluation.models import RewardBatch
+from evaluation.rewards.models import RewardBatch
 from tests.evaluation.rewards.conftest import native
 
 URL = "/api/rewards/"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from evaluation.models import RewardBatch
+from evaluation.rewards.models import RewardBatch
 from tests.evaluation.rewards.conftest import BROKEN
 
 pytestmark = pytest.mark.django_db

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from accounts import services as accounts_services
-from evaluation.models import RewardBatch
 from evaluation.rewards import trainers
+from evaluation.rewards.models import RewardBatch
 from tests.evaluation.rewards.conftest import BROKEN
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from django.db.models import Q
 
 from annotation.models import Checklist, Criterion, CriterionGroup
+from evaluation.answers.models import Answer
+from evaluation.labels.models import Adjudication
 from evaluation.metrics.aggregation import Vote, aggregate
 from evaluation.metrics.rubrics import GroupScore
 from evaluation.metrics.scoring import (
@@ -26,7 +28,7 @@ from evaluation.metrics.scoring import (
     score_answer,
 )
 from evaluation.metrics.summary import decided_outcome, graded_mean, mean, pass_rate
-from evaluation.models import Adjudication, Answer, GradedScore, Run, Verdict
+from evaluation.runs.models import GradedScore, Run, Verdict
 from tests.support import rubric_oracle
 
 

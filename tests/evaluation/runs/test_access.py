@@ -7,9 +7,10 @@ import pytest
 from django.urls import reverse
 
 from annotation import roles, services
-from evaluation.models import Judge, Panel, Verdict
+from evaluation.judges.models import Judge, Panel
 from evaluation.runs import lifecycle
 from evaluation.runs import services as runs
+from evaluation.runs.models import Verdict
 from tests.factories import AnswerFactory, PanelFactory, UserFactory, valid_criteria
 
 pytestmark = pytest.mark.django_db
@@ -158,7 +159,7 @@ def test_bad_panels_are_refused_whole(owner_api):
 
 
 def test_a_run_that_cannot_start_is_not_kept(owner_api, client, owner, dataset):
-    from evaluation.models import Run
+    from evaluation.runs.models import Run
 
     panel = PanelFactory(name="No judges")
     response = owner_api.post("/api/runs/", {"dataset": dataset.pk, "panel": panel.pk})

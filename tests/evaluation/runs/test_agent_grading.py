@@ -11,10 +11,12 @@ import json
 import pytest
 
 from annotation import services
+from evaluation.checks.models import CriterionCheck
+from evaluation.judges.models import Panel
 from evaluation.judging import prompts
-from evaluation.models import CriterionCheck, Panel, Verdict
 from evaluation.runs import lifecycle
 from evaluation.runs import services as runs
+from evaluation.runs.models import Verdict
 from loopback import LoopbackOpenAI
 from loopback.scripts import verdict_responder
 from tests.factories import (

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from evaluation.models import Run, Verdict
 from evaluation.runs import selectors
 from evaluation.runs import services as runs
+from evaluation.runs.models import Run, Verdict
 from loopback import FaultKind, LoopbackOpenAI
 from tests.evaluation.runs.workload import (
     build_workload,

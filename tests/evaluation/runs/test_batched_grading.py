@@ -10,10 +10,11 @@ from decimal import Decimal
 
 import pytest
 
+from evaluation.checks.models import CriterionCheck
 from evaluation.judging import batched
-from evaluation.models import CriterionCheck, Verdict
 from evaluation.runs import costs, lifecycle
 from evaluation.runs import services as runs
+from evaluation.runs.models import Verdict
 from loopback import LoopbackOpenAI, approx_tokens, checklist_responder, listed_criteria
 from tests.factories import PanelFactory, loopback_judges, tune
 from tests.support.builders import checklisted_query

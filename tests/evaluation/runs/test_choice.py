@@ -11,7 +11,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from evaluation.models import Run
+from evaluation.runs.models import Run
 from evaluation.runs.selectors import choose_run, runs_of_system_answers
 from tests.evaluation.agreement.labelled import build_labelled
 from tests.evaluation.analytics.known import build_known

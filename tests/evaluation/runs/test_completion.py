@@ -10,9 +10,10 @@ from __future__ import annotations
 import pytest
 
 from annotation import services
-from evaluation.models import Answer, Run, RunTask, Verdict
+from evaluation.answers.models import Answer
 from evaluation.runs import lifecycle, selectors
 from evaluation.runs import services as runs
+from evaluation.runs.models import Run, RunTask, Verdict
 from tests.factories import (
     AnswerFactory,
     PanelFactory,

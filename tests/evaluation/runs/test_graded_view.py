@@ -6,10 +6,12 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from evaluation.answers.models import Answer, System
+from evaluation.judges.models import Judge
 from evaluation.judging import engine, graded
-from evaluation.models import Answer, GradedScore, Judge, Run, System, Verdict
 from evaluation.runs import lifecycle, scope, scores
 from evaluation.runs import services as runs
+from evaluation.runs.models import GradedScore, Run, Verdict
 from tests.evaluation.runs.workload import scripted_judge
 from tests.factories import PanelFactory, UserFactory, offline_judge
 from tests.support.builders import checklisted_query

@@ -19,9 +19,10 @@ from collections import Counter
 
 from annotation.models import Criterion
 from evaluation.judges import services as judges
-from evaluation.models import Panel, Run, RunTask, Verdict
+from evaluation.judges.models import Panel
 from evaluation.runs import scores
 from evaluation.runs import services as runs
+from evaluation.runs.models import Run, RunTask, Verdict
 from loopback import LoopbackOpenAI
 from tests.evaluation.runs.workload import (
     build_workload,

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from evaluation.models import Judge, Run
+from evaluation.judges.models import Judge
 from evaluation.runs import lifecycle
 from evaluation.runs import services as runs
+from evaluation.runs.models import Run
 from tests.evaluation.runs.workload import build_workload, scripted_judge
 from tests.factories import PanelFactory, loopback_judges
 
@@ -110,7 +111,7 @@ def test_retry_failed_redoes_only_the_failed_calls(client, owner, keyless_run, m
 
 
 def test_an_ended_runs_errors_are_kept_until_it_runs_again(client, owner, keyless_run, monkeypatch):
-    from evaluation.models import KeptFigure
+    from evaluation.kept.models import KeptFigure
 
     deliver_all(keyless_run)
     keyless_run.refresh_from_db()

@@ -9,8 +9,9 @@ import pytest
 from django.urls import reverse
 
 from annotation import services
-from evaluation.models import Judge, Run, RunTask
+from evaluation.judges.models import Judge
 from evaluation.runs import services as runs
+from evaluation.runs.models import Run, RunTask
 from tests.factories import (
     AnswerFactory,
     PanelFactory,
@@ -143,7 +144,7 @@ def test_the_panel_is_checked_again_on_resume(dataset, answered, loopback_openai
 
 
 def test_imported_runs_are_never_run_and_keep_their_error_verdicts(owner_api, dataset):
-    from evaluation.models import Verdict
+    from evaluation.runs.models import Verdict
     from tests.support.builders import checklisted_query, finished_run
 
     made = checklisted_query(dataset, criteria=2, answers=1)

@@ -10,18 +10,13 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import Checklist, Criterion
-from evaluation.models import (
-    Adjudication,
-    Answer,
-    GradedScore,
-    Judge,
-    Run,
-    System,
-    Verdict,
-)
+from evaluation.answers.models import Answer, System
+from evaluation.judges.models import Judge
+from evaluation.labels.models import Adjudication
 from evaluation.review import services as review
 from evaluation.runs import scope, scores, snapshot
 from evaluation.runs import services as runs
+from evaluation.runs.models import GradedScore, Run, Verdict
 from tests.factories import PanelFactory, QueryFactory, UserFactory, offline_judge
 from tests.support.builders import checklisted_query, written
 

@@ -13,8 +13,9 @@ from django.urls import reverse
 
 from annotation.models import Criterion
 from evaluation.kept.events import Event, bump
-from evaluation.models import KeptFigure, Run
+from evaluation.kept.models import KeptFigure
 from evaluation.runs import scores
+from evaluation.runs.models import Run
 from tests.evaluation.agreement.labelled import build_labelled
 from tests.support.compare import same
 
@@ -72,7 +73,8 @@ def test_a_kept_report_is_read_not_built_again(reviewed_dataset, small_pieces, m
 def test_the_kept_report_follows_adjudications_criteria_threshold_and_authors(
     reviewed_dataset, small_pieces, reviewer, eager_refresh
 ):
-    from evaluation.models import Adjudication, Answer
+    from evaluation.answers.models import Answer
+    from evaluation.labels.models import Adjudication
     from evaluation.review import services as review
 
     data = build_labelled(reviewed_dataset, queries=3, criteria=5, systems=3, seed=41)
@@ -157,7 +159,8 @@ def test_a_human_label_leaves_the_kept_report_an_adjudication_moves_it(
     """No score reads a human label: reviewers labelling all day must not make the next
     reader of the run page count the run's votes again; an adjudication, which overrides
     the judges, must."""
-    from evaluation.models import Answer, HumanLabel
+    from evaluation.answers.models import Answer
+    from evaluation.labels.models import HumanLabel
     from evaluation.review import services as review
 
     data = build_labelled(reviewed_dataset, queries=3, criteria=4, systems=3, seed=43)
@@ -191,7 +194,8 @@ def test_after_an_adjudication_readers_get_the_scores_before_it_until_one_refres
     one refresh is queued however many read; it keeps the fresh scores, which the next
     reader gets. (The broker here is not consumed: the task is run as a worker would.)"""
     from evaluation.analytics.tasks import refresh_analytics
-    from evaluation.models import Adjudication, KeptRefresh
+    from evaluation.kept.models import KeptRefresh
+    from evaluation.labels.models import Adjudication
 
     data = build_labelled(reviewed_dataset, queries=3, criteria=4, systems=3, seed=53)
     run = data.run
@@ -227,7 +231,7 @@ def test_after_an_adjudication_readers_get_the_scores_before_it_until_one_refres
 
 
 def review_adjudicate(reviewer, answer_id, criterion_id, current) -> None:
-    from evaluation.models import Answer
+    from evaluation.answers.models import Answer
     from evaluation.review import services as review
 
     review.adjudicate(

@@ -7,8 +7,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from evaluation.models import Run
 from evaluation.runs import scores
+from evaluation.runs.models import Run
 from evaluation.runs.signals import run_ended
 from tests.factories import PanelFactory, external_judges
 from tests.support.builders import checklisted_query, finished_run
@@ -41,8 +41,8 @@ def test_an_imported_runs_scores_are_kept_once_the_import_commits(
     tmp_path, eager_refresh, django_capture_on_commit_callbacks
 ):
     from bench.data_io.generate import generate
-    from evaluation.data.export import export_chunks
-    from evaluation.data.importer import ImportOptions, import_dataset
+    from evaluation.datasets.export import export_chunks
+    from evaluation.datasets.importer import ImportOptions, import_dataset
 
     original = generate("Kept at import", queries=2, systems=2, criteria=3, judges=1)
     path = tmp_path / "export.zip"

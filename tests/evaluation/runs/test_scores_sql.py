@@ -37,7 +37,7 @@ def test_sql_scores_equal_the_python_oracle(reviewed_dataset, method, threshold)
 
 
 def test_cached_scores_follow_adjudications_and_criteria(reviewed_dataset, reviewer):
-    from evaluation.models import Adjudication
+    from evaluation.labels.models import Adjudication
     from evaluation.review import services as review
 
     data = build_labelled(reviewed_dataset, queries=3, criteria=5, systems=2, seed=29)
@@ -46,7 +46,7 @@ def test_cached_scores_follow_adjudications_and_criteria(reviewed_dataset, revie
     (answer_id, criterion_id) = next(iter(data.votes))
     current = Adjudication.objects.filter(answer_id=answer_id, criterion_id=criterion_id).first()
     criterion = Criterion.objects.get(pk=criterion_id)
-    from evaluation.models import Answer
+    from evaluation.answers.models import Answer
 
     review.adjudicate(
         answer=Answer.objects.get(pk=answer_id), criterion=criterion, by=reviewer,

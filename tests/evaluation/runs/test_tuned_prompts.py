@@ -13,11 +13,12 @@ from django.db.models import QuerySet
 
 from annotation import services
 from evaluation.judges import tuning
-from evaluation.judges.rebuild import verdict_prompt
+from evaluation.judges.models import JudgeVersion
 from evaluation.judging import prompts
-from evaluation.models import JudgeVersion, Verdict
 from evaluation.runs import lifecycle
 from evaluation.runs import services as runs
+from evaluation.runs.models import Verdict
+from evaluation.runs.rebuild import verdict_prompt
 from tests.factories import AnswerFactory, PanelFactory, loopback_judges, tune, valid_criteria
 
 pytestmark = pytest.mark.django_db

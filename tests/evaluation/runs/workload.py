@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 
-from evaluation.models import Answer, System
+from evaluation.answers.models import Answer, System
 from tests.factories import UserFactory
 from tests.support.builders import checklisted_query
 

@@ -14,8 +14,9 @@ from django_celery_beat.models import PeriodicTask
 
 from annotation import roles
 from annotation import services as annotation_services
-from evaluation.models import Run, RunSchedule
+from evaluation.runs.models import Run
 from evaluation.schedules import services as schedules
+from evaluation.schedules.models import RunSchedule
 from tests.factories import AnswerFactory, PanelFactory, offline_judge
 from tests.support.builders import checklisted_query
 

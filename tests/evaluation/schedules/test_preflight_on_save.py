@@ -13,9 +13,11 @@ import pytest
 from django.urls import reverse
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
-from evaluation.models import Judge, Run, RunSchedule
+from evaluation.judges.models import Judge
+from evaluation.runs.models import Run
 from evaluation.runs.preflight import RunRefused
 from evaluation.schedules import services as schedules
+from evaluation.schedules.models import RunSchedule
 from tests.factories import PanelFactory, offline_judge
 from tests.support.builders import checklisted_query
 

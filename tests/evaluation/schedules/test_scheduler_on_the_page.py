@@ -14,8 +14,8 @@ from django_celery_beat.models import PeriodicTask
 from django_celery_beat.schedulers import ModelEntry
 
 from config.celery import app as celery_app
-from evaluation.models import RunSchedule
 from evaluation.schedules import services as schedules
+from evaluation.schedules.models import RunSchedule
 from tests.factories import PanelFactory, offline_judge
 from tests.support.beat import beat_seen
 from tests.support.builders import checklisted_query

@@ -16,8 +16,9 @@ from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
 from config import health
-from evaluation.models import Run, RunSchedule
+from evaluation.runs.models import Run
 from evaluation.schedules import beat as scheduler
+from evaluation.schedules.models import RunSchedule
 from tests.factories import PanelFactory, offline_judge
 from tests.support.beat import coming_minute, wait_for
 from tests.support.builders import checklisted_query

@@ -8,7 +8,10 @@ from dataclasses import dataclass
 import pytest
 
 from annotation.models import Criterion
-from evaluation.models import Adjudication, Answer, Judge, Run, Verdict
+from evaluation.answers.models import Answer
+from evaluation.judges.models import Judge
+from evaluation.labels.models import Adjudication
+from evaluation.runs.models import Run, Verdict
 from tests.factories import PanelFactory
 from tests.support.builders import checklisted_query, finished_run, human_label, written
 

@@ -10,11 +10,13 @@ import math
 import pytest
 from django.urls import reverse
 
+from evaluation.checks.models import CriterionCheck
+from evaluation.judges.models import Judge
 from evaluation.judging import prompts
-from evaluation.models import CriterionCheck, Judge, Run
 from evaluation.runs import services as runs
 from evaluation.runs.estimate import MESSAGE_TOKENS, run_estimate
 from evaluation.runs.estimate import panel_members as of_panel
+from evaluation.runs.models import Run
 from evaluation.runs.scope import Selection
 from tests.factories import PanelFactory, offline_judge
 from tests.support.builders import checklisted_query
@@ -137,7 +139,7 @@ def test_the_estimate_reads_sizes_in_a_few_queries(dataset, django_assert_max_nu
 
 def test_instructions_and_examples_are_counted_and_nothing_is_written(workload):
     from evaluation.judges import tuning
-    from evaluation.models import JudgeTuning, JudgeVersion
+    from evaluation.judges.models import JudgeTuning, JudgeVersion
 
     plain = judge("Plain", 1)
     instructions = "A figure must match the filing to the cent. " * 20

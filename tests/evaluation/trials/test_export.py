@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from evaluation.data.export import export_chunks
-from evaluation.data.importer import ImportOptions, import_dataset
-from evaluation.models import Run
+from evaluation.datasets.export import export_chunks
+from evaluation.datasets.importer import ImportOptions, import_dataset
+from evaluation.runs.models import Run
 
 pytestmark = pytest.mark.django_db
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from evaluation.models import CriterionCheck, Run, RunTask, Verdict
+from evaluation.checks.models import CriterionCheck
 from evaluation.runs import lifecycle
 from evaluation.runs import services as runs
+from evaluation.runs.models import Run, RunTask, Verdict
 from evaluation.runs.overview import run_overview
 from tests.evaluation.trials.conftest import adjudicate
 from tests.factories import PanelFactory, loopback_judges

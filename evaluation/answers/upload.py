@@ -1,0 +1,177 @@
+"""Importing system answers from JSONL or CSV: every row is checked before anything is
+written, then all rows are written in one transaction, or none.
+
+Row fields: `query` (the query's id in the dataset), `system` (name), `system_version`
+(optional), `text` (the answer, markdown), `external_id` and `run_label` (optional), and
+for an agent's answer `turns`, `context` and `metadata` (optional; JSON values in JSONL,
+JSON text in a CSV cell; evaluation.answers.agent_fields checks them).
+Importing the same file again updates the same answers: an answer is identified by its
+system, query and run label.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.db import transaction
+
+from annotation.models import Dataset
+from config import limits
+from config.ids import is_id
+from evaluation.answers import agent_fields
+from evaluation.answers.models import Answer, System
+from evaluation.tables import formats
+from evaluation.tables.rows import Checked, ImportRejected, check_rows, field_text
+
+REQUIRED = ("query", "system", "text")
+OPTIONAL = ("system_version", "external_id", "run_label", *agent_fields.FIELDS)
+LIMITS = {
+    "system": 200,
+    "system_version": 100,
+    "external_id": limits.EXTERNAL_ID,
+    "run_label": 100,
+    "text": limits.ANSWER_TEXT,
+}
+
+
+@dataclass(frozen=True)
+class AnswerRow:
+    line: int
+    query_id: int
+    system: str
+    system_version: str
+    text: str
+    external_id: str
+    run_label: str
+    turns: list = field(default_factory=list)
+    context: list = field(default_factory=list)
+    metadata: dict = field(default_factory=dict)
+
+    @property
+    def fields(self) -> dict:
+        """What an answer row writes besides its identity."""
+        return {
+            "text": self.text, "external_id": self.external_id, "turns": self.turns,
+            "context": self.context, "metadata": self.metadata,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    created: int
+    updated: int
+    systems_created: int
+
+
+def read_rows(name: str, content: str) -> list[tuple[int, dict]]:
+    """(line number, raw row) pairs from JSONL or CSV, chosen by the file name. A byte-order
+    mark (Excel's "CSV UTF-8") is dropped; a CSV row names the line it starts on, also when
+    quoted newlines make it span several."""
+    try:
+        return list(formats.read_text_rows(name, content))
+    except formats.FileRejected as exc:
+        raise ImportRejected(exc.errors) from None
+
+
+def decode_upload(name: str, data: bytes) -> str:
+    """The text of an uploaded file: UTF-8 with or without a byte-order mark; otherwise
+    ImportRejected says which encoding the file looks like."""
+    try:
+        return formats.decode(name, data)
+    except formats.FileRejected as exc:
+        raise ImportRejected(exc.errors) from None
+
+
+def check_answer_rows(name: str, raw: list[tuple[int, dict]], dataset: Dataset) -> list[AnswerRow]:
+    """The file's rows checked (ImportRejected lists every error): one answer per system,
+    query and run label."""
+    query_ids = set(dataset.queries.values_list("pk", flat=True))
+    if not raw:
+        raise ImportRejected([f"{name}: no rows"])
+    return check_rows(
+        name,
+        raw,
+        lambda line, row, where: _check_answer(line, row, where, dataset.pk, query_ids),
+        duplicate="same system, query and run label as line {line}; one answer each",
+    )
+
+
+def _check_answer(
+    line: int, row: dict, where: str, dataset_id: int, query_ids: set[int]
+) -> Checked[AnswerRow] | list[str]:
+    problems = [f"{where}: field {f!r} is required" for f in REQUIRED if not field_text(row, f)]
+    query = field_text(row, "query")
+    if query and not is_id(query):
+        problems.append(f"{where}: field 'query' must be a query id (a number), not {query!r}")
+    elif query and int(query) not in query_ids:
+        problems.append(f"{where}: field 'query': no query {query} in dataset {dataset_id}")
+    for name, limit in LIMITS.items():
+        if len(field_text(row, name)) > limit:
+            problems.append(f"{where}: field {name!r} is longer than {limit} characters")
+    agent, found = agent_fields.check_fields(row)
+    problems.extend(f"{where}: {p}" for p in found)
+    if problems:
+        return problems
+    answer = AnswerRow(
+        line=line,
+        query_id=int(query),
+        system=field_text(row, "system"),
+        system_version=field_text(row, "system_version"),
+        text=str(row["text"]),
+        external_id=field_text(row, "external_id"),
+        run_label=field_text(row, "run_label"),
+        **agent,
+    )
+    return Checked(
+        answer, (answer.system, answer.system_version, answer.query_id, answer.run_label)
+    )
+
+
+@transaction.atomic
+def save_answer(*, dataset: Dataset, row: dict) -> tuple[Answer, bool]:
+    """One answer posted to the API (`POST /api/answers/`), checked as an imported row is;
+    ImportRejected names each bad field and writes nothing. Returns (answer, created)."""
+    if not isinstance(row, dict):
+        raise ImportRejected(["answer: the body must be a JSON object"])
+    query_ids = set(dataset.queries.values_list("pk", flat=True))
+    checked = _check_answer(1, row, "answer", dataset.pk, query_ids)
+    if not isinstance(checked, Checked):
+        raise ImportRejected(checked)
+    value: AnswerRow = checked.value
+    system, _ = System.objects.get_or_create(name=value.system, version=value.system_version)
+    return Answer.objects.update_or_create(
+        system=system, query_id=value.query_id, run_label=value.run_label, defaults=value.fields
+    )
+
+
+@transaction.atomic
+def import_answers(*, dataset: Dataset, name: str, content: str) -> ImportResult:
+    """Check every row, then write them all (or raise ImportRejected and write nothing)."""
+    rows = check_answer_rows(name, read_rows(name, content), dataset)
+    systems: dict[tuple[str, str], System] = {}
+    systems_created = created = updated = 0
+    for row in rows:
+        key = (row.system, row.system_version)
+        if key not in systems:
+            systems[key], made = System.objects.get_or_create(
+                name=row.system, version=row.system_version
+            )
+            systems_created += made
+        _, made = Answer.objects.update_or_create(
+            system=systems[key],
+            query_id=row.query_id,
+            run_label=row.run_label,
+            defaults=row.fields,
+        )
+        created += made
+        updated += not made
+    return ImportResult(created=created, updated=updated, systems_created=systems_created)
+
+
+def import_answers_file(*, dataset: Dataset, path: Path) -> ImportResult:
+    try:
+        content = decode_upload(path.name, path.read_bytes())
+    except OSError as exc:
+        raise ImportRejected([f"{path.name}: cannot be read ({exc})"]) from exc
+    return import_answers(dataset=dataset, name=path.name, content=content)
