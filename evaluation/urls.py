@@ -27,6 +27,7 @@ from evaluation.runs import api as runs_api
 from evaluation.runs import scores_api
 from evaluation.runs import views as runs_views
 from evaluation.schedules import views as schedules_views
+from evaluation.trials import api as trials_api
 from evaluation.trials import views as trials_views
 
 urlpatterns = [
@@ -181,7 +182,7 @@ urlpatterns = [
 router = Router()
 router.register("judges", judges_api.JudgeViewSet, basename="judge")
 router.register("panels", judges_api.PanelViewSet, basename="panel")
-router.register("runs", runs_api.RunViewSet, basename="run")
+router.register("runs", trials_api.RunViewSet, basename="run")  # with the trial actions
 router.register("verdicts", runs_api.VerdictViewSet, basename="verdict")
 router.register("systems", answers_api.SystemViewSet, basename="system")
 router.register("answers", answers_api.AnswerViewSet, basename="answer")

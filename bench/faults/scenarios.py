@@ -185,11 +185,11 @@ def _fault(name: str, setup: Setup, server: JudgeServer, run, outcome: Outcome):
 
 def _watch_waiting(run, outcome: Outcome) -> Callable[[], None]:
     """During the judge's outage: the judges the run's progress API says it waits for."""
-    from evaluation.judges import reachability
+    from evaluation.runs import overview
 
     def look() -> None:
         run.refresh_from_db()
-        for judge in reachability.waiting_for(run):
+        for judge in overview.waiting_for(run):
             if judge.judge not in outcome.waiting:
                 outcome.waiting.append(judge.judge)
 

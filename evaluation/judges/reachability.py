@@ -15,8 +15,6 @@ from django.conf import settings
 
 from evaluation.judges.models import Judge
 from evaluation.judging import circuit
-from evaluation.runs import snapshot
-from evaluation.runs.models import Run
 
 
 @dataclass(frozen=True)
@@ -50,14 +48,3 @@ def outages(judges: Iterable[Judge]) -> dict[int, JudgeOutage]:
             outage.last_error,
         )  # fmt: skip
     return found
-
-
-def waiting_for(run: Run) -> list[JudgeOutage]:
-    """The judges a running run waits for: its LLM judges whose circuit is open."""
-    if run.status != Run.Status.RUNNING:
-        return []
-    ids = [m.judge_id for m in snapshot.of(run).members if m.calls_llm]
-    if not ids:
-        return []
-    judges = Judge.objects.filter(pk__in=ids).only("pk", "name", "kind", "base_url")
-    return sorted(outages(judges).values(), key=lambda o: o.judge)

@@ -41,7 +41,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
@@ -49,7 +49,9 @@ from django.db import IntegrityError, transaction
 
 from annotation.models import Dataset
 from evaluation.judges.models import Judge, JudgeTuning, JudgeVersion
-from evaluation.runs.models import Run
+
+if TYPE_CHECKING:  # a type only: judges sit below runs
+    from evaluation.runs.models import Run
 
 TUNED = "tuned"  # the version part of a tuned prompt: "verdict-v1+tuned-<12 hex>"
 DIGEST_CHARS = 12

@@ -4,11 +4,10 @@ dataset; its reviewers and admins see them, its admins start and stop runs)."""
 from __future__ import annotations
 
 from django.http import Http404
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -21,9 +20,6 @@ from evaluation.runs.estimate import estimate_selection, panel_members, run_esti
 from evaluation.runs.models import Run, Verdict
 from evaluation.runs.overview import run_overview
 from evaluation.runs.scores_api import RunProgressSerializer, progress_data
-from evaluation.trials.selectors import comparison
-from evaluation.trials.serialize import comparison_data
-from evaluation.trials.services import TrialError, use_trial_judges
 
 
 class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
@@ -83,26 +79,6 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         except ValueError as exc:
             raise ValidationError({"queries": [str(exc)]}) from exc
         return Response(found.as_json())
-
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
-    @action(detail=True, methods=["get"])
-    def comparison(self, request: Request, pk: int) -> Response:
-        """A trial beside its baseline on the same labelled items (docs/trials.md)."""
-        return Response(comparison_data(comparison(self.get_object())))
-
-    @extend_schema(request=None, responses={200: s.RunSerializer, 409: s.DetailSerializer})
-    @action(detail=True, methods=["post"], url_path="use-judge")
-    def use_judge(self, request: Request, pk: int) -> Response:
-        """Adopt the trial ("Use this judge"): the baseline's panel takes its judges.
-        For those who may change panels (the Admin group)."""
-        run = self.get_object()
-        if not request.user.has_perm("evaluation.change_panel"):
-            raise PermissionDenied("Only those who manage panels adopt a judge.")
-        try:
-            use_trial_judges(trial=run)
-        except TrialError as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
-        return Response(s.RunSerializer(run).data)
 
     @extend_schema(responses={200: RunProgressSerializer})
     @action(detail=True, methods=["get"])

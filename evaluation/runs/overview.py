@@ -7,9 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from evaluation.judges import reachability
+from evaluation.judges.models import Judge
 from evaluation.judges.reachability import JudgeOutage
 from evaluation.metrics.cost import CostEstimate
-from evaluation.runs import grading, selectors
+from evaluation.runs import grading, selectors, snapshot
 from evaluation.runs.costs import run_cost_estimate
 from evaluation.runs.estimate import requests_made
 from evaluation.runs.models import Run
@@ -51,6 +52,16 @@ def run_overview(run: Run) -> RunOverview:
     )  # fmt: skip
     actions = selectors.run_actions(run, has_errors=has_errors)
     requests = requests_made(run) if run.estimate else 0  # older runs have no estimate
-    return RunOverview(
-        progress, graded, cost, errors, actions, reachability.waiting_for(run), requests
-    )
+    return RunOverview(progress, graded, cost, errors, actions, waiting_for(run), requests)
+
+
+def waiting_for(run: Run) -> list[JudgeOutage]:
+    """The judges a running run waits for: its LLM judges whose circuit is open (read by
+    judges.reachability, which sits below runs)."""
+    if run.status != Run.Status.RUNNING:
+        return []
+    ids = [m.judge_id for m in snapshot.of(run).members if m.calls_llm]
+    if not ids:
+        return []
+    judges = Judge.objects.filter(pk__in=ids).only("pk", "name", "kind", "base_url")
+    return sorted(reachability.outages(judges).values(), key=lambda o: o.judge)

@@ -20,10 +20,9 @@ from django.utils import timezone
 from annotation.models import Dataset, Query
 from evaluation.answers.models import System
 from evaluation.judges.models import Judge, Panel
-from evaluation.runs import estimate, lifecycle, preflight, queue, scope, snapshot
+from evaluation.runs import baselines, estimate, lifecycle, preflight, queue, scope, snapshot
 from evaluation.runs.models import GradedScore, Run, RunTask, Verdict
 from evaluation.runs.preflight import RunRefused
-from evaluation.trials import selectors as trials
 
 __all__ = ["RunRefused", "RunStateError"]
 
@@ -48,16 +47,16 @@ def run_create(
     baseline: Run | None = None,
 ) -> Run:
     """A trial (scope "labelled") grades only the labelled items and is compared with
-    `baseline`, by default the dataset's latest finished run (trials.default_baseline)."""
+    `baseline`, by default the dataset's latest finished run (baselines.default_baseline)."""
     foreign = [q.pk for q in queries if q.dataset_id != dataset.pk]
     if foreign:
         raise ValueError(f"Queries {foreign} are not in dataset {dataset.pk}.")
     if scope == Run.Scope.LABELLED and kind != Run.Kind.SYSTEMS:
         raise RunRefused(["Only a run of system answers can be a trial."], field="scope")
-    if baseline is not None and (problem := trials.baseline_problem(dataset, baseline)):
+    if baseline is not None and (problem := baselines.baseline_problem(dataset, baseline)):
         raise RunRefused([problem], field="baseline")
     if baseline is None and scope == Run.Scope.LABELLED:
-        baseline = trials.default_baseline(dataset)
+        baseline = baselines.default_baseline(dataset)
     run = Run.objects.create(
         dataset=dataset, panel=panel, created_by=by, name=name, kind=kind,
         answer_run_label=answer_run_label, concurrency=concurrency, scope=scope,

@@ -24,7 +24,7 @@ from decimal import Decimal
 
 from django.db import connection
 
-from annotation.models import Criterion, Dataset
+from annotation.models import Criterion
 from evaluation.agreement import cells
 from evaluation.judges.models import Judge
 from evaluation.judges.tuning import excluded_items
@@ -105,28 +105,6 @@ class Comparison:
     test: McNemar | None
     changed: list[Changed]  # at most CHANGED_SHOWN, in (answer, criterion) order
     changed_count: int
-
-
-def default_baseline(dataset: Dataset) -> Run | None:
-    """The current judge's run a trial is compared with when none is named: the dataset's
-    latest finished run of system answers (graded here or imported) that is not a trial."""
-    return (
-        dataset.runs.filter(status__in=Run.FINISHED, scope=Run.Scope.ALL)
-        .exclude(kind=Run.Kind.CROSS_EVALUATION)
-        .order_by("-finished_at", "-created_at", "-pk")
-        .first()
-    )
-
-
-def baseline_problem(dataset: Dataset, baseline: Run) -> str | None:
-    """Why a run cannot be a trial's baseline, or None."""
-    if baseline.dataset_id != dataset.pk:
-        return f"Run {baseline.pk} is not a run of dataset “{dataset.name}”."
-    if baseline.kind == Run.Kind.CROSS_EVALUATION:
-        return f"Run {baseline.pk} grades perfect answers: no labelled item is among them."
-    if baseline.status not in Run.FINISHED:
-        return f"Run {baseline.pk} has not finished: compare with a finished run."
-    return None
 
 
 def _item_verdicts(run: Run) -> dict[tuple[int, int], ItemVerdict]:
