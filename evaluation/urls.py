@@ -202,9 +202,7 @@ router.register(
 api_urlpatterns = [
     *router.urls,
     path("runs/<int:pk>/scores/", scores_api.RunScoresView.as_view(), name="run-scores"),
-    path(
-        "verdicts/<int:pk>/prompt/", judges_api.VerdictPromptView.as_view(), name="verdict-prompt"
-    ),
+    path("verdicts/<int:pk>/prompt/", runs_api.VerdictPromptView.as_view(), name="verdict-prompt"),
     path(
         "datasets/<int:pk>/tuning/",
         judges_api.DatasetTuningsView.as_view(),

@@ -14,8 +14,6 @@ from config.permissions import ModelPermsOrReadOnly
 from evaluation.judges import serializers as s
 from evaluation.judges import tuning
 from evaluation.judges.models import Judge, JudgeTuning, Panel
-from evaluation.runs.access import access_verdict
-from evaluation.runs.rebuild import prompt_sent
 
 
 class JudgeViewSet(viewsets.ModelViewSet):
@@ -30,25 +28,6 @@ class PanelViewSet(viewsets.ModelViewSet):
     serializer_class = s.PanelSerializer
     permission_classes = [ModelPermsOrReadOnly]
     http_method_names = ["get", "post", "head", "options"]
-
-
-class VerdictPromptSerializer(serializers.Serializer):
-    verdict = serializers.IntegerField()
-    prompt_version = serializers.CharField(allow_null=True)
-    messages = serializers.ListField(child=serializers.DictField(), allow_null=True)
-    note = serializers.CharField()
-
-
-class VerdictPromptView(APIView):
-    """The prompt sent for a verdict, rebuilt from the prompt version it records (the
-    judge's instructions and examples of that version: evaluation.runs.rebuild)."""
-
-    @extend_schema(responses={200: VerdictPromptSerializer})
-    def get(self, request: Request, pk: int) -> Response:
-        verdict = access_verdict(request.user, pk)
-        sent = prompt_sent(verdict)
-        return Response({"verdict": verdict.pk, "prompt_version": sent.version,
-                         "messages": sent.messages, "note": sent.note})  # fmt: skip
 
 
 class DatasetTuningsView(APIView):

@@ -5,20 +5,22 @@ from __future__ import annotations
 
 from django.http import Http404
 from drf_spectacular.utils import extend_schema
-from rest_framework import mixins, status, viewsets
+from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from annotation import access, roles
 from config.pagination import CountlessPagination
 from evaluation.runs import serializers as s
 from evaluation.runs import services as runs
-from evaluation.runs.access import access_run, runs_for_user
+from evaluation.runs.access import access_run, access_verdict, runs_for_user
 from evaluation.runs.estimate import estimate_selection, panel_members, run_estimate
 from evaluation.runs.models import Run, Verdict
 from evaluation.runs.overview import run_overview
+from evaluation.runs.rebuild import prompt_sent
 from evaluation.runs.scores_api import RunProgressSerializer, progress_data
 
 
@@ -131,3 +133,22 @@ class VerdictViewSet(viewsets.ReadOnlyModelViewSet):
             raise Http404("No such verdict.")
         access_run(self.request.user, verdict.run_id)
         return verdict
+
+
+class VerdictPromptSerializer(serializers.Serializer):
+    verdict = serializers.IntegerField()
+    prompt_version = serializers.CharField(allow_null=True)
+    messages = serializers.ListField(child=serializers.DictField(), allow_null=True)
+    note = serializers.CharField()
+
+
+class VerdictPromptView(APIView):
+    """The prompt sent for a verdict, rebuilt from the prompt version it records (the
+    judge's instructions and examples of that version: evaluation.runs.rebuild)."""
+
+    @extend_schema(responses={200: VerdictPromptSerializer})
+    def get(self, request: Request, pk: int) -> Response:
+        verdict = access_verdict(request.user, pk)
+        sent = prompt_sent(verdict)
+        return Response({"verdict": verdict.pk, "prompt_version": sent.version,
+                         "messages": sent.messages, "note": sent.note})  # fmt: skip
