@@ -40,7 +40,7 @@ from evaluation.answers.models import Answer, System
 from evaluation.datasets.review_imports import LabelsResult, import_label_rows
 
 # The files, kept in the repository with their licence (evaluation/fixtures/README.md).
-DIRECTORY = Path(__file__).resolve().parent / "fixtures" / "kqa"
+DIRECTORY = Path(__file__).resolve().parent.parent / "fixtures" / "kqa"
 DATASET_NAME = "K-QA (medical questions, physician labels)"
 AUTHOR = "kqa-physicians"
 # The paper appeared in January 2024; the physicians' answers and the LLM answers predate
