@@ -1,16 +1,18 @@
-"""Who may import: shared by the Import page and the API."""
+"""Who may import, and who may fetch an export: shared by the pages and the API."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import Http404
 
 from annotation import roles
 from annotation.access import check_dataset, held_permissions
 from annotation.models import Dataset
 from evaluation.datasets.import_target import new_name
+from evaluation.datasets.models import DatasetExport
 from evaluation.datasets.source import Source
 
 if TYPE_CHECKING:
@@ -48,3 +50,14 @@ def _was_admin(user: AnyUser, dataset: Dataset) -> bool:
     """Whether the user administered a dataset now being deleted: only its admins learn
     that its name is about to be free."""
     return roles.CHANGE in held_permissions(user, dataset)
+
+
+def access_export(user: AnyUser, token: object) -> DatasetExport:
+    """The job named by the token, for a user who administers its dataset now (404 for
+    anyone else, 403 for a member who is not an admin), whatever they were when it began."""
+    try:
+        export = DatasetExport.objects.select_related("dataset").get(token=token)
+    except (DatasetExport.DoesNotExist, ValueError, TypeError, ValidationError):
+        raise Http404("No such export.") from None
+    check_dataset(user, export.dataset, roles.CHANGE, hidden="No such export.")
+    return export

@@ -16,7 +16,7 @@ from annotation import roles
 from annotation.access import access_dataset
 from annotation.models import Dataset, Guideline
 from evaluation.datasets import services
-from evaluation.datasets.access import check_import
+from evaluation.datasets.access import access_export, check_import
 from evaluation.datasets.export import ExportOptions
 from evaluation.datasets.import_target import NAME_MAX, NameTaken
 from evaluation.datasets.importer import ImportOptions, ImportRejected, import_dataset
@@ -109,7 +109,7 @@ class ExportStatusView(APIView):
     @extend_schema(responses={200: ExportSerializer})
     def get(self, request: Request, token: str) -> Response:
         """An export job's status and progress (the dataset's admins)."""
-        export = services.access_export(request.user, token)
+        export = access_export(request.user, token)
         return Response(ExportSerializer(export, context={"request": request}).data)
 
 
@@ -117,7 +117,7 @@ class ExportDownloadView(APIView):
     @extend_schema(responses={200: OpenApiResponse(OpenApiTypes.BINARY), 410: None})
     def get(self, request: Request, token: str) -> HttpResponse:
         """The finished zip; access is checked now, and the link expires."""
-        export = services.access_export(request.user, token)
+        export = access_export(request.user, token)
         try:
             path = services.export_file(export)
         except services.ExportGone as gone:

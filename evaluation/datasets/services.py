@@ -20,13 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
 from django.db import connections, transaction
-from django.http import Http404
 from django.utils import timezone
 
-from annotation import roles
-from annotation.access import check_dataset
 from annotation.models import Dataset
 from evaluation import task_names
 from evaluation.datasets import storage
@@ -36,7 +32,6 @@ from evaluation.datasets.models import DatasetExport
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
 
-    from annotation.access import AnyUser
 
 logger = logging.getLogger(__name__)
 
@@ -169,17 +164,6 @@ def _save_progress(export_id: int, rows: int) -> None:
         DatasetExport.objects.filter(pk=export_id).update(rows_done=rows)
     finally:
         connections.close_all()
-
-
-def access_export(user: AnyUser, token: object) -> DatasetExport:
-    """The job named by the token, for a user who administers its dataset now (404 for
-    anyone else, 403 for a member who is not an admin), whatever they were when it began."""
-    try:
-        export = DatasetExport.objects.select_related("dataset").get(token=token)
-    except (DatasetExport.DoesNotExist, ValueError, TypeError, ValidationError):
-        raise Http404("No such export.") from None
-    check_dataset(user, export.dataset, roles.CHANGE, hidden="No such export.")
-    return export
 
 
 def export_file(export: DatasetExport) -> Path:

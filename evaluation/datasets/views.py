@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from annotation import roles, selectors
 from annotation.access import access_dataset
 from evaluation.datasets import services
-from evaluation.datasets.access import check_import
+from evaluation.datasets.access import access_export, check_import
 from evaluation.datasets.export import ExportOptions, export_chunks, file_name
 from evaluation.datasets.forms import ExportForm, ImportForm
 from evaluation.datasets.import_target import NameTaken
@@ -53,14 +53,14 @@ def dataset_export(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 @login_required
 def export_status(request: HttpRequest, token) -> HttpResponse:
-    export = services.access_export(request.user, token)
+    export = access_export(request.user, token)
     return render(request, "evaluation/datasets/dataset_export.html#export-row", {"export": export})
 
 
 @require_GET
 @login_required
 def export_download(request: HttpRequest, token) -> HttpResponse:
-    export = services.access_export(request.user, token)
+    export = access_export(request.user, token)
     try:
         path = services.export_file(export)
     except services.ExportGone as gone:
