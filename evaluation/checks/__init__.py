@@ -6,6 +6,12 @@
     result.rationale  # "No-LLM check (figures): the answer states $4.12 billion."
 
 See docs/no-llm-checks.md for what each check does and where it stops.
+
+The heuristics (deterministic, figures, formats, trajectory, words) are pure Python with no
+Django. Beside them, how a criterion is graded beyond its text: a criterion's check as
+stored (models.CriterionCheck, one-to-one to annotation's Criterion), its form, page and
+receivers (docs/judging.md); those modules are Django's and import the pure ones, never
+the other way.
 """
 
 from __future__ import annotations
