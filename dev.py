@@ -156,12 +156,27 @@ def manage_command(args: list[str]) -> int:
     return subprocess.run([str(PYTHON), "manage.py", *args], cwd=ROOT, env=env).returncode
 
 
+def test_workers(pytest_args: list[str]) -> list[str]:
+    """`-n N` for pytest-xdist, unless the arguments already say how many processes (`-n 0`
+    runs in this one). TEST_WORKERS sets N; by default twice the cores: most of a test's
+    time is spent waiting on a worker, a browser, a socket or a sleep, not on a core, and
+    each process has its own test database and VAR_DIR (tests/support/parallel.py)."""
+    chosen = any(a.startswith(("-n", "--numprocesses")) for a in pytest_args)
+    if chosen or "no:xdist" in pytest_args:
+        return []
+    workers = os.environ.get("TEST_WORKERS") or str(2 * (os.cpu_count() or 1))
+    return ["-n", workers]
+
+
 def test(pytest_args: list[str]) -> int:
     ensure_venv("dev")
     where = os.environ.get("DATABASE_URL", "SQLite (set DATABASE_URL for PostgreSQL)")
     broker = os.environ.get("CELERY_BROKER_URL", "the embedded filesystem transport")
-    say(f"Running the tests against {where.split('@')[-1]}, broker {broker}")
-    return subprocess.run([str(PYTHON), "-m", "pytest", *pytest_args], cwd=ROOT).returncode
+    workers = test_workers(pytest_args)
+    processes = f", {workers[1]} processes" if workers else ""
+    say(f"Running the tests against {where.split('@')[-1]}, broker {broker}{processes}")
+    command = [str(PYTHON), "-m", "pytest", *workers, *pytest_args]
+    return subprocess.run(command, cwd=ROOT).returncode
 
 
 def main(argv: list[str]) -> int:
