@@ -157,15 +157,19 @@ def manage_command(args: list[str]) -> int:
 
 
 def test_workers(pytest_args: list[str]) -> list[str]:
-    """`-n N` for pytest-xdist, unless the arguments already say how many processes (`-n 0`
-    runs in this one). TEST_WORKERS sets N; by default twice the cores: most of a test's
-    time is spent waiting on a worker, a browser, a socket or a sleep, not on a core, and
-    each process has its own test database and VAR_DIR (tests/support/parallel.py)."""
+    """`-n N --dist worksteal` for pytest-xdist, unless the arguments already say how many
+    processes (`-n 0` runs in this one). TEST_WORKERS sets N; by default twice the cores:
+    most of a test's time is spent waiting on a worker, a browser, a socket or a sleep, not
+    on a core, and each process has its own test database and VAR_DIR
+    (tests/support/parallel.py). worksteal hands each process a run of neighbouring tests
+    (a module's shared world is built once per process) and moves the rest of a busy
+    process's share to an idle one."""
     chosen = any(a.startswith(("-n", "--numprocesses")) for a in pytest_args)
     if chosen or "no:xdist" in pytest_args:
         return []
     workers = os.environ.get("TEST_WORKERS") or str(2 * (os.cpu_count() or 1))
-    return ["-n", workers]
+    dist = [] if any(a.startswith("--dist") for a in pytest_args) else ["--dist", "worksteal"]
+    return ["-n", workers, *dist]
 
 
 def test(pytest_args: list[str]) -> int:
