@@ -9,7 +9,7 @@ Each xdist worker (gw0, gw1, ...) is a whole test session of its own:
   workers and beat processes a test starts inherit it (tests/support/celery_worker.py).
 - its own test database: pytest-django names it `test_<name>_gw0` on PostgreSQL and adds
   the same suffix to the SQLite file; each is a copy of one database migrated once per run
-  (tests/support/test_database.py);
+  (tests/support/xdist_databases.py);
 - its own Celery queue, `test-<pid>` (config/settings.py), on the shared Redis or in its own
   broker folder;
 - its own ports: live servers, loopback judges and private Redis servers all bind port 0.
@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 WORKER = os.environ.get("PYTEST_XDIST_WORKER")  # set by xdist before this module is imported
 # The run's own VAR_DIR, where the workers' folders are and the migrated template database
-# they copy (tests/support/test_database.py); the workers inherit it from the controller.
+# they copy (tests/support/xdist_databases.py); the workers inherit it from the controller.
 os.environ.setdefault("TESTS_SHARED_VAR_DIR", os.environ.get("VAR_DIR") or str(ROOT / "var"))
 if WORKER:
     base = Path(os.environ["TESTS_SHARED_VAR_DIR"])
