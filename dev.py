@@ -156,12 +156,31 @@ def manage_command(args: list[str]) -> int:
     return subprocess.run([str(PYTHON), "manage.py", *args], cwd=ROOT, env=env).returncode
 
 
+def test_workers(pytest_args: list[str]) -> list[str]:
+    """`-n N --dist worksteal` for pytest-xdist, unless the arguments already say how many
+    processes (`-n 0` runs in this one). TEST_WORKERS sets N; by default twice the cores:
+    most of a test's time is spent waiting on a worker, a browser, a socket or a sleep, not
+    on a core, and each process has its own test database and VAR_DIR
+    (tests/support/parallel.py). worksteal hands each process a run of neighbouring tests
+    (a module's shared world is built once per process) and moves the rest of a busy
+    process's share to an idle one."""
+    chosen = any(a.startswith(("-n", "--numprocesses")) for a in pytest_args)
+    if chosen or "no:xdist" in pytest_args:
+        return []
+    workers = os.environ.get("TEST_WORKERS") or str(2 * (os.cpu_count() or 1))
+    dist = [] if any(a.startswith("--dist") for a in pytest_args) else ["--dist", "worksteal"]
+    return ["-n", workers, *dist]
+
+
 def test(pytest_args: list[str]) -> int:
     ensure_venv("dev")
     where = os.environ.get("DATABASE_URL", "SQLite (set DATABASE_URL for PostgreSQL)")
     broker = os.environ.get("CELERY_BROKER_URL", "the embedded filesystem transport")
-    say(f"Running the tests against {where.split('@')[-1]}, broker {broker}")
-    return subprocess.run([str(PYTHON), "-m", "pytest", *pytest_args], cwd=ROOT).returncode
+    workers = test_workers(pytest_args)
+    processes = f", {workers[1]} processes" if workers else ""
+    say(f"Running the tests against {where.split('@')[-1]}, broker {broker}{processes}")
+    command = [str(PYTHON), "-m", "pytest", *workers, *pytest_args]
+    return subprocess.run(command, cwd=ROOT).returncode
 
 
 def main(argv: list[str]) -> int:

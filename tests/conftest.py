@@ -24,6 +24,7 @@ from rest_framework.test import APIClient
 
 from annotation import roles, services
 from tests.factories import PASSWORD, PanelFactory, QueryFactory, UserFactory, offline_judge
+from tests.support import xdist_databases
 from tests.support.celery_worker import BeatProcess, WorkerProcess, database_url
 
 # The tests' judges are loopback servers (tests/loopback, LoopbackOpenAI), which judges may
@@ -32,6 +33,39 @@ from tests.support.celery_worker import BeatProcess, WorkerProcess, database_url
 # A test of the rule itself turns it off with the `settings` fixture.
 os.environ["JUDGE_ALLOW_PRIVATE_NETWORK"] = "1"
 settings.JUDGE_ALLOW_PRIVATE_NETWORK = True
+
+
+@pytest.fixture(scope="session")
+def django_db_keepdb(request) -> bool:
+    """pytest-django's (`--reuse-db`); and under xdist, where each worker's database is made
+    already (below), it is kept for pytest-django, which then migrates nothing."""
+    return request.config.getvalue("reuse_db") or bool(xdist_databases.WORKER)
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(
+    request, django_db_modify_db_settings_parallel_suffix, django_db_blocker
+):
+    """Under xdist, each worker's test database is a copy of one migrated once for the run
+    (tests/support/xdist_databases.py), dropped at the worker's end."""
+    if not xdist_databases.WORKER or request.config.getvalue("reuse_db"):
+        yield
+        return
+    with django_db_blocker.unblock():
+        xdist_databases.copy_template_for_worker(connection)
+    yield
+    with django_db_blocker.unblock():
+        xdist_databases.drop_worker_database(connection)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The xdist controller drops the run's template database once every worker is done."""
+    config = session.config
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
+        return
+    if config.getvalue("reuse_db"):
+        return
+    xdist_databases.drop_template(connection)
 
 
 @pytest.fixture(autouse=True)

@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
+from celery.utils.nodenames import host_format
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -54,6 +56,7 @@ class WorkerProcess:
         self.process: subprocess.Popen[bytes] | None = None
         self.log_path = Path(tempfile.mkstemp(prefix="celery-worker-", suffix=".log")[1])
         self.name = f"test-{queue}-{time.monotonic_ns()}"
+        self.node = host_format(f"{self.name}@%h")  # as the worker expands --hostname
 
     def start(self, timeout: float = 60) -> WorkerProcess:
         env = {
@@ -69,7 +72,7 @@ class WorkerProcess:
             sys.executable, "-m", "celery", "-A", "config", "worker",
             "--queues", self.queue, "--pool", self.pool, "--concurrency", str(self.concurrency),
             "--loglevel", "INFO", "--without-heartbeat", "--without-gossip", "--without-mingle",
-            "--hostname", f"{self.name}@%h",
+            "--hostname", self.node,
         ]  # fmt: skip
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
@@ -104,9 +107,11 @@ class WorkerProcess:
             connection.default_channel.queue_purge(self.queue)
         deadline = time.monotonic() + timeout
         while self.alive and time.monotonic() < deadline:
-            inspect = app.control.inspect(timeout=0.5)
-            found = [*(inspect.active() or {}).items(), *(inspect.reserved() or {}).items()]
-            if not any(tasks for name, tasks in found if name.startswith(f"{self.name}@")):
+            # Asked of this worker alone, and done at its answer (limit=1) rather than after
+            # the whole timeout that a broadcast to every worker waits.
+            inspect = app.control.inspect(timeout=0.5, destination=[self.node], limit=1)
+            found = [*(inspect.active() or {}).values(), *(inspect.reserved() or {}).values()]
+            if not any(found):
                 return
             time.sleep(0.2)
 
