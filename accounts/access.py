@@ -10,8 +10,7 @@ from django.contrib.auth import get_user_model
 from django.http import Http404
 
 from accounts.models import ApiToken, Invitation
-from annotation import access as permissions
-from annotation import roles
+from annotation import access, roles
 from annotation.models import DatasetUserObjectPermission
 from config.ids import parse_id
 
@@ -23,7 +22,7 @@ if TYPE_CHECKING:
 
 def access_members(user: AbstractBaseUser, pk: int) -> Dataset:
     """The dataset, if the user may manage its members (its admins): 404 / 403 otherwise."""
-    return permissions.access_dataset(user, pk, roles.CHANGE)
+    return access.access_dataset(user, pk, roles.CHANGE)
 
 
 def access_invitation(user: AbstractBaseUser, pk: int, invitation_id: int) -> Invitation:

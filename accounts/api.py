@@ -9,8 +9,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts import access as permissions
-from accounts import selectors, services
+from accounts import access, selectors, services
 from accounts.models import ApiToken
 from annotation.models import Dataset
 from annotation.selectors import datasets_for_user
@@ -84,7 +83,7 @@ class ApiTokenViewSet(
         return selectors.tokens_for_user(self.request.user)
 
     def get_object(self) -> ApiToken:
-        return permissions.access_token(self.request.user, self.kwargs["pk"])
+        return access.access_token(self.request.user, self.kwargs["pk"])
 
     @extend_schema(request=ApiTokenCreateSerializer, responses={201: ApiTokenCreatedSerializer})
     def create(self, request: Request, *args, **kwargs) -> Response:

@@ -12,8 +12,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from accounts import access as permissions
-from accounts import selectors, services
+from accounts import access, selectors, services
 from accounts.forms import InviteForm, MemberForm, NewAccountForm, refusal_on
 from annotation import roles
 from annotation.models import Dataset
@@ -46,7 +45,7 @@ def _page(
 @require_http_methods(["GET", "POST"])
 @login_required
 def dataset_members(request: HttpRequest, pk: int) -> HttpResponse:
-    dataset = permissions.access_members(request.user, pk)
+    dataset = access.access_members(request.user, pk)
     form = MemberForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         user = form.cleaned_data["username"]
@@ -64,7 +63,7 @@ def dataset_members(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @login_required
 def dataset_invite(request: HttpRequest, pk: int) -> HttpResponse:
-    dataset = permissions.access_members(request.user, pk)
+    dataset = access.access_members(request.user, pk)
     form = InviteForm(request.POST)
     if form.is_valid():
         role = roles.DatasetRole(form.cleaned_data["role"])
@@ -110,7 +109,7 @@ def dataset_invite(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @login_required
 def dataset_account_create(request: HttpRequest, pk: int) -> HttpResponse:
-    dataset = permissions.access_members(request.user, pk)
+    dataset = access.access_members(request.user, pk)
     form = NewAccountForm(request.POST)
     if form.is_valid():
         data = form.cleaned_data
@@ -137,7 +136,7 @@ def dataset_account_create(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @login_required
 def invitation_revoke(request: HttpRequest, pk: int, invitation_id: int) -> HttpResponse:
-    invitation = permissions.access_invitation(request.user, pk, invitation_id)
+    invitation = access.access_invitation(request.user, pk, invitation_id)
     if services.invitation_revoke(invitation=invitation):
         messages.success(request, f"Invitation to {invitation.email} revoked: its link is dead.")
     else:
@@ -150,7 +149,7 @@ def invitation_revoke(request: HttpRequest, pk: int, invitation_id: int) -> Http
 def dataset_member_remove(request: HttpRequest, pk: int, user_id: int) -> HttpResponse:
     """GET: what removing the member does and keeps, and the button. POST with `confirm`
     removes; a POST without it (a stale form, a script) changes nothing and shows the page."""
-    dataset, member, granted = permissions.access_member(request.user, pk, user_id)
+    dataset, member, granted = access.access_member(request.user, pk, user_id)
     if request.method == "POST" and request.POST.get("confirm") == "remove":
         try:
             services.member_remove(dataset=dataset, user=member, by=request.user)

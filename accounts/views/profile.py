@@ -10,8 +10,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from accounts import access as permissions
-from accounts import selectors, services
+from accounts import access, selectors, services
 from accounts.forms import TokenForm, refusal_on
 from config.form_pages import form_status
 
@@ -56,7 +55,7 @@ def token_create(request: HttpRequest) -> HttpResponse:
 @require_POST
 @login_required
 def token_revoke(request: HttpRequest, pk: int) -> HttpResponse:
-    token = permissions.access_token(request.user, pk)
+    token = access.access_token(request.user, pk)
     services.api_token_revoke(token=token)
     messages.success(request, f"Token “{token.name}” revoked: its key no longer works.")
     return redirect("account")

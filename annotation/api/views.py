@@ -17,8 +17,7 @@ from rest_framework.exceptions import APIException, MethodNotAllowed, Validation
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotation import access as permissions
-from annotation import guidelines, roles, scoring, selectors, services
+from annotation import access, guidelines, roles, scoring, selectors, services
 from annotation.api import serializers as s
 from annotation.models import (
     Checklist,
@@ -140,8 +139,8 @@ class DatasetViewSet(viewsets.ModelViewSet):
     def get_object(self) -> Dataset:
         perm = DATASET_ACTION_PERMS.get(self.action, roles.VIEW)
         if self.action == "destroy":
-            return permissions.access_dataset_for_delete(self.request.user, self.kwargs["pk"])
-        dataset = permissions.access_dataset(self.request.user, self.kwargs["pk"], perm)
+            return access.access_dataset_for_delete(self.request.user, self.kwargs["pk"])
+        dataset = access.access_dataset(self.request.user, self.kwargs["pk"], perm)
         dataset.query_count = dataset.queries.count()
         return dataset
 
@@ -214,13 +213,13 @@ class QueryViewSet(viewsets.ModelViewSet):
     def get_object(self) -> Query:
         user, pk = self.request.user, self.kwargs["pk"]
         if self.action in ("update", "partial_update"):
-            return permissions.access_query_for_edit(user, pk)
+            return access.access_query_for_edit(user, pk)
         perm = roles.VIEW if self.action == "retrieve" else roles.CHANGE
-        return permissions.access_query(user, pk, perm)
+        return access.access_query(user, pk, perm)
 
     def perform_create(self, serializer: s.QueryWriteSerializer) -> None:
         dataset = serializer.validated_data["dataset"]
-        permissions.access_dataset_for_new_query(self.request.user, dataset.pk)
+        access.access_dataset_for_new_query(self.request.user, dataset.pk)
         serializer.instance = services.query_create(
             **serializer.validated_data, by=self.request.user
         )
@@ -229,8 +228,8 @@ class QueryViewSet(viewsets.ModelViewSet):
         fields = dict(serializer.validated_data)
         moving = "dataset" in fields and fields["dataset"].pk != serializer.instance.dataset_id
         if moving:  # moving a query needs admin rights on both datasets
-            permissions.access_query(self.request.user, serializer.instance.pk, roles.CHANGE)
-            permissions.access_dataset(self.request.user, fields["dataset"].pk, roles.CHANGE)
+            access.access_query(self.request.user, serializer.instance.pk, roles.CHANGE)
+            access.access_dataset(self.request.user, fields["dataset"].pk, roles.CHANGE)
         serializer.instance = services.query_update(
             query=serializer.instance, tags=fields.pop("tags", None), **fields
         )
@@ -266,7 +265,7 @@ class ChecklistViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
 
     def get_object(self) -> Checklist:
         edit = self.action in ("submit", "reopen")
-        checklist = permissions.access_checklist(self.request.user, self.kwargs["pk"], edit=edit)
+        checklist = access.access_checklist(self.request.user, self.kwargs["pk"], edit=edit)
         return self.get_queryset().get(pk=checklist.pk) if not edit else checklist
 
     @extend_schema(request=s.ChecklistCreateSerializer, responses={201: s.ChecklistSerializer})
@@ -274,11 +273,11 @@ class ChecklistViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
         """Create a checklist with all its criteria in one request (and submit it if asked)."""
         payload = s.ChecklistCreateSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        query = permissions.access_query(
+        query = access.access_query(
             request.user, payload.validated_data["query"].pk, roles.ANNOTATE
         )
-        perms = permissions.dataset_permissions(request.user, query.dataset)
-        if not permissions.can_start_checklist(request.user, query, perms):
+        perms = access.dataset_permissions(request.user, query.dataset)
+        if not access.can_start_checklist(request.user, query, perms):
             raise PermissionDenied("Other experts are assigned to this query.")
         criteria = payload.criteria_data()
         report = _dry_run(query, criteria)
@@ -333,7 +332,7 @@ class ChecklistViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
         """Dry run: the rule results for a checklist payload, without saving anything."""
         payload = s.ChecklistCreateSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        query = permissions.access_query(request.user, payload.validated_data["query"].pk)
+        query = access.access_query(request.user, payload.validated_data["query"].pk)
         criteria = payload.criteria_data()
         report = _dry_run(query, criteria)
         return Response(s.report_payload(report, keys=_index_keys(criteria)))
@@ -396,7 +395,7 @@ class CriterionViewSet(viewsets.ModelViewSet):
 
     def get_object(self) -> Criterion:
         edit = self.action in ("partial_update", "destroy")
-        return permissions.access_criterion(self.request.user, self.kwargs["pk"], edit=edit)
+        return access.access_criterion(self.request.user, self.kwargs["pk"], edit=edit)
 
     def _respond(self, criterion: Criterion, code: int = status.HTTP_200_OK) -> Response:
         criterion = self.get_queryset().get(pk=criterion.pk)
@@ -410,7 +409,7 @@ class CriterionViewSet(viewsets.ModelViewSet):
     def create(self, request: Request) -> Response:
         payload = s.CriterionCreateSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        checklist = permissions.access_checklist(
+        checklist = access.access_checklist(
             request.user, payload.validated_data["checklist"].pk, edit=True
         )
         try:
@@ -486,7 +485,7 @@ class GroupViewSet(
     http_method_names = ["post", "patch", "delete"]
 
     def get_object(self) -> CriterionGroup:
-        return permissions.access_group(self.request.user, self.kwargs["pk"], edit=True)
+        return access.access_group(self.request.user, self.kwargs["pk"], edit=True)
 
     def create(self, request: Request) -> Response:
         # The checklist's permission first: validating the body first would answer 400
@@ -498,11 +497,11 @@ class GroupViewSet(
         except (TypeError, ValueError):
             named = None
         if named is not None:
-            permissions.access_checklist(request.user, named, edit=True)
+            access.access_checklist(request.user, named, edit=True)
         payload = s.GroupSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         v = payload.validated_data
-        checklist = permissions.access_checklist(request.user, v["checklist"].pk, edit=True)
+        checklist = access.access_checklist(request.user, v["checklist"].pk, edit=True)
         try:
             group = groups.group_create(
                 checklist=checklist, by=request.user, title=v["title"],

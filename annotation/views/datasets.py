@@ -10,8 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from annotation import access as permissions
-from annotation import hooks, roles, scoring, selectors, services
+from annotation import access, hooks, roles, scoring, selectors, services
 from annotation.forms import DatasetForm, QueryFilterForm
 from config.site_permissions import site_permission_required
 
@@ -38,7 +37,7 @@ def dataset_create(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @login_required
 def dataset_edit(request: HttpRequest, pk: int) -> HttpResponse:
-    dataset = permissions.access_dataset(request.user, pk, roles.CHANGE)
+    dataset = access.access_dataset(request.user, pk, roles.CHANGE)
     form = DatasetForm(request.POST or None, instance=dataset)
     if request.method == "POST" and form.is_valid():
         try:
@@ -54,7 +53,7 @@ def dataset_edit(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 @login_required
 def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    dataset = permissions.access_dataset(request.user, pk)
+    dataset = access.access_dataset(request.user, pk)
     form = QueryFilterForm(request.GET or None)
     filters = selectors.QueryFilters()
     if form.is_valid():
@@ -68,7 +67,7 @@ def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
         )
     queries = selectors.query_list(dataset, request.user, filters)
     page = Paginator(queries, 50).get_page(request.GET.get("page"))
-    perms = permissions.dataset_permissions(request.user, dataset)
+    perms = access.dataset_permissions(request.user, dataset)
     can_see_runs = roles.CHANGE in perms or roles.REVIEW in perms
     context = {
         "dataset": dataset,
@@ -77,7 +76,7 @@ def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
         # An empty list says "no query matches" under filters, what to do next without.
         "filtered": filters != selectors.QueryFilters(),
         "can_manage": roles.CHANGE in perms,
-        "can_create_queries": permissions.can_create_queries(dataset, perms),
+        "can_create_queries": access.can_create_queries(dataset, perms),
         "can_see_runs": can_see_runs,
         # Saturated queries come from run verdicts, which experts (annotating blind) and
         # outsiders do not see.
@@ -94,7 +93,7 @@ def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 @login_required
 def dataset_progress(request: HttpRequest, pk: int) -> HttpResponse:
-    dataset = permissions.access_dataset(request.user, pk, roles.CHANGE)
+    dataset = access.access_dataset(request.user, pk, roles.CHANGE)
     queries = selectors.query_list(dataset, request.user, selectors.QueryFilters())
     context = {
         "dataset": dataset,

@@ -20,8 +20,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation import access as permissions
-from annotation import guidelines, hooks, scoring, selectors, services
+from annotation import access, guidelines, hooks, scoring, selectors, services
 from annotation.forms import (
     CitationForm,
     CriterionForm,
@@ -202,7 +201,7 @@ def _back(checklist: Checklist, anchor: str = "") -> HttpResponse:
 @require_GET
 @login_required
 def checklist_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    checklist = permissions.access_checklist(request.user, pk)
+    checklist = access.access_checklist(request.user, pk)
     health = partial(hooks.checklist_health, request.user, checklist)  # computed if rendered
     return render(request, TEMPLATE, _editor_context(request, pk, criterion_health=health))
 
@@ -211,7 +210,7 @@ def checklist_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @locked_checklist_answers_409
 def criterion_create(request: HttpRequest, pk: int) -> HttpResponse:
-    checklist = permissions.access_checklist(request.user, pk, edit=True)
+    checklist = access.access_checklist(request.user, pk, edit=True)
     form = NewCriterionForm(request.POST)
     if not form.is_valid():
         messages.error(request, f"Criterion not added: {form.errors.as_text()}")
@@ -241,7 +240,7 @@ def criterion_create(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @locked_checklist_answers_409
 def criterion_update(request: HttpRequest, pk: int) -> HttpResponse:
-    criterion = _latest_version(permissions.access_criterion(request.user, pk, edit=True))
+    criterion = _latest_version(access.access_criterion(request.user, pk, edit=True))
     edited = criterion
     form = CriterionForm(request.POST, instance=criterion)
     if form.is_valid():
@@ -284,7 +283,7 @@ def criterion_update(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 def criterion_formality(request: HttpRequest, pk: int) -> HttpResponse:
     """The formality advice box; htmx polls it while the advice is pending."""
-    criterion = permissions.access_criterion(request.user, pk)
+    criterion = access.access_criterion(request.user, pk)
     advice = hooks.advice_on_wording(criterion)
     row = EditorRow(criterion=criterion, findings=(), source_type_ids=frozenset(), advice=advice)
     return render(request, f"{TEMPLATE}#formality-advice", {"row": row})
@@ -294,7 +293,7 @@ def criterion_formality(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @locked_checklist_answers_409
 def criterion_delete(request: HttpRequest, pk: int) -> HttpResponse:
-    criterion = permissions.access_criterion(request.user, pk, edit=True)
+    criterion = access.access_criterion(request.user, pk, edit=True)
     checklist = criterion.checklist
     work = services.criterion_delete(criterion=criterion, by=request.user)
     if request.htmx:
@@ -308,7 +307,7 @@ def criterion_delete(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @locked_checklist_answers_409
 def criterion_move(request: HttpRequest, pk: int) -> HttpResponse:
-    criterion = permissions.access_criterion(request.user, pk, edit=True)
+    criterion = access.access_criterion(request.user, pk, edit=True)
     direction = request.POST.get("direction", "down")
     offset = -1 if direction in ("up", "group-up") else 1
     if direction.startswith("group-"):  # straight into the previous or next group
@@ -325,7 +324,7 @@ def criterion_move(request: HttpRequest, pk: int) -> HttpResponse:
 @locked_checklist_answers_409
 def criterion_group(request: HttpRequest, pk: int) -> HttpResponse:
     """Move a criterion into a group of its checklist (at its end), or out of every group."""
-    criterion = permissions.access_criterion(request.user, pk, edit=True)
+    criterion = access.access_criterion(request.user, pk, edit=True)
     form = GroupChoiceForm(request.POST, checklist_id=criterion.checklist_id)
     if form.is_valid():
         groups.criterion_to_group(
@@ -355,7 +354,7 @@ def _tree_changed(
 @login_required
 @locked_checklist_answers_409
 def group_create(request: HttpRequest, pk: int) -> HttpResponse:
-    checklist = permissions.access_checklist(request.user, pk, edit=True)
+    checklist = access.access_checklist(request.user, pk, edit=True)
     form = GroupForm(request.POST, checklist_id=checklist.pk)
     refused = ""
     if form.is_valid():
@@ -377,7 +376,7 @@ def group_create(request: HttpRequest, pk: int) -> HttpResponse:
 @locked_checklist_answers_409
 def group_update(request: HttpRequest, pk: int) -> HttpResponse:
     """Rename, describe, weight or nest (choose the parent of) a group."""
-    group = permissions.access_group(request.user, pk, edit=True)
+    group = access.access_group(request.user, pk, edit=True)
     form = GroupForm(request.POST, checklist_id=group.checklist_id)
     refused = ""
     if form.is_valid():
@@ -397,7 +396,7 @@ def group_update(request: HttpRequest, pk: int) -> HttpResponse:
 @locked_checklist_answers_409
 def group_move(request: HttpRequest, pk: int) -> HttpResponse:
     """Move a group up or down among its siblings."""
-    group = permissions.access_group(request.user, pk, edit=True)
+    group = access.access_group(request.user, pk, edit=True)
     offset = -1 if request.POST.get("direction") == "up" else 1
     groups.group_shift(group=group, by=request.user, offset=offset)
     return _tree_changed(request, group.checklist, None, f"#group-{group.pk}")
@@ -408,7 +407,7 @@ def group_move(request: HttpRequest, pk: int) -> HttpResponse:
 @locked_checklist_answers_409
 def group_delete(request: HttpRequest, pk: int) -> HttpResponse:
     """Delete a group and its subgroups; their criteria stay, in no group."""
-    group = permissions.access_group(request.user, pk, edit=True)
+    group = access.access_group(request.user, pk, edit=True)
     groups.group_delete(group=group, by=request.user)
     return _tree_changed(request, group.checklist, None)
 
@@ -417,7 +416,7 @@ def group_delete(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @locked_checklist_answers_409
 def citation_create(request: HttpRequest, pk: int) -> HttpResponse:
-    criterion = permissions.access_criterion(request.user, pk, edit=True)
+    criterion = access.access_criterion(request.user, pk, edit=True)
     form = CitationForm(request.POST)
     if form.is_valid():
         services.citation_add(
@@ -434,7 +433,7 @@ def citation_create(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @locked_checklist_answers_409
 def citation_delete(request: HttpRequest, pk: int) -> HttpResponse:
-    citation = permissions.access_citation(request.user, pk, edit=True)
+    citation = access.access_citation(request.user, pk, edit=True)
     criterion = citation.criterion
     services.citation_delete(citation=citation, by=request.user)
     if request.htmx:
@@ -445,7 +444,7 @@ def citation_delete(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @login_required
 def checklist_submit(request: HttpRequest, pk: int) -> HttpResponse:
-    checklist = permissions.access_checklist(request.user, pk, edit=True)
+    checklist = access.access_checklist(request.user, pk, edit=True)
     try:
         services.checklist_submit(checklist=checklist, by=request.user)
     except services.ChecklistRejected as rejected:
@@ -461,7 +460,7 @@ def checklist_submit(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @login_required
 def checklist_reopen(request: HttpRequest, pk: int) -> HttpResponse:
-    checklist = permissions.access_checklist(request.user, pk, edit=True)
+    checklist = access.access_checklist(request.user, pk, edit=True)
     services.checklist_reopen(checklist=checklist, by=request.user)
     messages.info(request, "Checklist reopened: edit it, then submit again.")
     return _back(checklist)

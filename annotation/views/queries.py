@@ -9,8 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotation import access as permissions
-from annotation import roles, selectors, services
+from annotation import access, roles, selectors, services
 from annotation.forms import AssignExpertsForm, QueryForm
 from annotation.headings import in_reading_order
 from annotation.models import Checklist
@@ -19,8 +18,8 @@ from annotation.models import Checklist
 @require_GET
 @login_required
 def query_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    query = permissions.access_query(request.user, pk)
-    perms = permissions.dataset_permissions(request.user, query.dataset)
+    query = access.access_query(request.user, pk)
+    perms = access.dataset_permissions(request.user, query.dataset)
     checklists = list(selectors.checklists_visible(query, request.user))
     # Each checklist's criteria as it reads, with its groups' headings (one query for all).
     ordered = in_reading_order(
@@ -43,9 +42,9 @@ def query_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "dataset": query.dataset,
         "checklists": checklists,
         "mine": mine,
-        "can_start": mine is None and permissions.can_start_checklist(request.user, query, perms),
+        "can_start": mine is None and access.can_start_checklist(request.user, query, perms),
         "can_manage": can_manage,
-        "can_edit": permissions.can_edit_query(request.user, query, perms),
+        "can_edit": access.can_edit_query(request.user, query, perms),
         "assign_form": assign_form,
         "hidden_count": (
             query.checklists.exclude(pk__in=[c.pk for c in checklists]).count()
@@ -59,7 +58,7 @@ def query_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @login_required
 def query_assign(request: HttpRequest, pk: int) -> HttpResponse:
-    query = permissions.access_query(request.user, pk, roles.CHANGE)
+    query = access.access_query(request.user, pk, roles.CHANGE)
     form = AssignExpertsForm(request.POST, experts=selectors.dataset_experts(query.dataset))
     if form.is_valid():
         services.query_assign_experts(query=query, experts=list(form.cleaned_data["experts"]))
@@ -72,10 +71,10 @@ def query_assign(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @login_required
 def checklist_start(request: HttpRequest, pk: int) -> HttpResponse:
-    query = permissions.access_query(request.user, pk, roles.ANNOTATE)
-    perms = permissions.dataset_permissions(request.user, query.dataset)
+    query = access.access_query(request.user, pk, roles.ANNOTATE)
+    perms = access.dataset_permissions(request.user, query.dataset)
     existing = Checklist.objects.filter(query=query, author=request.user).first()
-    if existing is None and not permissions.can_start_checklist(request.user, query, perms):
+    if existing is None and not access.can_start_checklist(request.user, query, perms):
         raise PermissionDenied("Other experts are assigned to this query.")
     checklist = existing or services.checklist_start(query=query, by=request.user)
     return redirect("checklist-detail", pk=checklist.pk)
@@ -84,7 +83,7 @@ def checklist_start(request: HttpRequest, pk: int) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @login_required
 def query_create(request: HttpRequest, pk: int) -> HttpResponse:
-    dataset = permissions.access_dataset_for_new_query(request.user, pk)
+    dataset = access.access_dataset_for_new_query(request.user, pk)
     form = QueryForm(request.POST or None, dataset=dataset)
     if request.method == "POST" and form.is_valid():
         query = services.query_create(dataset=dataset, by=request.user, **form.cleaned_data)
@@ -97,7 +96,7 @@ def query_create(request: HttpRequest, pk: int) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @login_required
 def query_edit(request: HttpRequest, pk: int) -> HttpResponse:
-    query = permissions.access_query_for_edit(request.user, pk)
+    query = access.access_query_for_edit(request.user, pk)
     initial = {"tags": ", ".join(t.name for t in query.tags.all())}
     form = QueryForm(request.POST or None, instance=query, initial=initial)
     if request.method == "POST" and form.is_valid():
