@@ -7,4 +7,4 @@ run:
 test:
 	$(PYTHON) dev.py test
 lint:
-	.venv/bin/ruff check . && .venv/bin/ruff format --check .
+	.venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/lint-imports

@@ -31,7 +31,9 @@ CHECK_FORMALITY_TASK = "evaluation.check_formality"
 DRAFT_TASK = "evaluation.draft_perfect_answer"
 # Writing a dataset export, and deleting a dataset in batches (evaluation.datasets.tasks;
 # the purge is queued by annotation.services.datasets, which never imports evaluation.datasets).
-EXPORT_TASK = "evaluation.datasets.export_dataset"
+# The export's name still says evaluation.data, the package's name before issue 39: a name
+# is what a queued message carries, so an export queued across that upgrade still runs.
+EXPORT_TASK = "evaluation.data.export_dataset"
 PURGE_TASK = "evaluation.purge_dataset"
 # The health probe /healthz sends (config.tasks, config.health).
 PING_TASK = "evaluation.ping"

@@ -4,7 +4,7 @@ analytics) instead of bringing every criterion into Python.
 
 `satisfied` is `rubrics.satisfied`; `group_counts` gives one SUM per field of
 `rubrics.GroupCounts`, in its field order, each the sum over the grouped rows of what
-`RubricCriterion.count` adds for one criterion. tests/domain/test_rubrics_sql.py holds both
+`RubricCriterion.count` adds for one criterion. tests/evaluation/test_rubrics_sql.py holds both
 to the Python rule on the same table of cases (met and not, penalty or not, weight 0,
 undecided), on SQLite and PostgreSQL. As in evaluation.metrics.votes_sql, only column names
 and constants of our own go into the text.

@@ -1,6 +1,6 @@
 """Writes of the review: human labels (set, undo, delete), adjudications with optimistic
 concurrency, and queue assignments. Callers check access first (evaluation.review.
-permissions); these functions check the rules of the state change itself.
+access); these functions check the rules of the state change itself.
 
 Undo: `label_set` returns the state the label had before (`LabelChange.previous`: None when
 the label is new). The caller keeps it (the review page keeps a short stack per answer in the
