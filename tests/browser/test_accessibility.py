@@ -110,6 +110,12 @@ def main_pages(dataset, run, answer, criterion) -> dict[str, list[str]]:
 def serious_violations(page) -> list[str]:
     from axe_playwright_python.sync_playwright import Axe
 
+    # An element whose htmx request is in flight is dimmed (.htmx-request, static/css/app.css)
+    # and fades back: measured then, its contrast is not the page's. Wait for both to end.
+    page.wait_for_function(
+        "!document.querySelector('.htmx-request') && !document.getAnimations()"
+        ".some(a => a instanceof CSSTransition && a.playState === 'running')"
+    )
     results = Axe().run(page)
     found = []
     for violation in results.response["violations"]:
