@@ -173,6 +173,21 @@ def scoring_of(params: Mapping[str, Any], threshold: float | None) -> str:
     return "partial" if threshold is not None and threshold < 1 else "pass_fail"
 
 
+def as_applied(check: Mapping[str, Any], score: float | None) -> dict[str, Any]:
+    """A check as a run recorded it (kind, params, threshold as stored) with its score, the
+    threshold it was held against and, for sequence checks, the scoring it read."""
+    kind, params = check["kind"], check.get("params") or {}
+    stored = check.get("threshold")
+    sequence = kind in ("tool_sequence", "step_order")
+    return {
+        "kind": kind,
+        "params": params,
+        "score": score,
+        "threshold": DEFAULT_THRESHOLDS[kind] if stored is None else stored,
+        "scoring": scoring_of(params, stored) if sequence else None,
+    }
+
+
 # --- the checks -----------------------------------------------------------------------------
 
 
