@@ -138,7 +138,7 @@ class VerdictSerializer(serializers.ModelSerializer):
     )
     check = serializers.SerializerMethodField(
         help_text="The deterministic check that decided the criterion, with its score and "
-        "threshold (docs/no-llm-checks.md#trajectory-checks); null for a judge's vote."
+        "threshold (docs/no-llm-checks.md); null for a judge's vote."
     )
 
     class Meta:
