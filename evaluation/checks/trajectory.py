@@ -173,19 +173,27 @@ def scoring_of(params: Mapping[str, Any], threshold: float | None) -> str:
     return "partial" if threshold is not None and threshold < 1 else "pass_fail"
 
 
-def as_applied(check: Mapping[str, Any], score: float | None) -> dict[str, Any]:
+def as_applied(check: Any, score: Any) -> dict[str, Any] | None:
     """A check as a run recorded it (kind, params, threshold as stored) with its score, the
-    threshold it was held against and, for sequence checks, the scoring it read."""
-    kind, params = check["kind"], check.get("params") or {}
-    stored = check.get("threshold")
+    threshold it was held against and, for sequence checks, the scoring it read; None when
+    the record is not one a run writes (a verdict imported from files may carry anything)."""
+    if not isinstance(check, Mapping) or check.get("kind") not in KINDS:
+        return None
+    kind, params, stored = check["kind"], check.get("params") or {}, check.get("threshold")
+    if not isinstance(params, Mapping) or not (stored is None or _fraction(stored)):
+        return None
     sequence = kind in ("tool_sequence", "step_order")
     return {
         "kind": kind,
         "params": params,
-        "score": score,
+        "score": score if _fraction(score) else None,
         "threshold": DEFAULT_THRESHOLDS[kind] if stored is None else stored,
         "scoring": scoring_of(params, stored) if sequence else None,
     }
+
+
+def _fraction(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1
 
 
 # --- the checks -----------------------------------------------------------------------------

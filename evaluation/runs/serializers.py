@@ -152,10 +152,8 @@ class VerdictSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(VerdictCheckSerializer(allow_null=True))
     def get_check(self, verdict: Verdict) -> dict | None:
-        recorded = (verdict.judge_params or {}).get("check")
-        if not isinstance(recorded, dict) or recorded.get("kind") not in trajectory.KINDS:
-            return None
-        return trajectory.as_applied(recorded, (verdict.judge_params or {}).get("score"))
+        params = verdict.judge_params if isinstance(verdict.judge_params, dict) else {}
+        return trajectory.as_applied(params.get("check"), params.get("score"))
 
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_raw_output(self, verdict: Verdict) -> str | None:

@@ -11,6 +11,7 @@ from evaluation.checks.trajectory import (
     ToolCall,
     Trajectory,
     arguments_match,
+    as_applied,
     check_params,
     run_check,
     tokens,
@@ -249,3 +250,17 @@ def test_each_check_runs_in_milliseconds():
         started = time.perf_counter()
         run_check(kind, params, None, big)
         assert time.perf_counter() - started < 0.05, kind
+
+
+def test_a_recorded_check_as_applied_and_records_no_run_writes():
+    """What the verdicts API shows of a verdict's check: the threshold applied (the kind's
+    default when none was stored) and the scoring read; a record a run never writes (an
+    imported verdict may carry anything) shows as no check rather than failing."""
+    stored = {"kind": "step_order", "params": {"steps": ["a"], "mode": "in_order"},
+              "threshold": 0.5}  # fmt: skip
+    assert as_applied(stored, 0.5) == {**stored, "score": 0.5, "scoring": "partial"}
+    assert as_applied({**stored, "threshold": None}, 1)["threshold"] == 1.0
+    assert as_applied({"kind": "rouge1", "params": {}}, 0.4)["scoring"] is None
+    for bad in ({**stored, "threshold": "x"}, {**stored, "params": [1]}, {"kind": "nope"}, "x"):
+        assert as_applied(bad, 0.5) is None
+    assert as_applied(stored, "high")["score"] is None
