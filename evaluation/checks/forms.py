@@ -19,7 +19,8 @@ class CriterionCheckForm(forms.ModelForm):
         widget=forms.Textarea(attrs={"rows": 5, "spellcheck": "false"}),
         help_text='For example {"tools": ["search_filings"]} or {"calls": [{"name": '
         '"search", "arguments": {"ticker": "NWS"}}], "mode": "in_order", '
-        '"compare_arguments": true}. See docs/no-llm-checks.md.',
+        '"compare_arguments": true}; add "scoring": "partial" for partial credit, '
+        '"tokenizer": "unicode" for ROUGE over any script. See docs/no-llm-checks.md.',
     )
 
     class Meta:

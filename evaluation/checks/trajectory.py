@@ -3,11 +3,13 @@ Plain Python, no Django, no LLM: each takes structured parameters (never parsed 
 criterion's prose), gives a score in [0, 1], passes at its threshold and names in its
 rationale what matched and what did not. Formulas: docs/no-llm-checks.md#trajectory-checks.
 
-    tool_set       expected tool names called, no unexpected ones
-    tool_sequence  expected calls, `exact`, `in_order` or `any_order`, arguments optional
+    tool_set       expected tool names called, no unexpected ones (Jaccard)
+    tool_sequence  expected calls, `exact`, `in_order` or `any_order`, arguments optional;
+                   pass/fail as AgentFlow's match types, or partial credit (`scoring`)
     step_order     the agent's steps (tool or node names), same modes
     keyword_share  the share of listed keywords present in the answer
-    rouge1         ROUGE-1 F1 of the answer against the reference answer
+    rouge1         ROUGE-1 F1 of the answer against the reference answer, tokenised as the
+                   `rouge-score` package does (or Unicode words, `tokenizer`)
 
 `params` are checked by `check_params` (the editor form, the dataset import and the run
 all call it), so a stored check always has the shape its function expects.
@@ -27,6 +29,13 @@ from evaluation.checks.words import word_keys
 
 KINDS = ("tool_set", "tool_sequence", "step_order", "keyword_share", "rouge1")
 MODES = ("exact", "in_order", "any_order")
+# How a sequence check scores: "pass_fail" is AgentFlow's reading of its match types (the
+# expected calls are there, in the mode's sense, or not: 1 or 0); "partial" gives the share
+# of the expected calls matched, for teams that want a graded signal.
+SCORINGS = ("pass_fail", "partial")
+# ROUGE tokenisers: "rouge_score" is the reference package's default (lower-case, runs of
+# a-z and 0-9); "unicode" keeps letters of every script and folds case.
+TOKENIZERS = ("rouge_score", "unicode")
 DEFAULT_THRESHOLDS = {
     "tool_set": 1.0, "tool_sequence": 1.0, "step_order": 1.0, "keyword_share": 0.6,
     "rouge1": 0.4,
@@ -88,11 +97,13 @@ def check_params(kind: str, params: Any, threshold: Any = None) -> list[str]:
         problems.append("threshold must be a number from 0 to 1")
     allowed = {
         "tool_set": {"tools"},
-        "tool_sequence": {"calls", "mode", "compare_arguments", "ignore_extra_arguments"},
-        "step_order": {"steps", "mode"},
+        "tool_sequence": {
+            "calls", "mode", "compare_arguments", "ignore_extra_arguments", "scoring",
+        },
+        "step_order": {"steps", "mode", "scoring"},
         "keyword_share": {"keywords"},
-        "rouge1": set(),
-    }[kind]
+        "rouge1": {"tokenizer"},
+    }[kind]  # fmt: skip
     unknown = sorted(set(params) - allowed)
     if unknown:
         problems.append(f"params: unknown parameter {unknown[0]!r}")
@@ -101,10 +112,14 @@ def check_params(kind: str, params: Any, threshold: Any = None) -> list[str]:
     elif kind == "step_order":
         problems += _names(params, "steps", "a step name")
         problems += _mode(params)
+        problems += _choice(params, "scoring", SCORINGS)
     elif kind == "keyword_share":
         problems += _names(params, "keywords", "a keyword")
+    elif kind == "rouge1":
+        problems += _choice(params, "tokenizer", TOKENIZERS)
     elif kind == "tool_sequence":
         problems += _mode(params)
+        problems += _choice(params, "scoring", SCORINGS)
         for flag in ("compare_arguments", "ignore_extra_arguments"):
             if flag in params and not isinstance(params[flag], bool):
                 problems.append(f"params: {flag!r} must be true or false")
@@ -139,8 +154,46 @@ def _names(params: Mapping[str, Any], key: str, what: str) -> list[str]:
 
 
 def _mode(params: Mapping[str, Any]) -> list[str]:
-    mode = params.get("mode", "exact")
-    return [] if mode in MODES else [f"params: 'mode' must be one of {', '.join(MODES)}"]
+    return _choice(params, "mode", MODES)
+
+
+def _choice(params: Mapping[str, Any], key: str, choices: tuple[str, ...]) -> list[str]:
+    if key not in params or params[key] in choices:
+        return []
+    return [f"params: {key!r} must be one of {', '.join(choices)}"]
+
+
+def scoring_of(params: Mapping[str, Any], threshold: float | None) -> str:
+    """How a sequence check scores. A check saved before `scoring` existed has none: it
+    gave partial credit, so one with a threshold below 1 keeps it (its verdicts do not
+    change); at the default threshold 1 both readings give the same verdict, and it takes
+    the default, pass/fail."""
+    if "scoring" in params:
+        return params["scoring"]
+    return "partial" if threshold is not None and threshold < 1 else "pass_fail"
+
+
+def as_applied(check: Any, score: Any) -> dict[str, Any] | None:
+    """A check as a run recorded it (kind, params, threshold as stored) with its score, the
+    threshold it was held against and, for sequence checks, the scoring it read; None when
+    the record is not one a run writes (a verdict imported from files may carry anything)."""
+    if not isinstance(check, Mapping) or check.get("kind") not in KINDS:
+        return None
+    kind, params, stored = check["kind"], check.get("params") or {}, check.get("threshold")
+    if not isinstance(params, Mapping) or not (stored is None or _fraction(stored)):
+        return None
+    sequence = kind in ("tool_sequence", "step_order")
+    return {
+        "kind": kind,
+        "params": params,
+        "score": score if _fraction(score) else None,
+        "threshold": DEFAULT_THRESHOLDS[kind] if stored is None else stored,
+        "scoring": scoring_of(params, stored) if sequence else None,
+    }
+
+
+def _fraction(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1
 
 
 # --- the checks -----------------------------------------------------------------------------
@@ -151,6 +204,8 @@ def run_check(
 ) -> CheckResult:
     """The check's verdict: pass when its score reaches the threshold (the kind's default
     when None). The score leads the rationale: "No-LLM check (tool_set): score 0.67 …"."""
+    if kind in ("tool_sequence", "step_order"):
+        params = {**params, "scoring": scoring_of(params, threshold)}
     threshold = DEFAULT_THRESHOLDS[kind] if threshold is None else threshold
     score, detail = _CHECKS[kind](params, trajectory)
     # Exact fractions: 2 of 3 tools against a threshold of 0.67 must not flip on rounding.
@@ -213,18 +268,24 @@ def arguments_match(
     expected: Mapping[str, Any], actual: Mapping[str, Any], *, ignore_extra: bool = True
 ) -> bool:
     """Every expected argument has the same value (JSON equality, so key order never
-    matters); arguments the call adds are ignored unless `ignore_extra` is off."""
+    matters); arguments the call adds are ignored unless `ignore_extra` is off. An expected
+    call without arguments accepts any (AgentFlow's rule: empty `args` means "any")."""
+    if not expected:
+        return True
     if not ignore_extra and set(actual) - set(expected):
         return False
     return all(k in actual and actual[k] == v for k, v in expected.items())
 
 
 def tool_sequence(params: Mapping[str, Any], t: Trajectory) -> tuple[float, str]:
-    """Expected calls against the agent's, by name and (optionally) arguments:
-    exact: 1 when the calls are the expected ones in order with nothing else, else 0;
-    in_order: the longest run of expected calls matched in order (a subsequence, other
-    calls between allowed) over the expected calls;
-    any_order: expected calls matched one-to-one in any order over the expected calls."""
+    """Expected calls against the agent's, by name and (optionally) arguments, as
+    AgentFlow's match types define them:
+    exact: the calls are the expected ones, in order, with nothing else;
+    in_order: the expected calls appear in order (a subsequence, other calls between);
+    any_order: each expected call matches a distinct call of the agent, in any order.
+    Pass/fail scores 1 or 0; partial scores the expected calls matched (exact: still 1 or
+    0; in_order: a longest common subsequence; any_order: a maximum one-to-one matching)
+    over the expected calls."""
     compare = bool(params.get("compare_arguments", False))
     ignore_extra = bool(params.get("ignore_extra_arguments", True))
     expected = [ToolCall(c["name"], c.get("arguments") or {}) for c in params["calls"]]
@@ -236,19 +297,21 @@ def tool_sequence(params: Mapping[str, Any], t: Trajectory) -> tuple[float, str]
 
     what = "calls" + (" with their arguments" if compare else "")
     return _sequence(
-        params.get("mode", "exact"), expected, list(t.calls), same, lambda c: c.name, what
-    )
+        params.get("mode", "exact"), params.get("scoring", "pass_fail"),
+        expected, list(t.calls), same, lambda c: c.name, what,
+    )  # fmt: skip
 
 
 def step_order(params: Mapping[str, Any], t: Trajectory) -> tuple[float, str]:
     """The tool-sequence formulas over step names (the agent's reported steps, else its tool
-    calls' names)."""
+    calls' names): AgentFlow's node-order criterion."""
     return _sequence(
-        params.get("mode", "exact"), list(params["steps"]), list(t.steps), str.__eq__, str, "steps"
-    )
+        params.get("mode", "exact"), params.get("scoring", "pass_fail"),
+        list(params["steps"]), list(t.steps), str.__eq__, str, "steps",
+    )  # fmt: skip
 
 
-def _sequence(mode, expected, actual, same, name, what) -> tuple[float, str]:
+def _sequence(mode, scoring, expected, actual, same, name, what) -> tuple[float, str]:
     if not expected:
         return 1.0, "nothing expected"
     if mode == "exact":
@@ -266,15 +329,19 @@ def _sequence(mode, expected, actual, same, name, what) -> tuple[float, str]:
     hits = [name(e) for i, e in enumerate(expected) if i in matched]
     misses = [name(e) for i, e in enumerate(expected) if i not in matched]
     order = "in order" if mode == "in_order" else "in any order"
-    return len(matched) / len(expected), (
+    detail = (
         f"{len(matched)} of {len(expected)} expected {what} matched {order} "
         f"({_listed(hits)}); not matched: {_listed(misses)}"
     )
+    if scoring == "partial":
+        return len(matched) / len(expected), detail
+    return (1.0 if len(matched) == len(expected) else 0.0), detail
 
 
 def _in_order(expected, actual, same) -> set[int]:
     """Indexes of expected items in a longest common subsequence with `actual` (dynamic
-    programming, len(expected) × len(actual), both bounded)."""
+    programming, len(expected) × len(actual), both bounded). All of them exactly when the
+    expected items are a subsequence of `actual`."""
     n, m = len(expected), len(actual)
     best = [[0] * (m + 1) for _ in range(n + 1)]
     for i in range(n - 1, -1, -1):
@@ -297,18 +364,26 @@ def _in_order(expected, actual, same) -> set[int]:
 
 
 def _any_order(expected, actual, same) -> set[int]:
-    """Each expected item matched to a distinct actual one (greedy in the expected order:
-    exact matching of calls makes greedy optimal for names; with arguments the rare
-    ambiguity resolves to the first fit)."""
-    free = list(range(len(actual)))
-    picked: set[int] = set()
-    for i, e in enumerate(expected):
-        for position, j in enumerate(free):
-            if same(e, actual[j]):
-                picked.add(i)
-                del free[position]
-                break
-    return picked
+    """Indexes of expected items in a maximum one-to-one matching with `actual` (augmenting
+    paths). Greedy first-fit is not enough once arguments are compared with extra keys
+    ignored: {a} fits both {a} and {a, b}, and taking {a, b} first can leave {a, b}
+    unmatched."""
+    fits = [[j for j, a in enumerate(actual) if same(e, a)] for e in expected]
+    owner: dict[int, int] = {}  # actual index -> expected index
+
+    def augment(i: int, seen: set[int]) -> bool:
+        for j in fits[i]:
+            if j in seen:
+                continue
+            seen.add(j)
+            if j not in owner or augment(owner[j], seen):
+                owner[j] = i
+                return True
+        return False
+
+    for i in range(len(expected)):
+        augment(i, set())
+    return set(owner.values())
 
 
 def keyword_share(params: Mapping[str, Any], t: Trajectory) -> tuple[float, str]:
@@ -325,22 +400,34 @@ def keyword_share(params: Mapping[str, Any], t: Trajectory) -> tuple[float, str]
     )
 
 
-_TOKEN = re.compile(r"[^\W_]+")
+_UNICODE_WORD = re.compile(r"[^\W_]+")
+_ROUGE_SCORE_TOKEN = re.compile(r"[a-z0-9]+")
 
 
-def tokens(text: str) -> list[str]:
-    """ROUGE's tokens, as the reference implementation (rouge-score, no stemmer) makes them:
-    lower-cased runs of letters and digits; "4.12" is two tokens, "4" and "12"."""
-    return _TOKEN.findall(text.casefold())
+def tokens(text: str, tokenizer: str = "rouge_score") -> list[str]:
+    """ROUGE's tokens.
+
+    "rouge_score": as the reference package (`rouge-score`, no stemmer) makes them: the
+    text lower-cased by `str.lower`, then runs of a-z and 0-9; every other character
+    separates tokens, so "Café" is "caf", "4.12" is "4" and "12", and a text in another
+    script has no token at all.
+    "unicode": runs of letters and digits of any script, case-folded ("straße" is
+    "strasse")."""
+    if tokenizer == "unicode":
+        return _UNICODE_WORD.findall(text.casefold())
+    return _ROUGE_SCORE_TOKEN.findall(text.lower())
 
 
 def rouge1(params: Mapping[str, Any], t: Trajectory) -> tuple[float, str]:
     """ROUGE-1 F1: overlap = Σ over words of min(count in answer, count in reference);
     precision = overlap / answer words, recall = overlap / reference words,
-    F1 = 2PR / (P + R). 0 without a reference."""
+    F1 = 2PR / (P + R), computed in the order `rouge-score` computes it. 0 without a
+    reference."""
     if not t.reference.strip():
         return 0.0, "the query has no reference answer nor perfect answer to compare with"
-    answer, reference = Counter(tokens(t.text)), Counter(tokens(t.reference))
+    tokenizer = params.get("tokenizer", "rouge_score")
+    answer = Counter(tokens(t.text, tokenizer))
+    reference = Counter(tokens(t.reference, tokenizer))
     overlap = sum((answer & reference).values())
     if not overlap:
         return 0.0, "no word of the reference appears in the answer"

@@ -841,9 +841,18 @@ def _check_guideline(plan: Plan, errors: Errors, options: ImportOptions) -> None
         config = GuidelineConfig.from_dict(row["config"])
         label = f"{name} v{version}"
     else:
-        default = guideline_rules.guideline_for(Dataset())
-        config = guideline_rules.config_of(default)
-        label = str(default) if default else "the default guideline"
+        # dataset.json names none: the guideline the dataset will be held to, the target
+        # dataset's own, else the default, named with where it comes from, so that a file
+        # that never mentioned "Finance" is not told it breaks it without a reason.
+        target = options.dataset if options.dataset is not None else Dataset()
+        chosen = guideline_rules.guideline_for(target)
+        config = guideline_rules.config_of(chosen)
+        if chosen is None:
+            label = "the built-in finance rules (dataset.json names no guideline)"
+        elif target.guideline_id:
+            label = f"{chosen}, the guideline of dataset {target.name!r}"
+        else:
+            label = f"{chosen} (the default guideline: dataset.json names none)"
     dates = {row["external_id"]: row["query_date"] for _, row in plan.tables["queries"]}
     citations: dict[CriterionKey, list[CitationInput]] = defaultdict(list)
     for _, row in plan.tables["citations"]:

@@ -5,6 +5,7 @@ from rest_framework import serializers
 
 from annotation.models import Dataset, Query
 from evaluation.answers.models import System
+from evaluation.checks import trajectory
 from evaluation.judges.models import Panel
 from evaluation.runs.access import raw_output_shown
 from evaluation.runs.models import Run, Verdict
@@ -115,20 +116,44 @@ class DetailSerializer(serializers.Serializer):
     detail = serializers.CharField()
 
 
+class VerdictCheckSerializer(serializers.Serializer):
+    kind = serializers.CharField(help_text="tool_set, tool_sequence, step_order, "
+                                 "keyword_share or rouge1")  # fmt: skip
+    params = serializers.DictField(help_text="The check's parameters as the run read them.")
+    score = serializers.FloatField(allow_null=True, help_text="The check's score, 0 to 1.")
+    threshold = serializers.FloatField(
+        help_text="The score needed to pass: the check's own threshold, else its kind's default."
+    )
+    scoring = serializers.CharField(
+        allow_null=True,
+        help_text="tool_sequence and step_order: pass_fail or partial, as the run applied it "
+        "(a check saved without one and a threshold below 1 gives partial credit); else null.",
+    )
+
+
 class VerdictSerializer(serializers.ModelSerializer):
     raw_output = serializers.SerializerMethodField(
         help_text="The judge's output. Null on an unparseable or error verdict for those who "
         "do not manage judges (the Admin group): it is whatever answered at the judge's URL."
+    )
+    check = serializers.SerializerMethodField(
+        help_text="The deterministic check that decided the criterion, with its score and "
+        "threshold (docs/no-llm-checks.md); null for a judge's vote."
     )
 
     class Meta:
         model = Verdict
         fields = [
             "id", "run", "answer", "criterion", "judge", "sample", "outcome", "failure_kind",
-            "rationale", "raw_output", "error_kind", "error", "prompt_tokens",
+            "rationale", "raw_output", "check", "error_kind", "error", "prompt_tokens",
             "completion_tokens", "latency_ms", "attempts", "cache_hit", "created_at",
         ]  # fmt: skip
         read_only_fields = fields
+
+    @extend_schema_field(VerdictCheckSerializer(allow_null=True))
+    def get_check(self, verdict: Verdict) -> dict | None:
+        params = verdict.judge_params if isinstance(verdict.judge_params, dict) else {}
+        return trajectory.as_applied(params.get("check"), params.get("score"))
 
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_raw_output(self, verdict: Verdict) -> str | None:

@@ -88,3 +88,17 @@ def test_an_outsider_cannot_tell_a_hidden_checklist_from_a_missing_one(
     assert outsider_api.post(URL, {"title": "X"}).status_code == 400
     assert collaborator_api.post(URL, {"checklist": "abc", "title": "X"}).status_code == 400
     assert not CriterionGroup.objects.exists()
+
+
+def test_a_submitted_checklists_groups_answer_409_and_stay(collaborator_api, checklist):
+    """As docs/api.md#groups says: no group changes while the checklist is submitted."""
+    made = collaborator_api.post(URL, {"checklist": checklist.pk, "title": "Mine"}).json()["id"]
+    services.checklist_submit(checklist=checklist, by=checklist.author)
+    detail = {"detail": "This checklist is submitted. Reopen it to change it."}
+    for answer in (
+        collaborator_api.post(URL, {"checklist": checklist.pk, "title": "New"}),
+        collaborator_api.patch(f"{URL}{made}/", {"title": "Renamed"}),
+        collaborator_api.delete(f"{URL}{made}/"),
+    ):
+        assert (answer.status_code, answer.json()) == (409, detail)
+    assert list(CriterionGroup.objects.values_list("title", flat=True)) == ["Mine"]

@@ -11,8 +11,10 @@ from evaluation.checks.trajectory import (
     ToolCall,
     Trajectory,
     arguments_match,
+    as_applied,
     check_params,
     run_check,
+    tokens,
     trajectory_of,
 )
 
@@ -48,22 +50,58 @@ def test_tool_set_is_the_jaccard_overlap_of_tool_names():
     assert partial.rationale.startswith("No-LLM check (tool_set): score 0.33, 0.30 needed;")
 
 
-def test_tool_sequence_exact_in_order_and_any_order_by_name():
+def test_tool_sequence_modes_pass_or_fail_by_default():
+    """AgentFlow's match types: the expected calls are there, in the mode's sense, or not."""
     names = {"calls": [{"name": "search"}, {"name": "calculator"}, {"name": "search"}]}
     assert score("tool_sequence", {**names, "mode": "exact"}).score == 1.0
     reordered = {"calls": [{"name": "calculator"}, {"name": "search"}, {"name": "search"}]}
     assert score("tool_sequence", {**reordered, "mode": "exact"}).score == 0.0
-    # In order: the longest common subsequence of (calculator, search, search) and
-    # (search, calculator, search) is (calculator, search): 2 of 3.
-    in_order = score("tool_sequence", {**reordered, "mode": "in_order"}, 0.6)
-    assert in_order.score == pytest.approx(2 / 3) and in_order.outcome == "pass"
+    # In order: (calculator, search, search) is not a subsequence of (search, calculator,
+    # search); the rationale still says how much of it is.
+    in_order = score("tool_sequence", {**reordered, "mode": "in_order"})
+    assert (in_order.score, in_order.outcome) == (0.0, "fail")
     assert "2 of 3 expected calls matched in order" in in_order.rationale
+    subsequence = {"calls": [{"name": "search"}, {"name": "search"}], "mode": "in_order"}
+    assert score("tool_sequence", subsequence).score == 1.0  # calculator between: allowed
     assert score("tool_sequence", {**reordered, "mode": "any_order"}).score == 1.0
     # Any order, one-to-one: a third search was expected but only two were made.
     three = {"calls": [{"name": "search"}] * 3, "mode": "any_order"}
-    result = score("tool_sequence", three, 0.5)
-    assert result.score == pytest.approx(2 / 3)
+    result = score("tool_sequence", three)
+    assert (result.score, result.outcome) == (0.0, "fail")
+    assert "2 of 3 expected calls matched in any order" in result.rationale
     assert "not matched: search" in result.rationale
+
+
+def test_partial_credit_is_an_option():
+    reordered = {"calls": [{"name": "calculator"}, {"name": "search"}, {"name": "search"}]}
+    # The longest common subsequence of (calculator, search, search) and (search,
+    # calculator, search) is (calculator, search): 2 of 3.
+    in_order = {**reordered, "mode": "in_order", "scoring": "partial"}
+    result = score("tool_sequence", in_order, 0.6)
+    assert result.score == pytest.approx(2 / 3) and result.outcome == "pass"
+    three = {"calls": [{"name": "search"}] * 3, "mode": "any_order", "scoring": "partial"}
+    assert score("tool_sequence", three, 0.5).score == pytest.approx(2 / 3)
+    # Exact stays all or nothing.
+    exact = {**reordered, "mode": "exact", "scoring": "partial"}
+    assert score("tool_sequence", exact, 0.5).score == 0.0
+    # Pass/fail asked for explicitly: a lower threshold changes nothing but 0 passing.
+    strict = {**in_order, "scoring": "pass_fail"}
+    assert score("tool_sequence", strict, 0.6).outcome == "fail"
+
+
+def test_checks_saved_before_scoring_existed_keep_their_verdicts():
+    """No `scoring`: a threshold below 1 meant partial credit, and keeps it; at the default
+    threshold both readings give the same verdict, and pass/fail is read."""
+    reordered = {"calls": [{"name": "calculator"}, {"name": "search"}, {"name": "search"}],
+                 "mode": "in_order"}  # fmt: skip
+    graded = score("tool_sequence", reordered, 0.6)
+    assert graded.score == pytest.approx(2 / 3) and graded.outcome == "pass"
+    for threshold in (None, 1.0):
+        result = score("tool_sequence", reordered, threshold)
+        assert (result.score, result.outcome) == (0.0, "fail")
+    steps = {"steps": ["plan", "verify", "write"], "mode": "in_order"}
+    assert score("step_order", steps, 0.6).score == pytest.approx(2 / 3)
+    assert score("step_order", steps).score == 0.0
 
 
 def test_tool_sequence_with_arguments():
@@ -75,7 +113,8 @@ def test_tool_sequence_with_arguments():
     # The first call adds an optional `limit`: ignored by default.
     assert score("tool_sequence", compare).score == 1.0
     strict = {**compare, "ignore_extra_arguments": False}
-    result = score("tool_sequence", strict, 0.5)
+    assert score("tool_sequence", strict).score == 0.0
+    result = score("tool_sequence", {**strict, "scoring": "partial"}, 0.5)
     assert result.score == 0.5 and result.outcome == "pass"
     assert "1 of 2 expected calls with their arguments matched in order" in result.rationale
     wrong = {"calls": [{"name": "search", "arguments": {"form": "10-K"}}], "mode": "any_order",
@@ -83,23 +122,43 @@ def test_tool_sequence_with_arguments():
     assert score("tool_sequence", wrong).score == 0.0
     # Without comparing arguments the same expectation matches by name.
     assert score("tool_sequence", {**wrong, "compare_arguments": False}).score == 1.0
+    # An expected call without arguments accepts any, extra keys counted or not.
+    bare = {"calls": [{"name": "calculator"}], "mode": "any_order", "compare_arguments": True,
+            "ignore_extra_arguments": False}  # fmt: skip
+    assert score("tool_sequence", bare).score == 1.0
+
+
+def test_any_order_finds_the_one_to_one_matching_first_fit_misses():
+    # Expected search(SLVX) and search(SLVX, 10-Q); made search(SLVX, 10-Q), search(SLVX).
+    # First fit gives the 10-Q call to search(SLVX) and leaves search(SLVX, 10-Q) unmatched.
+    made = (ToolCall("search", {"ticker": "SLVX", "form": "10-Q"}),
+            ToolCall("search", {"ticker": "SLVX"}))  # fmt: skip
+    t = Trajectory(text="", calls=made)
+    expected = {"calls": [{"name": "search", "arguments": {"ticker": "SLVX"}},
+                          {"name": "search", "arguments": {"ticker": "SLVX", "form": "10-Q"}}],
+                "mode": "any_order", "compare_arguments": True}  # fmt: skip
+    assert score("tool_sequence", expected, t=t).score == 1.0
 
 
 def test_arguments_match_ignores_key_order_and_optionally_extra_keys():
     assert arguments_match({"a": 1, "b": [1, 2]}, {"b": [1, 2], "a": 1, "c": 0})
     assert not arguments_match({"a": 1}, {"a": 1, "c": 0}, ignore_extra=False)
     assert not arguments_match({"a": 1}, {"a": "1"})
+    assert arguments_match({}, {"a": 1}, ignore_extra=False)  # no arguments: any
 
 
 def test_step_order_modes_over_reported_steps():
     steps = {"steps": ["plan", "search", "calculate", "write"]}
     assert score("step_order", {**steps, "mode": "exact"}).score == 1.0
-    skipped = {"steps": ["plan", "verify", "write"], "mode": "in_order"}
+    assert score("step_order", {"steps": ["plan", "write"], "mode": "in_order"}).score == 1.0
+    skipped = {"steps": ["plan", "verify", "write"], "mode": "in_order", "scoring": "partial"}
     result = score("step_order", skipped, 0.6)
     assert result.score == pytest.approx(2 / 3) and result.outcome == "pass"
     assert "not matched: verify" in result.rationale
     backwards = {"steps": ["write", "plan"]}
-    assert score("step_order", {**backwards, "mode": "in_order"}).score == 0.5
+    assert score("step_order", {**backwards, "mode": "in_order"}).score == 0.0
+    partial = {**backwards, "mode": "in_order", "scoring": "partial"}
+    assert score("step_order", partial, 0.5).score == 0.5
     assert score("step_order", {**backwards, "mode": "any_order"}).score == 1.0
 
 
@@ -137,6 +196,21 @@ def test_rouge1_f1_by_hand():
     assert none.score == 0.0 and "no reference answer" in none.rationale
 
 
+def test_rouge1_tokenises_as_rouge_score_by_default_and_unicode_on_request():
+    t = Trajectory(text="Café résumé straße", reference="Cafe resume strasse")
+    # rouge-score keeps a-z and 0-9 only: "caf r sum stra e" against "cafe resume strasse".
+    assert tokens(t.text) == ["caf", "r", "sum", "stra", "e"]
+    assert score("rouge1", {}, None, t).score == 0.0
+    assert score("rouge1", {"tokenizer": "rouge_score"}, None, t).score == 0.0
+    # Unicode words, case-folded: café, résumé, strasse against cafe, resume, strasse.
+    assert tokens(t.text, "unicode") == ["café", "résumé", "strasse"]
+    assert score("rouge1", {"tokenizer": "unicode"}, None, t).score == pytest.approx(1 / 3)
+    # Figures split at the point either way; another script has no rouge-score token.
+    assert tokens("$4.12 billion") == ["4", "12", "billion"]
+    assert tokens("Выручка 4,12 млрд") == ["4", "12"]
+    assert tokens("Выручка", "unicode") == ["выручка"]
+
+
 def test_parameters_are_checked_by_name():
     assert check_params("tool_set", {"tools": []}) == [
         "params: 'tools' must list 1 to 100 entries, each a tool name"
@@ -145,6 +219,13 @@ def test_parameters_are_checked_by_name():
         "params: 'mode' must be one of exact, in_order, any_order"
     ]
     assert check_params("rouge1", {}, 1.5) == ["threshold must be a number from 0 to 1"]
+    assert check_params("step_order", {"steps": ["a"], "scoring": "graded"}) == [
+        "params: 'scoring' must be one of pass_fail, partial"
+    ]
+    assert check_params("rouge1", {"tokenizer": "nltk"}) == [
+        "params: 'tokenizer' must be one of rouge_score, unicode"
+    ]
+    assert check_params("rouge1", {"stemmer": True}) == ["params: unknown parameter 'stemmer'"]
     assert check_params("nope", {}) == [
         "kind must be one of tool_set, tool_sequence, step_order, keyword_share, rouge1, not 'nope'"
     ]
@@ -159,11 +240,27 @@ def test_each_check_runs_in_milliseconds():
         ("tool_set", {"tools": [f"tool{i}" for i in range(9)]}),
         ("tool_sequence", {"calls": expected, "mode": "in_order", "compare_arguments": True}),
         ("tool_sequence", {"calls": expected, "mode": "any_order"}),
+        ("tool_sequence", {"calls": expected, "mode": "any_order", "compare_arguments": True}),
         ("step_order", {"steps": [f"tool{i % 3}" for i in range(100)], "mode": "in_order"}),
         ("keyword_share", {"keywords": ["word", "other", "missing"]}),
         ("rouge1", {}),
+        ("rouge1", {"tokenizer": "unicode"}),
     ]
     for kind, params in cases:
         started = time.perf_counter()
         run_check(kind, params, None, big)
         assert time.perf_counter() - started < 0.05, kind
+
+
+def test_a_recorded_check_as_applied_and_records_no_run_writes():
+    """What the verdicts API shows of a verdict's check: the threshold applied (the kind's
+    default when none was stored) and the scoring read; a record a run never writes (an
+    imported verdict may carry anything) shows as no check rather than failing."""
+    stored = {"kind": "step_order", "params": {"steps": ["a"], "mode": "in_order"},
+              "threshold": 0.5}  # fmt: skip
+    assert as_applied(stored, 0.5) == {**stored, "score": 0.5, "scoring": "partial"}
+    assert as_applied({**stored, "threshold": None}, 1)["threshold"] == 1.0
+    assert as_applied({"kind": "rouge1", "params": {}}, 0.4)["scoring"] is None
+    for bad in ({**stored, "threshold": "x"}, {**stored, "params": [1]}, {"kind": "nope"}, "x"):
+        assert as_applied(bad, 0.5) is None
+    assert as_applied(stored, "high")["score"] is None

@@ -14,6 +14,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from evaluation.answers import agent_fields
 from evaluation.answers.models import Answer
+from evaluation.checks.trajectory import trajectory_of
 from evaluation.datasets.export import export_chunks
 from evaluation.datasets.importer import ImportOptions, import_dataset
 from evaluation.tables.rows import ImportRejected
@@ -76,6 +77,25 @@ def test_post_an_agent_answer_and_read_it_back(owner_api, query):
     again = owner_api.post("/api/answers/", agent_row(query, text="New."), format="json")
     assert again.status_code == 200 and again.json()["id"] == body["id"]
     assert Answer.objects.get().text == "New."
+
+
+def test_a_turn_with_null_tool_calls_is_stored_as_a_turn_without_tool_calls(owner_api, query):
+    """As OpenAI writes an assistant message that calls no tool (docs/data-formats.md):
+    `"tool_calls": null` or `[]` and `"content": null` are stored as no tool calls and empty
+    text, and the checks see no call."""
+    turns = [
+        TURNS[0],
+        {"role": "assistant", "content": None, "tool_calls": None},
+        {"role": "assistant", "content": "Revenue was $4.12 billion.", "tool_calls": []},
+    ]
+    response = owner_api.post("/api/answers/", agent_row(query, turns=turns), format="json")
+    assert response.status_code == 201, response.content
+    assert response.json()["turns"] == [
+        TURNS[0], {"role": "assistant", "content": ""},
+        {"role": "assistant", "content": "Revenue was $4.12 billion."},
+    ]  # fmt: skip
+    stored = Answer.objects.get()
+    assert trajectory_of(stored.text, stored.turns, stored.metadata).calls == ()
 
 
 def test_a_bad_field_is_named_and_nothing_is_written(owner_api, query):

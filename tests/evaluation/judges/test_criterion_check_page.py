@@ -49,3 +49,22 @@ def test_only_the_author_edits_the_check(client, owner, outsider, criterion):
     client.force_login(outsider)
     assert client.get(url).status_code == 404
     assert not CriterionCheck.objects.exists()
+
+
+def test_the_scoring_and_tokenizer_options_are_saved_or_named(client, collaborator, criterion):
+    """Partial credit and the Unicode tokeniser are named options (docs/no-llm-checks.md);
+    a value outside them is named on the page and saves nothing."""
+    client.force_login(collaborator)
+    url = reverse("criterion-check", args=[criterion.pk])
+    sequence = '{"calls": [{"name": "search"}], "mode": "in_order", "scoring": "graded"}'
+    bad = client.post(url, {"kind": "tool_sequence", "params": sequence, "evidence": ""})
+    assert bad.status_code == 400
+    assert "params: &#x27;scoring&#x27; must be one of pass_fail, partial" in bad.content.decode()
+    rouge = client.post(url, {"kind": "rouge1", "params": '{"tokenizer": "nltk"}', "evidence": ""})
+    assert rouge.status_code == 400
+    assert "must be one of rouge_score, unicode" in rouge.content.decode()
+    assert not CriterionCheck.objects.exists()
+    partial = sequence.replace("graded", "partial")
+    assert client.post(url, {"kind": "tool_sequence", "params": partial, "threshold": "0.5",
+                             "evidence": ""}).status_code == 302  # fmt: skip
+    assert CriterionCheck.objects.get().params["scoring"] == "partial"

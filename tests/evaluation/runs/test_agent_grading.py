@@ -54,9 +54,8 @@ def _run(dataset, panel, owner, answer):
     return run
 
 
-def test_trajectory_checks_decide_their_criteria_without_a_call(
-    dataset, query, collaborator, owner, loopback_openai
-):
+def _checked_run(dataset, query, collaborator, owner, loopback_openai):
+    """A run of an LLM panel over an agent's answer whose first two criteria have checks."""
     first, second = _checklist(query, collaborator)[:2]
     CriterionCheck.objects.create(criterion=first, kind="tool_set", params={"tools": ["search"]})
     CriterionCheck.objects.create(
@@ -67,6 +66,13 @@ def test_trajectory_checks_decide_their_criteria_without_a_call(
     panel = PanelFactory(judges=loopback_judges(loopback_openai, 1))
     run = _run(dataset, panel, owner, answer)
     assert run.status == "done"
+    return run, first, second
+
+
+def test_trajectory_checks_decide_their_criteria_without_a_call(
+    dataset, query, collaborator, owner, loopback_openai
+):
+    run, first, second = _checked_run(dataset, query, collaborator, owner, loopback_openai)
     tool_set = Verdict.objects.get(run=run, criterion=first)
     assert tool_set.outcome == "pass" and tool_set.attempts == 0
     assert tool_set.rationale.startswith("No-LLM check (tool_set): score 1.00, 1.00 needed;")
@@ -78,6 +84,29 @@ def test_trajectory_checks_decide_their_criteria_without_a_call(
     # Only the other criteria were sent to the judge.
     asked = {c.request.last_user_text.rsplit("Criterion: ", 1)[1] for c in loopback_openai.calls}
     assert first.text not in asked and second.text not in asked and len(asked) > 0
+
+
+def test_the_verdicts_api_gives_each_checks_score_and_threshold(
+    dataset, query, collaborator, owner, owner_api, loopback_openai
+):
+    """The score a check gave and the threshold it was held against, as numbers (the
+    rationale rounds them to two decimals), with the scoring a sequence check applied; a
+    check saved without `scoring` and a threshold below 1 kept its partial credit."""
+    run, first, second = _checked_run(dataset, query, collaborator, owner, loopback_openai)
+    listed = owner_api.get("/api/verdicts/", {"run": run.pk}).json()["results"]
+    by_criterion = {v["criterion"]: v for v in listed}
+    assert by_criterion[first.pk]["check"] == {
+        "kind": "tool_set", "params": {"tools": ["search"]}, "score": 1.0,
+        "threshold": 1.0, "scoring": None,  # no threshold stored: the kind's default
+    }  # fmt: skip
+    sequence = owner_api.get(f"/api/verdicts/{by_criterion[second.pk]['id']}/").json()["check"]
+    assert sequence == {
+        "kind": "tool_sequence",
+        "params": {"calls": [{"name": "search"}, {"name": "calculator"}], "mode": "in_order"},
+        "score": 0.5, "threshold": 0.5, "scoring": "partial",
+    }  # fmt: skip
+    judged = [v for v in listed if v["criterion"] not in (first.pk, second.pk)]
+    assert judged and all(v["check"] is None for v in judged)
 
 
 def test_a_conversation_graded_on_every_turn_cumulative_and_average(
