@@ -200,6 +200,21 @@ def access_checklist(user: AnyUser, pk: int, *, edit: bool = False) -> Checklist
     return checklist
 
 
+def access_checklist_scoring(user: AnyUser, pk: int) -> Checklist:
+    """A checklist whose scoring (its strategy and undecided setting) the user may change:
+    its author, or an admin of its dataset (who decides how the dataset's figures are
+    read). Whoever may not read it gets a 404; a reader who may not change it, a 403."""
+    checklist = access_checklist(user, pk)
+    perms = dataset_permissions(user, checklist.query.dataset)
+    if roles.CHANGE in perms:
+        return checklist
+    if checklist.author_id != user.pk or roles.ANNOTATE not in perms:
+        raise PermissionDenied(
+            "Only the checklist's author or a dataset admin may change its scoring."
+        )
+    return checklist
+
+
 @contextmanager
 def _hidden_as(message: str) -> Iterator[None]:
     """A 404 of the object's checklist answers as a missing object of the kind asked for

@@ -83,6 +83,24 @@ def validate_dataset_scoring(dataset: Dataset, scoring: str) -> None:
     )
 
 
+def validate_checklist_scoring(checklist: Checklist, strategy: str) -> None:
+    """Refuse `strategy` (a checklist's own; empty: its dataset's) when a criterion of the
+    checklist, archived ones included, has a weight it cannot score. No query for a
+    strategy that takes every weight."""
+    effective = strategy_of(checklist.query.dataset.scoring, strategy)
+    if effective not in POSITIVE_WEIGHTS_ONLY:
+        return
+    rows = Criterion.objects.filter(checklist=checklist).order_by("position", "pk")
+    validate_scoring(
+        effective,
+        [
+            (f"criterion {n} (id {pk})", w)
+            for pk, n, w in rows.values_list("pk", "position", "weight")
+        ],
+        field="scoring",
+    )
+
+
 def validate_criterion_weight(checklist: Checklist, weight: Weight, criterion: str) -> None:
     """Refuse `weight` for a criterion of `checklist` (its query and dataset loaded) that its
     strategy cannot score. No query."""
