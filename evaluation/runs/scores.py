@@ -79,6 +79,7 @@ class SystemReport:
     graded: float | None
     passed: int
     pass_rate: float | None  # among answers with a pass/fail
+    undecided: int = 0  # criteria with no valid vote, over its answers
 
 
 @dataclass(frozen=True)
@@ -323,6 +324,7 @@ def _by_system(answers: list[AnswerReport]) -> list[SystemReport]:
             graded=mean(r.graded for r in rows),
             passed=sum(r.passed is True for r in rows),
             pass_rate=pass_rate(r.passed for r in rows),
+            undecided=sum(r.undecided for r in rows),
         )
         for system_id, rows in grouped.items()
     ]

@@ -75,6 +75,7 @@ class SystemReport:
     graded: float | None
     passed: int
     pass_rate: float | None  # among answers with a pass/fail
+    undecided: int = 0
 
 
 @dataclass(frozen=True)
@@ -200,6 +201,7 @@ def _by_system(answers: list[AnswerReport]) -> list[SystemReport]:
             graded=mean(r.graded for r in rows),
             passed=sum(r.passed is True for r in rows),
             pass_rate=pass_rate(r.passed for r in rows),
+            undecided=sum(r.undecided for r in rows),
         )
         for system_id, rows in grouped.items()
     ]
