@@ -121,10 +121,14 @@ def _editor_context(request: HttpRequest, checklist_pk: int, **extra: object) ->
     loose_rows, tree, group_options = _group_tree(all_groups, rows)
     editable = checklist.is_editable and checklist.author_id == request.user.pk
     dataset = checklist.query.dataset
-    perms = access.dataset_permissions(request.user, dataset)
+    # Its author (who, reading it, is an expert of the dataset) or a dataset admin: the
+    # permissions are read for the others alone (the POST checks them all:
+    # access.access_checklist_scoring).
+    can_set_scoring = checklist.author_id == request.user.pk or (
+        roles.CHANGE in access.dataset_permissions(request.user, dataset)
+    )
     return {
-        "can_set_scoring": roles.CHANGE in perms
-        or (checklist.author_id == request.user.pk and roles.ANNOTATE in perms),
+        "can_set_scoring": can_set_scoring,
         "scoring_choices": Scoring.choices,
         "undecided_choices": Undecided.choices,
         "dataset_scoring": Scoring(scoring.strategy_of(dataset.scoring)).label,
