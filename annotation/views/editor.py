@@ -21,7 +21,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation import access, guidelines, hooks, roles, scoring, selectors, services
+from annotation import access, guidelines, hooks, scoring, selectors, services
 from annotation.forms import (
     CitationForm,
     CriterionForm,
@@ -121,14 +121,9 @@ def _editor_context(request: HttpRequest, checklist_pk: int, **extra: object) ->
     loose_rows, tree, group_options = _group_tree(all_groups, rows)
     editable = checklist.is_editable and checklist.author_id == request.user.pk
     dataset = checklist.query.dataset
-    # Its author (who, reading it, is an expert of the dataset) or a dataset admin: the
-    # permissions are read for the others alone (the POST checks them all:
-    # access.access_checklist_scoring).
-    can_set_scoring = checklist.author_id == request.user.pk or (
-        roles.CHANGE in access.dataset_permissions(request.user, dataset)
-    )
     return {
-        "can_set_scoring": can_set_scoring,
+        # The full page says (checklist_detail); the partials never render the card.
+        "can_set_scoring": False,
         "scoring_choices": Scoring.choices,
         "undecided_choices": Undecided.choices,
         "dataset_scoring": Scoring(scoring.strategy_of(dataset.scoring)).label,
@@ -214,9 +209,13 @@ def _back(checklist: Checklist, anchor: str = "") -> HttpResponse:
 @require_GET
 @login_required
 def checklist_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    checklist = access.access_checklist(request.user, pk)
+    checklist, perms = access.access_checklist_with_perms(request.user, pk)
     health = partial(hooks.checklist_health, request.user, checklist)  # computed if rendered
-    return render(request, TEMPLATE, _editor_context(request, pk, criterion_health=health))
+    context = _editor_context(
+        request, pk, criterion_health=health,
+        can_set_scoring=access.can_set_scoring(request.user, checklist, perms),
+    )  # fmt: skip
+    return render(request, TEMPLATE, context)
 
 
 @require_POST
