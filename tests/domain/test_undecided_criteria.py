@@ -231,3 +231,13 @@ def test_the_models_choices_are_the_rules():
     from annotation.models import Undecided
 
     assert tuple(Undecided.values) == rubrics.UNDECIDED
+
+
+def test_the_reward_strategy_reads_the_setting():
+    from evaluation.rewards import reward
+
+    checked = reward.ChecklistVerdicts(
+        (RubricCriterion("pass"), RubricCriterion("undecided")), (True, True)
+    )
+    assert reward.strategy_named("concept")(checked) == 1.0
+    assert reward.strategy_named("concept", undecided="not_met")(checked) == 0.5
