@@ -188,6 +188,13 @@ def can_start_checklist(user: AnyUser, query: Query, perms: set[str]) -> bool:
 
 def access_checklist(user: AnyUser, pk: int, *, edit: bool = False) -> Checklist:
     """Read access follows the blind rule; edit access is for the author alone."""
+    return access_checklist_with_perms(user, pk, edit=edit)[0]
+
+
+def access_checklist_with_perms(
+    user: AnyUser, pk: int, *, edit: bool = False
+) -> tuple[Checklist, set[str]]:
+    """access_checklist, with the user's permissions on its dataset (read once)."""
     try:
         checklist = Checklist.objects.select_related("query__dataset", "author").get(pk=pk)
     except (Checklist.DoesNotExist, ValueError, TypeError):
@@ -197,6 +204,26 @@ def access_checklist(user: AnyUser, pk: int, *, edit: bool = False) -> Checklist
         raise Http404("No such checklist.")
     if edit and (checklist.author_id != user.pk or roles.ANNOTATE not in perms):
         raise PermissionDenied("Only the author may change a checklist.")
+    return checklist, perms
+
+
+def can_set_scoring(user: AnyUser, checklist: Checklist, perms: set[str]) -> bool:
+    """Its author (an expert of the dataset) or a dataset admin: they decide how the
+    checklist is scored (access_checklist_scoring)."""
+    if roles.CHANGE in perms:
+        return True
+    return checklist.author_id == user.pk and roles.ANNOTATE in perms
+
+
+def access_checklist_scoring(user: AnyUser, pk: int) -> Checklist:
+    """A checklist whose scoring (its strategy and undecided setting) the user may change:
+    its author, or an admin of its dataset (who decides how the dataset's figures are
+    read). Whoever may not read it gets a 404; a reader who may not change it, a 403."""
+    checklist, perms = access_checklist_with_perms(user, pk)
+    if not can_set_scoring(user, checklist, perms):
+        raise PermissionDenied(
+            "Only the checklist's author or a dataset admin may change its scoring."
+        )
     return checklist
 
 

@@ -27,7 +27,7 @@ class DatasetForm(forms.ModelForm):
 
     # The scoring settings (issue 23) are optional on the form: a form that leaves them out
     # (an older page, a script) keeps the dataset's current ones.
-    _KEEP = ("scoring", "blend_weight")
+    _KEEP = ("scoring", "undecided", "blend_weight")
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]

@@ -116,6 +116,14 @@ class Scoring(models.TextChoices):
     POINTS = "points", "Points with penalties"
 
 
+class Undecided(models.TextChoices):
+    """What a criterion with no valid vote (an undecided one) counts as in a checklist's
+    score (evaluation.metrics.rubrics.satisfied, docs/metrics.md#undecided-criteria)."""
+
+    EXCLUDED = "excluded", "Left out of the score"
+    NOT_MET = "not_met", "Counted as not met"
+
+
 def dimensions_problem(dimensions: object) -> str | None:
     """What is wrong with a dataset's declared dimensions ({name: [allowed values]}; an
     empty list allows any value), or None."""
@@ -195,6 +203,14 @@ class Dataset(models.Model):
         choices=Scoring.choices,
         default=Scoring.SHARE,
         help_text="How a checklist's verdicts become its score; a checklist may override it.",
+    )
+    undecided = models.CharField(
+        max_length=20,
+        choices=Undecided.choices,
+        default=Undecided.EXCLUDED,
+        help_text="What a criterion with no valid vote counts as: left out of the score "
+        "(numerator and denominator), or not met (as Axion, PaperBench and HealthBench "
+        "count it); a checklist may override it.",
     )
     blend_weight = models.FloatField(
         default=0.7,
@@ -354,6 +370,12 @@ class Checklist(models.Model):
         choices=Scoring.choices,
         blank=True,
         help_text="How this checklist is scored; empty: the dataset's strategy.",
+    )
+    undecided = models.CharField(
+        max_length=20,
+        choices=Undecided.choices,
+        blank=True,
+        help_text="What its undecided criteria count as; empty: the dataset's setting.",
     )
     first_submitted_at = models.DateTimeField(null=True, blank=True)
     submitted_at = models.DateTimeField(null=True, blank=True)

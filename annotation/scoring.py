@@ -18,7 +18,7 @@ from decimal import Decimal
 
 from django.core.exceptions import ValidationError
 
-from annotation.models import Checklist, Criterion, Dataset, Scoring
+from annotation.models import Checklist, Criterion, Dataset, Scoring, Undecided
 
 # The strategies that score positive criterion weights only.
 POSITIVE_WEIGHTS_ONLY = frozenset({Scoring.TREE.value})
@@ -29,6 +29,12 @@ Weight = Decimal | float | int
 def strategy_of(dataset_scoring: str, checklist_scoring: str = "") -> str:
     """The strategy a checklist is scored by: its own, else its dataset's, else `share`."""
     return checklist_scoring or dataset_scoring or Scoring.SHARE.value
+
+
+def undecided_of(dataset_undecided: str, checklist_undecided: str = "") -> str:
+    """What a checklist's undecided criteria count as: its own setting, else its dataset's,
+    else `excluded`."""
+    return checklist_undecided or dataset_undecided or Undecided.EXCLUDED.value
 
 
 def weight_problem(strategy: str, weight: Weight) -> str | None:
@@ -73,6 +79,24 @@ def validate_dataset_scoring(dataset: Dataset, scoring: str) -> None:
     validate_scoring(
         scoring,
         [(f"criterion {n} (id {pk}) of checklist {c}", w) for pk, c, n, w in rows],
+        field="scoring",
+    )
+
+
+def validate_checklist_scoring(checklist: Checklist, strategy: str) -> None:
+    """Refuse `strategy` (a checklist's own; empty: its dataset's) when a criterion of the
+    checklist, archived ones included, has a weight it cannot score. No query for a
+    strategy that takes every weight."""
+    effective = strategy_of(checklist.query.dataset.scoring, strategy)
+    if effective not in POSITIVE_WEIGHTS_ONLY:
+        return
+    rows = Criterion.objects.filter(checklist=checklist).order_by("position", "pk")
+    validate_scoring(
+        effective,
+        [
+            (f"criterion {n} (id {pk})", w)
+            for pk, n, w in rows.values_list("pk", "position", "weight")
+        ],
         field="scoring",
     )
 

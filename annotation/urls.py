@@ -21,6 +21,7 @@ urlpatterns = [
     path("checklists/<int:pk>/criteria/", editor.criterion_create, name="criterion-create"),
     path("checklists/<int:pk>/submit/", editor.checklist_submit, name="checklist-submit"),
     path("checklists/<int:pk>/reopen/", editor.checklist_reopen, name="checklist-reopen"),
+    path("checklists/<int:pk>/scoring/", editor.checklist_scoring, name="checklist-scoring"),
     path("checklists/<int:pk>/groups/", editor.group_create, name="group-create"),
     path("groups/<int:pk>/", editor.group_update, name="group-update"),
     path("groups/<int:pk>/move/", editor.group_move, name="group-move"),

@@ -17,7 +17,9 @@ from annotation.models import (
     Guideline,
     Query,
     QueryCategory,
+    Scoring,
     SourceType,
+    Undecided,
     query_dimensions_problem,
 )
 from annotation.services.checklists import CitationData, CriterionData
@@ -311,10 +313,33 @@ class ChecklistSerializer(serializers.ModelSerializer):
             "created_at",
             "updated_at",
             "scoring",
+            "undecided",
             "groups",
             "criteria",
         ]
         read_only_fields = fields
+
+
+class ChecklistScoringSerializer(serializers.Serializer):
+    """What `PATCH /api/checklists/{id}/` may change: the checklist's own scoring."""
+
+    scoring = serializers.ChoiceField(
+        choices=["", *Scoring.values], required=False, allow_blank=True,
+        help_text="Its own strategy (docs/metrics.md#scoring-strategies); empty: the dataset's.",
+    )  # fmt: skip
+    undecided = serializers.ChoiceField(
+        choices=["", *Undecided.values], required=False, allow_blank=True,
+        help_text="What its undecided criteria count as, excluded or not_met "
+        "(docs/metrics.md#undecided-criteria); empty: the dataset's setting.",
+    )  # fmt: skip
+
+    def validate(self, attrs: dict) -> dict:
+        other = sorted(set(self.initial_data).difference(self.fields))
+        if other:
+            raise serializers.ValidationError(
+                {name: ["only scoring and undecided can be changed here"] for name in other}
+            )
+        return attrs
 
 
 class ChecklistCreateSerializer(serializers.Serializer):

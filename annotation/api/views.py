@@ -9,6 +9,7 @@ from collections.abc import Mapping
 
 import django_filters
 from django.core.exceptions import PermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Count, Prefetch, Q
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
@@ -241,6 +242,8 @@ class QueryViewSet(viewsets.ModelViewSet):
 class ChecklistViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Checklists, blind: a checklist the user may not read is a 404, in lists and by id."""
 
+    http_method_names = ["get", "post", "patch", "head", "options"]
+
     pagination_class = CountlessPagination
 
     serializer_class = s.ChecklistSerializer
@@ -297,6 +300,23 @@ class ChecklistViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
         body = dict(self.get_serializer(self.get_queryset().get(pk=checklist.pk)).data)
         body["validation"] = s.report_payload(report, keys=_index_keys(criteria))
         return Response(body, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=s.ChecklistScoringSerializer, responses={200: s.ChecklistSerializer})
+    def partial_update(self, request: Request, pk: int) -> Response:
+        """Change the checklist's own scoring strategy and undecided setting (its author or
+        a dataset admin); its criteria are changed through /api/criteria/."""
+        checklist = access.access_checklist_scoring(request.user, pk)
+        payload = s.ChecklistScoringSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        try:
+            services.checklist_set_scoring(
+                checklist=checklist, by=request.user,
+                strategy=payload.validated_data.get("scoring"),
+                undecided=payload.validated_data.get("undecided"),
+            )  # fmt: skip
+        except DjangoValidationError as exc:  # ScoringRefused: a weight it cannot score
+            raise ValidationError(exc.message_dict) from exc
+        return Response(self.get_serializer(self.get_queryset().get(pk=checklist.pk)).data)
 
     @extend_schema(request=None, responses={200: s.ChecklistSerializer})
     @action(detail=True, methods=["post"])

@@ -476,6 +476,44 @@ def checklist_create_with_criteria(
 
 
 @transaction.atomic
+def checklist_set_scoring(
+    *,
+    checklist: Checklist,
+    by: AbstractBaseUser,
+    strategy: str | None = None,
+    undecided: str | None = None,
+) -> Checklist:
+    """Set a checklist's own scoring strategy and undecided setting (None: unchanged; "":
+    follow the dataset's). A strategy that cannot score one of its criteria' weights is
+    refused (scoring.ScoringRefused on `scoring`), an unknown value too (a ValidationError
+    naming the field), before anything changes. Its runs' scores follow by themselves
+    (evaluation.kept.receivers moves their state)."""
+    checklist = (
+        Checklist.objects.select_for_update(of=("self",))
+        .select_related("query__dataset")
+        .get(pk=checklist.pk)
+    )
+    changes = {
+        name: value
+        for name, value in (("scoring", strategy), ("undecided", undecided))
+        if value is not None and value != getattr(checklist, name)
+    }
+    if not changes:
+        return checklist
+    for name, value in changes.items():
+        setattr(checklist, name, value)
+    checklist.clean_fields(
+        exclude=[f.name for f in Checklist._meta.fields if f.name not in changes]
+    )
+    if "scoring" in changes:
+        scoring.validate_checklist_scoring(checklist, checklist.scoring)
+    checklist.save(update_fields=[*changes, "updated_at"])
+    detail = ", ".join(f"{name} {value or 'as the dataset'}" for name, value in changes.items())
+    _touch(checklist, by, f"scoring: {detail}")
+    return checklist
+
+
+@transaction.atomic
 def checklist_submit(*, checklist: Checklist, by: AbstractBaseUser) -> Report:
     """Validate under the dataset's guideline and submit, or raise ChecklistRejected."""
     checklist = _lock(checklist.pk)

@@ -37,6 +37,7 @@ DATASET_SETTINGS = (
     "label_policy",
     "label_share",
     "scoring",
+    "undecided",
     "blend_weight",
     "dimensions",
 )
@@ -63,10 +64,15 @@ def dataset_create(*, name: str, by: AbstractBaseUser, **settings: object) -> Da
 def dataset_update(*, dataset: Dataset, **settings: object) -> Dataset:
     """Change a dataset's settings; validated as a whole, saved together or not at all. A
     strategy that cannot score some criterion of the dataset is refused (ScoringRefused, a
-    ValidationError on `scoring`) before anything changes."""
+    ValidationError on `scoring`) before anything changes. Checked only when the strategy
+    changes from the stored one (a form may have set it on `dataset` already): a dataset
+    whose criteria were scored before the check existed can still save its other
+    settings."""
     _checked_settings(settings)
-    if "scoring" in settings:  # checked even when unchanged: a form may have set it already
-        scoring.validate_dataset_scoring(dataset, str(settings["scoring"]))
+    if "scoring" in settings:
+        stored = Dataset.objects.filter(pk=dataset.pk).values_list("scoring", flat=True).first()
+        if stored != settings["scoring"]:
+            scoring.validate_dataset_scoring(dataset, str(settings["scoring"]))
     for field, value in settings.items():
         setattr(dataset, field, value)
     dataset.full_clean()

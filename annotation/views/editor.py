@@ -14,6 +14,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -29,7 +30,7 @@ from annotation.forms import (
     NewCriterionForm,
     allowed_source_types,
 )
-from annotation.models import Checklist, Criterion, CriterionGroup
+from annotation.models import Checklist, Criterion, CriterionGroup, Scoring, Undecided
 from annotation.services import groups
 from annotation.services.checklists import CitationData, CriterionData, CriterionWork
 from annotation.validation import Finding
@@ -119,7 +120,14 @@ def _editor_context(request: HttpRequest, checklist_pk: int, **extra: object) ->
     ]
     loose_rows, tree, group_options = _group_tree(all_groups, rows)
     editable = checklist.is_editable and checklist.author_id == request.user.pk
+    dataset = checklist.query.dataset
     return {
+        # The full page says (checklist_detail); the partials never render the card.
+        "can_set_scoring": False,
+        "scoring_choices": Scoring.choices,
+        "undecided_choices": Undecided.choices,
+        "dataset_scoring": Scoring(scoring.strategy_of(dataset.scoring)).label,
+        "dataset_undecided": Undecided(scoring.undecided_of(dataset.undecided)).label,
         "checklist": checklist,
         "query": checklist.query,
         "dataset": checklist.query.dataset,
@@ -201,9 +209,13 @@ def _back(checklist: Checklist, anchor: str = "") -> HttpResponse:
 @require_GET
 @login_required
 def checklist_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    checklist = access.access_checklist(request.user, pk)
+    checklist, perms = access.access_checklist_with_perms(request.user, pk)
     health = partial(hooks.checklist_health, request.user, checklist)  # computed if rendered
-    return render(request, TEMPLATE, _editor_context(request, pk, criterion_health=health))
+    context = _editor_context(
+        request, pk, criterion_health=health,
+        can_set_scoring=access.can_set_scoring(request.user, checklist, perms),
+    )  # fmt: skip
+    return render(request, TEMPLATE, context)
 
 
 @require_POST
@@ -464,3 +476,23 @@ def checklist_reopen(request: HttpRequest, pk: int) -> HttpResponse:
     services.checklist_reopen(checklist=checklist, by=request.user)
     messages.info(request, "Checklist reopened: edit it, then submit again.")
     return _back(checklist)
+
+
+@login_required
+@require_POST
+def checklist_scoring(request: HttpRequest, pk: int) -> HttpResponse:
+    """Set the checklist's own scoring strategy and undecided setting (its author or a
+    dataset admin; empty: the dataset's). A refusal (a weight the strategy cannot score)
+    is shown on the editor and changes nothing."""
+    checklist = access.access_checklist_scoring(request.user, pk)
+    try:
+        services.checklist_set_scoring(
+            checklist=checklist, by=request.user,
+            strategy=request.POST.get("scoring", ""), undecided=request.POST.get("undecided", ""),
+        )  # fmt: skip
+    except ValidationError as exc:
+        problems = "; ".join(m for ms in exc.message_dict.values() for m in ms)
+        messages.error(request, f"Scoring not changed: {problems}")
+    else:
+        messages.success(request, "Scoring saved: the runs' scores follow it.")
+    return _back(checklist, "#scoring")

@@ -287,7 +287,12 @@ def state(run: Run, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> State:
         .order_by("pk")
         .only("pk", "status", "attempt", "finished_at", "snapshot")
     )
-    facts = [f"v{VERSION}", f"{dataset.label_policy}.{dataset.label_share!r}", edges]
+    # The dataset's strategy and undecided setting score every checklist that has none of
+    # its own: a change of either is a new state (a checklist's own moves the counters).
+    facts = [
+        f"v{VERSION}", f"{dataset.label_policy}.{dataset.label_share!r}", edges,
+        f"{dataset.scoring}.{dataset.undecided}.{dataset.blend_weight!r}",
+    ]  # fmt: skip
     return readers.state(run.dataset_id, readers.ANALYTICS, run=run, runs=others, facts=facts)
 
 

@@ -214,11 +214,13 @@ def load_run(
                 )
             )
             panel_counts = _panel_counts(items)
-            scorings, checklist_trees, on_items = _strategies(run, checklist_size)
+            scorings, undecided_as, checklist_trees, on_items = _strategies(run, checklist_size)
             answer_values = (
                 None
                 if on_items
-                else _answer_values(items, scorings, checklist_trees, run.dataset.blend_weight)
+                else _answer_values(
+                    items, scorings, undecided_as, checklist_trees, run.dataset.blend_weight
+                )
             )
             health = _health_counts(items) if HEALTH in parts else None
             labelled_items = calibration = None
@@ -246,6 +248,7 @@ def load_run(
         rubric=rubric,
         rubric_sources=rubric_sources,
         scorings=scorings,
+        undecided_as=undecided_as,
         trees=checklist_trees,
         blend_weight=run.dataset.blend_weight,
         dimensions=dict(run.dataset.dimensions or {}),
@@ -322,23 +325,35 @@ def _source_groups(items: _Items) -> tuple[list[tuple], dict]:
     return [tuple(r) for r in rows], rubric
 
 
-def _strategies(run: Run, checklist_ids: Iterable[int]) -> tuple[dict[int, str], dict, bool]:
-    """Each checklist's strategy (its own, else the dataset's), its groups' tree, and
-    whether every score is on the item scale (every checklist scored by its share, no
-    penalty): three queries, none when the run graded no checklist."""
+def _strategies(
+    run: Run, checklist_ids: Iterable[int]
+) -> tuple[dict[int, str], dict[int, str], dict, bool]:
+    """Each checklist's strategy and undecided setting (its own, else the dataset's), its
+    groups' tree, and whether every score is on the item scale (every checklist scored by
+    its share, undecided criteria left out, no penalty): three queries, none when the run
+    graded no checklist."""
     ids = list(checklist_ids)
     if not ids:
-        return {}, {}, True
-    own = Checklist.objects.filter(pk__in=ids).values_list("pk", "scoring")
-    scorings = {pk: trees.strategy_of(run.dataset, scoring) for pk, scoring in own}
-    on_items = all(s == rubrics.DEFAULT_STRATEGY for s in scorings.values()) and not (
-        Criterion.objects.filter(checklist_id__in=ids, weight__lt=0).exists()
+        return {}, {}, {}, True
+    own = Checklist.objects.filter(pk__in=ids).values_list("pk", "scoring", "undecided")
+    scorings, undecided_as = {}, {}
+    for pk, scoring, undecided in own:
+        scorings[pk] = trees.strategy_of(run.dataset, scoring)
+        undecided_as[pk] = trees.undecided_of(run.dataset, undecided)
+    on_items = (
+        all(s == rubrics.DEFAULT_STRATEGY for s in scorings.values())
+        and all(u == rubrics.EXCLUDED for u in undecided_as.values())
+        and not Criterion.objects.filter(checklist_id__in=ids, weight__lt=0).exists()
     )
-    return scorings, trees.trees_of(ids), on_items
+    return scorings, undecided_as, trees.trees_of(ids), on_items
 
 
 def _answer_values(
-    items: _Items, scorings: dict[int, str], checklist_trees: dict, blend_weight: float
+    items: _Items,
+    scorings: dict[int, str],
+    undecided_as: dict[int, str],
+    checklist_trees: dict,
+    blend_weight: float,
 ) -> dict[int, tuple[float | None, float | None]]:
     """answer -> (its value under the panel's verdicts, under the human reference where
     every scored item of the answer has one, else None): PPI++ on the strategies' scale
@@ -364,6 +379,7 @@ def _answer_values(
         return rubrics.value_counted(
             counts, checklist_trees.get(c, rubrics.EMPTY_TREE),
             scorings.get(c, rubrics.DEFAULT_STRATEGY), blend_weight=blend_weight,
+            undecided=undecided_as.get(c, rubrics.DEFAULT_UNDECIDED),
         )  # fmt: skip
 
     by_answer: dict[int, tuple[list, list]] = {}

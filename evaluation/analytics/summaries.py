@@ -113,6 +113,7 @@ class RunData:
     rubric: dict[tuple[int, int], dict[str, Counted]] | None = None
     rubric_sources: dict[tuple[int, int], dict[str, Counted]] | None = None
     scorings: dict[int, str] = field(default_factory=dict)
+    undecided_as: dict[int, str] = field(default_factory=dict)  # excluded when left out
     trees: dict[int, rubrics.Tree] = field(default_factory=dict)
     blend_weight: float = rubrics.DEFAULT_BLEND_WEIGHT
     dimensions: dict[str, list[str]] = field(default_factory=dict)  # the dataset's declared
@@ -155,8 +156,9 @@ def _answer_group_shares(data: RunData) -> dict[tuple[int, str, str], float]:
 def _as_counts(passed: int, decided: int, undecided: int = 0) -> rubrics.GroupCounts:
     """Counts of criteria of weight 1 (`RunData.rubric` left out)."""
     return rubrics.GroupCounts(
-        passed, decided - passed, undecided, passed, decided, passed, 0.0, decided
-    )
+        passed, decided - passed, undecided, passed, decided, passed, 0.0, decided,
+        weight_undecided=undecided, points_undecided=undecided,
+    )  # fmt: skip
 
 
 def _rubric(data: RunData) -> tuple[dict, dict]:
@@ -193,6 +195,7 @@ def _scorer(data: RunData):
             data.trees.get(c, rubrics.EMPTY_TREE),
             data.scorings.get(c, rubrics.DEFAULT_STRATEGY),
             blend_weight=data.blend_weight,
+            undecided=data.undecided_as.get(c, rubrics.DEFAULT_UNDECIDED),
         )
 
     return score
@@ -267,6 +270,7 @@ def _top_scores(data: RunData, c: int, by_kind: dict, tree: rubrics.Tree):
         tree,
         data.scorings.get(c, rubrics.DEFAULT_STRATEGY),
         blend_weight=data.blend_weight,
+        undecided=data.undecided_as.get(c, rubrics.DEFAULT_UNDECIDED),
     )
     return [g for g in scored.groups if g.depth == 1]
 

@@ -430,7 +430,7 @@ class Exporter:
             yield (
                 query, author, c.status, c.guideline.name if c.guideline else "",
                 c.guideline.version if c.guideline else None, _iso(c.first_submitted_at),
-                _iso(c.submitted_at), c.scoring, c.pk,
+                _iso(c.submitted_at), c.scoring, c.undecided, c.pk,
             )  # fmt: skip
 
     def _groups(self) -> Iterator[Row]:
@@ -697,7 +697,7 @@ class Exporter:
                     self.keys.runs[run.pk], *answer, _round(a.score), _round(a.weighted),
                     _round(a.core), a.undecided, a.split, a.adjudicated, a.passed,
                     _round(a.graded), ",".join(sorted({c.scoring for c in a.checklists})),
-                    _round(a.value),
+                    _round(a.value), ",".join(sorted({c.undecided_as for c in a.checklists})),
                 )  # fmt: skip
 
     def _saturated_queries(self) -> Iterator[Row]:
@@ -752,6 +752,7 @@ class Exporter:
             "label_policy": d.label_policy,
             "label_share": d.label_share,
             "scoring": d.scoring,
+            "undecided": d.undecided,
             "blend_weight": d.blend_weight,
             "dimensions": d.dimensions,
         }

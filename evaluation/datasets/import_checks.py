@@ -30,6 +30,7 @@ from annotation.models import (
     Query,
     Scoring,
     SourceType,
+    Undecided,
 )
 from annotation.services.datasets import DATASET_SETTINGS
 from annotation.validation import (
@@ -168,6 +169,7 @@ CHOICES = {
     ("queries", "complexity"): tuple(Query.Complexity.values),
     ("checklists", "status"): tuple(Checklist.Status.values),
     ("checklists", "scoring"): ("", *Scoring.values),
+    ("checklists", "undecided"): ("", *Undecided.values),
     ("criteria", "kind"): tuple(Criterion.Kind.values),
     ("judges", "kind"): tuple(Judge.Kind.values),
     ("judges", "token_parameter"): tuple(Judge.TokenParameter.values),

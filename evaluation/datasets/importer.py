@@ -341,6 +341,7 @@ class _Writer:
                 "status": row["status"], "guideline": guideline,
                 "first_submitted_at": row["first_submitted_at"],
                 "submitted_at": row["submitted_at"], "scoring": row["scoring"] or "",
+                "undecided": row["undecided"] or "",
             }  # fmt: skip
             key = (row["query"], row["author"])
             pk = self.stored.checklists.get(key)

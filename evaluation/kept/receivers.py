@@ -58,18 +58,24 @@ def _group_changed(sender, instance, **kwargs) -> None:
         bump(dataset_id, Event.CRITERION_CHANGED)
 
 
+def _scoring_of(checklist: Checklist) -> tuple:
+    return checklist.__dict__.get("scoring"), checklist.__dict__.get("undecided")
+
+
 def _scoring_loaded(sender, instance, **kwargs) -> None:
-    """Remember the strategy a checklist was loaded with, for `_scoring_changed` (no query:
-    a checklist is saved on every edit of the editor)."""
-    instance._scoring_before = instance.__dict__.get("scoring")
+    """Remember the strategy and undecided setting a checklist was loaded with, for
+    `_scoring_changed` (no query: a checklist is saved on every edit of the editor)."""
+    instance._scoring_before = _scoring_of(instance)
 
 
 def _scoring_changed(sender, instance, created: bool = False, **kwargs) -> None:
-    """A checklist's own scoring strategy moves its scores (the dataset's is a fact of the
-    scores' state: evaluation.runs.scores); its other saves move nothing kept."""
-    if created or getattr(instance, "_scoring_before", instance.scoring) == instance.scoring:
+    """A checklist's own scoring strategy or undecided setting moves its scores (the
+    dataset's are facts of the scores' state: evaluation.runs.scores); its other saves move
+    nothing kept."""
+    now = _scoring_of(instance)
+    if created or getattr(instance, "_scoring_before", now) == now:
         return
-    instance._scoring_before = instance.scoring
+    instance._scoring_before = now
     dataset_id = Query.objects.filter(pk=instance.query_id).values_list("dataset_id", flat=True)
     for found in dataset_id:
         bump(found, Event.CRITERION_CHANGED)

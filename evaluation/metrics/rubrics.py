@@ -9,9 +9,13 @@ the bad thing, as its judge question asks, and the sign alone says it counts aga
 
 Every strategy reads one fact per criterion: is it *satisfied* (a positive criterion met, a
 penalty not met: `satisfied`, the one rule, whose SQL form is evaluation.metrics.rubrics_sql),
-with |weight| as its weight; `points` alone reads the sign. Undecided
-criteria (no valid vote, a tied panel) leave every numerator and denominator, and a group
-with no decided criterion is undecided and leaves its parent's denominator. An
+with |weight| as its weight; `points` alone reads the sign. What an undecided criterion
+(no valid vote, a tied panel) counts as is the checklist's choice (`UNDECIDED`): under
+`excluded` (the default) it leaves every numerator and denominator, and a group with no
+decided criterion is undecided and leaves its parent's denominator; under `not_met` it
+counts as not met, as Axion, PaperBench (a missing grade is 0) and HealthBench count it: a
+positive criterion unsatisfied, a penalty not committed (`satisfied(..., undecided=)`;
+`GroupCounts.read_as` folds the counted undecided criteria in the same way). An
 adjudication has already replaced the judges' verdict in `outcome` when a criterion gets
 here (evaluation.runs.scores, evaluation.rewards.reward).
 
@@ -32,10 +36,21 @@ STRATEGIES = ("share", "weighted", "concept", "aspect", "blend", "tree", "points
 DEFAULT_STRATEGY = "share"
 DEFAULT_BLEND_WEIGHT = 0.7
 
+# What an undecided criterion counts as: left out of every total, or not met.
+EXCLUDED, NOT_MET = "excluded", "not_met"
+UNDECIDED = (EXCLUDED, NOT_MET)
+DEFAULT_UNDECIDED = EXCLUDED
+
 
 def check_strategy(name: str) -> str:
     if name not in STRATEGIES:
         raise ValueError(f"unknown scoring strategy {name!r}; known: {', '.join(STRATEGIES)}")
+    return name
+
+
+def check_undecided(name: str) -> str:
+    if name not in UNDECIDED:
+        raise ValueError(f"unknown undecided setting {name!r}; known: {', '.join(UNDECIDED)}")
     return name
 
 
@@ -139,14 +154,18 @@ class Tree:
 EMPTY_TREE = Tree({}, (), (), {})
 
 
-def satisfied(outcome: str, weight: float | Decimal) -> bool | None:
+def satisfied(
+    outcome: str, weight: float | Decimal, undecided: str = DEFAULT_UNDECIDED
+) -> bool | None:
     """The one rule every strategy reads: is this criterion satisfied? A positive criterion
     (weight 0 included) when met (`pass`), a penalty (negative weight) when not met (`fail`:
-    the pitfall avoided); None when undecided (anything but pass or fail). Its SQL form is
-    evaluation.metrics.rubrics_sql.satisfied, held to this on the same cases."""
+    the pitfall avoided). An undecided criterion (anything but pass or fail): None under
+    `excluded`, left out; under `not_met` read as not met, as `fail`. Its SQL form is
+    evaluation.metrics.rubrics_sql.satisfied (the counts, which `GroupCounts.read_as` folds
+    by the same rule), held to this on the same cases."""
     if outcome == "pass":
         return weight >= 0
-    if outcome == "fail":
+    if outcome == "fail" or undecided == NOT_MET:
         return weight < 0
     return None
 
@@ -155,7 +174,9 @@ def satisfied(outcome: str, weight: float | Decimal) -> bool | None:
 class GroupCounts:
     """A group's own criteria (not its subgroups'), enabled only, counted: satisfied or not,
     decided or not, with their |weight|s; and the positive weight met and the penalty weight
-    met, for points. `undecided` counts criteria with no verdict."""
+    met, for points. `undecided` counts criteria with no verdict; the last three fields say
+    what they weigh (Σ |weight|, Σ weight of the positive ones, how many are penalties), so
+    that `read_as` can count them as not met without going back to the criteria."""
 
     satisfied: int = 0
     unsatisfied: int = 0
@@ -165,6 +186,9 @@ class GroupCounts:
     points_met: float = 0.0  # Σ weight of met positive criteria
     penalty_met: float = 0.0  # Σ |weight| of met penalties
     points_decided: float = 0.0  # Σ weight of decided positive criteria
+    weight_undecided: float = 0.0  # Σ |weight| of undecided criteria
+    points_undecided: float = 0.0  # Σ weight of undecided positive criteria
+    undecided_penalties: int = 0  # undecided criteria that are penalties
 
     def add(self, other: GroupCounts) -> None:
         self.satisfied += other.satisfied
@@ -175,10 +199,48 @@ class GroupCounts:
         self.points_met += other.points_met
         self.penalty_met += other.penalty_met
         self.points_decided += other.points_decided
+        self.weight_undecided += other.weight_undecided
+        self.points_undecided += other.points_undecided
+        self.undecided_penalties += other.undecided_penalties
 
     @property
     def decided(self) -> int:
+        """Criteria the strategies count: the decided ones, and the undecided ones too
+        once read as not met."""
         return self.satisfied + self.unsatisfied
+
+    def read_as(self, undecided: str) -> GroupCounts:
+        """These counts with the undecided criteria counted as `undecided` says: unchanged
+        under `excluded`; under `not_met`, what counting each one by satisfied(outcome,
+        weight, NOT_MET) gives: a positive criterion unsatisfied (its weight decided, no
+        point met), a penalty satisfied (not committed: no penalty met). `undecided`
+        still counts them, for the pages. Read once: the counts it gives are not to be read
+        again."""
+        if check_undecided(undecided) == EXCLUDED:
+            return self
+        penalties = self.undecided_penalties
+        return GroupCounts(
+            satisfied=self.satisfied + penalties,
+            unsatisfied=self.unsatisfied + self.undecided - penalties,
+            undecided=self.undecided,
+            weight_satisfied=self.weight_satisfied + self.weight_undecided - self.points_undecided,
+            weight_decided=self.weight_decided + self.weight_undecided,
+            points_met=self.points_met,
+            penalty_met=self.penalty_met,
+            points_decided=self.points_decided + self.points_undecided,
+            weight_undecided=self.weight_undecided,
+            points_undecided=self.points_undecided,
+            undecided_penalties=penalties,
+        )
+
+    def decided_only(self, undecided: str) -> tuple[int, int]:
+        """(met, missing) of counts read_as(undecided) gave, the undecided criteria apart
+        whatever they were read as: the decided criteria satisfied and not, for a reader
+        who is shown the undecided ones beside them."""
+        if undecided == EXCLUDED:
+            return self.satisfied, self.unsatisfied
+        penalties = self.undecided_penalties
+        return self.satisfied - penalties, self.unsatisfied - (self.undecided - penalties)
 
 
 @dataclass(frozen=True)
@@ -194,6 +256,11 @@ class RubricCriterion:
         is_satisfied = satisfied(self.outcome, weight)
         if is_satisfied is None:
             into.undecided += 1
+            into.weight_undecided += abs(weight)
+            if weight >= 0:
+                into.points_undecided += weight
+            else:
+                into.undecided_penalties += 1
             return
         met = self.outcome == "pass"
         into.satisfied += is_satisfied
@@ -214,9 +281,9 @@ class GroupScore:
     title: str
     depth: int
     score: float | None  # the strategy's value on the group's subtree; None: undecided
-    met: int  # criteria of the subtree satisfied (a penalty: avoided)
+    met: int  # decided criteria of the subtree satisfied (a penalty: avoided)
     missing: int  # decided and not satisfied (a penalty: committed)
-    undecided: int
+    undecided: int  # whatever the setting counted them as
 
 
 @dataclass(frozen=True)
@@ -224,6 +291,7 @@ class RubricScore:
     scoring: str
     value: float | None
     groups: tuple[GroupScore, ...] = field(default=())
+    undecided: int = 0  # the checklist's undecided criteria, whatever they counted as
 
 
 def _clip(value: float) -> float:
@@ -246,11 +314,14 @@ def score_counted(
     scoring: str,
     *,
     blend_weight: float = DEFAULT_BLEND_WEIGHT,
+    undecided: str = DEFAULT_UNDECIDED,
 ) -> RubricScore:
     """The checklist's score under `scoring` from its per-group counts (key None: the
-    criteria in no group). For `aspect` and `blend`, the aspects are the top-level groups,
-    and each criterion in no group is an aspect of its own."""
+    criteria in no group), its undecided criteria counted as `undecided` says. For `aspect`
+    and `blend`, the aspects are the top-level groups, and each criterion in no group is an
+    aspect of its own."""
     check_strategy(scoring)
+    counts = {key: counted.read_as(undecided) for key, counted in counts.items()}
     own = {key: counts.get(key) or GroupCounts() for key in tree.groups}
     # Subtree totals, children first; tree scores bottom-up.
     subtree: dict[str, GroupCounts] = {}
@@ -298,8 +369,7 @@ def score_counted(
             tree.groups[key].title,
             tree.depth[key],
             value_of(subtree[key], key),
-            subtree[key].satisfied,
-            subtree[key].unsatisfied,
+            *subtree[key].decided_only(undecided),
             subtree[key].undecided,
         )
         for key in tree.reading
@@ -322,7 +392,7 @@ def score_counted(
         value = _ratio(numerator, denominator)
     else:
         value = value_of(whole, None)
-    return RubricScore(scoring, value, groups)
+    return RubricScore(scoring, value, groups, whole.undecided)
 
 
 def value_counted(
@@ -331,6 +401,7 @@ def value_counted(
     scoring: str,
     *,
     blend_weight: float = DEFAULT_BLEND_WEIGHT,
+    undecided: str = DEFAULT_UNDECIDED,
 ) -> float | None:
     """score_counted(...).value alone. The strategies that read the checklist's counts as
     one (share, concept, weighted, points) sum them without walking the tree: analytics
@@ -340,8 +411,10 @@ def value_counted(
         total = GroupCounts()
         for counted in counts.values():
             total.add(counted)
-        return _flat_value(total, scoring)
-    return score_counted(counts, tree, scoring, blend_weight=blend_weight).value
+        return _flat_value(total.read_as(undecided), scoring)
+    return score_counted(
+        counts, tree, scoring, blend_weight=blend_weight, undecided=undecided
+    ).value
 
 
 # The strategies that read a (sub)tree's criteria as one pool, whatever its groups.
@@ -386,6 +459,9 @@ def score_rubric(
     scoring: str = DEFAULT_STRATEGY,
     *,
     blend_weight: float = DEFAULT_BLEND_WEIGHT,
+    undecided: str = DEFAULT_UNDECIDED,
 ) -> RubricScore:
     """One checklist's score from its enabled criteria's verdicts (see score_counted)."""
-    return score_counted(count_criteria(criteria), tree, scoring, blend_weight=blend_weight)
+    return score_counted(
+        count_criteria(criteria), tree, scoring, blend_weight=blend_weight, undecided=undecided
+    )

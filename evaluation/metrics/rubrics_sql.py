@@ -2,12 +2,14 @@
 expressions, for the reads that count a run's verdicts in the database (run scores,
 analytics) instead of bringing every criterion into Python.
 
-`satisfied` is `rubrics.satisfied`; `group_counts` gives one SUM per field of
-`rubrics.GroupCounts`, in its field order, each the sum over the grouped rows of what
-`RubricCriterion.count` adds for one criterion. tests/evaluation/test_rubrics_sql.py holds both
-to the Python rule on the same table of cases (met and not, penalty or not, weight 0,
-undecided), on SQLite and PostgreSQL. As in evaluation.metrics.votes_sql, only column names
-and constants of our own go into the text.
+`satisfied` is `rubrics.satisfied` under `excluded` (the counts keep undecided criteria
+apart, with what they weigh; `GroupCounts.read_as` then counts them as the checklist's
+setting says); `group_counts` gives one SUM per field of `rubrics.GroupCounts`, in its field
+order, each the sum over the grouped rows of what `RubricCriterion.count` adds for one
+criterion. tests/evaluation/test_rubrics_sql.py holds both to the Python rule on the same
+table of cases (met and not, penalty or not, weight 0, undecided), on SQLite and PostgreSQL.
+As in evaluation.metrics.votes_sql, only column names and constants of our own go into the
+text.
 """
 
 from __future__ import annotations
@@ -44,6 +46,9 @@ def group_counts(
         "points_met": (f"{weight} >= 0 AND {outcome} = 'pass'", weight),
         "penalty_met": (f"{weight} < 0 AND {outcome} = 'pass'", f"-{weight}"),
         "points_decided": (f"{weight} >= 0 AND {sat} IS NOT NULL", weight),
+        "weight_undecided": (f"{sat} IS NULL", size),
+        "points_undecided": (f"{weight} >= 0 AND {sat} IS NULL", weight),
+        "undecided_penalties": (f"{weight} < 0 AND {sat} IS NULL", "1"),
     }
     names = [f.name for f in fields(GroupCounts)]
     if list(amounts) != names:  # a field added to GroupCounts must be counted here too
@@ -57,7 +62,8 @@ def group_counts(
 def counts_of(row: tuple | list) -> GroupCounts:
     """The GroupCounts of a row of group_counts' sums (a Decimal or a float per weight sum,
     from PostgreSQL or SQLite; NULL, a sum over no row, as 0)."""
-    satisfied_, unsatisfied, undecided, *weights = (value or 0 for value in row)
+    satisfied_, unsatisfied, undecided, *weights, penalties = (value or 0 for value in row)
     return GroupCounts(
-        int(satisfied_), int(unsatisfied), int(undecided), *(float(w) for w in weights)
-    )
+        int(satisfied_), int(unsatisfied), int(undecided), *(float(w) for w in weights),
+        int(penalties),
+    )  # fmt: skip

@@ -3,9 +3,11 @@
 Input is one verdict per criterion (after vote aggregation). See docs/metrics.md.
 
 "Undecided" criteria (no valid judge vote, or a tied panel) are excluded from every
-denominator and reported in `AnswerScore.undecided`: an unparseable judge output must never
-lower a score, and must not raise it either. Disabled criteria (scoring_enabled off) are
-ignored entirely, as if they were not in the checklist.
+denominator by default and reported in `AnswerScore.undecided`: an unparseable judge output
+must never lower a score, and must not raise it either. A dataset (or a checklist) may count
+them as not met instead (`share_score(..., undecided="not_met")`, the reading of Axion,
+PaperBench and HealthBench: evaluation.metrics.rubrics.satisfied). Disabled criteria
+(scoring_enabled off) are ignored entirely, as if they were not in the checklist.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal, get_args
 
-from evaluation.metrics.rubrics import EMPTY_TREE, GroupCounts, value_counted
+from evaluation.metrics.rubrics import DEFAULT_UNDECIDED, EMPTY_TREE, GroupCounts, value_counted
 
 VerdictOutcome = Literal["pass", "fail", "undecided"]
 _VERDICT_OUTCOMES = frozenset(get_args(VerdictOutcome))
@@ -89,21 +91,25 @@ def score_answer(criteria: Sequence[ScoredCriterion]) -> AnswerScore:
     )
 
 
-def share_score(whole: GroupCounts, core: GroupCounts) -> AnswerScore:
+def share_score(
+    whole: GroupCounts, core: GroupCounts, undecided: str = DEFAULT_UNDECIDED
+) -> AnswerScore:
     """A checklist's shares from its counts (what a database GROUP BY gives): `whole` over
-    its enabled criteria, `core` over its enabled core criteria. A criterion counts as passed
-    when it is satisfied (rubrics.satisfied: a penalty when avoided), so the shares are the
-    `share` and `weighted` strategies' values (rubrics.value_counted) on the same counts;
-    without a penalty they are score_answer()'s."""
+    its enabled criteria, `core` over its enabled core criteria, the undecided ones counted
+    as `undecided` says (rubrics.GroupCounts.read_as). A criterion counts as passed when it
+    is satisfied (rubrics.satisfied: a penalty when avoided), so the shares are the `share`
+    and `weighted` strategies' values (rubrics.value_counted) on the same counts; without a
+    penalty and under `excluded` they are score_answer()'s. `passed`, `failed` and
+    `undecided` count the criteria as they were decided, whatever the setting."""
     loose = {None: whole}
     return AnswerScore(
         passed=whole.satisfied,
         failed=whole.unsatisfied,
         undecided=whole.undecided,
         total=whole.decided + whole.undecided,
-        share=value_counted(loose, EMPTY_TREE, "share"),
-        weighted_share=value_counted(loose, EMPTY_TREE, "weighted"),
-        core_share=value_counted({None: core}, EMPTY_TREE, "share"),
+        share=value_counted(loose, EMPTY_TREE, "share", undecided=undecided),
+        weighted_share=value_counted(loose, EMPTY_TREE, "weighted", undecided=undecided),
+        core_share=value_counted({None: core}, EMPTY_TREE, "share", undecided=undecided),
     )
 
 

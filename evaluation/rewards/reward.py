@@ -45,7 +45,14 @@ def _core_share(checked: ChecklistVerdicts) -> float | None:
     return rubrics.score_rubric(core, EMPTY_TREE, "share").value
 
 
-def strategy_named(name: str, *, blend_weight: float = rubrics.DEFAULT_BLEND_WEIGHT) -> Strategy:
+def strategy_named(
+    name: str,
+    *,
+    blend_weight: float = rubrics.DEFAULT_BLEND_WEIGHT,
+    undecided: str = rubrics.DEFAULT_UNDECIDED,
+) -> Strategy:
+    """The strategy `name`, its undecided criteria counted as `undecided` says (the
+    dataset's setting, else a checklist's own: docs/metrics.md#undecided-criteria)."""
     if name == "core_share":
         return _core_share
     name = _ALIASES.get(name, name)
@@ -57,7 +64,7 @@ def strategy_named(name: str, *, blend_weight: float = rubrics.DEFAULT_BLEND_WEI
 
     def strategy(checked: ChecklistVerdicts) -> float | None:
         return rubrics.score_rubric(
-            checked.criteria, checked.tree, name, blend_weight=blend_weight
+            checked.criteria, checked.tree, name, blend_weight=blend_weight, undecided=undecided
         ).value
 
     return strategy

@@ -99,9 +99,13 @@ def _strategies(dataset: Dataset, criteria) -> tuple[dict, dict]:
     checklists = {c.checklist_id: c.checklist for _, listed in criteria for c in listed}
     blend = getattr(dataset, "blend_weight", rubrics.DEFAULT_BLEND_WEIGHT)
     overrides = {
-        pk: reward.strategy_named(checklist.scoring, blend_weight=blend)
+        pk: reward.strategy_named(
+            scoring.strategy_of(dataset.scoring, checklist.scoring),
+            blend_weight=blend,
+            undecided=scoring.undecided_of(dataset.undecided, checklist.undecided),
+        )
         for pk, checklist in checklists.items()
-        if checklist.scoring
+        if checklist.scoring or checklist.undecided
     }
     return overrides, trees.trees_of(checklists)
 
@@ -154,6 +158,7 @@ def reward_batch(
     strategy = reward.strategy_named(
         scoring_strategy(dataset),
         blend_weight=getattr(dataset, "blend_weight", rubrics.DEFAULT_BLEND_WEIGHT),
+        undecided=scoring.undecided_of(getattr(dataset, "undecided", "")),
     )
     overrides, checklist_trees = _strategies(dataset, criteria)
     audit_share = settings.REWARDS_AUDIT_SAMPLE

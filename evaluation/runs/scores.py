@@ -7,7 +7,8 @@ panel's current settings); an adjudication on (answer, criterion) replaces that 
 The votes are counted in the database, per answer, checklist and group; the shares are
 computed from those counts (metrics.scoring.share_score) and each checklist's strategy
 value too (metrics.rubrics.score_counted), both from the one satisfied rule
-(metrics.rubrics.satisfied, in SQL metrics.rubrics_sql).
+(metrics.rubrics.satisfied, in SQL metrics.rubrics_sql), the undecided criteria counted as
+each checklist's setting says (its own, else the dataset's: excluded or not met).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from evaluation.runs.models import GradedScore, Run
 
 # The shape of the kept counts and reports: moved when their columns change, so that rows
 # kept by an earlier release are never read as this one's.
-_SHAPE = "rubrics-2"
+_SHAPE = "rubrics-3"  # 3: the undecided criteria's weights counted, the undecided setting
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class ChecklistResult:
     scoring: str = rubrics.DEFAULT_STRATEGY  # the strategy it is scored by
     value: float | None = None  # its score under that strategy
     groups: tuple[GroupScore, ...] = ()  # each group's score, in reading order
+    undecided_as: str = rubrics.DEFAULT_UNDECIDED  # what its undecided criteria counted as
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,7 @@ class SystemReport:
     graded: float | None
     passed: int
     pass_rate: float | None  # among answers with a pass/fail
+    undecided: int = 0  # criteria with no valid vote, over its answers
 
 
 @dataclass(frozen=True)
@@ -124,12 +127,15 @@ _COUNTS = ", ".join(
 _CORE_COUNTS = rubrics_sql.group_counts(
     "outcome", "weight", where="enabled AND is_core", is_satisfied="sat"
 )
-_CORE = ", ".join(_CORE_COUNTS[:2])  # GroupCounts' first two: satisfied, unsatisfied
+# GroupCounts' satisfied, unsatisfied, undecided and undecided_penalties: the core share's
+# counts under either undecided setting.
+_CORE_FIELDS = (0, 1, 2, len(_CORE_COUNTS) - 1)
+_CORE = ", ".join(_CORE_COUNTS[n] for n in _CORE_FIELDS)
 
 
 def _counted(run: Run) -> list[tuple]:
-    """(answer, checklist, group, GroupCounts fields..., core satisfied, core unsatisfied,
-    splits, adjudicated) rows of the run."""
+    """(answer, checklist, group, GroupCounts fields..., core satisfied, unsatisfied,
+    undecided and undecided penalties, splits, adjudicated) rows of the run."""
     sql = _COUNTS_SQL.format(
         panel=votes_sql.panel_outcome(run.panel_method, run.panel_threshold, "iv.p", "iv.f"),
         satisfied=rubrics_sql.satisfied("outcome", "weight"),
@@ -181,10 +187,14 @@ def _report(run: Run, counted: list) -> ScoreReport:
     splits: dict[int, int] = defaultdict(int)
     decided_by_adjudication: dict[int, int] = defaultdict(int)
     for row in counted:
-        answer_id, checklist_id, group_id, *counts, core_sat, core_unsat, split, adjudicated = row
+        answer_id, checklist_id, group_id, *counts, split, adjudicated = row
+        counts, core = counts[: -len(_CORE_FIELDS)], counts[-len(_CORE_FIELDS) :]
         by_group[answer_id, checklist_id][trees.group_key(group_id)] = rubrics_sql.counts_of(counts)
-        numbers = [int(counts[0]), int(counts[1]), int(counts[2]), _decimal(counts[3]),
-                   _decimal(counts[4]), int(core_sat), int(core_unsat)]  # fmt: skip
+        numbers = [
+            *(int(counts[_AT[name]] or 0) for name in ("satisfied", "unsatisfied", "undecided")),
+            *(_decimal(counts[_AT[name]] or 0) for name in _EXACT),
+            int(counts[_AT["undecided_penalties"]] or 0), *(int(n or 0) for n in core),
+        ]  # fmt: skip
         total = sums[answer_id].get(checklist_id)
         if total is None:
             sums[answer_id][checklist_id] = numbers
@@ -193,19 +203,26 @@ def _report(run: Run, counted: list) -> ScoreReport:
                 total[n] += number
         splits[answer_id] += int(split)
         decided_by_adjudication[answer_id] += int(adjudicated)
+    checklist_ids = {c for own in sums.values() for c in own}
+    authors, scorings, undecided_as = {}, {}, {}
+    found = Checklist.objects.filter(pk__in=checklist_ids)
+    for pk, author, scoring, undecided in found.values_list(
+        "pk", "author__username", "scoring", "undecided"
+    ):
+        authors[pk], scorings[pk] = author, trees.strategy_of(run.dataset, scoring)
+        undecided_as[pk] = trees.undecided_of(run.dataset, undecided)
+
+    def setting(checklist_id: int) -> str:
+        return undecided_as.get(checklist_id, rubrics.DEFAULT_UNDECIDED)
+
     per_checklist: dict[int, dict[int, AnswerScore]] = {
-        answer_id: {pk: _share_score(*numbers) for pk, numbers in own.items()}
+        answer_id: {pk: _share_score(*numbers, setting(pk)) for pk, numbers in own.items()}
         for answer_id, own in sums.items()
     }
     grades: dict[int, dict[str, list[int | None]]] = defaultdict(lambda: defaultdict(list))
     graded_rows = GradedScore.objects.filter(run=run, outcome=GradedScore.Outcome.SCORED)
     for answer_id, judge_id, score in graded_rows.values_list("answer_id", "judge_id", "score"):
         grades[answer_id][str(judge_id)].append(score)
-    checklist_ids = {c for own in per_checklist.values() for c in own}
-    authors, scorings = {}, {}
-    found = Checklist.objects.filter(pk__in=checklist_ids)
-    for pk, author, scoring in found.values_list("pk", "author__username", "scoring"):
-        authors[pk], scorings[pk] = author, trees.strategy_of(run.dataset, scoring)
     checklist_trees = trees.trees_of(checklist_ids) if checklist_ids else {}
     blend = run.dataset.blend_weight
 
@@ -216,10 +233,11 @@ def _report(run: Run, counted: list) -> ScoreReport:
             checklist_trees.get(checklist_id, rubrics.EMPTY_TREE),
             scoring,
             blend_weight=blend,
+            undecided=setting(checklist_id),
         )
         return ChecklistResult(
             checklist_id, authors.get(checklist_id) or "", score, scoring, rubric.value,
-            rubric.groups,
+            rubric.groups, setting(checklist_id),
         )  # fmt: skip
 
     threshold = run.dataset.pass_threshold
@@ -261,14 +279,27 @@ def _report(run: Run, counted: list) -> ScoreReport:
     return ScoreReport(threshold, reports, _by_system(reports))
 
 
+_AT = {f.name: n for n, f in enumerate(fields(rubrics.GroupCounts))}
+# The weight sums the shares read, kept exact until the one division.
+_EXACT = ("weight_satisfied", "weight_decided", "weight_undecided", "points_undecided")
+
+
 def _share_score(
     satisfied: int, unsatisfied: int, undecided: int, weight_satisfied: Decimal,
-    weight_decided: Decimal, core_satisfied: int, core_unsatisfied: int,
+    weight_decided: Decimal, weight_undecided: Decimal, points_undecided: Decimal,
+    undecided_penalties: int, core_satisfied: int, core_unsatisfied: int,
+    core_undecided: int, core_undecided_penalties: int, setting: str,
 ) -> AnswerScore:  # fmt: skip
     whole = rubrics.GroupCounts(
-        satisfied, unsatisfied, undecided, float(weight_satisfied), float(weight_decided)
-    )
-    return share_score(whole, rubrics.GroupCounts(core_satisfied, core_unsatisfied))
+        satisfied, unsatisfied, undecided, float(weight_satisfied), float(weight_decided),
+        weight_undecided=float(weight_undecided), points_undecided=float(points_undecided),
+        undecided_penalties=undecided_penalties,
+    )  # fmt: skip
+    core = rubrics.GroupCounts(
+        core_satisfied, core_unsatisfied, core_undecided,
+        undecided_penalties=core_undecided_penalties,
+    )  # fmt: skip
+    return share_score(whole, core, setting)
 
 
 def _decimal(value) -> Decimal:
@@ -293,6 +324,7 @@ def _by_system(answers: list[AnswerReport]) -> list[SystemReport]:
             graded=mean(r.graded for r in rows),
             passed=sum(r.passed is True for r in rows),
             pass_rate=pass_rate(r.passed for r in rows),
+            undecided=sum(r.undecided for r in rows),
         )
         for system_id, rows in grouped.items()
     ]
@@ -348,7 +380,8 @@ def _scores_state(run: Run) -> readers.State:
     rates), which moves no counter."""
     dataset = run.dataset
     facts = [
-        repr(dataset.pass_threshold), dataset.scoring, repr(dataset.blend_weight), _SHAPE,
+        repr(dataset.pass_threshold), dataset.scoring, dataset.undecided,
+        repr(dataset.blend_weight), _SHAPE,
         *readers.run_facts(run),
     ]  # fmt: skip
     return readers.state(run.dataset_id, readers.RUN_SCORES, run=run, facts=facts)
@@ -363,7 +396,8 @@ def _answer_row(report: AnswerReport) -> dict:
         {"checklist_id": c.checklist_id,
          "score": {name: getattr(c.score, name) for name in _SCORE_FIELDS},
          "scoring": c.scoring, "value": c.value,
-         "groups": [[getattr(g, name) for name in _GROUP_FIELDS] for g in c.groups]}
+         "groups": [[getattr(g, name) for name in _GROUP_FIELDS] for g in c.groups],
+         "undecided_as": c.undecided_as}
         for c in report.checklists
     ]  # fmt: skip
     return row
@@ -378,7 +412,7 @@ def _answer_from(row: dict, authors: dict[int, str]) -> AnswerReport:
     checklists = [
         ChecklistResult(c["checklist_id"], authors.get(c["checklist_id"]) or "",
                         AnswerScore(**c["score"]), c["scoring"], c["value"],
-                        tuple(GroupScore(*g) for g in c["groups"]))
+                        tuple(GroupScore(*g) for g in c["groups"]), c["undecided_as"])
         for c in row["checklists"]
     ]  # fmt: skip
     return AnswerReport(**{**row, "checklists": checklists})

@@ -119,9 +119,13 @@ class GroupScoreSerializer(serializers.Serializer):
     score = serializers.FloatField(
         **_SHARE, help_text="The strategy's value on the group; null: nothing decided in it."
     )
-    met = serializers.IntegerField(help_text="Criteria satisfied (a penalty: avoided).")
-    missing = serializers.IntegerField(help_text="Criteria not satisfied (a penalty: committed).")
-    undecided = serializers.IntegerField()
+    met = serializers.IntegerField(help_text="Decided criteria satisfied (a penalty: avoided).")
+    missing = serializers.IntegerField(
+        help_text="Decided criteria not satisfied (a penalty: committed)."
+    )
+    undecided = serializers.IntegerField(
+        help_text="Criteria with no valid vote, whatever the undecided setting counted them as."
+    )
 
 
 class ChecklistScoreSerializer(serializers.Serializer):
@@ -130,6 +134,11 @@ class ChecklistScoreSerializer(serializers.Serializer):
     score = ScoreSerializer()
     scoring = serializers.CharField(help_text="The strategy it is scored by (docs/metrics.md).")
     value = serializers.FloatField(**_SHARE, help_text="Its score under that strategy.")
+    undecided_as = serializers.ChoiceField(
+        choices=["excluded", "not_met"],
+        help_text="What its undecided criteria (score.undecided) counted as in `value` and the "
+        "shares: left out, or not met (docs/metrics.md#undecided-criteria).",
+    )
     groups = GroupScoreSerializer(many=True, help_text="Each group, parents before children.")
 
 
@@ -145,7 +154,10 @@ class AnswerScoreSerializer(serializers.Serializer):
     share = serializers.FloatField(source="score", **_SHARE)
     weighted = serializers.FloatField(**_SHARE)
     core = serializers.FloatField(**_SHARE)
-    undecided = serializers.IntegerField()
+    undecided = serializers.IntegerField(
+        help_text="Criteria with no valid vote, over the query's checklists (each one's "
+        "undecided_as says what they counted as)."
+    )
     split = serializers.IntegerField()
     adjudicated = serializers.IntegerField()
     passed = serializers.BooleanField(
@@ -165,6 +177,7 @@ class SystemScoreSerializer(serializers.Serializer):
     graded = serializers.FloatField(allow_null=True, min_value=1.0, max_value=5.0)
     passed = serializers.IntegerField()
     pass_rate = serializers.FloatField(**_SHARE)
+    undecided = serializers.IntegerField(help_text="Criteria with no valid vote, over its answers.")
 
 
 class RunScoresSerializer(serializers.Serializer):

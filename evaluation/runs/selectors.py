@@ -270,6 +270,8 @@ class ChecklistRubric:
     scoring: str
     value: float | None
     sections: list[RubricSection]
+    undecided: int = 0  # its undecided criteria
+    undecided_as: str = rubrics.DEFAULT_UNDECIDED  # what they counted as in `value`
 
 
 def answer_rubrics(
@@ -296,11 +298,16 @@ def answer_rubrics(
             )
             for row in rows
         ]
-        score = rubrics.score_rubric(criteria, tree, scoring, blend_weight=run.dataset.blend_weight)
+        undecided = trees.undecided_of(run.dataset, checklist.undecided)
+        score = rubrics.score_rubric(
+            criteria, tree, scoring, blend_weight=run.dataset.blend_weight, undecided=undecided
+        )
         own: dict[str | None, list[CriterionVotes]] = defaultdict(list)
         for row in rows:
             own[trees.group_key(row.criterion.group_id)].append(row)
         sections = [RubricSection(None, own[None])] if own[None] else []
         sections += [RubricSection(g, own[g.key]) for g in score.groups]
-        out.append(ChecklistRubric(author, scoring, score.value, sections))
+        out.append(
+            ChecklistRubric(author, scoring, score.value, sections, score.undecided, undecided)
+        )
     return out

@@ -31,5 +31,10 @@ def strategy_of(dataset: Dataset, checklist_scoring: str) -> str:
     return scoring.strategy_of(dataset.scoring, checklist_scoring)
 
 
+def undecided_of(dataset: Dataset, checklist_undecided: str) -> str:
+    """What a checklist's undecided criteria count as: its own setting, else its dataset's."""
+    return scoring.undecided_of(dataset.undecided, checklist_undecided)
+
+
 def group_key(group_id: int | None) -> str | None:
     return None if group_id is None else str(group_id)

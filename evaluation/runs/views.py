@@ -127,6 +127,8 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             request, "evaluation/analytics/_figures_updating.html",
             {"served": report, "poll_url": request.path, "reload_url": request.path},
         )  # fmt: skip
+    if request.htmx and request.htmx.target == "scores-watch":
+        return _scores_watch(request, report)
     context["report"] = report
     # The per-system table covers every answer; the per-answer table shows a page of them
     # (a run of 5,000 answers is not one page of HTML), each with its query's text. Only
@@ -139,6 +141,23 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 ANSWERS_PER_PAGE = 100
+
+
+def _scores_watch(request: HttpRequest, report: scores.RunScores) -> HttpResponse:
+    """The poll of an ended run's page whose scores were current when shown: a change they
+    depend on since (a strategy or undecided setting, a weight, an adjudication) makes
+    run_scores queue their refresh, and the page says "Updating" (the note polls on and
+    reloads the page once the fresh ones are kept); fresh ones kept already reload it now.
+    Nothing changed: 204, and the page polls on."""
+    if report.updating:
+        return render(
+            request, "evaluation/analytics/_figures_updating.html",
+            {"served": report, "poll_url": request.path, "reload_url": request.path},
+        )  # fmt: skip
+    shown = request.GET.get("shown", "")
+    if report.computed_at is not None and report.computed_at.isoformat() != shown:
+        return HttpResponse(headers={"HX-Refresh": "true"})
+    return HttpResponse(status=204)
 
 
 ACTIONS = {

@@ -156,6 +156,11 @@ TABLES: tuple[Table, ...] = (
                 "scoring",
                 doc="Its own scoring strategy (docs/metrics.md); empty: the dataset's",
             ),
+            _c(
+                "undecided",
+                doc="What its undecided criteria count as, excluded or not_met "
+                "(docs/metrics.md#undecided-criteria); empty: the dataset's",
+            ),
             _c("id", INT, "The app's id (ignored by the import)"),
         ),
     ),
@@ -408,7 +413,7 @@ TABLES: tuple[Table, ...] = (
             _c("score", FLOAT, "Mean over the query's checklists of the share passed"),
             _c("weighted", FLOAT),
             _c("core", FLOAT),
-            _c("undecided", INT),
+            _c("undecided", INT, "Criteria with no valid vote, over the query's checklists"),
             _c("split", INT),
             _c("adjudicated", INT),
             _c("passed", BOOL, "Against the dataset's pass threshold (empty: none)"),
@@ -424,6 +429,12 @@ TABLES: tuple[Table, ...] = (
                 FLOAT,
                 "Mean over the query's checklists of each one's value under "
                 "its strategy: what pass/fail and the analytics read",
+            ),
+            _c(
+                "undecided_as",
+                STR,
+                "What the undecided criteria counted as in `value` and the shares, "
+                "excluded or not_met (several, comma-separated, when they differ)",
             ),
         ),
         include="scores",

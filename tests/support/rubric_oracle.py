@@ -27,6 +27,23 @@ class Node:
     children: list = field(default_factory=list)  # Node | Leaf
 
 
+def read_undecided(node: Node, undecided: str) -> Node:
+    """A copy of the tree whose undecided criteria read as `undecided` says: unchanged under
+    `excluded`; under `not_met`, each one not met, its verdict `fail` (the reading of Axion,
+    PaperBench and HealthBench, docs/metrics.md#undecided-criteria)."""
+    if undecided == "excluded":
+        return node
+    out = Node(node.key, node.weight)
+    for child in node.children:
+        if isinstance(child, Node):
+            out.children.append(read_undecided(child, undecided))
+        elif child.outcome == "undecided":
+            out.children.append(Leaf(child.key, child.weight, "fail", child.verdict))
+        else:
+            out.children.append(child)
+    return out
+
+
 def satisfied(leaf: Leaf) -> bool:
     return (leaf.outcome == "pass") == (leaf.weight >= 0)
 

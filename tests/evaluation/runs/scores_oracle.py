@@ -10,6 +10,7 @@ when avoided in the shares, as the app counts them.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -40,6 +41,7 @@ class ChecklistResult:
     scoring: str = "share"
     value: float | None = None
     groups: tuple = ()
+    undecided_as: str = "excluded"
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,7 @@ class SystemReport:
     graded: float | None
     passed: int
     pass_rate: float | None  # among answers with a pass/fail
+    undecided: int = 0
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,8 @@ def run_report(run: Run) -> ScoreReport:
         label = adjudicated.get((answer_id, criterion_id))
         decided_by_adjudication[answer_id] += label is not None
         info = criteria[criterion_id]
+        if info["weight"] < 0:
+            _PENALTIES.add(str(criterion_id))
         per_checklist[answer_id].setdefault(info["checklist_id"], []).append(
             ScoredCriterion(
                 key=str(criterion_id),
@@ -149,7 +154,8 @@ def run_report(run: Run) -> ScoreReport:
     for pk, query_id, system_id, name, version in answers:
         checklists = [
             ChecklistResult(
-                checklist_id, authors[checklist_id] or "", score_answer(scored),
+                checklist_id, authors[checklist_id] or "",
+                _score(scored, _undecided_of(dataset, checklist_id)),
                 *_rubric(dataset, checklist_id, leaves[pk, checklist_id]),
             )
             for checklist_id, scored in sorted(per_checklist.get(pk, {}).items())
@@ -195,10 +201,38 @@ def _by_system(answers: list[AnswerReport]) -> list[SystemReport]:
             graded=mean(r.graded for r in rows),
             passed=sum(r.passed is True for r in rows),
             pass_rate=pass_rate(r.passed for r in rows),
+            undecided=sum(r.undecided for r in rows),
         )
         for system_id, rows in grouped.items()
     ]
     return sorted(systems, key=lambda s: s.system)
+
+
+def _undecided_of(dataset, checklist_id: int) -> str:
+    own = Checklist.objects.values_list("undecided", flat=True).get(pk=checklist_id)
+    return own or dataset.undecided or "excluded"
+
+
+def _score(scored: list[ScoredCriterion], undecided: str) -> AnswerScore:
+    """score_answer's counts, and its shares with the undecided criteria read as the
+    setting says: under not_met, a positive one failed, a penalty avoided (here, where a
+    penalty's outcome is already turned to satisfied or not: passed)."""
+    counted = score_answer(scored)
+    if undecided == "excluded":
+        return counted
+    read = [
+        dataclasses.replace(c, outcome="pass" if c.key in _PENALTIES else "fail")
+        if c.outcome == "undecided" else c
+        for c in scored
+    ]  # fmt: skip
+    shares = score_answer(read)
+    return dataclasses.replace(
+        counted, share=shares.share, weighted_share=shares.weighted_share,
+        core_share=shares.core_share,
+    )  # fmt: skip
+
+
+_PENALTIES: set[str] = set()  # keys of the penalty criteria seen (run_report fills it)
 
 
 def _satisfied(outcome: str, weight) -> str:
@@ -208,10 +242,11 @@ def _satisfied(outcome: str, weight) -> str:
     return "fail" if outcome == "pass" else "pass"
 
 
-def _rubric(dataset, checklist_id: int, leaves: list) -> tuple[str, float | None, tuple]:
+def _rubric(dataset, checklist_id: int, leaves: list) -> tuple[str, float | None, tuple, str]:
     """The checklist's strategy, its value and its groups' scores, by the recursive oracle."""
     own = Checklist.objects.values_list("scoring", flat=True).get(pk=checklist_id)
     strategy = own or dataset.scoring or "share"
+    undecided = _undecided_of(dataset, checklist_id)
     rows = list(
         CriterionGroup.objects.filter(checklist_id=checklist_id).values_list(
             "pk", "parent_id", "weight", "title", "external_id", "position"
@@ -229,6 +264,7 @@ def _rubric(dataset, checklist_id: int, leaves: list) -> tuple[str, float | None
     }
     blend = dataset.blend_weight
     groups = []
+    read = rubric_oracle.read_undecided(root, undecided)
 
     def walk(node, depth: int) -> None:
         for child in node.children:
@@ -238,11 +274,13 @@ def _rubric(dataset, checklist_id: int, leaves: list) -> tuple[str, float | None
                 groups.append(
                     GroupScore(
                         child.key, info[child.key][1], info[child.key][0], depth,
-                        rubric_oracle.group_value(child, strategy, blend), met,
+                        rubric_oracle.group_value(reads[child.key], strategy, blend), met,
                         len(decided) - met, len(rubric_oracle.leaves(child)) - len(decided),
                     )
                 )  # fmt: skip
                 walk(child, depth + 1)
 
+    reads = {g.key: g for g in rubric_oracle.groups(read)}
     walk(root, 1)
-    return strategy, rubric_oracle.value(root, strategy, blend), tuple(groups)
+    value = rubric_oracle.value(read, strategy, blend)
+    return strategy, value, tuple(groups), undecided

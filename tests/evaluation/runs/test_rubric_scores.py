@@ -101,3 +101,41 @@ def test_the_kept_scores_follow_a_groups_weight_and_a_checklists_strategy(
     after = fresh[0:1000]
     assert before != after
     same([asdict(a) for a in scores_oracle.run_report(run).answers], [asdict(a) for a in after])
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_every_strategy_counts_undecided_criteria_as_not_met_when_the_dataset_says(
+    grouped, reviewed_dataset, strategy
+):
+    data, _ = grouped
+    run = data.run
+    reviewed_dataset.scoring = strategy
+    reviewed_dataset.save()
+    run.refresh_from_db()
+    excluded = scores.run_report(run)
+    reviewed_dataset.undecided = "not_met"
+    reviewed_dataset.save()
+    run.refresh_from_db()
+    expected = scores_oracle.run_report(run)
+    assert any(a.undecided for a in expected.answers)
+    report = scores.run_report(run)
+    same(asdict(expected), asdict(report))
+    assert {c.undecided_as for a in report.answers for c in a.checklists} == {"not_met"}
+    # The setting moves the figures of answers with an undecided criterion, only those
+    # (points may move none: an undecided penalty moves nothing, a clipped 0 stays 0).
+    before = {a.answer_id: a.value for a in excluded.answers}
+    moved = {a.answer_id for a in report.answers if a.value != before[a.answer_id]}
+    assert moved <= {a.answer_id for a in report.answers if a.undecided}
+    assert moved or strategy == "points"
+
+
+def test_a_checklists_own_undecided_setting_overrides_the_datasets(grouped, reviewed_dataset):
+    data, checklists = grouped
+    Checklist.objects.filter(pk=checklists[0]).update(undecided="not_met", scoring="tree")
+    run = data.run
+    run.refresh_from_db()
+    report = scores.run_report(run)
+    settings = {c.checklist_id: c.undecided_as for a in report.answers for c in a.checklists}
+    assert settings[checklists[0]] == "not_met"
+    assert settings[checklists[1]] == "excluded"
+    same(asdict(scores_oracle.run_report(run)), asdict(report))

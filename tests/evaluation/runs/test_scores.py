@@ -152,11 +152,11 @@ def test_scores_api_by_role_and_values(
             {"checklist": criteria["c1"].checklist_id, "author": "anna", "score": {
                 "passed": 1, "failed": 1, "undecided": 0, "total": 2, "share": 0.5,
                 "weighted_share": 0.25, "core_share": 1.0},
-             "scoring": "share", "value": 0.5, "groups": []},
+             "scoring": "share", "value": 0.5, "undecided_as": "excluded", "groups": []},
             {"checklist": criteria["c3"].checklist_id, "author": "ben", "score": {
                 "passed": 1, "failed": 0, "undecided": 0, "total": 1, "share": 1.0,
                 "weighted_share": 1.0, "core_share": 1.0},
-             "scoring": "share", "value": 1.0, "groups": []},
+             "scoring": "share", "value": 1.0, "undecided_as": "excluded", "groups": []},
         ],
         "value": 0.75, "share": 0.75, "weighted": 0.625, "core": 1.0, "undecided": 0, "split": 2,
         "adjudicated": 0, "passed": True, "graded": 4.5,
