@@ -62,8 +62,10 @@ def group_counts(
 def counts_of(row: tuple | list) -> GroupCounts:
     """The GroupCounts of a row of group_counts' sums (a Decimal or a float per weight sum,
     from PostgreSQL or SQLite; NULL, a sum over no row, as 0)."""
-    satisfied_, unsatisfied, undecided, *weights, penalties = (value or 0 for value in row)
+    # Called once per (answer, checklist, group) row: 250,000 times for a run of a million
+    # verdicts, so a list and map() rather than generators (a tenth of the reports' time).
+    values = [value or 0 for value in row]
     return GroupCounts(
-        int(satisfied_), int(unsatisfied), int(undecided), *(float(w) for w in weights),
-        int(penalties),
+        int(values[0]), int(values[1]), int(values[2]), *map(float, values[3:-1]),
+        int(values[-1]),
     )  # fmt: skip
