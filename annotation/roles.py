@@ -55,7 +55,7 @@ GROUP_MODEL_PERMISSIONS: dict[Group, tuple[str, ...]] = {
 
 
 def with_article(role: str) -> str:
-    """"an expert", "a reviewer", "an admin": a role in a sentence ("You joined it as an
+    """ "an expert", "a reviewer", "an admin": a role in a sentence ("You joined it as an
     expert"), never "You are expert of"."""
     value = str(role)
     return f"{'an' if value[:1] in 'aeiou' else 'a'} {value}"

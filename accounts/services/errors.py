@@ -36,7 +36,8 @@ class RoleChangeUnconfirmed(Exception):
     def __init__(
         self, *, user: AbstractBaseUser, email: str, held: DatasetRole, role: DatasetRole
     ) -> None:
-        super().__init__(f"{user.get_username()} is {with_article(held)}; make them {with_article(role)}?")
+        name = user.get_username()
+        super().__init__(f"{name} is {with_article(held)}; make them {with_article(role)}?")
         self.user = user
         self.email = email
         self.held = held

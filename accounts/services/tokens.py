@@ -87,7 +87,7 @@ def _checked_datasets(user: AbstractBaseUser, scope: str, datasets: list[Dataset
     for dataset in datasets:
         if needed not in dataset_permissions(user, dataset):
             role = "an admin" if needed == roles.CHANGE else "a member"
-            raise Refused(f"You are not {role} on the dataset “{dataset.name}”.", "datasets")
+            raise Refused(f"You are not {role} of the dataset “{dataset.name}”.", "datasets")
     return datasets
 
 

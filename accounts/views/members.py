@@ -58,7 +58,9 @@ def dataset_members(request: HttpRequest, pk: int) -> HttpResponse:
         except services.Refused as refused:
             messages.error(request, refused.message)
         else:
-            messages.success(request, f"{user.username} is now {roles.with_article(role)} on this dataset.")
+            messages.success(
+                request, f"{user.username} is now {roles.with_article(role)} on this dataset."
+            )
         return redirect("dataset-members", pk=dataset.pk)
     return _page(request, dataset, form=form)
 
@@ -131,7 +133,8 @@ def dataset_account_create(request: HttpRequest, pk: int) -> HttpResponse:
             refusal_on(form, refused)
         else:
             messages.success(
-                request, f"Account {user.get_username()} made: {roles.with_article(role)} on this dataset."
+                request,
+                f"Account {user.get_username()} made: {roles.with_article(role)} on this dataset.",
             )
             return redirect("dataset-members", pk=dataset.pk)
     return _page(request, dataset, account_form=form, status=form_status(form))

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from django import template
 
-from annotation import dataset_nav, roles
+from annotation import dataset_nav as nav
+from annotation import roles
 from annotation.access import known_permissions
 from annotation.models import Dataset
 
@@ -25,10 +26,10 @@ def dataset_nav(context: template.Context) -> dict:
     match = getattr(request, "resolver_match", None)
     if (
         match is None
-        or match.url_name not in dataset_nav.PAGES
+        or match.url_name not in nav.PAGES
         or not isinstance(dataset, Dataset)
         or match.kwargs.get("pk") != dataset.pk
     ):
         return {"groups": []}
     perms = known_permissions(request.user, dataset)
-    return {"groups": dataset_nav.groups(dataset.pk, perms, match.url_name)}
+    return {"groups": nav.groups(dataset.pk, perms, match.url_name)}

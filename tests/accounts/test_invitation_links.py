@@ -57,7 +57,7 @@ def test_a_host_outside_allowed_hosts_sends_nothing(client, owner, dataset, sett
     [
         ("127.0.0.1", "8310", "http://127.0.0.1:8310"),
         ("localhost", "8000", "http://localhost:8000"),
-        ("0.0.0.0", "8310", "http://127.0.0.1:8310"),  # noqa: S104 (listens everywhere)
+        ("0.0.0.0", "8310", "http://127.0.0.1:8310"),  # listens everywhere
         ("::1", "9000", "http://[::1]:9000"),
     ],
 )
