@@ -316,7 +316,11 @@ LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"redact_secrets": {"()": "config.logs.RedactSecrets"}},
+    "filters": {
+        "redact_secrets": {"()": "config.logs.RedactSecrets"},
+        "one_line_refusals": {"()": "config.logs.OneLineRefusals"},
+        "require_debug_false": {"()": "django.utils.log.RequireDebugFalse"},
+    },
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
         "django.server": {
@@ -329,7 +333,12 @@ LOGGING = {
         "console": {
             "class": "logging.StreamHandler",
             "formatter": "plain",
-            "filters": ["redact_secrets"],
+            "filters": ["one_line_refusals", "redact_secrets"],
+        },
+        "mail_admins": {
+            "level": "ERROR",
+            "filters": ["require_debug_false"],
+            "class": "django.utils.log.AdminEmailHandler",
         },
         "django.server": {"class": "logging.StreamHandler", "formatter": "django.server"},
     },
@@ -341,6 +350,11 @@ LOGGING = {
             "propagate": False,
             "filters": ["redact_secrets"],
         },
+        # Django's own default gives the `django` logger a console handler of its own (with
+        # DEBUG) besides the root's: every record of it was written twice, a 403's traceback
+        # too. Here it keeps only its email to ADMINS on a server error and the root
+        # handler writes each record once.
+        "django": {"handlers": ["mail_admins"], "level": "INFO", "propagate": True},
         "django.db.backends": {"level": "INFO"},
         "celery": {"level": LOG_LEVEL},
         "axes": {"level": "WARNING"},  # it logs every login and logout at INFO
