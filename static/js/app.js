@@ -160,6 +160,13 @@ document.addEventListener("change", (event) => {
   });
 });
 
+// A judge's endpoint, calls and prices belong to LLM judges only: follow the Kind select.
+document.addEventListener("change", (event) => {
+  const select = event.target.closest("select[name=kind]");
+  const box = select?.form?.querySelector("[data-llm-only]");
+  if (box) box.hidden = select.value !== "llm";
+});
+
 // <form data-clears-messages>: an htmx request from it answers on the page itself, so the
 // messages shown above (a "Judge created." from the page's load) are about something else
 // by then: they go, and the request's own answer is the one thing left to read.
