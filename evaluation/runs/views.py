@@ -28,9 +28,9 @@ from evaluation.runs.access import (
     hide_raw_outputs,
 )
 from evaluation.runs.estimate import estimate_selection, panel_members, run_estimate
-from evaluation.runs.preflight import panel_setup_problems
 from evaluation.runs.forms import QUERY_OPTIONS, RunForm
 from evaluation.runs.overview import run_overview
+from evaluation.runs.preflight import panel_setup_problems
 from evaluation.tables.rows import ImportRejected
 
 
