@@ -22,6 +22,7 @@ from playwright.sync_api import expect
 import dev
 from tests.browser.conftest import log_in
 from tests.browser.test_accessibility import demo, serious_violations  # noqa: F401 (fixture)
+from tests.browser.test_checklist_editor import snap
 
 pytestmark = pytest.mark.browser
 
@@ -87,6 +88,7 @@ def test_the_dataset_pages_are_grouped_by_job_with_the_page_open_marked(page, de
     expect(nav.get_by_role("list", name="Administer").get_by_role("link")).to_have_text(
         ["Members", "Settings", "Export", "Import"]
     )
+    snap(page, "dataset-navigation")
     assert serious_violations(page) == []
 
     nav.get_by_role("link", name="Runs", exact=True).click()
@@ -156,4 +158,34 @@ def test_a_new_tokens_copy_buttons_fill_the_clipboard(page, owner, dataset, live
     page.get_by_role("button", name="Copy request").click()
     expect(page.locator("[data-copied]")).to_have_text("Copied: request.")
     assert page.evaluate("navigator.clipboard.readText()") == request.inner_text()
+    page.locator("#new-key").scroll_into_view_if_needed()
+    snap(page, "account-new-token")
+    assert serious_violations(page) == []
+
+
+def test_the_run_form_says_a_missing_key_at_the_estimate_and_start_waits(
+    page, owner, dataset, monkeypatch
+):
+    from evaluation.judges.models import Judge
+    from tests.factories import PanelFactory
+    from tests.support.builders import checklisted_query
+
+    checklisted_query(dataset, criteria=2, answers=1)
+    variable = "JUDGE_KEY_FIRST_DAY_BROWSER"
+    monkeypatch.delenv(variable, raising=False)
+    judge = Judge.objects.create(
+        name="Keyed", base_url="http://127.0.0.1:9/v1", model="m", api_key_env=variable
+    )
+    PanelFactory(name="Keyed panel", judges=[judge])
+    log_in(page, owner.username)
+    page.goto(reverse("dataset-runs", args=[dataset.pk]))
+    start = page.get_by_role("button", name="Start run")
+    expect(start).to_be_enabled()
+    page.locator("#run-form").get_by_label("Panel").select_option(label="Keyed panel")
+    estimate = page.locator("#run-estimate")
+    expect(estimate.locator("[data-estimate-refused]")).to_contain_text(
+        f"its API key variable {variable} is not set on this server"
+    )
+    expect(estimate.locator("[data-estimate-calls]")).to_have_count(0)
+    expect(start).to_be_disabled()
     assert serious_violations(page) == []
