@@ -82,16 +82,40 @@ def stop_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, interrupt)
 
 
+def site_url(host: str, port: str) -> str:
+    """The address `run` serves, for links in emails (SITE_URL). A wildcard address
+    (0.0.0.0, ::) is where the server listens, not one a browser can open: the link then
+    names this machine's loopback, and SITE_URL set by hand names its public name."""
+    if host in ("0.0.0.0", "::", "[::]", ""):  # noqa: S104 (a comparison, not a bind)
+        host = "127.0.0.1"
+    elif ":" in host and not host.startswith("["):
+        host = f"[{host}]"  # an IPv6 address in a URL
+    return f"http://{host}:{port}"
+
+
 def dev_env() -> dict[str, str]:
     """The environment of `run` and `manage`: DEBUG on unless set (so no SECRET_KEY is needed
     on a laptop), and judges allowed on loopback and the private network unless set, where
     a laptop's model server listens (Ollama, vLLM, `python -m loopback`). A deployment
-    leaves JUDGE_ALLOW_PRIVATE_NETWORK off (docs/operations.md#which-hosts-judges-may-call)."""
+    leaves JUDGE_ALLOW_PRIVATE_NETWORK off (docs/operations.md#which-hosts-judges-may-call).
+    SITE_URL, unless set, is the address `run` serves (HOST and PORT): the links in
+    invitation and alert emails then open this server, whatever PORT says."""
     return {
         **os.environ,
         "DEBUG": os.environ.get("DEBUG", "1"),
         "JUDGE_ALLOW_PRIVATE_NETWORK": os.environ.get("JUDGE_ALLOW_PRIVATE_NETWORK", "1"),
+        "SITE_URL": os.environ.get("SITE_URL") or site_url(HOST, PORT),
     }
+
+
+def email_note(env: dict[str, str]) -> str:
+    """Where emails go: with DEBUG and no EMAIL_BACKEND of one's own, the settings write
+    them as files (config/settings.py, EMAIL_FILE_PATH)."""
+    if env.get("EMAIL_BACKEND") or env.get("DEBUG", "").lower() not in ("1", "true", "yes", "on"):
+        return f"Emails go through {env.get('EMAIL_BACKEND') or 'SMTP'}"
+    var = Path(env.get("VAR_DIR") or ROOT / "var")
+    folder = env.get("EMAIL_FILE_PATH") or str(var / "emails")
+    return f"Emails (invitations, alerts) are written to {folder}/, not sent"
 
 
 def run() -> int:
@@ -119,7 +143,8 @@ def run() -> int:
     server = None
     try:
         print(
-            f"\n    Open http://{HOST}:{PORT}/  ·  health: http://{HOST}:{PORT}/healthz\n",
+            f"\n    Open http://{HOST}:{PORT}/  ·  health: http://{HOST}:{PORT}/healthz"
+            f"\n    {email_note(env)}\n",
             flush=True,
         )
         # A process group of its own: the autoreloader runs the server in a child, which

@@ -12,6 +12,8 @@ from django.core.mail import send_mail
 from django.template.loader import render_to_string
 from django.urls import reverse
 
+from config import site as site_address
+
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
 
@@ -21,14 +23,38 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+# Where the configured email backend puts a message, in words for the members page: an admin
+# trying invitations on a development machine must not have to guess (issue 40).
+DELIVERY = {
+    "django.core.mail.backends.console.EmailBackend": "printed on the web server's console "
+    "(the terminal it runs in), not sent",
+    "django.core.mail.backends.locmem.EmailBackend": "kept in memory (a test run), not sent",
+    "django.core.mail.backends.dummy.EmailBackend": "thrown away (the dummy backend), not sent",
+}
+
+
+def delivery() -> str:
+    """Where this site's emails go, for someone testing invitations; empty when they are
+    really sent (SMTP), which needs no explanation."""
+    backend = settings.EMAIL_BACKEND
+    if backend == "django.core.mail.backends.filebased.EmailBackend":
+        return (
+            f"written as files to {settings.EMAIL_FILE_PATH} on the server (one file per "
+            "message, named by the time it was written), not sent"
+        )
+    if backend == "django.core.mail.backends.smtp.EmailBackend":
+        return ""
+    return DELIVERY.get(backend, f"handed to {backend}")
+
+
 class NotSent(Exception):
     """The email backend refused or could not reach the mail server."""
 
 
-def absolute(path: str) -> str:
-    # SITE_URL, not the request's Host header: a link in an email must point at this site
-    # whatever host a request came in under.
-    return settings.SITE_URL.rstrip("/") + path
+def absolute(path: str, site: str = "") -> str:
+    """`site` (the inviter's address, config.site.site_url of their request) + path; without
+    it, config.site's choice (SITE_URL, or the development server's default address)."""
+    return (site or site_address.site_url()).rstrip("/") + path
 
 
 def _one_line(text: str) -> str:
@@ -46,26 +72,28 @@ def _send(subject: str, template: str, context: dict, to: str) -> None:
         raise NotSent(type(exc).__name__) from exc
 
 
-def send_invitation(*, invitation: Invitation, key: str) -> None:
+def send_invitation(*, invitation: Invitation, key: str, site: str = "") -> None:
     """Raises NotSent; the caller rolls the invitation back, so no link exists unsent."""
     context = {
         "invitation": invitation,
         "dataset": invitation.dataset,
         "inviter": invitation.invited_by,
-        "link": absolute(reverse("invitation-accept", args=[key])),
+        "link": absolute(reverse("invitation-accept", args=[key]), site),
     }
     subject = f"You are invited to {invitation.dataset.name} on Checklist Workbench"
     _send(subject, "accounts/email/invitation.txt", context, invitation.email)
 
 
-def send_role_granted(*, dataset: Dataset, user: AbstractBaseUser, role: str, by) -> bool:
+def send_role_granted(
+    *, dataset: Dataset, user: AbstractBaseUser, role: str, by, site: str = ""
+) -> bool:
     """Best effort: the role is granted whether or not the notice goes. False if not sent."""
     context = {
         "dataset": dataset,
         "user": user,
         "role": role,
         "inviter": by,
-        "link": absolute(reverse("dataset-detail", args=[dataset.pk])),
+        "link": absolute(reverse("dataset-detail", args=[dataset.pk]), site),
     }
     try:
         subject = f"You now have access to {dataset.name}"

@@ -62,6 +62,9 @@ def check_dataset(
     `hidden` is the 404's message: the one a missing object of the kind asked for gets, so
     that an object in a dataset the user cannot see answers exactly as a missing one."""
     held = dataset_permissions(user, dataset)
+    # Kept on this instance (the request's own) for the page's navigation, which would
+    # otherwise ask again (known_permissions).
+    dataset._permissions_checked = (getattr(user, "pk", None), frozenset(held))
     if roles.VIEW not in held:
         if _member_outside_token(user, dataset):
             # The member may know the dataset: say why the token is refused.
@@ -70,6 +73,15 @@ def check_dataset(
     if perm not in held:
         raise PermissionDenied(_needs(perm))
     return held
+
+
+def known_permissions(user: AnyUser, dataset: Dataset) -> set[str]:
+    """The user's permissions on the dataset: those check_dataset found for this same
+    instance in this request, else asked anew. For display (the dataset's navigation)."""
+    checked = getattr(dataset, "_permissions_checked", None)
+    if checked is not None and checked[0] == getattr(user, "pk", None):
+        return set(checked[1])
+    return dataset_permissions(user, dataset)
 
 
 def _member_outside_token(user: AnyUser, dataset: Dataset) -> bool:

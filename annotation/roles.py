@@ -54,6 +54,13 @@ GROUP_MODEL_PERMISSIONS: dict[Group, tuple[str, ...]] = {
 }
 
 
+def with_article(role: str) -> str:
+    """ "an expert", "a reviewer", "an admin": a role in a sentence ("You joined it as an
+    expert"), never "You are expert of"."""
+    value = str(role)
+    return f"{'an' if value[:1] in 'aeiou' else 'a'} {value}"
+
+
 def role_for_permissions(perms: set[str]) -> DatasetRole | None:
     """The highest role whose permissions are all held; None for no membership."""
     for role in (DatasetRole.ADMIN, DatasetRole.REVIEWER, DatasetRole.EXPERT):

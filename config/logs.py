@@ -33,6 +33,26 @@ def redact_secrets(text: str) -> str:
     return _SECRET.sub(rf"\g<1>{REDACTED}", text)
 
 
+class OneLineRefusals(logging.Filter):
+    """A refusal (a 4xx answer: PermissionDenied's 403, Http404's 404, a 400) is the app
+    working as meant: Django's `django.request` logger writes it as a warning with the
+    exception's traceback, which in a development log buries everything else. Written here
+    as one line with the reason and no traceback: "Forbidden (Permission denied):
+    /datasets/1/settings/: Your role on this dataset does not allow this…". Server errors
+    (5xx) keep their traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        status = getattr(record, "status_code", None)
+        if record.exc_info and isinstance(status, int) and 400 <= status < 500:
+            reason = str(record.exc_info[1] or "").strip()
+            message = record.getMessage()
+            if reason and reason not in message:
+                message = f"{message}: {' '.join(reason.split())}"
+            record.msg, record.args = message, ()
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
 class RedactSecrets(logging.Filter):
     """A logging filter that redacts the record's message (never drops it). As a logger's
     filter it changes the record before any handler sees it; as a handler's, before that

@@ -35,7 +35,11 @@ if not SECRET_KEY:
 
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]" if DEBUG or TESTING else "")
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS")
-SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000")
+# The site's public address, from which links in emails are built (invitations, alerts).
+# `dev.py run` sets it from HOST and PORT. Unset, an invitation's link is built from the
+# address the inviting admin is using (its Host is one ALLOWED_HOSTS accepts), and an
+# alert, sent by a worker with no request, links to http://127.0.0.1:8000.
+SITE_URL = os.environ.get("SITE_URL", "")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -282,12 +286,16 @@ HEALTHZ_TOKEN = envsecret("HEALTHZ_TOKEN", "") or ""
 HEALTHZ_CACHE_SECONDS = float(os.environ.get("HEALTHZ_CACHE_SECONDS", "5"))
 
 # --- Email ----------------------------------------------------------------------------------
+# With DEBUG (`dev.py run`), every email is written as a file to var/emails/ (one file per
+# batch sent, named by time), not to the console, where it would sit among the worker's
+# output: an invitation's link is found with `ls -t var/emails/ | head -1`.
 EMAIL_BACKEND = os.environ.get(
     "EMAIL_BACKEND",
-    "django.core.mail.backends.console.EmailBackend"
+    "django.core.mail.backends.filebased.EmailBackend"
     if DEBUG
     else "django.core.mail.backends.smtp.EmailBackend",
 )
+EMAIL_FILE_PATH = Path(os.environ.get("EMAIL_FILE_PATH", VAR_DIR / "emails"))
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
 EMAIL_PORT = envint("EMAIL_PORT", 587)
 EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
@@ -308,7 +316,11 @@ LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"redact_secrets": {"()": "config.logs.RedactSecrets"}},
+    "filters": {
+        "redact_secrets": {"()": "config.logs.RedactSecrets"},
+        "one_line_refusals": {"()": "config.logs.OneLineRefusals"},
+        "require_debug_false": {"()": "django.utils.log.RequireDebugFalse"},
+    },
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
         "django.server": {
@@ -321,7 +333,12 @@ LOGGING = {
         "console": {
             "class": "logging.StreamHandler",
             "formatter": "plain",
-            "filters": ["redact_secrets"],
+            "filters": ["one_line_refusals", "redact_secrets"],
+        },
+        "mail_admins": {
+            "level": "ERROR",
+            "filters": ["require_debug_false"],
+            "class": "django.utils.log.AdminEmailHandler",
         },
         "django.server": {"class": "logging.StreamHandler", "formatter": "django.server"},
     },
@@ -333,6 +350,11 @@ LOGGING = {
             "propagate": False,
             "filters": ["redact_secrets"],
         },
+        # Django's own default gives the `django` logger a console handler of its own (with
+        # DEBUG) besides the root's: every record of it was written twice, a 403's traceback
+        # too. Here it keeps only its email to ADMINS on a server error and the root
+        # handler writes each record once.
+        "django": {"handlers": ["mail_admins"], "level": "INFO", "propagate": True},
         "django.db.backends": {"level": "INFO"},
         "celery": {"level": LOG_LEVEL},
         "axes": {"level": "WARNING"},  # it logs every login and logout at INFO

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from annotation.roles import with_article
+
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
 
@@ -34,7 +36,8 @@ class RoleChangeUnconfirmed(Exception):
     def __init__(
         self, *, user: AbstractBaseUser, email: str, held: DatasetRole, role: DatasetRole
     ) -> None:
-        super().__init__(f"{user.get_username()} is {held.value}; make them {role.value}?")
+        name = user.get_username()
+        super().__init__(f"{name} is {with_article(held)}; make them {with_article(role)}?")
         self.user = user
         self.email = email
         self.held = held

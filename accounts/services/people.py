@@ -109,6 +109,7 @@ def invite(
     role: roles.DatasetRole,
     by: AbstractBaseUser,
     replaces: roles.DatasetRole | None = None,
+    site: str = "",
 ) -> Invited:
     """Invite an address to the dataset with a role. If an active account already uses the
     address, that account gets the role at once and a notice instead of a link. Inviting an
@@ -120,7 +121,8 @@ def invite(
     address is how one brings people in; it must not silently demote a co-admin.
 
     The email is sent before the invitation is committed: if it cannot be sent, nothing is
-    saved and Refused says so."""
+    saved and Refused says so. `site` is the address the links in the email start with
+    (config.site.site_url of the inviter's request); empty: config.site's own choice."""
     email = get_user_model().objects.normalize_email(email.strip())
     accounts = selectors.active_accounts_with_email(email)
     if len(accounts) > 1:
@@ -137,10 +139,12 @@ def invite(
         before = member_set_role(
             dataset=dataset, user=user, role=role, by=by, via=RoleChange.Via.INVITATION
         )
-        notified = mail.send_role_granted(dataset=dataset, user=user, role=role.value, by=by)
+        notified = mail.send_role_granted(
+            dataset=dataset, user=user, role=role.value, by=by, site=site
+        )
         return Invited(user=user, before=before, notified=notified)
     try:
-        invitation = _invitation_sent(dataset=dataset, email=email, role=role, by=by)
+        invitation = _invitation_sent(dataset=dataset, email=email, role=role, by=by, site=site)
     except IntegrityError:  # the same address invited by someone else at the same moment
         raise Refused("This address was invited a moment ago; reload the page.", "email") from None
     return Invited(invitation=invitation)
@@ -148,7 +152,7 @@ def invite(
 
 @transaction.atomic
 def _invitation_sent(
-    *, dataset: Dataset, email: str, role: roles.DatasetRole, by: AbstractBaseUser
+    *, dataset: Dataset, email: str, role: roles.DatasetRole, by: AbstractBaseUser, site: str
 ) -> Invitation:
     now = timezone.now()
     Invitation.objects.filter(
@@ -165,7 +169,7 @@ def _invitation_sent(
         expires_at=now + dt.timedelta(days=settings.INVITATION_EXPIRY_DAYS),
     )
     try:
-        mail.send_invitation(invitation=invitation, key=key)
+        mail.send_invitation(invitation=invitation, key=key, site=site)
     except mail.NotSent as exc:
         raise Refused(
             f"The invitation email could not be sent ({exc}), so no invitation was made. "

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_http_methods
 from accounts import selectors, services
 from accounts.forms import AcceptInvitationForm, refusal_on
 from accounts.selectors import InvitationState
+from annotation import roles
 from config.form_pages import form_status
 
 # An unknown key is "not found"; an invitation that existed but is over is "gone".
@@ -28,7 +29,9 @@ def _unusable(request: HttpRequest, state: str) -> HttpResponse:
 def _welcome(request: HttpRequest, invitation) -> HttpResponse:
     dataset = invitation.dataset
     messages.success(
-        request, f"Welcome! You are {invitation.role} of “{dataset.name}”: here it is."
+        request,
+        f"Welcome! You joined “{dataset.name}” as {roles.with_article(invitation.role)}: "
+        "here it is.",
     )
     return redirect("dataset-detail", pk=dataset.pk)
 

@@ -12,11 +12,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from accounts import access, selectors, services
+from accounts import access, mail, selectors, services
 from accounts.forms import InviteForm, MemberForm, NewAccountForm, refusal_on
 from annotation import roles
 from annotation.models import Dataset
 from config.form_pages import form_status
+from config.site import site_url
 
 TEMPLATE = "accounts/dataset_members.html"
 
@@ -38,6 +39,8 @@ def _page(
         "members": selectors.members(dataset),
         "invitations": selectors.pending_invitations(dataset),
         "expiry_days": settings.INVITATION_EXPIRY_DAYS,
+        "email_delivery": mail.delivery(),
+        "link_site": site_url(request),
     }
     return render(request, TEMPLATE, context, status=status)
 
@@ -55,7 +58,9 @@ def dataset_members(request: HttpRequest, pk: int) -> HttpResponse:
         except services.Refused as refused:
             messages.error(request, refused.message)
         else:
-            messages.success(request, f"{user.username} is now {role.value} of this dataset.")
+            messages.success(
+                request, f"{user.username} is now {roles.with_article(role)} on this dataset."
+            )
         return redirect("dataset-members", pk=dataset.pk)
     return _page(request, dataset, form=form)
 
@@ -72,6 +77,7 @@ def dataset_invite(request: HttpRequest, pk: int) -> HttpResponse:
             invited = services.invite(
                 dataset=dataset, email=form.cleaned_data["email"], role=role, by=request.user,
                 replaces=roles.DatasetRole(replaces) if replaces else None,
+                site=site_url(request),  # the address the admin is using, unless SITE_URL
             )  # fmt: skip
         except services.Refused as refused:
             refusal_on(form, refused)
@@ -86,15 +92,15 @@ def dataset_invite(request: HttpRequest, pk: int) -> HttpResponse:
                     messages.info(
                         request,
                         f"{name} already has an account with this address and is already "
-                        f"{role.value} of this dataset: nothing changed.",
+                        f"{roles.with_article(role)} on this dataset: nothing changed.",
                     )
                     return redirect("dataset-members", pk=dataset.pk)
                 note = "" if invited.notified else " (the email telling them could not be sent)"
-                was = f" (they were {invited.before.value})" if invited.before else ""
+                was = f" (they were {roles.with_article(invited.before)})" if invited.before else ""
                 messages.success(
                     request,
                     f"{name} already has an account with this address: they are now "
-                    f"{role.value} of this dataset{was}{note}.",
+                    f"{roles.with_article(role)} on this dataset{was}{note}.",
                 )
             else:
                 messages.success(
@@ -127,7 +133,8 @@ def dataset_account_create(request: HttpRequest, pk: int) -> HttpResponse:
             refusal_on(form, refused)
         else:
             messages.success(
-                request, f"Account {user.get_username()} made: {role.value} of this dataset."
+                request,
+                f"Account {user.get_username()} made: {roles.with_article(role)} on this dataset.",
             )
             return redirect("dataset-members", pk=dataset.pk)
     return _page(request, dataset, account_form=form, status=form_status(form))

@@ -7,12 +7,15 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from accounts import access, selectors, services
 from accounts.forms import TokenForm, refusal_on
+from accounts.models import ApiToken
 from config.form_pages import form_status
+from config.site import site_url
 
 
 def _page(
@@ -25,8 +28,19 @@ def _page(
         "legacy_token": selectors.legacy_token(request.user),
         "created": created,
         "key": key,
+        "ready_request": _ready_request(request, created, key) if key else "",
     }
     return render(request, "accounts/profile.html", context, status=form_status(form))
+
+
+def _ready_request(request: HttpRequest, token, key: str) -> str:
+    """A request the new token answers as it is, to copy into a terminal: the datasets it
+    may read (GET /api/datasets/). None for a rewards-only token, which may call the reward
+    endpoints alone: each dataset's Rewards page shows a request with its ids."""
+    if token.scope == ApiToken.Scope.REWARDS:
+        return ""
+    url = site_url(request) + reverse("api:dataset-list")
+    return f'curl -H "Authorization: Token {key}" {url}'
 
 
 @require_GET

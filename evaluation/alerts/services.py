@@ -10,11 +10,11 @@ import logging
 from functools import partial
 from typing import TYPE_CHECKING
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.urls import reverse
 
+from config import site
 from evaluation import task_names
 from evaluation.alerts.models import AlertEvent, RegressionAlert
 from evaluation.analytics import selectors as sel
@@ -89,7 +89,7 @@ def check_run(run: Run, *, base_url: str = "") -> list[AlertEvent]:
         return []
     data = sel.load_run(run, parts=())  # the per-query scores only
     systems = dict(summaries.systems_of(data))
-    base_url = base_url or getattr(settings, "SITE_URL", "")
+    base_url = base_url or site.site_url()
     events = []
     loaded: dict[int, summaries.RunData] = {}
     for alert in alerts:

@@ -13,7 +13,7 @@ from evaluation.judges import examples, tuning
 from evaluation.judges.models import Judge, JudgeTuning, Panel
 from evaluation.judging import prompts
 from evaluation.judging.batched import MAX_CRITERIA_PER_CALL
-from evaluation.judging.keys import api_key_env_problem, base_url_problem
+from evaluation.judging.keys import api_key_env_problem, base_url_problem, prefix
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_SAMPLES = 20
@@ -48,10 +48,20 @@ class JudgeForm(forms.ModelForm):
             "prompt_version", "context_tokens", "is_formality_judge", "criteria_per_call",
             "token_parameter", "response_format", "reasoning_effort", "cached_prompt_price",
         ]  # fmt: skip
-        widgets = {"api_key_env": forms.TextInput(attrs={"placeholder": "OPENAI_API_KEY"})}
+
+    # What only an LLM judge has: a no-LLM or external judge's page leaves these out
+    # (templates/evaluation/judges/judge_form.html; app.js follows the Kind select).
+    COMMON_FIELDS = ("name", "kind")
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        # A name saving accepts (the JUDGE_KEY_ prefix of the settings), not OPENAI_API_KEY.
+        self.fields["api_key_env"].widget.attrs["placeholder"] = f"{prefix()}OPENAI"
+        self.fields["prompt_version"].label = "Base prompt version"
+        self.fields["prompt_version"].help_text = (
+            "A dataset that tunes the judge (instructions, worked examples) adds "
+            "“+tuned-…” to it in that dataset's runs: listed below the form."
+        )
         # Optional in a post (forms and API clients that predate it keep working).
         self.fields["context_tokens"].required = False
         for name in CALL_FIELDS:  # issue 25's: the judge's own value when left out
@@ -60,6 +70,20 @@ class JudgeForm(forms.ModelForm):
             f"1: one call per criterion; 2 to {MAX_CRITERIA_PER_CALL}: that many criteria of an "
             "answer per call; 0: the whole checklist in one call (docs/judging.md#batched-grading)."
         )
+
+    def common_fields(self) -> list:
+        return [self[name] for name in self.COMMON_FIELDS]
+
+    def llm_fields(self) -> list:
+        return [field for field in self.visible_fields() if field.name not in self.COMMON_FIELDS]
+
+    def is_llm(self) -> bool:
+        """Whether the page shows the LLM fields: the kind posted, else the judge's, else
+        the default (LLM); always when one of them has an error to show."""
+        kind = self.data.get("kind") if self.is_bound else None
+        kind = kind or (self.instance.kind if self.instance.pk else Judge.Kind.LLM)
+        errors = self.errors if self.is_bound else {}
+        return kind == Judge.Kind.LLM or any(f.name in errors for f in self.llm_fields())
 
     def clean_criteria_per_call(self) -> int:
         value = self.cleaned_data.get("criteria_per_call")
@@ -98,7 +122,7 @@ class JudgeForm(forms.ModelForm):
             # Most likely a key pasted into the wrong box: say so without echoing it back.
             raise ValidationError(
                 "Give the name of the environment variable that holds the key (letters, "
-                "digits and _, e.g. OPENAI_API_KEY), never the key itself."
+                f"digits and _, e.g. {prefix()}OPENAI), never the key itself."
             )
         if problem := api_key_env_problem(name):
             raise ValidationError(problem)

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from annotation import roles
 from annotation.access import access_dataset, dataset_permissions
 from annotation.models import Criterion
+from annotation.selectors import datasets_for_user
 from config.site_permissions import site_permission_required
 from evaluation.judges import examples, reachability, services, tuning
 from evaluation.judges.forms import (
@@ -70,8 +71,24 @@ def judge_edit(request: HttpRequest, pk: int) -> HttpResponse:
     context = {
         "form": form, "judge": judge, "key_set": key_is_set(judge.api_key_env),
         "outage": reachability.outages([judge]).get(judge.pk),
+        "tuned": _tuned_versions(request, judge),
     }  # fmt: skip
     return render(request, "evaluation/judges/judge_form.html", context, status=status)
+
+
+def _tuned_versions(request: HttpRequest, judge: Judge) -> list[tuple[object, str]]:
+    """(dataset, prompt version) where a dataset the user reviews tunes the judge: the
+    versions its runs and its Examples page say, beside the base one the judge page shows.
+    Other datasets' names stay hidden (their tuning is theirs)."""
+    if judge.kind != Judge.Kind.LLM:
+        return []
+    rows = JudgeTuning.objects.filter(
+        judge=judge, dataset__in=datasets_for_user(request.user, roles.REVIEW)
+    ).select_related("dataset")
+    found = [(row.dataset, tuning.current_from(judge, row)) for row in rows]
+    return sorted(
+        ((dataset, t.version) for dataset, t in found if t.tuned), key=lambda x: x[0].name
+    )
 
 
 @require_POST
@@ -83,7 +100,10 @@ def judge_test(request: HttpRequest, pk: int) -> HttpResponse:
     context = {"judge": judge, "result": services.judge_test_connection(judge)}
     if request.htmx:
         return render(request, "evaluation/judges/judge_form.html#connection-result", context)
-    context |= {"form": JudgeForm(instance=judge), "key_set": key_is_set(judge.api_key_env)}
+    context |= {
+        "form": JudgeForm(instance=judge), "key_set": key_is_set(judge.api_key_env),
+        "tuned": _tuned_versions(request, judge),
+    }  # fmt: skip
     return render(request, "evaluation/judges/judge_form.html", context)
 
 

@@ -70,7 +70,7 @@ def api_key_env_problem(name: str) -> str | None:
         # Most likely a key pasted into the wrong box: say so without echoing it back.
         return (
             "Give the name of the environment variable that holds the key (letters, digits "
-            "and _, e.g. OPENAI_API_KEY), never the key itself."
+            f"and _, e.g. {prefix()}OPENAI), never the key itself."
         )
     if not key_variable_allowed(name):
         listed = ", ".join(sorted(allowed_names()))

@@ -245,6 +245,13 @@ def review_next(request: HttpRequest, pk: int) -> HttpResponse:
         params = _queue_params(queue, mine=mine, run=run, filters=filters)
         return redirect(f"{reverse('review-queue', args=[dataset.pk])}?{urlencode(params)}")
     item, position = found
+    # Counted on from the page it was pressed on: the item just labelled has moved in the
+    # queue (labelled items sort last), so the next one's place there would read "1 of N"
+    # again after every label. The reviewer's count goes on instead, out of the queue as
+    # they found it, until it would pass its end (new items, or the skipped coming back).
+    came_from = _position(request.GET)
+    if came_from is not None and came_from[0] < came_from[1]:
+        position = (came_from[0] + 1, came_from[1])
     return redirect(
         _review_url(item, queue=queue, mine=mine, run=run, filters=filters, position=position)
     )
@@ -314,6 +321,8 @@ def answer_review(request: HttpRequest, pk: int) -> HttpResponse:
     next_params = {**params, "answer": answer.pk}
     if current_criterion:
         next_params["criterion"] = current_criterion
+    if position is not None:  # Next and Skip count on from here (review_next)
+        next_params["pos"], next_params["of"] = position
     next_url = f"{reverse('review-next', args=[dataset.pk])}?{urlencode(next_params)}"
     context = {
         "dataset": dataset, "answer": answer, "answer_html": render_answer(answer.text),

@@ -63,7 +63,20 @@ def check_panel(panel: Panel) -> None:
     check_judges(snapshot.of_panel(panel))
 
 
-def judge_problems(judge: Judge, reachable: dict[tuple[str, int], str | None]) -> list[str]:
+def panel_setup_problems(panel: Panel) -> list[str]:
+    """The judges' checks that need no connection (kind, base URL and model, the key's
+    variable allowed and set, the host allowed): what the start form's cost estimate says
+    before it estimates, so that a run the Start button would refuse is never priced."""
+    members = panel.members.select_related("judge").order_by("judge__name")
+    problems: list[str] = []
+    for member in members:
+        problems += judge_problems(member.judge, {}, connect=False)
+    return problems or ([] if members else ["The panel has no judges."])
+
+
+def judge_problems(
+    judge: Judge, reachable: dict[tuple[str, int], str | None], *, connect: bool = True
+) -> list[str]:
     name = f"Judge “{judge.name}”"
     if judge.kind == Judge.Kind.EXTERNAL:
         return [f"{name} is external (imported verdicts): it is never called, so it cannot grade."]
@@ -85,7 +98,7 @@ def judge_problems(judge: Judge, reachable: dict[tuple[str, int], str | None]) -
         pass  # the connection says so, unless only the workers can resolve it
     except egress.Refused as refused:
         return [f"{name}: {keys.refusal_for_calls(refused)}"]
-    if not settings.RUNS_PREFLIGHT_CONNECT:
+    if not connect or not settings.RUNS_PREFLIGHT_CONNECT:
         return []
     address = _address(judge.base_url)
     if address not in reachable:

@@ -30,6 +30,7 @@ from evaluation.runs.access import (
 from evaluation.runs.estimate import estimate_selection, panel_members, run_estimate
 from evaluation.runs.forms import QUERY_OPTIONS, RunForm
 from evaluation.runs.overview import run_overview
+from evaluation.runs.preflight import panel_setup_problems
 from evaluation.tables.rows import ImportRejected
 
 
@@ -88,12 +89,16 @@ def run_estimate_page(request: HttpRequest, pk: int) -> HttpResponse:
     dataset = access_dataset(request.user, pk, roles.CHANGE)
     # No panel chosen yet (the form as it opens): nothing to estimate, and no error to show.
     form = RunForm(request.GET if request.GET.get("panel") else None, dataset=dataset)
-    found = None
+    found, refused = None, []
     if form.is_bound and form.is_valid():
         data = form.cleaned_data
-        fields = {**data, "dataset": dataset, "queries": list(data["queries"])}
-        found = run_estimate(estimate_selection(fields), panel_members(data["panel"]))
-    context = {"dataset": dataset, "estimate": found, "form": form}
+        # The judges first: a key not set is said here, with Start disabled, rather than
+        # priced here and refused after Start.
+        refused = panel_setup_problems(data["panel"])
+        if not refused:
+            fields = {**data, "dataset": dataset, "queries": list(data["queries"])}
+            found = run_estimate(estimate_selection(fields), panel_members(data["panel"]))
+    context = {"dataset": dataset, "estimate": found, "form": form, "refused": refused}
     if request.htmx:
         return render(request, "evaluation/runs/run_estimate.html#estimate", context)
     return render(request, "evaluation/runs/run_estimate.html", context)

@@ -4,6 +4,7 @@ administration): the schedules with their last and next run, a warning when no s
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -48,7 +49,10 @@ def dataset_schedules(request: HttpRequest, pk: int) -> HttpResponse:
     waiting = any(schedule.task.enabled for schedule, *_ in rows)
     context = {
         "dataset": dataset, "form": form, "rows": rows, "runs": runs, "now": timezone.now(),
-        "scheduler": beat.state() if waiting else None,
+        # The scheduler's state from its heartbeat, the source /healthz reads: always said
+        # (seen when, or never); a warning only while enabled schedules wait for it.
+        "scheduler": beat.state(), "waiting": waiting,
+        "heartbeat": settings.SCHEDULER_HEARTBEAT,
     }  # fmt: skip
     return render(
         request, "evaluation/schedules/dataset_schedules.html", context, status=form_status(form)

@@ -160,6 +160,36 @@ document.addEventListener("change", (event) => {
   });
 });
 
+// A judge's endpoint, calls and prices belong to LLM judges only: follow the Kind select.
+document.addEventListener("change", (event) => {
+  const select = event.target.closest("select[name=kind]");
+  const box = select?.form?.querySelector("[data-llm-only]");
+  if (box) box.hidden = select.value !== "llm";
+});
+
+// <button data-copy="ID">: copies the value (an input) or the text of the element ID, and
+// says so in the nearest [data-copied] live region. Hidden without JavaScript, where the
+// key's box is selected by hand.
+document.querySelectorAll("button[data-copy]").forEach((button) => { button.hidden = false; });
+
+document.addEventListener("click", async (event) => {
+  const button = event.target.closest("button[data-copy]");
+  if (!button) return;
+  const source = document.getElementById(button.dataset.copy);
+  if (!source) return;
+  const text = "value" in source ? source.value : source.textContent;
+  const status = button.closest("section, div")?.querySelector("[data-copied]");
+  try {
+    await navigator.clipboard.writeText(text);
+    if (status) status.textContent = `${button.textContent.replace("Copy", "Copied:")}.`;
+  } catch {
+    // No clipboard (an insecure origin, a refused permission): select it for Ctrl+C.
+    if (source.select) source.select();
+    else window.getSelection().selectAllChildren(source);
+    if (status) status.textContent = "Selected: press Ctrl+C (or Cmd+C) to copy.";
+  }
+});
+
 // <form data-clears-messages>: an htmx request from it answers on the page itself, so the
 // messages shown above (a "Judge created." from the page's load) are about something else
 // by then: they go, and the request's own answer is the one thing left to read.

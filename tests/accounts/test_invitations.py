@@ -41,7 +41,7 @@ def test_an_invitee_joins_through_the_link_with_the_role_at_once(
     message = mail.outbox[0]
     assert message.to == ["New.Comer@example.com"]
     assert dataset.name in message.subject
-    assert "owner invites you" in message.body and "as reviewer" in message.body
+    assert "owner invites you" in message.body and "as a reviewer" in message.body
     assert "https://workbench.example.org/invitations/" in message.body
     link = last_link()
 
@@ -67,7 +67,7 @@ def test_an_invitee_joins_through_the_link_with_the_role_at_once(
     # Signed in: the dataset opens straight away, with a welcome.
     landed = client.get(response["Location"])
     assert landed.status_code == 200
-    assert "You are reviewer of “Owner dataset”" in landed.content.decode()
+    assert "You joined “Owner dataset” as a reviewer" in landed.content.decode()
     invitation = Invitation.objects.get()
     assert invitation.accepted_by == user and invitation.accepted_at is not None
 

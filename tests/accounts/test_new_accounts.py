@@ -37,7 +37,7 @@ def test_an_admin_makes_an_account_with_a_role(client, owner, dataset):
         roles.ROLE_PERMISSIONS[roles.DatasetRole.EXPERT]
     )
     page = client.get(reverse("dataset-members", args=[dataset.pk])).content.decode()
-    assert "Account rosa made: expert of this dataset." in page
+    assert "Account rosa made: an expert on this dataset." in page
     # The new person logs in with it.
     client.logout()
     logged_in = client.post(reverse("login"), {"username": "rosa", "password": PASSWORD})

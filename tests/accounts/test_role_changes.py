@@ -46,7 +46,7 @@ def test_inviting_a_co_admins_address_asks_before_demoting_them(client, owner, c
 
     assert response.status_code == 200
     page = response.content.decode()
-    assert "outsider is now admin; make them expert?" in page
+    assert "outsider is now an admin; make them an expert?" in page
     assert 'name="invite-replaces" value="admin"' in page
     assert "Make outsider expert" in page and "Cancel: keep them admin" in page
     # Asking changed nothing, told nobody and recorded nothing.
@@ -64,7 +64,7 @@ def test_inviting_a_co_admins_address_asks_before_demoting_them(client, owner, c
     assert changes(dataset) == [("outsider", "admin", "expert", "owner", "invitation")]
     assert mail.outbox[0].to == ["outsider@example.com"]
     members = client.get(confirmed["Location"]).content.decode()
-    assert "they are now expert of this dataset (they were admin)" in members
+    assert "they are now an expert on this dataset (they were an admin)" in members
 
 
 def test_a_confirmation_of_another_role_than_the_one_held_asks_again(
@@ -78,14 +78,14 @@ def test_a_confirmation_of_another_role_than_the_one_held_asks_again(
         {"invite-email": co_admin.email, "invite-role": "expert", "invite-replaces": "reviewer"},
     )  # fmt: skip
     assert response.status_code == 200
-    assert "outsider is now admin; make them expert?" in response.content.decode()
+    assert "outsider is now an admin; make them an expert?" in response.content.decode()
     assert role(co_admin, dataset) == ADMIN and changes(dataset) == []
 
 
 def test_a_promotion_is_confirmed_too(client, owner, collaborator, dataset):
     client.force_login(owner)
     response = invite(client, dataset, email=collaborator.email, role="admin")
-    assert "collaborator is now expert; make them admin?" in response.content.decode()
+    assert "collaborator is now an expert; make them an admin?" in response.content.decode()
     assert role(collaborator, dataset) == EXPERT
 
 
@@ -97,7 +97,7 @@ def test_the_role_already_held_changes_nothing_and_sends_nothing(
     assert response.status_code == 302
     assert not mail.outbox and changes(dataset) == []
     page = client.get(response["Location"]).content.decode()
-    assert "is already expert of this dataset: nothing changed" in page
+    assert "is already an expert on this dataset: nothing changed" in page
 
 
 def test_an_account_without_a_role_gets_it_at_once_recorded(client, owner, outsider, dataset):

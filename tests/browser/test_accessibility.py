@@ -16,7 +16,7 @@ from playwright.sync_api import expect
 from annotation.models import Checklist
 from evaluation.answers.models import Answer
 from evaluation.demo.loader import load_demo
-from evaluation.judges.models import Panel
+from evaluation.judges.models import Judge, Panel
 from evaluation.labels.models import Adjudication, HumanLabel
 from tests.browser.conftest import log_in
 from tests.factories import PanelFactory, external_judges
@@ -105,6 +105,13 @@ def main_pages(dataset, run, answer, criterion) -> dict[str, list[str]]:
             reverse("guideline-list"),
             reverse("guideline-create"),
             reverse("perfect-answer", args=[checklist.pk]),
+            # Issue 40: the pages its first-day fixes touch.
+            reverse("dataset-schedules", args=[d]),
+            reverse("dataset-tuning", args=[d]),
+            # One judge of each kind (the demo has LLM and no-LLM ones).
+            *[reverse("judge-edit", args=[pk]) for pk in
+              {j.kind: j.pk for j in Judge.objects.order_by("-pk")}.values()],
+            reverse("account"),
         ],
     }  # fmt: skip
 

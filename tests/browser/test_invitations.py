@@ -64,7 +64,7 @@ def test_an_invited_expert_joins_from_the_email_link(page, owner, dataset, live_
     page.get_by_label("Password confirmation").fill(PASSWORD)
     page.get_by_role("button", name="Make my account").click()
     page.wait_for_url(f"**/datasets/{dataset.pk}/")
-    expect(page.get_by_text("Welcome! You are expert of “Owner dataset”")).to_be_visible()
+    expect(page.get_by_text("Welcome! You joined “Owner dataset” as an expert")).to_be_visible()
     expect(page.get_by_role("heading", name="Owner dataset")).to_be_visible()
     expect(page.locator(".topbar .who")).to_have_text("noor")
     noor = get_user_model().objects.get(username="noor")

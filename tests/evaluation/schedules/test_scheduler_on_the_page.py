@@ -6,6 +6,7 @@ changed time counted from the change, not from the last send."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pytest
 from django.urls import reverse
@@ -133,3 +134,33 @@ def test_renaming_keeps_the_last_send(owner_client, dataset, setting):
                "days": "*", "enabled": "on"}  # fmt: skip
     assert owner_client.post(edit, renamed).status_code == 302
     assert PeriodicTask.objects.get(pk=schedule.task_id).last_run_at == sent
+
+
+# Issue 40: the page always says whether the scheduler was seen and when, from the heartbeat
+# /healthz reads, not only when enabled schedules wait for a scheduler that is missing.
+STATE = 'id="scheduler-state"'
+
+
+def test_the_page_says_when_the_scheduler_was_seen(owner_client, dataset, setting):
+    beat_seen(dt.timedelta(seconds=20))
+    shown = page(owner_client, dataset)
+    assert STATE in shown and 'data-scheduler-seen="yes"' in shown
+    assert "scheduler running" in shown and WARNING not in shown
+    assert re.search(r"last seen <time datetime=\"[^\"]+\">[^<]+</time>, 2\d seconds ago", shown)
+
+
+def test_the_page_says_a_scheduler_was_never_seen_even_without_schedules(
+    owner_client, dataset, setting
+):
+    shown = page(owner_client, dataset)
+    assert 'data-scheduler-seen="no"' in shown and "never seen by this site" in shown
+    assert WARNING not in shown  # nothing waits for it: said, not alarmed
+
+
+def test_a_scheduler_gone_quiet_reads_not_running_with_its_last_time(
+    owner_client, dataset, setting
+):
+    beat_seen(dt.timedelta(minutes=14))
+    shown = page(owner_client, dataset)
+    assert 'data-scheduler-seen="no"' in shown and "scheduler not running" in shown
+    assert "14\xa0minutes ago" in shown
