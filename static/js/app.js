@@ -211,3 +211,21 @@ document.addEventListener("click", (event) => {
   button.disabled = fullFormset(parts);
   parts.rows.lastElementChild?.querySelector("select, input")?.focus();
 });
+
+// --- Copy buttons --------------------------------------------------------------------------
+// A button with data-copy="some-id" copies that element's text (a ready-made request). It is
+// hidden in the markup and shown here, so that without JavaScript no dead button shows.
+document.querySelectorAll("button[data-copy]").forEach((button) => {
+  button.hidden = false;
+  button.addEventListener("click", async () => {
+    const text = document.getElementById(button.dataset.copy)?.textContent ?? "";
+    const label = button.textContent;
+    try {
+      await navigator.clipboard.writeText(text);
+      button.textContent = "Copied";
+    } catch {
+      button.textContent = "Select the text to copy it";
+    }
+    setTimeout(() => { button.textContent = label; }, 2000);
+  });
+});
