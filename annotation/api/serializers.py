@@ -130,6 +130,7 @@ class QuerySerializer(serializers.ModelSerializer):
             "external_id": {
                 "required": False,
                 "allow_blank": True,
+                "trim_whitespace": False,  # refused with a reason by the service, not trimmed
                 "help_text": "The query's name outside the app (exports, imports, the reward "
                 "API), unique in its dataset. Optional on create: `query-<id>` when not "
                 "given. Changeable by the dataset's admins and the query's author until "

@@ -15,7 +15,7 @@ from evaluation.judges.models import Judge, Panel
 from evaluation.runs.models import Run
 from evaluation.runs.scope import scored_criteria
 
-TOKEN_VARIABLE = "CWB_TOKEN"
+TOKEN_VARIABLE = "CWB_TOKEN"  # noqa: S105 (the name of a variable, not a secret)
 COMPLETION = "Write here the completion your policy sampled for this query."
 
 
@@ -79,9 +79,7 @@ def usable_panels(dataset: Dataset) -> list[Panel]:
     panels = list(
         Panel.objects.annotate(
             member_count=Count("members"),
-            external_count=Count(
-                "members", filter=Q(members__judge__kind=Judge.Kind.EXTERNAL)
-            ),
+            external_count=Count("members", filter=Q(members__judge__kind=Judge.Kind.EXTERNAL)),
         )
         .filter(member_count__gt=0, external_count=0)
         .order_by("name")
