@@ -124,7 +124,11 @@ TABLES: tuple[Table, ...] = (
     Table(
         "queries",
         (
-            _c("external_id", doc="Unique in the dataset; `query-<id>` when none was set"),
+            _c(
+                "external_id",
+                doc="Unique in the dataset; every query has one (`query-<id>` unless its "
+                "creator gave one)",
+            ),
             _c("text"),
             _c("query_date", DATE),
             _c("category", doc="The query category's name (empty: none)"),
