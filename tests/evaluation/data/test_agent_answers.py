@@ -271,9 +271,7 @@ def test_a_bad_criterion_check_is_refused_naming_the_field(collaborator, query, 
     assert not CriterionCheck.objects.exists()
 
 
-def test_an_older_export_with_json_text_in_jsonl_still_imports(
-    owner_api, dataset, query, tmp_path
-):
+def test_an_older_export_with_json_text_in_jsonl_still_imports(owner_api, dataset, query, tmp_path):
     """Exports made before JSON Lines nested them wrote `turns`, `context` and `metadata`
     (and every JSON column) as JSON text: such a file imports to the same answers."""
     owner_api.post("/api/answers/", agent_row(query), format="json")

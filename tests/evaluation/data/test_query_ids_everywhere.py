@@ -15,7 +15,7 @@ from annotation.models import Query
 from evaluation.datasets.export import export_chunks
 from evaluation.datasets.import_checks import ImportOptions
 from evaluation.datasets.importer import import_dataset
-from evaluation.datasets.review_imports import import_labels
+from evaluation.datasets.review_imports import import_labels, import_verdicts
 from evaluation.labels.models import HumanLabel
 from tests.evaluation.data.zips import jsonl
 from tests.support.builders import checklisted_query
@@ -104,7 +104,7 @@ def test_a_query_made_on_the_page_is_named_by_one_id_by_export_rewards_and_label
 
 @pytest.mark.parametrize(
     ("use", "fixed_by"),
-    [("export", "export"), ("labels", "labels"), ("import", "import")],
+    [("export", "export"), ("labels", "labels"), ("verdicts", "verdicts"), ("import", "import")],
 )
 def test_each_use_outside_fixes_the_id(owner, owner_api, dataset, use, fixed_by, tmp_path):
     built = checklisted_query(dataset, criteria=1, answers=1, external_id="q-7")
@@ -118,6 +118,14 @@ def test_each_use_outside_fixes_the_id(owner, owner_api, dataset, use, fixed_by,
             content=f'{{"system": "{answer.system.name}", "query": "q-7", "run_label": '
             f'"{answer.run_label}", "criterion": {built.criteria[0].pk}, "rater": "r", '
             '"label": "fail"}\n',
+        )  # fmt: skip
+    elif use == "verdicts":
+        answer = built.answers[0]
+        import_verdicts(
+            dataset=dataset, name="verdicts.jsonl", panel="Outside judges",
+            content=f'{{"system": "{answer.system.name}", "query": "q-7", "run_label": '
+            f'"{answer.run_label}", "criterion": {built.criteria[0].pk}, "judge": "ext", '
+            '"outcome": "pass"}\n',
         )  # fmt: skip
     else:
         path = tmp_path / "export.zip"
