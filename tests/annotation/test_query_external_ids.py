@@ -141,7 +141,7 @@ def test_the_migration_names_queries_as_exports_did_and_fixes_imported_ids(datas
     squatted = QueryFactory(dataset=dataset)
     Query.objects.filter(pk__in=[blank.pk, squatted.pk]).update(external_id="")
     Query.objects.filter(pk=imported.pk).update(external_id=f"query-{squatted.pk}")
-    migration = importlib.import_module("annotation.migrations.0011_every_query_has_an_external_id")
+    migration = importlib.import_module("annotation.migrations.0012_every_query_has_an_external_id")
     migration.give_ids(apps, None)
     ids = dict(Query.objects.filter(dataset=dataset).values_list("pk", "external_id"))
     assert ids[blank.pk] == f"query-{blank.pk}"

@@ -41,7 +41,7 @@ def give_ids(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotation", "0010_query_external_id_fixed"),
+        ("annotation", "0011_query_external_id_fixed"),
     ]
 
     operations = [

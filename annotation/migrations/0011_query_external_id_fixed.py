@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0009_rubric_groups_scoring_dimensions'),
+        ('annotation', '0010_undecided_criteria_setting'),
     ]
 
     operations = [
