@@ -314,3 +314,15 @@ class GuidelineForm(forms.Form):
         for key, message in errors.items():
             field = key.removeprefix("config.")
             self.add_error(field if field in self.fields else None, f"{field}: {message}")
+
+
+class ExternalIdForm(forms.Form):
+    """A query's external id, on its page (annotation.services.query_set_external_id)."""
+
+    external_id = forms.CharField(
+        label="External id",
+        max_length=limits.EXTERNAL_ID,
+        strip=False,  # surrounding spaces are refused with a reason, not dropped silently
+        help_text="Unique in the dataset; exports, imports and the reward API name the "
+        "query by it.",
+    )

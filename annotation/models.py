@@ -13,6 +13,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase
 
+from annotation.query_ids import FIXED_CHOICES, default_external_id
 from annotation.validation import GuidelineConfig
 from config import limits
 
@@ -284,9 +285,15 @@ class Query(models.Model):
         COMPLEX = "complex", "Complex: analysis across sources or periods"
 
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="queries")
-    # Your own id for the query, unique in its dataset: imports match queries by it, so that
-    # files of checklists, answers, labels and verdicts never need the app's ids.
+    # The query's name outside the app, unique in its dataset: exports write it, imports,
+    # the reward API and the review imports find queries by it, so that files and trainers
+    # never need the app's ids. Every query has one from its creation (see save() and
+    # annotation.query_ids); blank only for the moment between the insert and that update.
     external_id = models.CharField(max_length=200, blank=True)
+    # What may hold the external id outside the app (annotation.query_ids.FIXED_BY), and
+    # since when; empty while the id may still change.
+    external_id_fixed_by = models.CharField(max_length=10, choices=FIXED_CHOICES, blank=True)
+    external_id_fixed_at = models.DateTimeField(null=True, blank=True)
     text = models.TextField(max_length=limits.QUERY_TEXT)
     query_date = models.DateField(
         help_text="Every cited source must have been public on or before this date."
@@ -338,6 +345,33 @@ class Query(models.Model):
 
     def __str__(self) -> str:
         return self.text[:80]
+
+    def save(self, *args, **kwargs) -> None:
+        super().save(*args, **kwargs)
+        if not self.external_id:
+            # Every query gets its external id when it is created, whatever made it (a page,
+            # the API, the demo, an import, a script): its default needs the row's id, so
+            # it is set right after the insert, in the same transaction when there is one.
+            self.external_id = self.free_default_external_id()
+            Query.objects.filter(pk=self.pk).update(external_id=self.external_id)
+
+    def free_default_external_id(self) -> str:
+        """`query-<pk>`, or the first `query-<pk>-<n>` no other query of the dataset holds."""
+        taken = set(
+            Query.objects.filter(
+                dataset_id=self.dataset_id, external_id__startswith=default_external_id(self.pk)
+            )
+            .exclude(pk=self.pk)
+            .values_list("external_id", flat=True)
+        )
+        attempt = 1
+        while default_external_id(self.pk, attempt) in taken:
+            attempt += 1
+        return default_external_id(self.pk, attempt)
+
+    @property
+    def external_id_fixed(self) -> bool:
+        return bool(self.external_id_fixed_by)
 
     def clean(self) -> None:
         if self.dimensions and self.dataset_id:

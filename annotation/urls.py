@@ -16,6 +16,7 @@ urlpatterns = [
     path("queries/<int:pk>/", queries.query_detail, name="query-detail"),
     path("queries/<int:pk>/edit/", queries.query_edit, name="query-edit"),
     path("queries/<int:pk>/assign/", queries.query_assign, name="query-assign"),
+    path("queries/<int:pk>/external-id/", queries.query_external_id, name="query-external-id"),
     path("queries/<int:pk>/my-checklist/", queries.checklist_start, name="checklist-start"),
     path("checklists/<int:pk>/", editor.checklist_detail, name="checklist-detail"),
     path("checklists/<int:pk>/criteria/", editor.criterion_create, name="criterion-create"),

@@ -121,8 +121,32 @@ class QuerySerializer(serializers.ModelSerializer):
             "dimensions",
             "created_by",
             "created_at",
+            "external_id_fixed_by",
+            "external_id_fixed_at",
         ]
-        read_only_fields = ["id", "external_id", "status", "created_by", "created_at"]
+        read_only_fields = [
+            "id", "status", "created_by", "created_at", "external_id_fixed_by",
+            "external_id_fixed_at",
+        ]  # fmt: skip
+        extra_kwargs = {
+            "external_id": {
+                "required": False,
+                "allow_blank": True,
+                "trim_whitespace": False,  # refused with a reason by the service, not trimmed
+                "help_text": "The query's name outside the app (exports, imports, the reward "
+                "API), unique in its dataset. Optional on create: `query-<id>` when not "
+                "given. Changeable by the dataset's admins and the query's author until "
+                "something outside may hold it (see `external_id_fixed_by`); a refused "
+                "change is a 400 on `external_id` saying why.",
+            },
+            "external_id_fixed_by": {
+                "help_text": "Empty while the external id may change; else what may hold it "
+                "outside the app: export, import, rewards, labels or verdicts."
+            },
+        }
+        # The (dataset, external_id) uniqueness is the service's check, with a message that
+        # names the field; DRF's generic one would also demand `dataset` in every PATCH.
+        validators: list = []
 
     def validate(self, attrs: dict) -> dict:
         dataset = attrs.get("dataset") or getattr(self.instance, "dataset", None)

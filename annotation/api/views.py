@@ -221,9 +221,12 @@ class QueryViewSet(viewsets.ModelViewSet):
     def perform_create(self, serializer: s.QueryWriteSerializer) -> None:
         dataset = serializer.validated_data["dataset"]
         access.access_dataset_for_new_query(self.request.user, dataset.pk)
-        serializer.instance = services.query_create(
-            **serializer.validated_data, by=self.request.user
-        )
+        try:
+            serializer.instance = services.query_create(
+                **serializer.validated_data, by=self.request.user
+            )
+        except DjangoValidationError as exc:
+            raise ValidationError(exc.message_dict) from exc
 
     def perform_update(self, serializer: s.QueryWriteSerializer) -> None:
         fields = dict(serializer.validated_data)
@@ -231,9 +234,12 @@ class QueryViewSet(viewsets.ModelViewSet):
         if moving:  # moving a query needs admin rights on both datasets
             access.access_query(self.request.user, serializer.instance.pk, roles.CHANGE)
             access.access_dataset(self.request.user, fields["dataset"].pk, roles.CHANGE)
-        serializer.instance = services.query_update(
-            query=serializer.instance, tags=fields.pop("tags", None), **fields
-        )
+        try:
+            serializer.instance = services.query_update(
+                query=serializer.instance, tags=fields.pop("tags", None), **fields
+            )
+        except DjangoValidationError as exc:
+            raise ValidationError(exc.message_dict) from exc
 
     def perform_destroy(self, instance: Query) -> None:
         services.query_delete(query=instance)

@@ -31,9 +31,11 @@ from annotation.services.datasets import (
     dataset_delete,
     dataset_set_role,
     dataset_update,
+    external_ids_fix,
     query_assign_experts,
     query_create,
     query_delete,
+    query_set_external_id,
     query_update,
     role_groups_sync,
 )
@@ -72,6 +74,7 @@ __all__ = [
     "dataset_delete",
     "dataset_set_role",
     "dataset_update",
+    "external_ids_fix",
     "guideline_config",
     "guideline_create",
     "guideline_in_use",
@@ -79,6 +82,7 @@ __all__ = [
     "query_assign_experts",
     "query_create",
     "query_delete",
+    "query_set_external_id",
     "query_update",
     "role_groups_sync",
 ]

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 from django.contrib.auth.models import Group, Permission
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 from guardian.shortcuts import assign_perm, remove_perm
 
-from annotation import hooks, roles, scoring
+from annotation import hooks, query_ids, roles, scoring
 from annotation.access import dataset_permissions
 from annotation.models import Dataset, DomainTag, Query, query_dimensions_problem
 
@@ -146,13 +146,18 @@ def query_create(
     tags: list[str] = (),
     reference_answer: str = "",
     dimensions: dict[str, str] | None = None,
+    external_id: str = "",
     by: AbstractBaseUser | None = None,
 ) -> Query:
     """A new query; `dimensions` ({name: value}) among the dataset's declared ones, else
-    ValidationError naming what is wrong."""
+    ValidationError naming what is wrong. Its external id is the one given, else
+    `query-<id>` (annotation.query_ids)."""
     _check_dimensions(dataset, dimensions)
+    if external_id:
+        _check_external_id(dataset, external_id)
     query = Query.objects.create(
         dataset=dataset,
+        external_id=external_id,
         text=text.strip(),
         query_date=query_date,
         category=category,
@@ -168,9 +173,24 @@ def query_create(
 @transaction.atomic
 def query_update(*, query: Query, tags: list[str] | None = None, **fields: object) -> Query:
     """Change the given fields (text, query_date, category, complexity, status, dataset,
-    dimensions); tags if given."""
+    dimensions, external_id); tags if given. A new external id follows
+    query_set_external_id's rule; a query moves only to a dataset where no other query
+    holds its external id."""
     if "dimensions" in fields:
         _check_dimensions(fields.get("dataset") or query.dataset, fields["dimensions"])
+    if "external_id" in fields:
+        if fields["external_id"] == query.external_id:
+            del fields["external_id"]
+        else:
+            _check_external_id_change(query, fields["external_id"], fields.get("dataset"))
+    target = fields.get("dataset")
+    if target is not None and target.pk != query.dataset_id:
+        wanted = fields.get("external_id", query.external_id)
+        if Query.objects.filter(dataset=target, external_id=wanted).exists():
+            raise ValidationError(
+                {"dataset": f"Dataset “{target.name}” already has a query with external id "
+                 f"“{wanted}”; change this query's external id first."}
+            )  # fmt: skip
     for name, value in fields.items():
         setattr(query, name, value)
     if fields:
@@ -178,6 +198,52 @@ def query_update(*, query: Query, tags: list[str] | None = None, **fields: objec
     if tags is not None:
         _set_tags(query, tags)
     return query
+
+
+@transaction.atomic
+def query_set_external_id(*, query: Query, external_id: str) -> Query:
+    """Give the query another external id. Refused (ValidationError on `external_id`,
+    saying why) when something outside the app may hold the present one
+    (`external_id_fixed_by`), when the new one is not a valid id or another query of the
+    dataset holds it. Who may ask is the caller's check (access.can_edit_query)."""
+    return query_update(query=query, external_id=external_id)
+
+
+def external_ids_fix(*, queries: QuerySet[Query], by: str) -> int:
+    """Mark these queries' external ids as held outside the app (`by`, a key of
+    annotation.query_ids.FIXED_BY), from now on; those already fixed keep their first
+    reason. One UPDATE; the number of queries newly fixed."""
+    if by not in query_ids.FIXED_BY:
+        raise ValueError(f"Not a reason to fix an external id: {by!r}")
+    return queries.filter(external_id_fixed_by="").update(
+        external_id_fixed_by=by, external_id_fixed_at=timezone.now()
+    )
+
+
+def _check_external_id(dataset: Dataset, external_id: str, *, other_than: int | None = None):
+    problem = query_ids.external_id_problem(external_id)
+    if problem:
+        raise ValidationError({"external_id": problem})
+    holders = Query.objects.filter(dataset=dataset, external_id=external_id)
+    if other_than is not None:
+        holders = holders.exclude(pk=other_than)
+    if holders.exists():
+        raise ValidationError(
+            {"external_id": f"Another query of this dataset has the external id “{external_id}”."}
+        )
+
+
+def _check_external_id_change(query: Query, external_id: str, dataset: Dataset | None) -> None:
+    if query.external_id_fixed_by:
+        raise ValidationError(
+            {
+                "external_id": f"The external id “{query.external_id}” can no longer change: "
+                f"{query_ids.fixed_reason(query.external_id_fixed_by)} "
+                f"({query.external_id_fixed_at:%Y-%m-%d}), so files, trainers or scripts "
+                "outside the app may name the query by it."
+            }
+        )
+    _check_external_id(dataset or query.dataset, external_id, other_than=query.pk)
 
 
 @transaction.atomic

@@ -1,24 +1,54 @@
-"""The query page: the query, the checklists this user may read, and assigning experts."""
+"""The query page: the query, the checklists this user may read, assigning experts and
+changing the query's external id."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotation import access, roles, selectors, services
-from annotation.forms import AssignExpertsForm, QueryForm
+from annotation import access, query_ids, roles, selectors, services
+from annotation.forms import AssignExpertsForm, ExternalIdForm, QueryForm
 from annotation.headings import in_reading_order
-from annotation.models import Checklist
+from annotation.models import Checklist, Query
 
 
 @require_GET
 @login_required
 def query_detail(request: HttpRequest, pk: int) -> HttpResponse:
     query = access.access_query(request.user, pk)
+    return render(request, "annotation/query_detail.html", _detail_context(request, query))
+
+
+@require_POST
+@login_required
+def query_external_id(request: HttpRequest, pk: int) -> HttpResponse:
+    """Change the query's external id (admins and its author, while nothing outside may hold
+    it): the page again with the reason beside the field when refused."""
+    query = access.access_query_for_edit(request.user, pk)
+    form = ExternalIdForm(request.POST)
+    if form.is_valid():
+        try:
+            services.query_set_external_id(
+                query=query, external_id=form.cleaned_data["external_id"]
+            )
+        except ValidationError as exc:
+            for message in exc.message_dict.get("external_id", exc.messages):
+                form.add_error("external_id", message)
+        else:
+            messages.success(request, f"External id saved: {query.external_id}.")
+            return redirect("query-detail", pk=query.pk)
+    query.refresh_from_db(fields=["external_id"])
+    context = _detail_context(request, query, external_id_form=form)
+    return render(request, "annotation/query_detail.html", context, status=400)
+
+
+def _detail_context(
+    request: HttpRequest, query: Query, *, external_id_form: ExternalIdForm | None = None
+) -> dict:
     perms = access.dataset_permissions(request.user, query.dataset)
     checklists = list(selectors.checklists_visible(query, request.user))
     # Each checklist's criteria as it reads, with its groups' headings (one query for all).
@@ -37,14 +67,19 @@ def query_detail(request: HttpRequest, pk: int) -> HttpResponse:
         assign_form = AssignExpertsForm(
             experts=experts, initial={"experts": list(query.assigned_experts.all())}
         )
-    context = {
+    can_edit = access.can_edit_query(request.user, query, perms)
+    if can_edit and not query.external_id_fixed and external_id_form is None:
+        external_id_form = ExternalIdForm(initial={"external_id": query.external_id})
+    return {
         "query": query,
         "dataset": query.dataset,
         "checklists": checklists,
         "mine": mine,
         "can_start": mine is None and access.can_start_checklist(request.user, query, perms),
         "can_manage": can_manage,
-        "can_edit": access.can_edit_query(request.user, query, perms),
+        "can_edit": can_edit,
+        "external_id_form": external_id_form if can_edit else None,
+        "external_id_fixed_reason": query_ids.fixed_reason(query.external_id_fixed_by),
         "assign_form": assign_form,
         "hidden_count": (
             query.checklists.exclude(pk__in=[c.pk for c in checklists]).count()
@@ -52,7 +87,6 @@ def query_detail(request: HttpRequest, pk: int) -> HttpResponse:
             else None
         ),
     }
-    return render(request, "annotation/query_detail.html", context)
 
 
 @require_POST

@@ -44,6 +44,7 @@ from annotation.models import (
     SourceType,
 )
 from annotation.selectors import checklists_for_user
+from annotation.services import external_ids_fix
 from config.site_permissions import manages_judges
 from evaluation.analytics import figures
 from evaluation.answers.models import Answer, System
@@ -70,7 +71,9 @@ Progress = Callable[[int], None]
 
 
 def query_key(pk: int, external_id: str) -> str:
-    return external_id or f"query-{pk}"
+    """A query's key in the files: its external id, which every query has
+    (annotation.query_ids), the one the reward API and the review imports take."""
+    return external_id
 
 
 def criterion_key(pk: int, external_id: str) -> str:
@@ -276,6 +279,9 @@ class Exporter:
     def chunks(self) -> Iterator[bytes]:
         """The zip, chunk by chunk. On PostgreSQL every table is read from one snapshot."""
         consistent = connection.vendor == "postgresql" and not connection.in_atomic_block
+        # The file will name every query by its external id: from now on they may not
+        # change. Written before the read-only snapshot below (which allows no write).
+        external_ids_fix(queries=Query.objects.filter(dataset=self.dataset), by="export")
         with transaction.atomic() if consistent else _nothing():
             if consistent:
                 with connection.cursor() as cursor:

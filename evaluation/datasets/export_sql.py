@@ -55,8 +55,8 @@ def _json_value(kind: str, expression: str) -> str:
         )
     if kind == schema.DATETIME:
         return f"coalesce(to_json({_iso(expression)})::text, 'null')"
-    if kind == schema.JSON:  # JSON text in a string cell, as formats._json_text writes it
-        return f"coalesce(to_json(({expression})::jsonb::text)::text, 'null')"
+    if kind == schema.JSON:  # nested, as formats.JsonlWriter writes it: jsonb's own text
+        return f"coalesce(({expression})::jsonb::text, 'null')"
     raise ValueError(f"no SQL formatting for {kind} columns")
 
 

@@ -50,7 +50,7 @@ from annotation.models import (
     QueryCategory,
     SourceType,
 )
-from annotation.services import dataset_set_role
+from annotation.services import dataset_set_role, external_ids_fix
 from annotation.services.checklists import snapshots
 from audit.models import RoleChange
 from evaluation.answers import agent_fields
@@ -282,6 +282,7 @@ class _Writer:
                 "tags", "assigned_experts"
             )
         }
+        fixed: list[int] = []  # queries already here that a file now names by their id
         for _, row in self.plan.tables["queries"]:
             category = None
             if row["category"]:
@@ -300,10 +301,15 @@ class _Writer:
             query = queries.get(pk) if pk else None
             changed = query is None
             if query is None:
+                # The id came from a file, which names the query by it: fixed from the start.
                 query = Query.objects.create(
-                    dataset=self.dataset, external_id=row["external_id"], **values
-                )
+                    dataset=self.dataset, external_id=row["external_id"],
+                    external_id_fixed_by="import", external_id_fixed_at=timezone.now(),
+                    **values,
+                )  # fmt: skip
                 self.stored.queries[row["external_id"]] = query.pk
+            elif not query.external_id_fixed_by:
+                fixed.append(query.pk)
             else:
                 diff = [k for k, v in values.items() if getattr(query, k) != v]
                 for k in diff:
@@ -324,6 +330,8 @@ class _Writer:
                 "queries", created=int(new), updated=int(changed and not new),
                 unchanged=int(not changed),
             )  # fmt: skip
+        if fixed:
+            external_ids_fix(queries=Query.objects.filter(pk__in=fixed), by="import")
 
     def _checklists(self, guidelines: dict[tuple[str, int], Guideline]) -> None:
         checklists = {c.pk: c for c in Checklist.objects.filter(query__dataset=self.dataset)}

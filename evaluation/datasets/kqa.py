@@ -118,6 +118,9 @@ def import_kqa(
     result = KqaResult(dataset=dataset, rows=len(nli))
 
     labelled = {normalise(row["Question"]) for row in nli}
+    # A question's external id is its line in the file: the same on every import.
+    for number, question in enumerate(questions, start=1):
+        question["external_id"] = f"kqa-{number}"
     if labelled_only:
         questions = [q for q in questions if normalise(q["Question"]) in labelled]
     queries = _queries(dataset, questions, result)
@@ -236,6 +239,7 @@ def _queries(dataset: Dataset, questions: list[dict], result: KqaResult) -> dict
     new = [
         Query(
             dataset=dataset,
+            external_id=q["external_id"],
             text=q["Question"],
             query_date=QUERY_DATE,
             reference_answer=q.get("Free_form_answer", ""),

@@ -4,8 +4,12 @@ before anything is written, then all rows are written in one transaction, or non
 error names the file, the line and the field; importing the same file again changes nothing.
 
 An item is an (answer, criterion). The answer is given by `answer` (its id), or by `system`
-(+ `system_version`) and either `external_id` or `query` (+ `run_label`). The criterion by
-`criterion` (its id); it must belong to a submitted checklist of the answer's query.
+(+ `system_version`) and either `external_id` (the answer's) or `query` (+ `run_label`).
+`query` is the query's external id, as exports write it and the reward API takes it (a
+number that is no query's external id is read as the query's id in the app, as older files
+gave it). A query named by its external id has that id fixed from then on ("labels" or
+"verdicts", annotation.query_ids). The criterion by `criterion` (its id); it must belong
+to a submitted checklist of the answer's query.
 
 Verdict rows add `judge` (a name), `outcome` (pass / fail / unparseable / error) and
 optionally `sample` (default 0), `rationale`, `failure_kind`. They go into one run of kind
@@ -30,7 +34,8 @@ from django.utils import timezone
 
 from annotation import roles
 from annotation.access import dataset_permissions
-from annotation.models import Checklist, Criterion, Dataset
+from annotation.models import Checklist, Criterion, Dataset, Query
+from annotation.services import external_ids_fix
 from config import limits
 from config.ids import is_id
 from evaluation.answers.models import Answer
@@ -81,12 +86,17 @@ class VerdictsResult:
 class _Item:
     answer_id: int
     criterion_id: int
+    named_query: int | None = None  # the query, when the row named it by its external id
 
 
 class _Resolver:
-    """Finds answers and criteria of one dataset from row fields, with two queries in all."""
+    """Finds answers and criteria of one dataset from row fields, with three queries in all."""
 
     def __init__(self, dataset: Dataset) -> None:
+        self.query_ids: dict[str, int] = dict(
+            Query.objects.filter(dataset=dataset).values_list("external_id", "pk")
+        )
+        self.query_pks = set(self.query_ids.values())
         self.answers: dict[int, tuple[int, str, str, str, str]] = {
             pk: (query_id, system, version, run_label, external_id)
             for pk, query_id, system, version, run_label, external_id in Answer.objects.filter(
@@ -111,7 +121,7 @@ class _Resolver:
         )
 
     def item(self, row: dict, where: str, errors: list[str]) -> _Item | None:
-        answer_id = self._answer(row, where, errors)
+        answer_id, named_query = self._answer(row, where, errors)
         criterion = field_text(row, "criterion")
         if not criterion:
             errors.append(f"{where}: field 'criterion' is required")
@@ -130,35 +140,51 @@ class _Resolver:
                 f"than answer {answer_id}"
             )
             return None
-        return _Item(answer_id, int(criterion))
+        return _Item(answer_id, int(criterion), named_query)
 
-    def _answer(self, row: dict, where: str, errors: list[str]) -> int | None:
+    def query(self, value: str) -> tuple[int | None, bool]:
+        """The query a row's `query` names: by external id, else (older files) by its id in
+        the app; and whether it was named by its external id."""
+        if value in self.query_ids:
+            return self.query_ids[value], True
+        if is_id(value) and int(value) in self.query_pks:
+            return int(value), False
+        return None, False
+
+    def _answer(self, row: dict, where: str, errors: list[str]) -> tuple[int | None, int | None]:
         answer = field_text(row, "answer")
         if answer:
             if not is_id(answer) or int(answer) not in self.answers:
                 errors.append(f"{where}: field 'answer': no answer {answer!r} in this dataset")
-                return None
-            return int(answer)
+                return None, None
+            return int(answer), None
         system, version = field_text(row, "system"), field_text(row, "system_version") or None
         if not system:
             errors.append(
                 f"{where}: field 'answer' is required (or 'system' with 'query' or 'external_id')"
             )
-            return None
+            return None, None
         external_id, query = field_text(row, "external_id"), field_text(row, "query")
+        named = None
         if external_id:
             found = self.by_external.get((system, version, external_id), [])
             field, what = "external_id", f"with external id {external_id!r}"
         elif not query:
             errors.append(f"{where}: field 'query' is required with 'system' (or 'external_id')")
-            return None
+            return None, None
         else:
+            query_id, by_external_id = self.query(query)
+            if query_id is None:
+                errors.append(
+                    f"{where}: field 'query': no query with external id {query!r} in this dataset"
+                )
+                return None, None
+            named = query_id if by_external_id else None
             run_label = field_text(row, "run_label")
-            key = (system, version, int(query), run_label) if is_id(query) else None
-            found = self.by_query.get(key, []) if key else []
+            found = self.by_query.get((system, version, query_id, run_label), [])
             field, what = "query", f"to query {query!r} with run label {run_label!r}"
         if len(found) == 1:
-            return found[0]
+            return found[0], named
         if found:
             errors.append(
                 f"{where}: field 'system_version': {len(found)} answers of system {system!r} "
@@ -166,7 +192,7 @@ class _Resolver:
             )
         else:
             errors.append(f"{where}: field {field!r}: no answer of system {system!r} {what}")
-        return None
+        return None, None
 
 
 def _rows(name: str, content: str) -> list[tuple[int, dict]]:
@@ -271,6 +297,7 @@ def import_label_rows(*, dataset: Dataset, name: str, raw: list[tuple[int, dict]
         )
         if new or changed:
             bump(dataset.pk, Event.LABELS_IMPORTED)
+        _fix_named_queries(rows, "labels")
     return LabelsResult(
         created=len(new),
         updated=len(changed),
@@ -278,6 +305,13 @@ def import_label_rows(*, dataset: Dataset, name: str, raw: list[tuple[int, dict]
         raters=len({r.rater for r in rows}),
         linked_to_users=len(members),
     )
+
+
+def _fix_named_queries(rows: Iterable[_LabelRow | _VerdictRow], by: str) -> None:
+    """The file names these queries by their external ids: fixed from now on."""
+    named = {row.item.named_query for row in rows} - {None}
+    if named:
+        external_ids_fix(queries=Query.objects.filter(pk__in=named), by=by)
 
 
 def import_labels(*, dataset: Dataset, name: str, content: str) -> LabelsResult:
@@ -394,6 +428,7 @@ def import_verdict_rows(
             run.status, run.finished_at = Run.Status.DONE, now
             run.snapshot = snapshot.take(panel_obj)  # the panel may have gained judges
             run.save(update_fields=["expected", "status", "finished_at", "snapshot"])
+        _fix_named_queries(rows, "verdicts")
     return VerdictsResult(
         run_id=run.pk,
         run_created=run_created,

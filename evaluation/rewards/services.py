@@ -20,6 +20,7 @@ from django.conf import settings
 
 from annotation import scoring
 from annotation.models import Criterion, Dataset, Query
+from annotation.services import external_ids_fix
 from evaluation.checks import trajectory
 from evaluation.checks.deterministic import offline_verdict
 from evaluation.judges import tuning
@@ -130,6 +131,11 @@ def reward_batch(
         user=by, token_id=token_id, dataset=dataset, panel=panel, shape=shape, items=len(items)
     )
     quota.admit(batch, quota.Principal(by.pk, token_id))
+    # A trainer now holds these queries' external ids: they may no longer change. Only the
+    # first request naming a query writes (the loaded queries say which are fixed already).
+    unfixed = {query.pk for query, _ in criteria if not query.external_id_fixed_by}
+    if unfixed:
+        external_ids_fix(queries=Query.objects.filter(pk__in=unfixed), by="rewards")
 
     judges = Judge.objects.in_bulk([m.judge_id for m in members])
     # The dataset's tuning of each judge as it is now, pinned as a version: the version a

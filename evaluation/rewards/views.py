@@ -1,5 +1,6 @@
-"""A dataset's Rewards page, for its admins: recent reward traffic (items per minute,
-latency percentiles, cost, failures) and the rewards tokens limited to the dataset."""
+"""A dataset's Rewards page, for its admins: a reward request ready to copy (curl and
+Python), recent reward traffic (items per minute, latency percentiles, cost, failures) and
+the rewards tokens limited to the dataset."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from annotation import roles
 from annotation.access import access_dataset
 from evaluation.charts.columns import column_chart
 from evaluation.rewards import traffic
+from evaluation.rewards.example import TOKEN_VARIABLE, reward_example
 
 
 @require_GET
@@ -31,5 +33,11 @@ def dataset_rewards(request: HttpRequest, pk: int) -> HttpResponse:
         .select_related("user")
         .order_by("-created_at", "-pk")
     )
-    context = {"dataset": dataset, "chart": chart, "tokens": tokens, **figures}
+    example = reward_example(dataset, request.build_absolute_uri("/api/rewards/"))
+    context = {
+        "dataset": dataset, "chart": chart, "tokens": tokens, **figures,
+        "example": example if not isinstance(example, str) else None,
+        "no_example": example if isinstance(example, str) else "",
+        "token_variable": TOKEN_VARIABLE,
+    }  # fmt: skip
     return render(request, "evaluation/rewards/dataset_rewards.html", context)

@@ -286,10 +286,14 @@ class TableWriter:
 
 
 class JsonlWriter(TableWriter):
+    """JSON columns are nested objects and lists in JSON Lines (CSV and Parquet write them
+    as JSON text); the importer reads either (formats.cell), so older exports, which wrote
+    JSON text here too, still import."""
+
     def write(self, rows: list[tuple]) -> None:
         names = self.table.names
         dumps = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": ")).encode
-        lines = [dumps(dict(zip(names, row, strict=True))) for row in self._with_json_text(rows)]
+        lines = [dumps(dict(zip(names, row, strict=True))) for row in rows]
         if lines:
             self.out.write(("\n".join(lines) + "\n").encode())
         self.rows += len(rows)

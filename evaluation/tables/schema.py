@@ -29,8 +29,10 @@ NEEDS = {
 }
 
 # Column types. Dates and times are ISO 8601 text in every format; `list` is a list of
-# strings (JSON array text in CSV); `json` is JSON text in every format, so that tools which
-# infer a schema (pyarrow, Hugging Face datasets) never meet objects with varying keys.
+# strings (JSON array text in CSV); `json` is nested in JSON Lines (objects and lists, as
+# the value is) and JSON text in CSV and Parquet, so that tools which infer a schema from a
+# columnar file (pyarrow, Hugging Face datasets on Parquet) never meet objects with varying
+# keys. Imports read either form of a JSON cell: a string is read as JSON text.
 STR, INT, FLOAT, BOOL, DATE, DATETIME, LIST, JSON = (
     "str", "int", "float", "bool", "date", "datetime", "list", "json",
 )  # fmt: skip
@@ -122,7 +124,11 @@ TABLES: tuple[Table, ...] = (
     Table(
         "queries",
         (
-            _c("external_id", doc="Unique in the dataset; `query-<id>` when none was set"),
+            _c(
+                "external_id",
+                doc="Unique in the dataset; every query has one (`query-<id>` unless its "
+                "creator gave one)",
+            ),
             _c("text"),
             _c("query_date", DATE),
             _c("category", doc="The query category's name (empty: none)"),

@@ -95,6 +95,7 @@ def main_pages(dataset, run, answer, criterion) -> dict[str, list[str]]:
             reverse("dataset-progress", args=[d]),
             reverse("dataset-answers", args=[d]),
             reverse("dataset-export", args=[d]),
+            reverse("dataset-rewards", args=[d]),
             reverse("dataset-import"),
             reverse("query-create", args=[d]),
             reverse("judge-list"),

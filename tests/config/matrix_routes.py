@@ -53,7 +53,7 @@ for _name in (
     PAGE_ARGS[_name] = lambda w: {"pk": w.dataset.pk}
 for _name in (
     "query-detail", "query-assign", "checklist-start", "query-overlaps",
-    "query-cross-evaluation-start", "query-edit",
+    "query-cross-evaluation-start", "query-edit", "query-external-id",
 ):  # fmt: skip
     PAGE_ARGS[_name] = lambda w: {"pk": w.query.pk}
 for _name in (

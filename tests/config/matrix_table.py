@@ -137,6 +137,7 @@ MATRIX = {
     ("GET", "perfect-answer-draft-status"): "302 404 404 200 403 404 200 200",
     ("GET", "perfect-answer-preview"): "405 405 405 405 405 405 405 405",
     ("GET", "query-assign"): "405 405 405 405 405 405 405 405",
+    ("GET", "query-external-id"): "405 405 405 405 405 405 405 405",
     ("GET", "query-create"): "302 404 404 200 403 200 200 200",
     ("GET", "query-cross-evaluation-start"): "405 405 405 405 405 405 405 405",
     ("GET", "query-detail"): "302 404 404 200 200 200 200 200",
@@ -270,6 +271,8 @@ MATRIX = {
     ("POST", "perfect-answer-draft-status"): "405 405 405 405 405 405 405 405",
     ("POST", "perfect-answer-preview"): "302 404 404 200 403 404 200 200",
     ("POST", "query-assign"): "302 404 404 403 403 403 302 302",
+    # An empty form: the id is required (400, the page with the reason beside the field).
+    ("POST", "query-external-id"): "302 404 404 403 403 403 400 400",
     ("POST", "query-create"): "302 404 404 200 403 200 200 200",
     ("POST", "query-cross-evaluation-start"): "302 404 404 403 403 403 302 302",
     ("POST", "query-detail"): "405 405 405 405 405 405 405 405",

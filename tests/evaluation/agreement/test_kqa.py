@@ -4,6 +4,9 @@ held to scikit-learn and the krippendorff package computed straight from the CSV
 from __future__ import annotations
 
 import csv
+import os
+import subprocess
+import sys
 import time
 from itertools import combinations
 from pathlib import Path
@@ -13,13 +16,16 @@ import numpy as np
 import pytest
 from django.conf import settings
 from django.core.management import call_command
+from django.db import connection
 from django.urls import reverse
 from sklearn.metrics import cohen_kappa_score
 
+from annotation.models import Dataset
 from evaluation.agreement.selectors import agreement_report
 from evaluation.answers.models import Answer
-from evaluation.datasets.kqa import import_kqa
+from evaluation.datasets.kqa import DATASET_NAME, import_kqa
 from evaluation.labels.models import HumanLabel
+from tests.support.celery_worker import ROOT, database_url
 
 KQA = Path(settings.BASE_DIR) / "evaluation" / "fixtures" / "kqa"  # in the repository
 # CSV rows (first column) that match no criterion, read off the published files: 3 rows of
@@ -108,3 +114,24 @@ def test_command_is_idempotent_and_lists_skipped_rows(db, owner, capsys):
     call_command("import_kqa", "--directory", str(KQA), "--labelled-only")
     second = capsys.readouterr().out
     assert "0 new queries" in second and "Human labels: 0 new, 0 changed" in second
+
+
+def test_the_readme_command_with_no_argument_imports_the_files_in_the_repository(
+    transactional_db,
+):
+    """`python3.11 dev.py manage import_kqa`, as the README gives it, on a fresh clone: no
+    argument, the files found in the repository (evaluation/fixtures/kqa/), from any working
+    directory. Run as a separate process against this test's database."""
+    env = {**os.environ, "DATABASE_URL": database_url(connection.settings_dict)}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "dev.py"), "manage", "import_kqa"],
+        cwd="/", env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "201 new queries" in done.stdout, done.stdout[:2000]
+    dataset = Dataset.objects.get(name=DATASET_NAME)
+    assert dataset.queries.count() == 201
+    # Each question is named by its line in the file, the same on every import.
+    first = dataset.queries.get(external_id="kqa-1")
+    assert first.text.startswith("Alright so I dont know much about Lexapro")
+    assert HumanLabel.objects.filter(answer__query__dataset=dataset).count() > 1000

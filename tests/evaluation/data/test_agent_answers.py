@@ -184,8 +184,11 @@ def test_dataset_export_and_import_keep_the_agent_fields(owner_api, dataset, que
     files = members(first)
     lines = [json.loads(line) for line in files["answers.jsonl"].decode().splitlines()]
     agent = next(r for r in lines if r["run_label"] == "")
-    assert json.loads(agent["turns"]) == TURNS and json.loads(agent["context"]) == CONTEXT
+    # Nested in JSON Lines; JSON text in CSV.
+    assert (agent["turns"], agent["context"], agent["metadata"]) == (TURNS, CONTEXT, METADATA)
     assert next(r for r in lines if r["run_label"] == "plain")["turns"] is None
+    csv_rows = list(csv.DictReader(io.StringIO(files["answers.csv"].decode())))
+    assert json.loads(next(r for r in csv_rows if r["run_label"] == "")["turns"]) == TURNS
     path = tmp_path / "first.zip"
     path.write_bytes(first)
     empty_the_database()
@@ -286,3 +289,23 @@ def test_a_bad_criterion_check_is_refused_naming_the_field(collaborator, query, 
         "criterion_checks.jsonl:1: field 'params': params: unknown parameter 'mode'"
     ]
     assert not CriterionCheck.objects.exists()
+
+
+def test_an_older_export_with_json_text_in_jsonl_still_imports(owner_api, dataset, query, tmp_path):
+    """Exports made before JSON Lines nested them wrote `turns`, `context` and `metadata`
+    (and every JSON column) as JSON text: such a file imports to the same answers."""
+    owner_api.post("/api/answers/", agent_row(query), format="json")
+    files = members(b"".join(export_chunks(dataset)))
+    rows = [json.loads(line) for line in files["answers.jsonl"].decode().splitlines()]
+    for row in rows:
+        for name in ("turns", "context", "metadata"):
+            if row[name] is not None:
+                row[name] = json.dumps(row[name])  # the older form: a string
+    assert isinstance(rows[0]["turns"], str)
+    files = {n: d for n, d in files.items() if not n.endswith((".csv", ".parquet"))}
+    files["answers.jsonl"] = "".join(json.dumps(r) + "\n" for r in rows).encode()
+    path = write_zip(tmp_path / "older.zip", files)
+    empty_the_database()
+    import_dataset(path)
+    stored = Answer.objects.get()
+    assert (stored.turns, stored.context, stored.metadata) == (TURNS, CONTEXT, METADATA)

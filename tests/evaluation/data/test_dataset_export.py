@@ -72,7 +72,7 @@ def test_rows_name_each_other_by_external_keys(generated):
         "system": "System 0", "system_version": "2026.11", "query": "Q00000",
         "run_label": "nightly", "author": "expert-0",
     }  # fmt: skip
-    assert json.loads(verdict["judge_params"])["model"] == "model-0"
+    assert verdict["judge_params"]["model"] == "model-0"  # nested in JSONL, not JSON text
     perfect = jsonl(data, "perfect_answers.jsonl")
     assert [(p["query"], p["author"]) for p in perfect] == [
         ("Q00000", "expert-0"),

@@ -12,9 +12,13 @@ from django.urls import reverse
 from django.utils import timezone
 
 from accounts import services as accounts_services
+from annotation.models import Checklist
 from evaluation.charts.columns import column_chart, nice_top
 from evaluation.rewards import traffic
+from evaluation.rewards.example import reward_example
 from evaluation.rewards.models import RewardBatch
+from tests.factories import PanelFactory, QueryFactory, external_judges, offline_judge
+from tests.support.builders import checklisted_query, finished_run
 
 pytestmark = pytest.mark.django_db
 
@@ -125,3 +129,39 @@ def test_the_pages_queries_do_not_grow_with_traffic(
     client.force_login(owner)
     with django_assert_max_num_queries(14):
         assert client.get(reverse("dataset-rewards", args=[dataset.pk])).status_code == 200
+
+
+def test_the_ready_request_names_a_scorable_query_and_a_panel_that_can_grade(
+    client, owner, dataset, django_assert_max_num_queries
+):
+    """The query: the first with criteria to score (a draft's query is skipped). The panel:
+    one with judges, none external; the panel of the dataset's latest run first. The page's
+    queries do not grow with queries and panels."""
+    draft = QueryFactory(dataset=dataset)
+    Checklist.objects.create(query=draft, author=owner)  # a draft: nothing to score
+    scorable = checklisted_query(dataset, criteria=2, answers=1, external_id="rev-q3")
+    for i in range(5):
+        checklisted_query(dataset, criteria=1, external_id=f"more-{i}", author=owner)
+    PanelFactory(name="A empty")  # no judges
+    PanelFactory(name="B imported", judges=external_judges(1))
+    first = PanelFactory(name="C offline", judges=[offline_judge("Offline C")])
+    latest = PanelFactory(name="D offline", judges=[offline_judge("Offline D")])
+    client.force_login(owner)
+    url = reverse("dataset-rewards", args=[dataset.pk])
+    page = client.get(url).content.decode()
+    assert "rev-q3" in page and f"&quot;panel&quot;: {first.pk}" in page
+    assert "B imported" not in page and "A empty" not in page
+    finished_run(dataset, latest, {})
+    example = reward_example(dataset, "http://testserver/api/rewards/")
+    assert (example.query_external_id, example.panel) == ("rev-q3", latest)
+    assert example.body["items"][0]["query"] == scorable.query.external_id
+    with django_assert_max_num_queries(17):
+        assert client.get(url).status_code == 200
+
+
+def test_without_a_panel_that_can_grade_the_page_says_so(client, owner, dataset):
+    checklisted_query(dataset, criteria=1)
+    PanelFactory(name="Imported only", judges=external_judges(1))
+    client.force_login(owner)
+    page = client.get(reverse("dataset-rewards", args=[dataset.pk])).content.decode()
+    assert "No panel can grade rewards yet" in page and 'id="reward-curl"' not in page
