@@ -91,8 +91,9 @@ def test_search_filters_and_sort(client, reviewer, judged):
         other_query.values_list("pk", flat=True)
     )
     labelled = set(
-        HumanLabel.objects.values_list("answer_id", flat=True)
-        .union(Adjudication.objects.values_list("answer_id", flat=True))
+        HumanLabel.objects.values_list("answer_id", flat=True).union(
+            Adjudication.objects.values_list("answer_id", flat=True)
+        )
     )
     assert set(listed(client.get(url, {"labelled": "yes"}))) == labelled
     assert agent.pk in listed(client.get(url, {"labelled": "no"}))
@@ -144,9 +145,10 @@ def test_answer_page_shows_text_trajectory_and_each_runs_scores(client, reviewer
     response = client.get(reverse("answer-detail", args=[judged_answer.pk]))
     ((run, report, _updating),) = response.context["per_run"]
     assert run == data.run
-    assert report.value == scores.run_scores(data.run).of_answers([judged_answer.pk])[
-        judged_answer.pk
-    ].value
+    assert (
+        report.value
+        == scores.run_scores(data.run).of_answers([judged_answer.pk])[judged_answer.pk].value
+    )
     assert reverse("run-answer", args=[run.pk, judged_answer.pk]) in response.content.decode()
 
 
@@ -213,7 +215,7 @@ def test_only_reviewers_and_admins_see_answers(client, collaborator, outsider, j
 def test_the_list_and_answer_page_count_their_queries(
     client, reviewer, judged, django_assert_max_num_queries
 ):
-    data, agent = judged
+    data, _ = judged
     client.force_login(reviewer)
     url = reverse("dataset-answers", args=[data.run.dataset_id])
     client.get(url)  # the run's scores kept, the session warm
