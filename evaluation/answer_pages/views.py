@@ -60,16 +60,17 @@ def dataset_answers(request: HttpRequest, pk: int) -> HttpResponse:
     counts = selectors.counts_by_system(dataset)
     filter_form = AnswerFilterForm(request.GET or None, counts=counts)
     filters = filter_form.filters()
-    page = Paginator(selectors.answer_list(dataset, filters), ANSWERS_PER_PAGE).get_page(
+    page = Paginator(selectors.answer_ids(dataset, filters), ANSWERS_PER_PAGE).get_page(
         request.GET.get("page")
     )
-    latest = selectors.latest_scores(dataset, [a.pk for a in page])
+    shown = selectors.answer_rows(list(page))
+    latest = selectors.latest_scores(dataset, [a.pk for a in shown])
     kept = {k: v for k, v in request.GET.items() if k != "page" and v}
     context = {
         "dataset": dataset, "form": form if can_manage else None, "errors": errors,
         "groups": counts, "total": sum(g["n"] for g in counts),
         "filter_form": filter_form, "filtered": filters != selectors.AnswerFilters(),
-        "page": page, "rows": [(a, latest.get(a.pk)) for a in page],
+        "page": page, "rows": [(a, latest.get(a.pk)) for a in shown],
         "page_query": urlencode(kept),
     }  # fmt: skip
     return render(request, "evaluation/answers/dataset_answers.html", context, status=status)

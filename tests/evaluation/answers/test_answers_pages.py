@@ -71,6 +71,22 @@ def test_every_answer_is_listed_with_its_latest_score_and_labels(client, reviewe
     assert "not run" in html
 
 
+def test_perfect_answers_are_not_listed(client, reviewer, judged):
+    """Written for cross-evaluation, each with a run label of its own: their pages are the
+    checklists' perfect-answer pages, and /api/answers/ leaves them out too."""
+    data, _ = judged
+    criterion = data.run.verdicts.select_related("criterion__checklist").first().criterion
+    perfect = Answer.objects.create(
+        system=System.objects.create(name="Perfect answers", is_reference=True),
+        query=criterion.checklist.query, checklist=criterion.checklist,
+        text="The perfect answer.", run_label=f"perfect:{criterion.checklist_id}",
+    )  # fmt: skip
+    client.force_login(reviewer)
+    response = client.get(reverse("dataset-answers", args=[data.run.dataset_id]))
+    assert perfect.pk not in listed(response)
+    assert "perfect:" not in response.content.decode()
+
+
 def test_search_filters_and_sort(client, reviewer, judged):
     data, agent = judged
     client.force_login(reviewer)
