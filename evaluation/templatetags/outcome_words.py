@@ -19,3 +19,10 @@ def outcome_badge(outcome: str, is_penalty: bool = False, prefix: str = "") -> S
     return format_html(
         '<span class="badge verdict-{}" data-outcome="{}">{}{}</span>', css, outcome, prefix, word
     )
+
+
+@register.filter
+def outcome_css(outcome: str, is_penalty: bool = False) -> str:
+    """The colour an outcome is shown in (`final-…`, `verdict-…`): a penalty avoided is a
+    pass's green, a penalty committed a failure's red."""
+    return outcome_shown(outcome or "", bool(is_penalty))[1]

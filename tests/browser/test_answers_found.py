@@ -2,7 +2,8 @@
 (turns with a tool call, retrieved context) is found by searching the dataset's Answers
 page and opened; its tool calls and context show on the answer page, the run's answer page
 and the review page; a penalty the answer avoided reads "avoided" on both verdict pages,
-never a red "fail"; axe-core finds nothing serious on any of them."""
+never a red "fail"; axe-core finds nothing serious on any of them. With UPDATE_SCREENSHOTS=1
+the screenshots land in docs/user-guide/img/."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from evaluation.runs import services as runs
 from tests.browser.conftest import log_in
 from tests.browser.test_accessibility import serious_violations
 from tests.browser.test_api_tokens import call
+from tests.browser.test_checklist_editor import snap
 from tests.factories import PanelFactory, offline_judge
 from tests.support.builders import checklisted_query
 
@@ -66,18 +68,22 @@ def test_an_answer_posted_through_the_api_is_found_opened_and_read_everywhere(
     expect(rows.first.locator("[data-has-tool-calls]")).to_be_visible()
     expect(rows.first.locator("[data-has-context]")).to_be_visible()
     assert serious_violations(page) == []
+    snap(page, "answers-list")
 
     rows.first.get_by_role("link", name=f"Answer {answer_id}").click()
     expect(page).to_have_url(f"{live_server.url}/answers/{answer_id}/")
     expect_trajectory(page)
     expect(page.locator(f"[data-run-score='{run.pk}']")).to_be_visible()
     assert serious_violations(page) == []
+    snap(page, "answer-page")
 
     page.get_by_role("link", name="Verdicts and votes in this run").click()
     expect(page).to_have_url(f"{live_server.url}/runs/{run.pk}/answers/{answer_id}/")
     expect_trajectory(page)
     expect_avoided(page, penalty.text)
     assert serious_violations(page) == []
+    page.locator(".verdict-row").filter(has_text=penalty.text).scroll_into_view_if_needed()
+    snap(page, "run-answer-penalty")
 
     page.get_by_role("link", name="Review this answer").click()
     expect(page.get_by_role("heading", name="Review: Solavex agent", exact=False)).to_be_visible()
