@@ -106,10 +106,8 @@ def test_search_filters_and_sort(client, reviewer, judged):
     assert set(listed(client.get(url, {"query": other_query[0].query_id}))) == set(
         other_query.values_list("pk", flat=True)
     )
-    labelled = set(
-        HumanLabel.objects.values_list("answer_id", flat=True).union(
-            Adjudication.objects.values_list("answer_id", flat=True)
-        )
+    labelled = set(HumanLabel.objects.values_list("answer_id", flat=True)) | set(
+        Adjudication.objects.values_list("answer_id", flat=True)
     )
     assert set(listed(client.get(url, {"labelled": "yes"}))) == labelled
     assert agent.pk in listed(client.get(url, {"labelled": "no"}))
