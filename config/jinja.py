@@ -13,6 +13,9 @@ import datetime as dt
 from django.utils.formats import date_format
 from django.utils.timezone import template_localtime
 from jinja2 import Environment, StrictUndefined
+from markupsafe import Markup, escape
+
+from evaluation.metrics.rubrics import outcome_shown
 
 
 def local_date(value: dt.datetime | None, format_string: str) -> str:
@@ -20,6 +23,15 @@ def local_date(value: dt.datetime | None, format_string: str) -> str:
     if value is None:
         return ""
     return date_format(template_localtime(value), format_string)
+
+
+def outcome_badge(outcome: str, is_penalty: bool = False, prefix: str = "") -> Markup:
+    """The Django tag `outcome_badge` (evaluation.templatetags.outcome_words), the same HTML:
+    a penalty's verdict reads "avoided" or "committed"."""
+    word, css = outcome_shown(outcome or "", bool(is_penalty))
+    return Markup('<span class="badge verdict-{}" data-outcome="{}">{}{}</span>').format(
+        css, outcome, prefix, escape(word)
+    )
 
 
 def environment(**options) -> Environment:
@@ -30,4 +42,6 @@ def environment(**options) -> Environment:
     options.pop("autoescape", None)
     env = Environment(autoescape=True, **options)
     env.filters["local_date"] = local_date
+    env.globals["outcome_badge"] = outcome_badge
+    env.globals["outcome_shown"] = outcome_shown
     return env

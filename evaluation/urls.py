@@ -11,6 +11,7 @@ from evaluation.agreement import views as agreement_views
 from evaluation.alerts import views as alerts_views
 from evaluation.analytics import api as analytics_api
 from evaluation.analytics import views as analytics_views
+from evaluation.answer_pages.urls import urlpatterns as answer_pages
 from evaluation.answers import api as answers_api
 from evaluation.checks import views as criterion_check_views
 from evaluation.cross_evaluation import api as cross_evaluation_api
@@ -31,6 +32,7 @@ from evaluation.trials import api as trials_api
 from evaluation.trials import views as trials_views
 
 urlpatterns = [
+    *answer_pages,
     path("criteria/<int:pk>/check/", criterion_check_views.criterion_check, name="criterion-check"),
     path("datasets/<int:pk>/review/", review_views.review_queue, name="review-queue"),
     path("datasets/<int:pk>/review/assign/", review_views.review_assign, name="review-assign"),
@@ -164,7 +166,6 @@ urlpatterns = [
     path("panels/<int:pk>/", judges_views.panel_edit, name="panel-edit"),
     path("datasets/<int:pk>/runs/", runs_views.dataset_runs, name="dataset-runs"),
     path("datasets/<int:pk>/runs/estimate/", runs_views.run_estimate_page, name="run-estimate"),
-    path("datasets/<int:pk>/answers/", runs_views.dataset_answers, name="dataset-answers"),
     path("runs/<int:pk>/", runs_views.run_detail, name="run-detail"),
     path("runs/<int:pk>/answers/<int:answer_id>/", runs_views.run_answer, name="run-answer"),
     path("verdicts/<int:pk>/prompt/", runs_views.verdict_prompt, name="verdict-prompt-page"),

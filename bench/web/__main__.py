@@ -91,6 +91,16 @@ def pages(dataset: int, agreement_dataset: int | None) -> list[tuple[str, str, i
         ("runs list", f"/datasets/{d}/runs/", 1, LIST_TARGET_MS),
         ("run page", f"/runs/{r}/", 2, LIST_TARGET_MS),
         ("run answer", f"/runs/{r}/answers/{answer}/", 1, LIST_TARGET_MS),
+        # Issue 40: every answer listed, and searched (the seeded texts share their words, so
+        # a search matches many and the trigram index has work to do), and one answer.
+        ("answers list", f"/datasets/{d}/answers/", 1, LIST_TARGET_MS),
+        (
+            "answers list, searched",
+            f"/datasets/{d}/answers/?q=revenue&labelled=yes",
+            1,
+            LIST_TARGET_MS,
+        ),
+        ("answer page", f"/answers/{answer}/", 1, LIST_TARGET_MS),
         ("agreement", f"/datasets/{d}/agreement/", 2, LIST_TARGET_MS),
         ("agreement items", f"/datasets/{d}/agreement/items/?figure=panel", 1, LIST_TARGET_MS),
         ("cross-evaluation", f"/datasets/{d}/cross-evaluation/", 1, LIST_TARGET_MS),

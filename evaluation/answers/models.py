@@ -79,6 +79,15 @@ class Answer(models.Model):
 
     class Meta:
         ordering = ["query_id", "system_id", "id"]
+        indexes = [
+            # The Answers page's counts per system and run label, its count and its id
+            # order, read from this index alone (the rows hold long texts and trajectories).
+            models.Index(
+                fields=["query", "system", "run_label", "id"],
+                condition=models.Q(checklist__isnull=True),
+                name="answer_systems_listing",
+            )
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["system", "query", "run_label"], name="answer_per_system_query_run"

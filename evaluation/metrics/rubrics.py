@@ -170,6 +170,16 @@ def satisfied(
     return None
 
 
+def outcome_shown(outcome: str, is_penalty: bool) -> tuple[str, str]:
+    """How a verdict, vote or label on a criterion reads on a page: (word, css outcome).
+    A penalty's "pass" means the answer did the bad thing: it reads "committed", in the
+    colour of a failure; its "fail" reads "avoided", in the colour of a pass (satisfied()
+    above). Positive criteria and undecided outcomes read as they are."""
+    if is_penalty and outcome in ("pass", "fail"):
+        return ("committed", "fail") if outcome == "pass" else ("avoided", "pass")
+    return outcome, outcome
+
+
 @dataclass
 class GroupCounts:
     """A group's own criteria (not its subgroups'), enabled only, counted: satisfied or not,

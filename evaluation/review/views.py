@@ -28,12 +28,12 @@ from annotation.models import Criterion, Dataset
 from config import limits
 from config.ids import is_id, parse_id
 from evaluation.answers.models import Answer
-from evaluation.answers.rendering import render_answer
+from evaluation.answers.view import answer_view
 from evaluation.labels.models import Label, ReviewAssignment
 from evaluation.review import answer_rows, selectors, services
 from evaluation.review import filters as queue_filters
 from evaluation.review.access import access_answer, reviewable_criterion
-from evaluation.review.timeline import timeline_of
+from evaluation.review.timeline import timeline_checks
 from evaluation.runs.models import Run
 
 QUEUES = {q.value: q.label for q in ReviewAssignment.Queue}
@@ -325,8 +325,7 @@ def answer_review(request: HttpRequest, pk: int) -> HttpResponse:
         next_params["pos"], next_params["of"] = position
     next_url = f"{reverse('review-next', args=[dataset.pk])}?{urlencode(next_params)}"
     context = {
-        "dataset": dataset, "answer": answer, "answer_html": render_answer(answer.text),
-        "timeline": timeline_of(answer, rows),
+        "dataset": dataset, "answer": answer, "view": answer_view(answer, timeline_checks(rows)),
         "run": run, "runs": runs, "rows": rows, "queue": queue, "queue_name": QUEUES[queue],
         "current": str(current_criterion or ""), "position": position,
         "filtered": filters.active or mine,
@@ -463,8 +462,7 @@ def _conflict_page(request: HttpRequest, answer: Answer, run: Run | None, criter
         row.conflict = row.criterion.pk == criterion.pk
     dataset = answer.query.dataset
     context = {
-        "dataset": dataset, "answer": answer, "answer_html": render_answer(answer.text),
-        "timeline": timeline_of(answer, rows),
+        "dataset": dataset, "answer": answer, "view": answer_view(answer, timeline_checks(rows)),
         "run": run, "runs": answer_rows.offered_runs(answer), "rows": rows,
         "queue": "disagreement", "current": str(criterion.pk),
         "labelled": sum(1 for r in rows if r.own is not None),

@@ -34,7 +34,8 @@ from evaluation.runs.models import GradedScore, Run
 
 # The shape of the kept counts and reports: moved when their columns change, so that rows
 # kept by an earlier release are never read as this one's.
-_SHAPE = "rubrics-3"  # 3: the undecided criteria's weights counted, the undecided setting
+_SHAPE = "rubrics-3"  # 3: the undecided criteria counted and the undecided setting; the
+# answers' index piece (INDEX)
 
 
 @dataclass(frozen=True)
@@ -360,6 +361,15 @@ class RunScores:
     computed_at: datetime | None = None
     revision: int | None = None
     failure: refresh.Failure | None = None
+    _find: Callable[[list[int]], dict[int, AnswerReport]] | None = None
+
+    def of_answers(self, answer_ids: list[int]) -> dict[int, AnswerReport]:
+        """The rows of these answers, by answer id (those the run scored): the answers
+        list's score column reads a page of answers from any place in the run."""
+        if self._find is None:
+            wanted = set(answer_ids)
+            return {r.answer_id: r for r in self[0 : self.count] if r.answer_id in wanted}
+        return self._find(answer_ids)
 
     def __len__(self) -> int:
         return self.count
@@ -491,6 +501,8 @@ def keep_scores(run: Run, state: readers.State | None = None) -> None:
         "state": state.text,  # how an updating reader finds these pieces (_kept_scores)
     }
     pieces = {str(n // CHUNK): rows[n : n + CHUNK] for n in range(0, len(rows), CHUNK)}
+    # Where each answer's row is (its position), for readers of a few answers by id.
+    pieces[INDEX] = {str(row["answer_id"]): n for n, row in enumerate(rows)}
     # One transaction: whoever finds the summary finds every piece, and the pieces of the
     # state before go with its summary.
     with transaction.atomic():
@@ -505,6 +517,7 @@ def refresh_scores(run: Run) -> None:
 
 
 SUMMARY = "summary"  # the part the summary of the kept scores lives in; pieces in ""
+INDEX = "index"  # the piece that maps an answer's id to its row's position
 
 
 def _summary(state: readers.State, *, earlier: bool = False):
@@ -543,7 +556,22 @@ def _kept_scores(
         offset = first * CHUNK
         return _with_authors(rows[start - offset : stop - offset])
 
+    def find(answer_ids: list[int]) -> dict[int, AnswerReport]:
+        """Two reads: the index piece, then the pieces holding these answers' rows."""
+        key = readers.kept_key(state.basis, text, INDEX)
+        index = kept_figures.kept_by_key(run.dataset_id, {key: INDEX}).get(INDEX)
+        if index is None:  # replaced by a newer state between the reads
+            return {}
+        at = {pk: index[str(pk)] for pk in answer_ids if str(pk) in index}
+        numbers = {n // CHUNK for n in at.values()}
+        keys = {readers.kept_key(state.basis, text, str(n)): n for n in numbers}
+        pieces = kept_figures.kept_by_key(run.dataset_id, keys) if keys else {}
+        rows = [pieces[n // CHUNK][n % CHUNK] for n in at.values() if n // CHUNK in pieces]
+        # Without the checklists' authors (a query): the readers show the scores only.
+        return {row["answer_id"]: _answer_from(row, {}) for row in rows}
+
     return RunScores(
         summary["threshold"], [SystemReport(**s) for s in summary["systems"]], summary["count"],
         read, updating=updating, computed_at=computed_at, revision=revision, failure=failure,
+        _find=find,
     )  # fmt: skip

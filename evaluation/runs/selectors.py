@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
@@ -14,7 +14,7 @@ from annotation.models import Checklist, Criterion, Dataset
 from evaluation.answers.models import Answer
 from evaluation.kept import readers
 from evaluation.kept.figures import remembered
-from evaluation.labels.models import Adjudication
+from evaluation.labels.models import Adjudication, HumanLabel
 from evaluation.metrics import rubrics
 from evaluation.metrics.aggregation import CriterionVerdict, Vote, aggregate
 from evaluation.metrics.rubrics import GroupScore
@@ -218,6 +218,10 @@ class CriterionVotes:
     criterion: Criterion
     votes: list[Verdict]
     verdict: CriterionVerdict
+    # Set by answer_rubrics for the run's answer page: the adjudication that decides the
+    # criterion ("pass"/"fail", "" when none) and the reviewers' labels (rater, label).
+    adjudicated: str = ""
+    labels: tuple[tuple[str, str], ...] = ()
 
 
 def answer_verdicts(run: Run, answer: Answer) -> list[tuple[str, list[CriterionVotes]]]:
@@ -279,10 +283,26 @@ def answer_rubrics(
 ) -> list[ChecklistRubric]:
     """answer_verdicts' checklists laid out by group, with each checklist's strategy value and
     each group's score for this answer, an adjudication deciding its criterion as in the run's
-    scores (evaluation.metrics.rubrics). Two queries: adjudications and groups."""
+    scores (evaluation.metrics.rubrics), and the reviewers' labels beside each criterion.
+    Three queries: adjudications, labels and groups."""
     adjudicated = dict(
         Adjudication.objects.filter(answer=answer).values_list("criterion_id", "label")
     )
+    labels: dict[int, list[tuple[str, str]]] = defaultdict(list)
+    for criterion_id, rater, label in (
+        HumanLabel.objects.filter(answer=answer)
+        .order_by("rater", "pk")
+        .values_list("criterion_id", "rater", "label")
+    ):
+        labels[criterion_id].append((rater, label))
+    checklists = [
+        (author, [
+            replace(row, adjudicated=adjudicated.get(row.criterion.pk) or "",
+                    labels=tuple(labels.get(row.criterion.pk, ())))
+            for row in rows
+        ])
+        for author, rows in checklists
+    ]  # fmt: skip
     ids = {rows[0].criterion.checklist_id for _, rows in checklists if rows}
     checklist_trees = trees.trees_of(ids) if ids else {}
     out = []

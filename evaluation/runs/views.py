@@ -6,7 +6,6 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -14,10 +13,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from annotation import roles
 from annotation.access import access_dataset, dataset_permissions
 from annotation.models import Query
-from evaluation.answers.forms import AnswersUploadForm
 from evaluation.answers.models import Answer
-from evaluation.answers.rendering import render_answer
-from evaluation.answers.upload import decode_upload, import_answers
+from evaluation.answers.view import answer_view
 from evaluation.runs import grading, rebuild, scores, selectors, snapshot
 from evaluation.runs import services as runs
 from evaluation.runs.access import (
@@ -31,7 +28,6 @@ from evaluation.runs.estimate import estimate_selection, panel_members, run_esti
 from evaluation.runs.forms import QUERY_OPTIONS, RunForm
 from evaluation.runs.overview import run_overview
 from evaluation.runs.preflight import panel_setup_problems
-from evaluation.tables.rows import ImportRejected
 
 
 @require_http_methods(["GET", "POST"])
@@ -188,48 +184,6 @@ def run_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
     return redirect("run-detail", pk=run.pk)
 
 
-@require_http_methods(["GET", "POST"])
-@login_required
-def dataset_answers(request: HttpRequest, pk: int) -> HttpResponse:
-    """The dataset's answers by system and run label, and the upload form (admins)."""
-    dataset = access_dataset(request.user, pk)
-    perms = dataset_permissions(request.user, dataset)
-    if not can_see_runs(perms):
-        raise PermissionDenied("Answers are for the dataset's reviewers and admins.")
-    can_manage = roles.CHANGE in perms
-    form = AnswersUploadForm(request.POST or None, request.FILES or None)
-    errors: list[str] = []
-    status = 200
-    if request.method == "POST":
-        if not can_manage:
-            raise PermissionDenied("Only the dataset's admins upload answers.")
-        if form.is_valid():
-            upload = form.cleaned_data["file"]
-            try:
-                content = decode_upload(upload.name, upload.read())
-                result = import_answers(dataset=dataset, name=upload.name, content=content)
-            except ImportRejected as rejected:
-                errors, status = rejected.errors, 400
-            else:
-                messages.success(
-                    request,
-                    f"Imported {upload.name}: {result.created} new answers, {result.updated} "
-                    f"updated, {result.systems_created} new systems.",
-                )
-                return redirect("dataset-answers", pk=dataset.pk)
-    groups = (
-        dataset.queries.filter(answers__isnull=False)
-        .values("answers__system__name", "answers__system__version", "answers__run_label")
-        .annotate(n=Count("answers"))
-        .order_by("answers__system__name", "answers__run_label")
-    )
-    context = {
-        "dataset": dataset, "form": form if can_manage else None, "errors": errors,
-        "groups": groups,
-    }  # fmt: skip
-    return render(request, "evaluation/answers/dataset_answers.html", context, status=status)
-
-
 @require_GET
 @login_required
 def run_answer(request: HttpRequest, pk: int, answer_id: int) -> HttpResponse:
@@ -250,7 +204,7 @@ def run_answer(request: HttpRequest, pk: int, answer_id: int) -> HttpResponse:
         "run": run,
         "dataset": run.dataset,
         "answer": answer,
-        "answer_html": render_answer(answer.text),
+        "view": answer_view(answer),
         "checklists": selectors.answer_rubrics(run, answer, verdicts),
         "grades": grades,
     }

@@ -79,6 +79,9 @@ def main_pages(dataset, run, answer, criterion) -> dict[str, list[str]]:
         reverse("verdict-prompt-page", args=[run.verdicts.order_by("pk").first().pk]),
         reverse("dataset-analytics", args=[d]),
         reverse("dataset-cross-evaluation", args=[d]),
+        reverse("dataset-answers", args=[d]),
+        reverse("dataset-answers", args=[d]) + "?q=a&labelled=no&sort=longest",
+        reverse("answer-detail", args=[answer.pk]),
     ]
     return {
         "rita": shared + review,
@@ -93,7 +96,6 @@ def main_pages(dataset, run, answer, criterion) -> dict[str, list[str]]:
             reverse("dataset-edit", args=[d]),
             reverse("dataset-members", args=[d]),
             reverse("dataset-progress", args=[d]),
-            reverse("dataset-answers", args=[d]),
             reverse("dataset-export", args=[d]),
             reverse("dataset-rewards", args=[d]),
             reverse("dataset-import"),

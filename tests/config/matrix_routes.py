@@ -74,7 +74,8 @@ for _name in (
 ):  # fmt: skip
     PAGE_ARGS[_name] = lambda w: {"pk": w.criterion.pk}
 for _name in (
-    "answer-review", "answer-review-label", "answer-review-undo", "answer-review-adjudicate",
+    "answer-detail", "answer-review", "answer-review-label", "answer-review-undo",
+    "answer-review-adjudicate",
 ):  # fmt: skip
     PAGE_ARGS[_name] = lambda w: {"pk": w.answer.pk}
 PAGE_ARGS["citation-delete"] = lambda w: {"pk": w.citation.pk}

@@ -134,3 +134,18 @@ def test_bad_trees_are_refused(groups, field):
 def test_an_unknown_strategy_is_refused():
     with pytest.raises(ValueError, match="unknown scoring strategy"):
         score_rubric([], Tree.of([]), "median")
+
+
+def test_a_penalty_reads_avoided_or_committed_and_everything_else_as_it_is():
+    from evaluation.metrics.rubrics import outcome_shown, satisfied
+
+    assert outcome_shown("fail", True) == ("avoided", "pass")
+    assert outcome_shown("pass", True) == ("committed", "fail")
+    assert outcome_shown("pass", False) == ("pass", "pass")
+    assert outcome_shown("fail", False) == ("fail", "fail")
+    for outcome in ("unparseable", "error", ""):
+        assert outcome_shown(outcome, True) == (outcome, outcome)
+    # The colour agrees with the one satisfied rule the scores read.
+    for outcome in ("pass", "fail"):
+        for weight in (2, -2):
+            assert (outcome_shown(outcome, weight < 0)[1] == "pass") is satisfied(outcome, weight)

@@ -29,6 +29,11 @@ def pages(dataset, run) -> dict[str, str]:
         "review page from the labelling queue": reverse("answer-review", args=[answer])
         + "?queue=labelling&q=a",
         "run page": reverse("run-detail", args=[run.pk]),
+        "run answer page": reverse("run-answer", args=[run.pk, answer]),
+        "answers list": reverse("dataset-answers", args=[d]),
+        "answers list, searched and filtered": reverse("dataset-answers", args=[d])
+        + "?q=a&labelled=yes&tool_calls=no&context=no&sort=longest",
+        "answer page": reverse("answer-detail", args=[answer]),
         "runs list": reverse("dataset-runs", args=[d]),
         "agreement": reverse("dataset-agreement", args=[d]),
         "agreement items": reverse("agreement-items", args=[d]) + "?figure=panel",

@@ -1,0 +1,102 @@
+"""The Answers page of a dataset and the page of one answer."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.db.models import Count
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
+
+from annotation import roles
+from annotation.access import access_dataset, dataset_permissions
+from evaluation.answer_pages import selectors
+from evaluation.answer_pages.access import access_answer, check_sees_answers
+from evaluation.answer_pages.forms import AnswerFilterForm
+from evaluation.answers.forms import AnswersUploadForm
+from evaluation.answers.upload import decode_upload, import_answers
+from evaluation.answers.view import answer_view
+from evaluation.labels.models import Adjudication, HumanLabel
+from evaluation.runs import scores
+from evaluation.tables.rows import ImportRejected
+
+ANSWERS_PER_PAGE = 50
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def dataset_answers(request: HttpRequest, pk: int) -> HttpResponse:
+    """The dataset's answers: counts per system and run label, then every answer as the
+    filters say, a page at a time; the upload form for admins."""
+    dataset = access_dataset(request.user, pk)
+    perms = dataset_permissions(request.user, dataset)
+    check_sees_answers(perms)
+    can_manage = roles.CHANGE in perms
+    form = AnswersUploadForm(request.POST or None, request.FILES or None)
+    errors: list[str] = []
+    status = 200
+    if request.method == "POST":
+        if not can_manage:
+            raise PermissionDenied("Only the dataset's admins upload answers.")
+        if form.is_valid():
+            upload = form.cleaned_data["file"]
+            try:
+                content = decode_upload(upload.name, upload.read())
+                result = import_answers(dataset=dataset, name=upload.name, content=content)
+            except ImportRejected as rejected:
+                errors, status = rejected.errors, 400
+            else:
+                messages.success(
+                    request,
+                    f"Imported {upload.name}: {result.created} new answers, {result.updated} "
+                    f"updated, {result.systems_created} new systems.",
+                )
+                return redirect("dataset-answers", pk=dataset.pk)
+    counts = selectors.counts_by_system(dataset)
+    filter_form = AnswerFilterForm(request.GET or None, counts=counts)
+    filters = filter_form.filters()
+    page = Paginator(selectors.answer_ids(dataset, filters), ANSWERS_PER_PAGE).get_page(
+        request.GET.get("page")
+    )
+    shown = selectors.answer_rows(list(page))
+    latest = selectors.latest_scores(dataset, [a.pk for a in shown])
+    kept = {k: v for k, v in request.GET.items() if k != "page" and v}
+    context = {
+        "dataset": dataset, "form": form if can_manage else None, "errors": errors,
+        "groups": counts, "total": sum(g["n"] for g in counts),
+        "filter_form": filter_form, "filtered": filters != selectors.AnswerFilters(),
+        "page": page, "rows": [(a, latest.get(a.pk)) for a in shown],
+        "page_query": urlencode(kept),
+    }  # fmt: skip
+    return render(request, "evaluation/answers/dataset_answers.html", context, status=status)
+
+
+@require_GET
+@login_required
+def answer_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """One answer: its text and trajectory (the shared answer view), and per run that
+    judged it, its score and group scores, with the links to that run's verdicts and to
+    the review page; the reviewers' labels and adjudications counted."""
+    answer, _perms = access_answer(request.user, pk)
+    runs = selectors.runs_of_answer(answer)
+    per_run = []
+    for run in runs:
+        kept = scores.run_scores(run)
+        per_run.append((run, kept.of_answers([answer.pk]).get(answer.pk), kept.updating))
+    labels = list(
+        HumanLabel.objects.filter(answer=answer)
+        .values("rater", "label")
+        .annotate(n=Count("id"))
+        .order_by("rater", "label")
+    )
+    context = {
+        "dataset": answer.query.dataset, "answer": answer, "view": answer_view(answer),
+        "per_run": per_run, "labels": labels,
+        "adjudications": Adjudication.objects.filter(answer=answer).count(),
+    }  # fmt: skip
+    return render(request, "evaluation/answers/answer_detail.html", context)
