@@ -108,13 +108,15 @@ def seed(*, verdicts: int, systems: int, criteria: int, seed_value: int, reuse: 
         ids = {t: seed_scale.Ids(cursor, t) for t in tables}
         query_ids = [ids["annotation_query"].take() for _ in range(queries)]
         copy(cursor, "annotation_query", ("id", "dataset_id", "text", "query_date", "status",
-             "created_at", "reference_answer", "external_id", "complexity", "dimensions"),
+             "created_at", "reference_answer", "external_id", "complexity", "dimensions",
+             "external_id_fixed_by"),
              ((pk, dataset.pk, f"Query {n}", dt.date(2025, 1 + n % 12, 1), "done", now, "",
-               f"q{n}", "", "{}") for n, pk in enumerate(query_ids)))  # fmt: skip
+               f"q{n}", "", "{}", "") for n, pk in enumerate(query_ids)))  # fmt: skip
         checklist_ids = [ids["annotation_checklist"].take() for _ in query_ids]
         copy(cursor, "annotation_checklist", ("id", "query_id", "author_id", "status",
-             "first_submitted_at", "submitted_at", "created_at", "updated_at", "scoring"),
-             ((pk, q, expert.pk, "submitted", now, now, now, now, STRATEGIES[n % 3])
+             "first_submitted_at", "submitted_at", "created_at", "updated_at", "scoring",
+             "undecided"),
+             ((pk, q, expert.pk, "submitted", now, now, now, now, STRATEGIES[n % 3], "")
               for n, (pk, q) in enumerate(zip(checklist_ids, query_ids, strict=True))))  # fmt: skip
         group_ids: dict[int, list[int]] = {}
         group_rows = []

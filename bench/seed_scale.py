@@ -249,12 +249,13 @@ def seed(preset_name: str, *, seed_value: int = 14, out=sys.stdout) -> dict:
                 pk, dataset.pk, f"Summarise the Q{q % 4 + 1} earnings call of "
                 f"{COMPANIES[q % len(COMPANIES)]} ({q}) and compare it with guidance.",
                 dt.date(2025, 1 + q % 12, 1 + q % 28), rng.choice(categories), "", "done", now,
-                "", "",
+                f"query-{pk}", "",  # the external id every query gets (annotation.query_ids)
             ))  # fmt: skip
         # COPY applies no Django default: every NOT NULL column is named.
         columns = ("id", "dataset_id", "text", "query_date", "category_id", "reference_answer",
-                   "status", "created_at", "external_id", "complexity", "dimensions")  # fmt: skip
-        _copy(cursor, "annotation_query", columns, ((*row, "{}") for row in query_rows))
+                   "status", "created_at", "external_id", "complexity", "dimensions",
+                   "external_id_fixed_by")  # fmt: skip
+        _copy(cursor, "annotation_query", columns, ((*row, "{}", "") for row in query_rows))
         say(f"{len(query_rows):,} queries")
 
         checklists: dict[int, list[int]] = {}  # query id -> checklist ids
@@ -265,10 +266,10 @@ def seed(preset_name: str, *, seed_value: int = 14, out=sys.stdout) -> dict:
                 pk = ids["annotation_checklist"].take()
                 checklists[q].append(pk)
                 checklist_rows.append((pk, q, expert.pk, "submitted", now, now, now, now))
-        # scoring "": the dataset's strategy.
+        # scoring and undecided "": the dataset's.
         _copy(cursor, "annotation_checklist", ("id", "query_id", "author_id", "status",
-              "first_submitted_at", "submitted_at", "created_at", "updated_at", "scoring"),
-              ((*row, "") for row in checklist_rows))  # fmt: skip
+              "first_submitted_at", "submitted_at", "created_at", "updated_at", "scoring",
+              "undecided"), ((*row, "", "") for row in checklist_rows))  # fmt: skip
         say(f"{len(checklist_rows):,} checklists")
 
         criteria: dict[int, list[int]] = {}  # checklist id -> criterion ids

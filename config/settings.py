@@ -415,6 +415,8 @@ SPECTACULAR_SETTINGS = {
         "GradedScoreOutcomeEnum": "evaluation.models.GradedScore.Outcome",
         "HumanLabelSourceEnum": "evaluation.models.HumanLabel.Source",
         "ReviewQueueEnum": "evaluation.models.ReviewAssignment.Queue",
+        "ScoringEnum": "annotation.models.Scoring",
+        "UndecidedEnum": "annotation.models.Undecided",
     },
 }
 

@@ -348,11 +348,11 @@ class ChecklistScoringSerializer(serializers.Serializer):
     """What `PATCH /api/checklists/{id}/` may change: the checklist's own scoring."""
 
     scoring = serializers.ChoiceField(
-        choices=["", *Scoring.values], required=False, allow_blank=True,
+        choices=Scoring.choices, required=False, allow_blank=True,
         help_text="Its own strategy (docs/metrics.md#scoring-strategies); empty: the dataset's.",
     )  # fmt: skip
     undecided = serializers.ChoiceField(
-        choices=["", *Undecided.values], required=False, allow_blank=True,
+        choices=Undecided.choices, required=False, allow_blank=True,
         help_text="What its undecided criteria count as, excluded or not_met "
         "(docs/metrics.md#undecided-criteria); empty: the dataset's setting.",
     )  # fmt: skip

@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
+from annotation.models import Undecided
 from config.ids import parse_id
 from evaluation.runs import scores
 from evaluation.runs.access import access_run
@@ -135,7 +136,7 @@ class ChecklistScoreSerializer(serializers.Serializer):
     scoring = serializers.CharField(help_text="The strategy it is scored by (docs/metrics.md).")
     value = serializers.FloatField(**_SHARE, help_text="Its score under that strategy.")
     undecided_as = serializers.ChoiceField(
-        choices=["excluded", "not_met"],
+        choices=Undecided.choices,
         help_text="What its undecided criteria (score.undecided) counted as in `value` and the "
         "shares: left out, or not met (docs/metrics.md#undecided-criteria).",
     )

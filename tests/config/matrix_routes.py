@@ -58,7 +58,7 @@ for _name in (
     PAGE_ARGS[_name] = lambda w: {"pk": w.query.pk}
 for _name in (
     "checklist-detail", "criterion-create", "checklist-submit", "checklist-reopen",
-    "group-create",
+    "group-create", "checklist-scoring",
 ):  # fmt: skip
     PAGE_ARGS[_name] = lambda w: {"pk": w.draft.pk}
 for _name in ("group-update", "group-move", "group-delete"):
