@@ -22,6 +22,7 @@ from evaluation.analytics import figures, summaries
 from evaluation.analytics.access import access_analytics
 from evaluation.charts.lines import PointInput, SeriesInput, line_chart
 from evaluation.metrics import analytics as am
+from evaluation.runs import scores
 from evaluation.runs.models import Run
 from evaluation.runs.selectors import choose_run, runs_of_system_answers
 from evaluation.tables.formats import csv_safe
@@ -254,13 +255,21 @@ def dataset_analytics(request: HttpRequest, pk: int) -> HttpResponse:
 
 def _page_context(request: HttpRequest, selection: Selection, page: figures.Page) -> dict:
     dataset, bucket = selection.dataset, request.GET.get("bucket", "")
+    undecided = scores.kept_undecided(selection.run)
     curve, numeric = complexity_curve(request, page)
     by = {"complexity": curve.dimension} if curve.dimension else {}
     return {
         "complexity_by": curve.dimension,
         "numeric_dimensions": numeric,
         "data": page,
-        "overall": [c for c in page.cells if c.group == "all"],
+        # (cell, undecided criteria): how much of each score is missing, from the run's
+        # kept scores (None until its end or its run page has counted them).
+        "overall": [
+            (c, None if undecided is None else undecided.get(c.system, 0))
+            for c in page.cells
+            if c.group == "all"
+        ],
+        "undecided_known": undecided is not None,
         "tables": _score_tables(page.cells, {b.key: b.label for b in page.curve.buckets}),
         "calibrated": page.calibrated,
         "panels": page.panels[:PANEL_OPTIONS],

@@ -529,6 +529,21 @@ def _summary(state: readers.State, *, earlier: bool = False):
     return found.first()
 
 
+def kept_undecided(run: Run) -> dict[str, int] | None:
+    """Each system's undecided criteria (criteria with no valid vote, over its answers) in
+    the run's latest kept scores, for pages that show a score beside the run's (analytics);
+    None when none are kept yet. Never counts: a reader is not made to pay the run's count;
+    after an adjudication it may show the count from before it until the refresh the run
+    page queues has kept the new one."""
+    # The latest summary in the run's slot, whatever its state: one query, no counters.
+    at = readers.basis(run.dataset_id, readers.RUN_SCORES, run=run, part=SUMMARY)
+    found = kept_figures.slot(at).order_by("-computed_at").values_list("cells", flat=True)
+    summary = found.first()
+    if summary is None:
+        return None
+    return {s["system"]: s.get("undecided", 0) for s in summary["systems"]}
+
+
 def _revalidate(run: Run, *, after: datetime) -> bool:
     """Queue the refresh of the run's scores (once for every reader; no sooner than the
     refresh spacing after `after`, when the scores served were computed); True when the

@@ -295,3 +295,42 @@ def test_api_criterion_health_is_paged_and_filtered_by_flag(
     bad = owner_api.get(url, {"flag": "broken"})
     assert bad.status_code == 400 and "flag" in bad.json()
     assert owner_api.get(url, {"page": "x"}).status_code == 400
+
+
+def test_system_scores_show_the_runs_undecided_criteria(known, reviewed_dataset, client, owner):
+    """Issue 41: a score shows how much of it is missing. The count comes from the run's
+    kept scores (never counted in the analytics request): '—' until they are kept."""
+    from evaluation.kept.models import KeptFigure
+    from evaluation.runs import scores
+    from evaluation.runs.models import Verdict
+
+    run = known.run
+    # Every vote on three (answer, criterion) items of the first system fails to parse.
+    first = run.verdicts.order_by("answer__system__name", "answer_id", "criterion_id").first()
+    system = first.answer.system.name
+    items = list(
+        run.verdicts.filter(answer__system__name=system)
+        .values_list("answer_id", "criterion_id")
+        .distinct()
+        .order_by("answer_id", "criterion_id")[:3]
+    )
+    for answer_id, criterion_id in items:
+        run.verdicts.filter(answer_id=answer_id, criterion_id=criterion_id).update(
+            outcome=Verdict.Outcome.UNPARSEABLE
+        )
+    KeptFigure.objects.filter(dataset_id=reviewed_dataset.pk).delete()
+    client.force_login(owner)
+    url = reverse("dataset-analytics", args=[reviewed_dataset.pk])
+
+    html = client.get(url).content.decode()
+    assert "Their count shows once the run's scores are counted" in html
+
+    scores.keep_scores(run)
+    expected = {s.system: s.undecided for s in scores.run_report(run).systems}
+    assert expected[system] >= 1  # three items without a valid vote, unless adjudicated
+    html = client.get(url).content.decode()
+    assert "Their count shows once" not in html
+    for name, count in expected.items():
+        assert f"<tr><td>{name}</td>" in html
+        row = html.split(f"<tr><td>{name}</td>", 1)[1].split("</tr>", 1)[0]
+        assert f"<td data-undecided>{count}</td>" in row
