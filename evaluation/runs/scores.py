@@ -499,6 +499,7 @@ def keep_scores(run: Run, state: readers.State | None = None) -> None:
         "systems": [asdict(s) for s in report.systems],
         "count": len(rows),
         "state": state.text,  # how an updating reader finds these pieces (_kept_scores)
+        "shape": _SHAPE,  # whose fields the rows have: an earlier release's are not read
     }
     pieces = {str(n // CHUNK): rows[n : n + CHUNK] for n in range(0, len(rows), CHUNK)}
     # Where each answer's row is (its position), for readers of a few answers by id.
@@ -526,7 +527,12 @@ def _summary(state: readers.State, *, earlier: bool = False):
     at = state.for_part(SUMMARY)
     rows = kept_figures.slot(at) if earlier else kept_figures.slot(at).filter(key=at.key)
     found = rows.order_by("-computed_at").values_list("cells", "computed_at", "revision")
-    return found.first()
+    found = found.first()
+    if found is not None and found[0].get("shape") != _SHAPE:
+        # Kept by a release whose rows have other fields: never served as this one's, not
+        # even while a refresh runs (it would fail to read them); counted afresh instead.
+        return None
+    return found
 
 
 def kept_undecided(run: Run) -> dict[str, int] | None:
@@ -539,9 +545,9 @@ def kept_undecided(run: Run) -> dict[str, int] | None:
     at = readers.basis(run.dataset_id, readers.RUN_SCORES, run=run, part=SUMMARY)
     found = kept_figures.slot(at).order_by("-computed_at").values_list("cells", flat=True)
     summary = found.first()
-    if summary is None:
+    if summary is None or summary.get("shape") != _SHAPE:
         return None
-    return {s["system"]: s.get("undecided", 0) for s in summary["systems"]}
+    return {s["system"]: s["undecided"] for s in summary["systems"]}
 
 
 def _revalidate(run: Run, *, after: datetime) -> bool:

@@ -291,3 +291,40 @@ def test_a_running_runs_token_sums_are_counted_once_per_window(
     assert estimate.requests_made(run) == 2 * run.verdicts.count()
     now_errors = selectors.run_errors(run, tasks=False, grades=False)
     assert ("timeout", 3) in [(e.kind, e.count) for e in now_errors]
+
+
+def test_scores_kept_by_an_earlier_release_are_never_served_even_while_updating(
+    reviewed_dataset, small_pieces, client, owner
+):
+    """After an upgrade that changes the kept rows' fields, the rows an earlier release kept
+    are still in the run's slot. Served as stale-while-revalidating they failed to read
+    (a 500 on the run page and its scores API, seen in bench.web with the code before and
+    after issue 41 on one database): they are counted afresh instead, and nothing fails."""
+    data = build_labelled(reviewed_dataset, queries=3, criteria=4, systems=3, seed=61)
+    run = data.run
+    scores.run_scores(fresh(run))
+    # Make every kept row look like an earlier release's: its summary without `shape`, its
+    # rows without the fields added since (undecided_as), under another state's key.
+    for kept in KeptFigure.objects.filter(run_id=run.pk, kind=scores.readers.RUN_SCORES.kind):
+        cells = kept.cells
+        if isinstance(cells, dict) and "systems" in cells:
+            cells.pop("shape", None)
+            for system in cells["systems"]:
+                system.pop("undecided")
+        elif isinstance(cells, list):
+            for row in cells:
+                for checklist in row["checklists"]:
+                    checklist.pop("undecided_as")
+        kept.cells = cells
+        kept.key = "an-earlier-state-" + kept.key[:40]
+        kept.save()
+    assert scores.kept_undecided(fresh(run)) is None  # the analytics page shows "—"
+
+    client.force_login(owner)
+    assert client.get(reverse("run-detail", args=[run.pk])).status_code == 200
+    api = client.get(f"/api/runs/{run.pk}/scores/")
+    assert api.status_code == 200 and api.json()["updating"] is False
+    equal_to_the_whole_report(run)
+    assert scores.kept_undecided(fresh(run)) == {
+        s.system: s.undecided for s in scores.run_report(fresh(run)).systems
+    }
