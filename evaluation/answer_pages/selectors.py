@@ -70,6 +70,14 @@ def _has_context() -> Q:
     return ~Q(context=[])
 
 
+def _has_labels() -> Exists:
+    return Exists(HumanLabel.objects.filter(answer=OuterRef("pk")))
+
+
+def _has_adjudication() -> Exists:
+    return Exists(Adjudication.objects.filter(answer=OuterRef("pk")))
+
+
 def systems_answers(dataset: Dataset) -> QuerySet[Answer]:
     """The systems' answers of the dataset: not the perfect answers written for
     cross-evaluation (each has a run label of its own, "perfect:<checklist>"; their pages are
@@ -101,9 +109,7 @@ def answer_ids(dataset: Dataset, filters: AnswerFilters) -> QuerySet:
         rows = rows.filter(run_label=filters.run_label)
     if filters.query is not None:
         rows = rows.filter(query_id=filters.query)
-    labelled = Q(Exists(HumanLabel.objects.filter(answer=OuterRef("pk")))) | Q(
-        Exists(Adjudication.objects.filter(answer=OuterRef("pk")))
-    )
+    labelled = Q(_has_labels()) | Q(_has_adjudication())
     for wanted, condition in (
         (filters.tool_calls, _has_tool_calls()),
         (filters.context, _has_context()),
@@ -136,8 +142,8 @@ def answer_rows(ids: list[int]) -> list[Answer]:
             preview=Substr("text", 1, PREVIEW),
             has_tool_calls=ExpressionWrapper(_has_tool_calls(), output_field=BooleanField()),
             has_context=ExpressionWrapper(_has_context(), output_field=BooleanField()),
-            labelled=Exists(HumanLabel.objects.filter(answer=OuterRef("pk"))),
-            adjudicated=Exists(Adjudication.objects.filter(answer=OuterRef("pk"))),
+            labelled=_has_labels(),
+            adjudicated=_has_adjudication(),
         )
     )  # fmt: skip
     by_id = {a.pk: a for a in found}

@@ -526,6 +526,11 @@ def _summary(state: readers.State, *, earlier: bool = False):
     kept for any state of the run (one indexed read of a one-row slot); None if none."""
     at = state.for_part(SUMMARY)
     rows = kept_figures.slot(at) if earlier else kept_figures.slot(at).filter(key=at.key)
+    return _latest(rows)
+
+
+def _latest(rows):
+    """The latest kept summary of `rows` as (cells, computed_at, revision), or None."""
     found = rows.order_by("-computed_at").values_list("cells", "computed_at", "revision")
     found = found.first()
     if found is not None and found[0].get("shape") != _SHAPE:
@@ -543,11 +548,10 @@ def kept_undecided(run: Run) -> dict[str, int] | None:
     page queues has kept the new one."""
     # The latest summary in the run's slot, whatever its state: one query, no counters.
     at = readers.basis(run.dataset_id, readers.RUN_SCORES, run=run, part=SUMMARY)
-    found = kept_figures.slot(at).order_by("-computed_at").values_list("cells", flat=True)
-    summary = found.first()
-    if summary is None or summary.get("shape") != _SHAPE:
+    found = _latest(kept_figures.slot(at))
+    if found is None:
         return None
-    return {s["system"]: s["undecided"] for s in summary["systems"]}
+    return {s["system"]: s["undecided"] for s in found[0]["systems"]}
 
 
 def _revalidate(run: Run, *, after: datetime) -> bool:
