@@ -27,6 +27,7 @@ FIXED_BY = {
     "rewards": "rewards were requested for it",
     "labels": "a labels import named the query by it",
     "verdicts": "a verdicts import named the query by it",
+    "answers": "answers were imported naming the query by it",
 }
 FIXED_CHOICES = [(key, reason) for key, reason in FIXED_BY.items()]
 

@@ -413,10 +413,22 @@ def compare_runs(request: HttpRequest, pk: int) -> HttpResponse:
                 systems_a=systems_a,
                 systems_b=systems_b,
                 comparison=comparison,
+                undecided_a=_undecided_of(run_a, comparison.system_a if system_a else None),
+                undecided_b=_undecided_of(run_b, comparison.system_b if system_b else None),
                 regressions=[(d, texts.get(d.query_id, "")) for d in regressions],
                 gains=[(d, texts.get(d.query_id, "")) for d in gains],
             )
     return render(request, "evaluation/analytics/analytics_compare.html", context)
+
+
+def _undecided_of(run: Run, system: str | None) -> int | None:
+    """The undecided criteria behind one side of a comparison, from the run's kept scores:
+    the system's (by name), or every system's when the side compares them all; None until
+    the run's scores are counted."""
+    undecided = scores.kept_undecided(run)
+    if undecided is None:
+        return None
+    return sum(undecided.values()) if system is None else undecided.get(system, 0)
 
 
 @require_GET

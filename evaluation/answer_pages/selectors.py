@@ -199,5 +199,7 @@ def runs_of_answer(answer: Answer) -> list[Run]:
         run__in=Run.objects.filter(dataset_id=answer.query.dataset_id), answer=answer
     ).values("run_id")
     return list(
-        Run.objects.filter(pk__in=judged).select_related("panel").order_by("-created_at", "-id")
+        Run.objects.filter(pk__in=judged)
+        .select_related("dataset", "panel")
+        .order_by("-created_at", "-id")
     )

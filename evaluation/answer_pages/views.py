@@ -23,6 +23,8 @@ from evaluation.answers.upload import decode_upload, import_answers
 from evaluation.answers.view import answer_view
 from evaluation.labels.models import Adjudication, HumanLabel
 from evaluation.runs import scores
+from evaluation.runs.answer_block import answer_in_run
+from evaluation.runs.models import Run
 from evaluation.tables.rows import ImportRejected
 
 ANSWERS_PER_PAGE = 50
@@ -79,15 +81,18 @@ def dataset_answers(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 @login_required
 def answer_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    """One answer: its text and trajectory (the shared answer view), and per run that
-    judged it, its score and group scores, with the links to that run's verdicts and to
-    the review page; the reviewers' labels and adjudications counted."""
+    """One answer: its text and trajectory (the shared answer view), per run that judged it
+    its score, group scores and undecided count, then one run's verdicts criterion by
+    criterion (the shared verdicts view: the latest run, or the one `?run=` names among
+    those that judged it); the reviewers' labels and adjudications counted."""
     answer, _perms = access_answer(request.user, pk)
     runs = selectors.runs_of_answer(answer)
     per_run = []
     for run in runs:
         kept = scores.run_scores(run)
         per_run.append((run, kept.of_answers([answer.pk]).get(answer.pk), kept.updating))
+    shown = _shown_run(request, runs)
+    block = answer_in_run(request.user, shown, answer) if shown else {}
     labels = list(
         HumanLabel.objects.filter(answer=answer)
         .values("rater", "label")
@@ -96,7 +101,19 @@ def answer_detail(request: HttpRequest, pk: int) -> HttpResponse:
     )
     context = {
         "dataset": answer.query.dataset, "answer": answer, "view": answer_view(answer),
-        "per_run": per_run, "labels": labels,
+        "per_run": per_run, "labels": labels, "shown_run": shown, **block,
         "adjudications": Adjudication.objects.filter(answer=answer).count(),
     }  # fmt: skip
     return render(request, "evaluation/answers/answer_detail.html", context)
+
+
+def _shown_run(request: HttpRequest, runs: list[Run]) -> Run | None:
+    """The run whose verdicts the answer page shows: `?run=` if it names one of the runs
+    that judged the answer (the only runs the page lists, all of the answer's dataset),
+    else the latest. Anything else in `?run=` is ignored, not an error: the page is the
+    answer's, and the latest run's verdicts are a fair default."""
+    wanted = request.GET.get("run", "")
+    for run in runs:
+        if str(run.pk) == wanted:
+            return run
+    return runs[0] if runs else None

@@ -45,7 +45,17 @@ class AnswerWriteSerializer(serializers.Serializer):
     """The body of `POST /api/answers/`; checked by evaluation.answers.upload as an
     imported row is (the same fields, limits and messages)."""
 
-    query = serializers.IntegerField(help_text="The query's id")
+    query = serializers.IntegerField(
+        required=False, help_text="The query's id in the app (or give `query_external_id`)"
+    )
+    query_external_id = serializers.CharField(
+        required=False,
+        help_text="The query's external id, as the export and the reward API name it; "
+        "with `dataset`, instead of `query`",
+    )
+    dataset = serializers.IntegerField(
+        required=False, help_text="The dataset's id: required with `query_external_id`"
+    )
     system = serializers.CharField(help_text="The system's name (created when new)")
     system_version = serializers.CharField(required=False, allow_blank=True)
     text = serializers.CharField(help_text="The final answer, Markdown")
@@ -109,19 +119,44 @@ class AnswerViewSet(viewsets.ReadOnlyModelViewSet):
         its system, query and run label. Every problem is listed, naming the field; a bad
         answer changes nothing."""
         body = request.data if isinstance(request.data, dict) else {}
-        query_id = body.get("query")
-        if not is_id(str(query_id)):
-            raise ValidationError({"query": ["answer: field 'query' must be a query id"]})
-        query = access.access_query(request.user, int(query_id), roles.CHANGE)
+        row = body.dict() if hasattr(body, "dict") else dict(body)  # a form: one value each
+        dataset = self._dataset_of(row)
         try:
-            row = body.dict() if hasattr(body, "dict") else dict(body)  # a form: one value each
-            answer, created = save_answer(dataset=query.dataset, row=row)
+            answer, created = save_answer(dataset=dataset, row=row)
         except ImportRejected as rejected:
             raise ValidationError({"errors": rejected.errors}) from rejected
         return Response(
             AnswerSerializer(answer).data,
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
         )
+
+    def _dataset_of(self, row: dict) -> Dataset:
+        """The dataset the posted answer goes to, which the poster must administer: the
+        query's (by `query`, its id in the app) or, for a query named by its external id,
+        the `dataset` given beside it. A member without the right gets a 403, anyone else
+        a 404, as for a missing query."""
+        if "query_external_id" in row:
+            if "query" in row:
+                raise ValidationError(
+                    {"query": ["answer: give 'query' or 'query_external_id', not both"]}
+                )
+            if not is_id(str(row.get("dataset"))):
+                raise ValidationError(
+                    {"dataset": ["answer: field 'dataset' (its id) is required with "
+                                 "'query_external_id'"]}
+                )  # fmt: skip
+            return access.access_dataset(self.request.user, int(row["dataset"]), roles.CHANGE)
+        if not is_id(str(row.get("query"))):
+            raise ValidationError(
+                {"query": ["answer: field 'query' must be a query id (or give "
+                           "'query_external_id' with 'dataset')"]}
+            )  # fmt: skip
+        query = access.access_query(self.request.user, int(row["query"]), roles.CHANGE)
+        if "dataset" in row and str(row["dataset"]) != str(query.dataset_id):
+            raise ValidationError(
+                {"dataset": [f"answer: query {query.pk} is not in dataset {row['dataset']}"]}
+            )
+        return query.dataset
 
     @extend_schema(
         request={"multipart/form-data": AnswerImportSerializer},

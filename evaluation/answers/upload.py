@@ -1,7 +1,8 @@
 """Importing system answers from JSONL or CSV: every row is checked before anything is
 written, then all rows are written in one transaction, or none.
 
-Row fields: `query` (the query's id in the dataset), `system` (name), `system_version`
+Row fields: `query` (the query's id in the app) or `query_external_id` (its external id, as
+the dataset's export and the reward API name it; one of the two), `system` (name), `system_version`
 (optional), `text` (the answer, markdown), `external_id` and `run_label` (optional), and
 for an agent's answer `turns`, `context` and `metadata` (optional; JSON values in JSONL,
 JSON text in a CSV cell; evaluation.answers.agent_fields checks them).
@@ -16,7 +17,8 @@ from pathlib import Path
 
 from django.db import transaction
 
-from annotation.models import Dataset
+from annotation.models import Dataset, Query
+from annotation.services import external_ids_fix
 from config import limits
 from config.ids import is_id
 from evaluation.answers import agent_fields
@@ -24,8 +26,11 @@ from evaluation.answers.models import Answer, System
 from evaluation.tables import formats
 from evaluation.tables.rows import Checked, ImportRejected, check_rows, field_text
 
-REQUIRED = ("query", "system", "text")
-OPTIONAL = ("system_version", "external_id", "run_label", *agent_fields.FIELDS)
+REQUIRED = ("system", "text")
+OPTIONAL = (
+    "query", "query_external_id", "system_version", "external_id", "run_label",
+    *agent_fields.FIELDS,
+)  # fmt: skip
 LIMITS = {
     "system": 200,
     "system_version": 100,
@@ -44,6 +49,7 @@ class AnswerRow:
     text: str
     external_id: str
     run_label: str
+    by_external_id: bool = False  # the row named its query by external id
     turns: list = field(default_factory=list)
     context: list = field(default_factory=list)
     metadata: dict = field(default_factory=dict)
@@ -83,49 +89,91 @@ def decode_upload(name: str, data: bytes) -> str:
         raise ImportRejected(exc.errors) from None
 
 
+@dataclass(frozen=True)
+class DatasetQueries:
+    """A dataset's queries as answer rows name them: by id in the app, or by external id."""
+
+    dataset_id: int
+    ids: set[int]
+    by_external_id: dict[str, int]
+
+    @classmethod
+    def of(cls, dataset: Dataset) -> DatasetQueries:
+        found = list(dataset.queries.values_list("pk", "external_id"))
+        return cls(dataset.pk, {pk for pk, _ in found}, {e: pk for pk, e in found if e})
+
+
 def check_answer_rows(name: str, raw: list[tuple[int, dict]], dataset: Dataset) -> list[AnswerRow]:
     """The file's rows checked (ImportRejected lists every error): one answer per system,
     query and run label."""
-    query_ids = set(dataset.queries.values_list("pk", flat=True))
+    queries = DatasetQueries.of(dataset)
     if not raw:
         raise ImportRejected([f"{name}: no rows"])
     return check_rows(
         name,
         raw,
-        lambda line, row, where: _check_answer(line, row, where, dataset.pk, query_ids),
+        lambda line, row, where: _check_answer(line, row, where, queries),
         duplicate="same system, query and run label as line {line}; one answer each",
     )
 
 
+def _query_of(row: dict, where: str, queries: DatasetQueries) -> tuple[int | None, list[str]]:
+    """The query a row names, by `query` (the id in the app) or `query_external_id`: its id,
+    or the problems (neither, both, or one naming no query of the dataset)."""
+    query, external = field_text(row, "query"), field_text(row, "query_external_id")
+    if query and external:
+        return None, [f"{where}: give 'query' or 'query_external_id', not both"]
+    if external:
+        if external not in queries.by_external_id:
+            return None, [
+                f"{where}: field 'query_external_id': no query with external id {external!r} "
+                f"in dataset {queries.dataset_id}"
+            ]
+        return queries.by_external_id[external], []
+    if not query:
+        return None, [f"{where}: field 'query' (or 'query_external_id') is required"]
+    if not is_id(query):
+        return None, [f"{where}: field 'query' must be a query id (a number), not {query!r}"]
+    if int(query) not in queries.ids:
+        return None, [f"{where}: field 'query': no query {query} in dataset {queries.dataset_id}"]
+    return int(query), []
+
+
 def _check_answer(
-    line: int, row: dict, where: str, dataset_id: int, query_ids: set[int]
+    line: int, row: dict, where: str, queries: DatasetQueries
 ) -> Checked[AnswerRow] | list[str]:
     problems = [f"{where}: field {f!r} is required" for f in REQUIRED if not field_text(row, f)]
-    query = field_text(row, "query")
-    if query and not is_id(query):
-        problems.append(f"{where}: field 'query' must be a query id (a number), not {query!r}")
-    elif query and int(query) not in query_ids:
-        problems.append(f"{where}: field 'query': no query {query} in dataset {dataset_id}")
+    query_id, found_problems = _query_of(row, where, queries)
+    problems.extend(found_problems)
     for name, limit in LIMITS.items():
         if len(field_text(row, name)) > limit:
             problems.append(f"{where}: field {name!r} is longer than {limit} characters")
     agent, found = agent_fields.check_fields(row)
     problems.extend(f"{where}: {p}" for p in found)
-    if problems:
+    if problems or query_id is None:
         return problems
     answer = AnswerRow(
         line=line,
-        query_id=int(query),
+        query_id=query_id,
         system=field_text(row, "system"),
         system_version=field_text(row, "system_version"),
         text=str(row["text"]),
         external_id=field_text(row, "external_id"),
         run_label=field_text(row, "run_label"),
+        by_external_id=bool(field_text(row, "query_external_id")),
         **agent,
     )
     return Checked(
         answer, (answer.system, answer.system_version, answer.query_id, answer.run_label)
     )
+
+
+def _fix_named(dataset: Dataset, rows: list[AnswerRow]) -> None:
+    """The external ids the rows named queries by are held outside the app from now on (a
+    system's answers file, a script): they may no longer change."""
+    named = {row.query_id for row in rows if row.by_external_id}
+    if named:
+        external_ids_fix(queries=Query.objects.filter(pk__in=named, dataset=dataset), by="answers")
 
 
 @transaction.atomic
@@ -134,11 +182,11 @@ def save_answer(*, dataset: Dataset, row: dict) -> tuple[Answer, bool]:
     ImportRejected names each bad field and writes nothing. Returns (answer, created)."""
     if not isinstance(row, dict):
         raise ImportRejected(["answer: the body must be a JSON object"])
-    query_ids = set(dataset.queries.values_list("pk", flat=True))
-    checked = _check_answer(1, row, "answer", dataset.pk, query_ids)
+    checked = _check_answer(1, row, "answer", DatasetQueries.of(dataset))
     if not isinstance(checked, Checked):
         raise ImportRejected(checked)
     value: AnswerRow = checked.value
+    _fix_named(dataset, [value])
     system, _ = System.objects.get_or_create(name=value.system, version=value.system_version)
     return Answer.objects.update_or_create(
         system=system, query_id=value.query_id, run_label=value.run_label, defaults=value.fields
@@ -149,6 +197,7 @@ def save_answer(*, dataset: Dataset, row: dict) -> tuple[Answer, bool]:
 def import_answers(*, dataset: Dataset, name: str, content: str) -> ImportResult:
     """Check every row, then write them all (or raise ImportRejected and write nothing)."""
     rows = check_answer_rows(name, read_rows(name, content), dataset)
+    _fix_named(dataset, rows)
     systems: dict[tuple[str, str], System] = {}
     systems_created = created = updated = 0
     for row in rows:

@@ -15,15 +15,15 @@ from annotation.access import access_dataset, dataset_permissions
 from annotation.models import Query
 from evaluation.answers.models import Answer
 from evaluation.answers.view import answer_view
-from evaluation.runs import grading, rebuild, scores, selectors, snapshot
+from evaluation.runs import rebuild, scores, snapshot
 from evaluation.runs import services as runs
 from evaluation.runs.access import (
     access_run,
     access_run_with_perms,
     access_verdict,
     can_see_runs,
-    hide_raw_outputs,
 )
+from evaluation.runs.answer_block import answer_in_run
 from evaluation.runs.estimate import estimate_selection, panel_members, run_estimate
 from evaluation.runs.forms import QUERY_OPTIONS, RunForm
 from evaluation.runs.overview import run_overview
@@ -196,17 +196,12 @@ def run_answer(request: HttpRequest, pk: int, answer_id: int) -> HttpResponse:
     )
     if answer is None:
         raise Http404("No such answer in this run's dataset.")
-    verdicts = selectors.answer_verdicts(run, answer)
-    grades = grading.answer_grades(run, answer)
-    votes = (vote for _, rows in verdicts for row in rows for vote in row.votes)
-    hide_raw_outputs(request.user, [*votes, *grades])
     context = {
         "run": run,
         "dataset": run.dataset,
         "answer": answer,
         "view": answer_view(answer),
-        "checklists": selectors.answer_rubrics(run, answer, verdicts),
-        "grades": grades,
+        **answer_in_run(request.user, run, answer),
     }
     return render(request, "evaluation/runs/run_answer.html", context)
 

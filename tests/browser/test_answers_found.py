@@ -1,7 +1,8 @@
 """Issue 40's must-show for answers: an agent's answer posted through `POST /api/answers/`
 (turns with a tool call, retrieved context) is found by searching the dataset's Answers
 page and opened; its tool calls and context show on the answer page, the run's answer page
-and the review page; a penalty the answer avoided reads "avoided" on both verdict pages,
+and the review page, and the run's verdicts on the answer page as on the run's answer page;
+a penalty the answer avoided reads "avoided" on every verdict page,
 never a red "fail"; axe-core finds nothing serious on any of them. With UPDATE_SCREENSHOTS=1
 the screenshots land in docs/user-guide/img/."""
 
@@ -74,10 +75,13 @@ def test_an_answer_posted_through_the_api_is_found_opened_and_read_everywhere(
     expect(page).to_have_url(f"{live_server.url}/answers/{answer_id}/")
     expect_trajectory(page)
     expect(page.locator(f"[data-run-score='{run.pk}']")).to_be_visible()
+    # The run's verdicts, criterion by criterion, on the answer's own page too.
+    expect(page.locator(f"[data-verdicts-of='{run.pk}']")).to_be_visible()
+    expect_avoided(page, penalty.text)
     assert serious_violations(page) == []
     snap(page, "answer-page")
 
-    page.get_by_role("link", name="Verdicts and votes in this run").click()
+    page.get_by_role("link", name="This answer in the run").click()
     expect(page).to_have_url(f"{live_server.url}/runs/{run.pk}/answers/{answer_id}/")
     expect_trajectory(page)
     expect_avoided(page, penalty.text)

@@ -15,6 +15,7 @@ from evaluation.answers.models import Answer, System
 from evaluation.kept.events import Event, bump
 from evaluation.labels.models import Adjudication, HumanLabel
 from evaluation.runs import scores
+from evaluation.runs.models import Run, Verdict
 from tests.evaluation.agreement.labelled import build_labelled
 from tests.factories import UserFactory
 
@@ -166,6 +167,122 @@ def test_answer_page_shows_text_trajectory_and_each_runs_scores(client, reviewer
     assert reverse("run-answer", args=[run.pk, judged_answer.pk]) in response.content.decode()
 
 
+def _verdicts_section(html: str) -> str:
+    """The shared verdicts view as a page draws it (templates/evaluation/answers/_verdicts.html),
+    from its first checklist heading to the end of its last criterion."""
+    start = html.index("<h2>Checklist by ")
+    return html[start : html.rindex("</ol>") + len("</ol>")]
+
+
+def test_answer_page_shows_the_latest_runs_verdicts_as_the_run_answer_page_does(
+    client, reviewer, judged, reviewed_dataset
+):
+    data, _ = judged
+    answer = data.run.verdicts.first().answer
+    client.force_login(reviewer)
+    page = client.get(reverse("answer-detail", args=[answer.pk]))
+    html = page.content.decode()
+    assert page.context["shown_run"] == data.run
+    in_run = client.get(reverse("run-answer", args=[data.run.pk, answer.pk])).content.decode()
+    assert _verdicts_section(html) == _verdicts_section(in_run)
+    criterion = data.run.verdicts.filter(answer=answer).first().criterion
+    assert criterion.text in _verdicts_section(html)
+    assert f'data-verdicts-of="{data.run.pk}"' in html
+
+    # A later run on the same answer: its verdicts are shown by default, the first run's
+    # on asking; a run that did not judge the answer (or is not a number) is ignored.
+    later = build_labelled(reviewed_dataset, queries=1, criteria=2, systems=1, seed=9).run
+    other = later.verdicts.first().answer
+    page = client.get(reverse("answer-detail", args=[other.pk]))
+    assert page.context["shown_run"] == later
+    assert len(page.context["per_run"]) == 1
+    for wanted in (str(later.pk), str(data.run.pk + 10_000), "x' OR 1=1"):
+        page = client.get(reverse("answer-detail", args=[answer.pk]), {"run": wanted})
+        assert page.status_code == 200 and page.context["shown_run"] == data.run
+
+
+def test_answer_page_choosing_among_several_runs(client, reviewer, judged):
+    data, _ = judged
+    answer = data.run.verdicts.first().answer
+    again = build_labelled_again(data)
+    client.force_login(reviewer)
+    url = reverse("answer-detail", args=[answer.pk])
+    page = client.get(url)
+    assert [r for r, _, _ in page.context["per_run"]] == [again, data.run]
+    assert page.context["shown_run"] == again
+    html = page.content.decode()
+    assert f'href="?run={data.run.pk}#verdicts"' in html
+    page = client.get(url, {"run": data.run.pk})
+    assert page.context["shown_run"] == data.run
+    assert f'data-verdicts-of="{data.run.pk}"' in page.content.decode()
+
+
+def build_labelled_again(data):
+    """A second finished run of the same dataset, panel and answers: a copy of the first's
+    verdicts, every vote a failure (so the two runs' verdicts differ)."""
+    first = data.run
+    again = Run.objects.create(
+        dataset=first.dataset, panel=first.panel, status=first.status, kind=first.kind,
+        started_at=first.started_at, finished_at=first.finished_at, snapshot=first.snapshot,
+    )  # fmt: skip
+    Verdict.objects.bulk_create(
+        [
+            Verdict(
+                run=again,
+                answer_id=v.answer_id,
+                criterion_id=v.criterion_id,
+                judge_id=v.judge_id,
+                sample=v.sample,
+                outcome="fail",
+            )
+            for v in first.verdicts.all()
+        ]
+    )
+    return again
+
+
+def test_every_score_shows_its_undecided_count(client, reviewer, judged, eager_refresh):
+    """An answer with one criterion undecided in a run (every vote failed): the answer page's
+    run card, its checklist line, the Answers list's latest score and the compare page's
+    side all say so."""
+    data, _ = judged
+    verdict = data.run.verdicts.select_related("answer", "criterion").first()
+    answer, criterion = verdict.answer, verdict.criterion
+    data.run.verdicts.filter(answer=answer, criterion=criterion).update(
+        outcome="error", error_kind="timeout"
+    )
+    Adjudication.objects.filter(answer=answer, criterion=criterion).delete()
+    bump(data.run.dataset_id, Event.LABELS_IMPORTED)
+    client.force_login(reviewer)
+    page = client.get(reverse("answer-detail", args=[answer.pk]))
+    ((_run, report, _updating),) = page.context["per_run"]
+    assert report.undecided == 1
+    html = page.content.decode()
+    card = html[html.index(f'data-run-score="{data.run.pk}"') :]
+    card = card[: card.index("</article>")]
+    assert "<span data-undecided> · 1 undecided</span>" in card
+    assert "1 undecided (left out)" in card
+    listing = client.get(reverse("dataset-answers", args=[data.run.dataset_id]))
+    row = dict(listing.context["rows"])[answer]
+    assert row.report.undecided == 1
+    assert 'data-undecided title="Criteria with no valid vote in that run">1 undecided' in (
+        listing.content.decode()
+    )
+    # The compare page, this run against itself: each side counts the system's undecided.
+    again = build_labelled_again(data)
+    url = reverse("analytics-compare", args=[data.run.dataset_id])
+    params = {"a": data.run.pk, "b": again.pk, "system_a": answer.system_id}
+    page = client.get(url, params)
+    assert page.context["undecided_a"] == 1
+    assert "<td data-undecided-a>1</td>" in page.content.decode()
+    # The second run's scores are not counted yet: its side says so rather than 0.
+    assert page.context["undecided_b"] is None
+    assert "counted once the run's scores are" in page.content.decode()
+    scores.keep_scores(again)  # counted and kept, as at the run's end
+    page = client.get(url, params)
+    assert page.context["undecided_b"] == 0  # every criterion decided: a vote of fail
+
+
 def test_run_answer_page_shows_the_trajectory_and_a_penalty_avoided(client, reviewer, judged):
     data, _ = judged
     verdict = data.run.verdicts.select_related("answer", "criterion").first()
@@ -237,5 +354,5 @@ def test_the_list_and_answer_page_count_their_queries(
         client.get(url, {"q": "answer", "labelled": "no", "sort": "system"})
     answer = data.run.verdicts.first().answer_id
     client.get(reverse("answer-detail", args=[answer]))
-    with django_assert_max_num_queries(16):
+    with django_assert_max_num_queries(24):
         client.get(reverse("answer-detail", args=[answer]))

@@ -88,3 +88,98 @@ def test_api_import_and_list(owner_api, collaborator_api, outsider_api, query, d
     assert owner_api.get("/api/systems/").json()["results"][0]["name"] == "Atlas"
     assert collaborator_api.post("/api/systems/", {"name": "Mine"}).status_code == 403
     assert owner_api.post("/api/systems/", {"name": "Mine", "version": "2"}).status_code == 201
+
+
+def test_rows_may_name_their_query_by_external_id(client, owner, query, dataset, owner_api):
+    """A system's answers file names queries as the export and the reward API do, by
+    external id; the ids it named are then fixed (a later rename is refused, saying why)."""
+    query.refresh_from_db()
+    assert query.external_id == f"query-{query.pk}" and not query.external_id_fixed_by
+    client.force_login(owner)
+    url = reverse("dataset-answers", args=[dataset.pk])
+    row = {"query_external_id": query.external_id, "system": "Atlas", "text": "A"}
+    assert client.post(url, {"file": upload("n.jsonl", row)}).status_code == 302
+    answer = Answer.objects.get()
+    assert answer.query_id == query.pk
+    query.refresh_from_db()
+    assert query.external_id_fixed_by == "answers"
+    renamed = owner_api.patch(
+        f"/api/queries/{query.pk}/", {"external_id": "renamed"}, format="json"
+    )
+    assert renamed.status_code == 400
+    assert "answers were imported naming the query by it" in json.dumps(renamed.json())
+
+    # The API: `query_external_id` with the dataset's id.
+    posted = owner_api.post(
+        "/api/answers/",
+        {"dataset": dataset.pk, "query_external_id": query.external_id, "system": "Bolt",
+         "text": "B"},
+        format="json",
+    )  # fmt: skip
+    assert posted.status_code == 201, posted.json()
+    assert posted.json()["query"] == query.pk
+
+
+NO_SUCH = "field 'query_external_id': no query with external id 'nope'"
+BOTH = "give 'query' or 'query_external_id', not both"
+
+
+@pytest.mark.parametrize(
+    ("row", "error"),
+    [
+        ({"query_external_id": "nope"}, NO_SUCH),
+        ({"query_external_id": "{ext}", "query": "{pk}"}, BOTH),
+        ({}, "field 'query' (or 'query_external_id') is required"),
+    ],
+)
+def test_a_bad_query_reference_is_named_and_nothing_written(
+    client, owner, query, dataset, row, error
+):
+    row = {k: v.format(ext=query.external_id, pk=query.pk) for k, v in row.items()}
+    client.force_login(owner)
+    good = {"query": query.pk, "system": "Atlas", "text": "A"}
+    response = client.post(
+        reverse("dataset-answers", args=[dataset.pk]),
+        {
+            "file": upload(
+                "n.jsonl", good, {**row, "system": "Atlas", "text": "B", "run_label": "2"}
+            )
+        },
+    )
+    assert response.status_code == 400
+    assert f"n.jsonl:2: {error}".replace("'", "&#x27;") in response.content.decode()
+    assert not Answer.objects.exists()
+    query.refresh_from_db()
+    assert not query.external_id_fixed_by
+
+
+def test_api_by_external_id_checks_the_dataset(
+    owner_api, collaborator_api, outsider_api, query, dataset
+):
+    body = {"query_external_id": query.external_id, "system": "Bolt", "text": "B"}
+    missing = owner_api.post("/api/answers/", body, format="json")
+    assert missing.status_code == 400 and "dataset" in missing.json()
+    both = owner_api.post(
+        "/api/answers/", {**body, "dataset": dataset.pk, "query": query.pk}, format="json"
+    )
+    assert both.status_code == 400 and "not both" in json.dumps(both.json())
+    other = services.dataset_create(name="Other", by=UserFactory(username="other-owner"))
+    mismatched = owner_api.post(
+        "/api/answers/",
+        {"query": query.pk, "dataset": other.pk, "system": "B", "text": "B"},
+        format="json",
+    )
+    assert mismatched.status_code == 400
+    assert (
+        collaborator_api.post(
+            "/api/answers/", {**body, "dataset": dataset.pk}, format="json"
+        ).status_code
+        == 403
+    )
+    assert (
+        outsider_api.post(
+            "/api/answers/", {**body, "dataset": dataset.pk}, format="json"
+        ).status_code
+        == 404
+    )
+    assert not Answer.objects.exists()
