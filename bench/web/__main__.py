@@ -494,6 +494,20 @@ class AppWorker:
         return {"tasks succeeded": done}
 
 
+def page_names(values: list[str], known: set[str]) -> set[str]:
+    """The page names --only or --skip gave: each value a page's whole name (some hold a
+    comma: "answers list, searched") or names separated by commas. A name no page has
+    stops the benchmark, naming it, rather than measuring something else than asked."""
+    names: set[str] = set()
+    for value in values:
+        parts = [value.strip()] if value.strip() in known else value.split(",")
+        names |= {n.strip() for n in parts if n.strip()}
+    unknown = sorted(names - known)
+    if unknown:
+        raise SystemExit(f"No such page: {', '.join(unknown)}. Pages: {', '.join(sorted(known))}")
+    return names
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench.web", description=__doc__,
@@ -534,8 +548,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8614)
     parser.add_argument("--probe", type=int, default=0, help="one user, N requests per page")
     parser.add_argument("--timeout", type=float, default=120.0, help="probe: per request, s")
-    parser.add_argument("--only", default="", help="comma-separated page names")
-    parser.add_argument("--skip", default="", help="comma-separated page names to leave out")
+    parser.add_argument("--only", action="append", default=[],
+                        help="page names, comma-separated or the option repeated (a "
+                             "name with a comma, 'answers list, searched', whole)")  # fmt: skip
+    parser.add_argument("--skip", action="append", default=[],
+                        help="page names to leave out, as --only takes them")  # fmt: skip
     args = parser.parse_args(argv)
     if not 0 <= args.labellers <= args.users:
         parser.error("--labellers is between 0 and --users")
@@ -547,11 +564,12 @@ def main(argv: list[str] | None = None) -> int:
         # its settings (in pages()); the web server keeps its own.
         os.environ["CELERY_QUEUE"] = queue
     page_list = pages(args.dataset, args.agreement_dataset)
+    known = {p[0] for p in page_list}
     if args.only:
-        wanted = {n.strip() for n in args.only.split(",")}
+        wanted = page_names(args.only, known)
         page_list = [p for p in page_list if p[0] in wanted]
     if args.skip:
-        unwanted = {n.strip() for n in args.skip.split(",")}
+        unwanted = page_names(args.skip, known)
         page_list = [p for p in page_list if p[0] not in unwanted]
     accounts = labeller_accounts(args.dataset) if args.labellers else []
     if args.labellers and not accounts:
