@@ -205,7 +205,8 @@ def default_run(dataset: Dataset, runs: list[Run]) -> Run | None:
     labelled answers, the latest among equals (the latest finished when nothing is
     labelled); None without a finished run. The overlap is counted only when there are
     two finished runs to choose from."""
-    finished = [r for r in runs if r.status in Run.FINISHED]
+    # Not an archived run: its verdicts are in its Parquet file (evaluation.archive).
+    finished = [r for r in runs if r.status in Run.FINISHED and r.archived_at is None]
     if len(finished) < 2:
         return choose_run(dataset, None, runs)
     overlap = labelled_overlap(dataset, finished)
