@@ -87,6 +87,13 @@ PRESETS = {
         run_kind="systems", labelled_items=20_000, labels=24_000, adjudications=2_000,
         cross_evaluation=False, assignments=0, runs=30,
     ),
+    # The month preset at a tenth of its queries and three nights (432,000 verdicts): what
+    # the archive benchmark (bench.run_archive) and a first load were measured on here.
+    "month-tenth": Preset(
+        queries=300, experts=2, criteria=(20, 20), systems=2, judges=3, run_queries=300,
+        run_kind="systems", labelled_items=4_000, labels=4_800, adjudications=400,
+        cross_evaluation=False, assignments=0, runs=3,
+    ),
     # The month preset's shape at a small size: for its test.
     "month-tiny": Preset(
         queries=6, experts=2, criteria=(3, 3), systems=2, judges=3, run_queries=6,
@@ -422,7 +429,8 @@ def seed(preset_name: str, *, seed_value: int = 14, out=sys.stdout) -> dict:
     from evaluation.analytics import warmup
 
     warm_up_queued = warmup.queue(dataset.pk, why=f"seeded {preset_name}")
-    say(f"warm-up {'queued' if warm_up_queued else 'NOT queued (no broker)'}")
+    not_queued = "not queued (FIGURES_WARM_UP off, or no broker)"
+    say(f"warm-up {'queued' if warm_up_queued else not_queued}")
     summary = {
         "preset": preset_name, "seed": seed_value, "dataset": dataset.pk, "run": run.pk,
         "queries": len(query_ids), "checklists": Checklist.objects.filter(

@@ -63,8 +63,6 @@ def ready_worker() -> int:
 def queue_figures_warm_up() -> bool:
     """Queue the background warm-up of every kept figure (evaluation.analytics.warmup) at a
     web server's start, unless settings.FIGURES_WARM_UP is off; True when queued."""
-    if not settings.FIGURES_WARM_UP:
-        return False
     from evaluation.analytics import warmup  # config imports no app module at load time
 
     return warmup.queue(why="web server started")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 
-from django.conf import settings
 from django.dispatch import receiver
 
 from evaluation import task_names
@@ -75,6 +74,5 @@ def warm_after_migrate(sender: object, plan: list | None = None, **kwargs: objec
     """`migrate` ran (connected for the evaluation app in EvaluationConfig.ready): queue the
     warm-up of every kept figure, since a migration or a new figure version leaves them
     cold. `plan` is None when a flush (not a migration) sends the signal: nothing moved."""
-    if plan is None or not settings.FIGURES_WARM_UP:
-        return
-    warmup.queue(why="migrate")
+    if plan is not None:
+        warmup.queue(why="migrate")

@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 
 from annotation.models import Dataset
@@ -98,9 +99,13 @@ def warm(dataset_id: int | None = None) -> Warmed:
     return warmed
 
 
-def queue(dataset_id: int | None = None, *, why: str) -> bool:
+def queue(dataset_id: int | None = None, *, why: str, asked: bool = False) -> bool:
     """Queue the warm-up task; False (logged) when the broker cannot take it: a start-up or
-    a migration never fails for it, and readers then queue their own refreshes."""
+    a migration never fails for it, and readers then queue their own refreshes. Also False
+    when settings.FIGURES_WARM_UP is off (the test suite), unless someone `asked` for it
+    (manage.py warm_figures)."""
+    if not (asked or settings.FIGURES_WARM_UP):
+        return False
     try:
         task_names.signature(task_names.WARM_FIGURES_TASK, (dataset_id,)).apply_async()
     except Exception:

@@ -31,7 +31,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         dataset_id = find_dataset(options["dataset"]).pk if options["dataset"] else None
         if not options["now"]:
-            if not warmup.queue(dataset_id, why="warm_figures command"):
+            if not warmup.queue(dataset_id, why="warm_figures command", asked=True):
                 raise CommandError("Could not queue the warm-up: is the broker reachable?")
             self.stdout.write("Warm-up queued.")
             return

@@ -104,12 +104,13 @@ def test_after_a_version_bump_pages_serve_a_placeholder_and_a_real_worker_fills_
 
 @pytest.mark.worker
 def test_the_warm_up_task_fills_every_cold_figure_before_the_first_reader(
-    celery_worker, reviewed_dataset, client, owner, no_cold_in_request
+    celery_worker, reviewed_dataset, client, owner, no_cold_in_request, settings
 ):
     run = build_labelled(reviewed_dataset, queries=3, criteria=4, systems=2, seed=73).run
     as_if_an_earlier_release_kept(run)
     assert not figures.default_kept(fresh(run))
 
+    settings.FIGURES_WARM_UP = True  # off in the test suite
     assert warmup.queue(why="test") is True  # what migrate, gunicorn and the seeders do
     wait_for(
         lambda: scores.scores_kept(fresh(run)) and figures.default_kept(fresh(run))
@@ -146,7 +147,8 @@ def test_a_broker_out_of_reach_still_gives_the_placeholder_and_leaves_no_marker(
     assert body["updating"] is True and body["count"] == 0
     # No marker left behind: the next reader queues again once the broker is back.
     assert not KeptRefresh.objects.filter(run_id=run.pk).exists()
-    assert warmup.queue(why="test") is False  # logged; migrate and start-up go on
+    # Logged; migrate and start-up go on.
+    assert warmup.queue(why="test", asked=True) is False
 
 
 def test_after_a_version_bump_the_api_answers_a_placeholder_queued_once_for_many_readers(
