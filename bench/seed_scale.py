@@ -87,7 +87,7 @@ PRESETS = {
         run_kind="systems", labelled_items=20_000, labels=24_000, adjudications=2_000,
         cross_evaluation=False, assignments=0, runs=30,
     ),
-    # The month preset at a tenth of its queries and three nights (432,000 verdicts): what
+    # The month preset at a tenth of its queries and three nights (216,000 verdicts): what
     # the archive benchmark (bench.run_archive) and a first load were measured on here.
     "month-tenth": Preset(
         queries=300, experts=2, criteria=(20, 20), systems=2, judges=3, run_queries=300,

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from celery import shared_task
 
 from evaluation import task_names
+from evaluation.agreement import kept as agreement_kept
 from evaluation.analytics import figures, warmup
 from evaluation.kept import refresh
 from evaluation.runs import scores
@@ -53,6 +54,8 @@ def refresh_analytics(run_id: int, group: str = refresh.DEFAULT) -> bool:
         return False
     if group == scores.REFRESH_GROUP:
         return _recompute(run, group, lambda: scores.refresh_scores(run))
+    if group == agreement_kept.REFRESH_GROUP:
+        return _recompute(run, group, lambda: agreement_kept.keep_cells(run.dataset, run))
     return _recompute(run, group, lambda: figures.refresh_group(run, group))
 
 

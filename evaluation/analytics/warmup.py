@@ -29,12 +29,14 @@ from django.contrib.auth.models import AnonymousUser
 
 from annotation.models import Dataset
 from evaluation import task_names
+from evaluation.agreement import kept as agreement_kept
 from evaluation.agreement import selectors as agreement
 from evaluation.analytics import figures
 from evaluation.kept import refresh
 from evaluation.review import selectors as review
 from evaluation.runs import scores
 from evaluation.runs.models import Run
+from evaluation.runs.selectors import runs_of_system_answers
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +78,8 @@ def warm_dataset(dataset: Dataset, into: Warmed) -> None:
                 into.queued.append((run.pk, group))
     # The pages every reviewer opens first: the agreement page (its default run) and the
     # queues over every run. Each keeps its figure under its own fill lock.
-    agreement.agreement_report(dataset)
+    default = agreement.default_run(dataset, runs_of_system_answers(dataset))
+    agreement_kept.keep_cells(dataset, default)
     nobody = AnonymousUser()
     review.labelling_queue(dataset, nobody)
     review.disagreement_queue(dataset, nobody)

@@ -17,7 +17,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from evaluation import task_names
+from evaluation.agreement import kept as agreement_kept
 from evaluation.analytics import figures, receivers, warmup
+from evaluation.analytics.tasks import refresh_analytics
 from evaluation.kept import refresh
 from evaluation.kept.models import KeptFigure, KeptRefresh
 from evaluation.runs import scores
@@ -188,3 +190,34 @@ def test_migrate_queues_the_warm_up_and_a_flush_does_not(settings, monkeypatch):
     settings.FIGURES_WARM_UP = False  # the test suite's default
     receivers.warm_after_migrate(sender=None, plan=[])
     assert len(sent) == 1
+
+
+def test_a_runs_cold_agreement_counts_are_queued_and_the_page_says_computing(
+    reviewed_dataset, owner, client, no_cold_in_request, monkeypatch
+):
+    run = build_labelled(reviewed_dataset, queries=2, criteria=3, systems=2, seed=89).run
+    sent = []
+    monkeypatch.setattr(
+        Signature, "apply_async", lambda self, *a, **k: sent.append((self.task, self.args))
+    )
+    client.force_login(owner)
+    for _ in range(3):
+        with CaptureQueriesContext(connection) as read:
+            body = client.get(
+                "/api/agreement/", {"dataset": reviewed_dataset.pk, "run": run.pk}
+            ).json()
+        assert body["computing"] is True and body["counts"]["items"] == 0
+        assert counts_no_verdict(read)
+    assert sent == [(task_names.REFRESH_TASK, (run.pk, agreement_kept.REFRESH_GROUP))]
+    page = client.get(reverse("dataset-agreement", args=[reviewed_dataset.pk]), {"run": run.pk})
+    assert page.status_code == 200 and "data-computing" in page.content.decode()
+
+    # What the worker does: then the readers get the counts, equal to a count in the request.
+    assert refresh_analytics(run.pk, agreement_kept.REFRESH_GROUP) is True
+    body = client.get("/api/agreement/", {"dataset": reviewed_dataset.pk, "run": run.pk}).json()
+    assert body["computing"] is False and body["counts"]["items"] > 0
+    fresh_run = fresh(run)
+    method, threshold = agreement_kept.run_method(fresh_run)
+    counted = agreement_kept.counted_cells(reviewed_dataset, fresh_run, method, threshold)
+    kept = agreement_kept.keep_cells(reviewed_dataset, fresh_run)
+    assert sorted(map(repr, kept)) == sorted(map(repr, counted)) and counted
