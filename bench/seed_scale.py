@@ -57,6 +57,7 @@ class Preset:
     adjudications: int
     cross_evaluation: bool
     assignments: int
+    runs: int = 1  # nightly runs of the same panel on the same items, one a night
 
 
 PRESETS = {
@@ -77,6 +78,27 @@ PRESETS = {
         queries=2000, experts=2, criteria=(5, 15), systems=5, judges=3, run_queries=2000,
         run_kind="systems", labelled_items=40_000, labels=44_000, adjudications=2_000,
         cross_evaluation=False, assignments=0,
+    ),
+    # Issue 44's month of nightly runs at Criteria-Eval's size: 3,000 queries × 2 checklists
+    # of 20 criteria, 2 systems, 3 judges, 30 runs: 3,000 × 2 × 40 × 3 = 720,000 verdicts a
+    # night, 21.6 million in all. Not measured yet (docs/benchmarks.md).
+    "month": Preset(
+        queries=3000, experts=2, criteria=(20, 20), systems=2, judges=3, run_queries=3000,
+        run_kind="systems", labelled_items=20_000, labels=24_000, adjudications=2_000,
+        cross_evaluation=False, assignments=0, runs=30,
+    ),
+    # The month preset at a tenth of its queries and three nights (216,000 verdicts): what
+    # the archive benchmark (bench.run_archive) and a first load were measured on here.
+    "month-tenth": Preset(
+        queries=300, experts=2, criteria=(20, 20), systems=2, judges=3, run_queries=300,
+        run_kind="systems", labelled_items=4_000, labels=4_800, adjudications=400,
+        cross_evaluation=False, assignments=0, runs=3,
+    ),
+    # The month preset's shape at a small size: for its test.
+    "month-tiny": Preset(
+        queries=6, experts=2, criteria=(3, 3), systems=2, judges=3, run_queries=6,
+        run_kind="systems", labelled_items=20, labels=24, adjudications=4,
+        cross_evaluation=False, assignments=0, runs=3,
     ),
     # A few seconds: for the runner's own test and for trying the pages.
     "tiny": Preset(
@@ -165,8 +187,6 @@ def seed(preset_name: str, *, seed_value: int = 14, out=sys.stdout) -> dict:
     from evaluation.answers.models import System
     from evaluation.cross_evaluation.services import reference_system
     from evaluation.judges.models import Judge, Panel, PanelMember
-    from evaluation.runs import snapshot
-    from evaluation.runs.models import Run
 
     if connection.vendor != "postgresql":
         raise SystemExit("bench.seed_scale needs PostgreSQL (DATABASE_URL=postgresql://...).")
@@ -323,61 +343,25 @@ def seed(preset_name: str, *, seed_value: int = 14, out=sys.stdout) -> dict:
               ((*row, *AGENT_VALUES) for row in answer_rows))  # fmt: skip
         say(f"{len(answer_rows):,} answers")
 
-        # The run: every answer to the first run_queries queries, by every judge.
-        run = Run.objects.create(
-            dataset=dataset, panel=panel, name=f"Nightly {preset_name}",
-            kind=Run.Kind.SYSTEMS if preset.run_kind == "systems" else Run.Kind.IMPORTED,
-            status=Run.Status.DONE, snapshot=snapshot.take(panel), created_by=admin,
-            started_at=now - dt.timedelta(hours=3), finished_at=now,
-        )  # fmt: skip
+        # The runs: every answer to the first run_queries queries, by every judge; one run a
+        # night for `runs` nights, the newest finished at `now` (labels read the newest).
         scope = query_ids[: preset.run_queries]
-        if preset.run_queries < preset.queries:
-            run.queries.set(scope)
         items = [
             (a, c) for q in scope for a in answers[q] for cl in checklists[q] for c in criteria[cl]
         ]
         salt = seed_value
         skill = [0.93 - 0.04 * i for i in range(len(judges))]
         verdict_ids = ids["evaluation_verdict"]
-
-        def verdicts() -> Iterator[tuple]:
-            for a, c in items:
-                truth = _truth(a, c, salt)
-                for judge, p in zip(judges, skill, strict=True):
-                    roll = rng.random()
-                    if roll < 0.01:
-                        outcome, error_kind = ("error", "timeout") if roll < 0.005 else (
-                            "unparseable", "")  # fmt: skip
-                    else:
-                        error_kind = ""
-                        outcome = truth if rng.random() < p else ("fail" if truth == "pass"
-                                                                   else "pass")  # fmt: skip
-                    key = hashlib.sha256(f"{run.pk}:{a}:{c}:{judge.pk}".encode()).hexdigest()
-                    yield (
-                        verdict_ids.take(), run.pk, a, c, judge.pk, 0, outcome,
-                        "missing" if outcome == "fail" else "",
-                        f"The answer {'gives' if outcome == 'pass' else 'lacks'} the figure.",
-                        f'{{"verdict": "{outcome}", "rationale": "..."}}', error_kind,
-                        "Timed out after 60 s" if error_kind else "", 420, 24, 800, 1, False,
-                        key, "{}", now, now,
-                    )  # fmt: skip
-
-        n = _copy(cursor, "evaluation_verdict", ("id", "run_id", "answer_id", "criterion_id",
-                  "judge_id", "sample", "outcome", "failure_kind", "rationale", "raw_output",
-                  "error_kind", "error", "prompt_tokens", "completion_tokens", "latency_ms",
-                  "attempts", "cache_hit", "cache_key", "judge_params", "created_at",
-                  "updated_at"), verdicts())  # fmt: skip
-        run.expected = n
-        run.save(update_fields=["expected"])
-        task_rows = [  # imported runs have no tasks
-            (ids["evaluation_runtask"].take(), run.pk, a, judge.pk, now, 1, "", "", "", 0)
-            for q in (scope if preset.run_kind == "systems" else ())
-            for a in answers[q]
-            for judge in judges
-        ]
-        _copy(cursor, "evaluation_runtask", ("id", "run_id", "answer_id", "judge_id", "done_at",
-              "attempt", "lease", "worker", "error", "requeues"), iter(task_rows))  # fmt: skip
-        say(f"run {run.pk}: {n:,} verdicts on {len(items):,} items, {len(task_rows):,} tasks")
+        verdict_total = 0
+        for night in range(preset.runs - 1, -1, -1):
+            run = _seed_run(
+                cursor, ids, rng, preset=preset, preset_name=preset_name, dataset=dataset,
+                panel=panel, admin=admin, judges=judges, answers=answers, scope=scope,
+                items=items, salt=salt, skill=skill, verdict_ids=verdict_ids,
+                finished=now - dt.timedelta(days=night),
+            )  # fmt: skip
+            verdict_total += run.expected
+            say(f"run {run.pk}: {run.expected:,} verdicts on {len(items):,} items")
 
         # Human labels: labelled_items items once each, the rest as further raters.
         chosen = rng.sample(range(len(items)), preset.labelled_items)
@@ -439,17 +423,86 @@ def seed(preset_name: str, *, seed_value: int = 14, out=sys.stdout) -> dict:
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
     say("analyzed")
+    # The pages' kept figures are counted by a worker before the first reader, not by the
+    # first reader (evaluation.analytics.warmup): a first load right after seeding then
+    # measures the pages, not the figures' first count.
+    from evaluation.analytics import warmup
+
+    warm_up_queued = warmup.queue(dataset.pk, why=f"seeded {preset_name}")
+    not_queued = "not queued (FIGURES_WARM_UP off, or no broker)"
+    say(f"warm-up {'queued' if warm_up_queued else not_queued}")
     summary = {
         "preset": preset_name, "seed": seed_value, "dataset": dataset.pk, "run": run.pk,
         "queries": len(query_ids), "checklists": Checklist.objects.filter(
             query__dataset=dataset).count(), "criteria": len(criterion_rows),
-        "answers": len(answer_rows), "verdicts": run.expected, "items": len(items),
+        "answers": len(answer_rows), "verdicts": verdict_total, "items": len(items),
+        "runs": preset.runs,
         "labels": len(label_rows), "labelled_items": len(raters_of),
         "adjudications": len(adjudication_rows), "cross_evaluation": cross,
-        "seconds": round(time.perf_counter() - started, 1),
+        "seconds": round(time.perf_counter() - started, 1), "warm_up_queued": warm_up_queued,
     }  # fmt: skip
     say(f"done: {summary}")
     return summary
+
+
+def _seed_run(
+    cursor, ids, rng, *, preset: Preset, preset_name: str, dataset, panel, admin, judges,
+    answers, scope, items, salt: int, skill: list[float], verdict_ids: Ids,
+    finished: dt.datetime,
+):  # fmt: skip
+    """One finished run of the preset's judges on `items`, its verdicts and tasks by COPY."""
+    from evaluation.runs import snapshot
+    from evaluation.runs.models import Run
+
+    name = f"Nightly {preset_name}" + (f" {finished.date().isoformat()}" if preset.runs > 1 else "")
+    run = Run.objects.create(
+        dataset=dataset, panel=panel, name=name,
+        kind=Run.Kind.SYSTEMS if preset.run_kind == "systems" else Run.Kind.IMPORTED,
+        status=Run.Status.DONE, snapshot=snapshot.take(panel), created_by=admin,
+        started_at=finished - dt.timedelta(hours=3), finished_at=finished,
+    )  # fmt: skip
+    if preset.run_queries < preset.queries:
+        run.queries.set(scope)
+    now = finished
+
+    def verdicts() -> Iterator[tuple]:
+        for a, c in items:
+            truth = _truth(a, c, salt)
+            for judge, p in zip(judges, skill, strict=True):
+                roll = rng.random()
+                if roll < 0.01:
+                    outcome, error_kind = ("error", "timeout") if roll < 0.005 else (
+                        "unparseable", "")  # fmt: skip
+                else:
+                    error_kind = ""
+                    outcome = truth if rng.random() < p else ("fail" if truth == "pass"
+                                                               else "pass")  # fmt: skip
+                key = hashlib.sha256(f"{run.pk}:{a}:{c}:{judge.pk}".encode()).hexdigest()
+                yield (
+                    verdict_ids.take(), run.pk, a, c, judge.pk, 0, outcome,
+                    "missing" if outcome == "fail" else "",
+                    f"The answer {'gives' if outcome == 'pass' else 'lacks'} the figure.",
+                    f'{{"verdict": "{outcome}", "rationale": "..."}}', error_kind,
+                    "Timed out after 60 s" if error_kind else "", 420, 24, 800, 1, False,
+                    key, "{}", now, now,
+                )  # fmt: skip
+
+    n = _copy(cursor, "evaluation_verdict", ("id", "run_id", "answer_id", "criterion_id",
+              "judge_id", "sample", "outcome", "failure_kind", "rationale", "raw_output",
+              "error_kind", "error", "prompt_tokens", "completion_tokens", "latency_ms",
+              "attempts", "cache_hit", "cache_key", "judge_params", "created_at",
+              "updated_at"), verdicts())  # fmt: skip
+    run.expected = n
+    run.save(update_fields=["expected"])
+    task_rows = [  # imported runs have no tasks
+        (ids["evaluation_runtask"].take(), run.pk, a, judge.pk, now, 1, "", "", "", 0)
+        for q in (scope if preset.run_kind == "systems" else ())
+        for a in answers[q]
+        for judge in judges
+    ]
+    _copy(cursor, "evaluation_runtask", ("id", "run_id", "answer_id", "judge_id", "done_at",
+          "attempt", "lease", "worker", "error", "requeues"), iter(task_rows))  # fmt: skip
+    return run
 
 
 def _cross_evaluation(

@@ -28,6 +28,14 @@ def post_worker_init(worker) -> None:
 
     frozen = ready_worker()
     worker.log.info("worker ready: templates compiled, %d start-up objects frozen", frozen)
+    # The first worker of a start (age 1; a worker replaced later has a higher age) queues
+    # the warm-up of every kept figure, so that a deploy's first readers find them counted
+    # (evaluation.analytics.warmup). One per start, not one per worker; not in the master,
+    # which would share its broker connection with the workers it forks.
+    if worker.age == 1:
+        from config.warm import queue_figures_warm_up
+
+        queue_figures_warm_up()
 
 
 class RedactingLogger(Logger):

@@ -137,6 +137,13 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
     # The test database is a file, not memory, so that a worker process can share it.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-db.sqlite3")}
+# Behind PgBouncer in transaction pooling (docs/operations.md, "Past one machine"): a
+# server-side cursor does not outlive its transaction's server connection, and psycopg's
+# automatic prepared statements would be sent to another one (PgBouncer < 1.21).
+DATABASE_PGBOUNCER = envbool("DATABASE_PGBOUNCER", False)
+if DATABASE_PGBOUNCER:
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+    DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = None
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Accounts and object permissions --------------------------------------------------------
@@ -473,6 +480,13 @@ HEALTHZ_WORKER_TIMEOUT = float(os.environ.get("HEALTHZ_WORKER_TIMEOUT", "3"))
 HEALTHZ_PING_QUEUE = os.environ.get("HEALTHZ_PING_QUEUE") or None  # None: the default queue
 # Judging tasks may go to a queue of their own, served by dedicated workers.
 RUNS_QUEUE = os.environ.get("RUNS_QUEUE") or None
+# A queue per judge provider, by the host (or host:port) of the judge's endpoint:
+# "api.openai.com=judges-openai,vllm.internal:8000=judges-vllm". Each provider's workers
+# (own hosts, own rate limits) serve its queue; judges of other hosts go to RUNS_QUEUE
+# (evaluation.runs.queue.queue_for; docs/operations.md, "Past one machine").
+RUNS_QUEUE_BY_HOST = dict(
+    item.split("=", 1) for item in envlist("RUNS_QUEUE_BY_HOST") if "=" in item
+)
 # Self-healing runs (evaluation/runs/healing.py): each worker refreshes the leases of the
 # tasks it runs every RUNS_HEARTBEAT seconds and sweeps every RUNS_SWEEP seconds; a lease
 # silent for RUNS_LEASE_TIMEOUT seconds belongs to a lost worker and its task is queued
@@ -489,6 +503,17 @@ RUNS_DB_RETRY_FOR = envint("RUNS_DB_RETRY_FOR", 300)
 # FIGURES_REFRESH_SPACING seconds per run: a team labelling without pause would otherwise
 # keep a refresh (7 s of a core at the full scale preset) running back to back.
 FIGURES_REFRESH_SPACING = envint("FIGURES_REFRESH_SPACING", 0 if TESTING else 30)
+# A kept figure that a page needs and nobody has computed yet (after seeding, a migration,
+# a deploy that changes a figure's version, a cache flush) is computed by the refresh task
+# while the page says "computing" (evaluation.kept.cold): a recount of a million verdicts
+# is never paid inside a user's request. On in the test suite only, where most tests read
+# a figure once, right after writing its data, without a worker; the tests of the rule
+# itself turn it off.
+FIGURES_COLD_IN_REQUEST = envbool("FIGURES_COLD_IN_REQUEST", TESTING)
+# `migrate` (post_migrate) and each gunicorn start queue the warm-up of every kept figure
+# (evaluation.analytics.warmup); off in the test suite, whose flushes send post_migrate
+# between tests and would have a worker warm one test's data into the next.
+FIGURES_WARM_UP = envbool("FIGURES_WARM_UP", not TESTING)
 # Starting a run opens a TCP connection to each LLM judge's host first (no request), so an
 # unreachable endpoint is refused at once; off where only the workers can reach it.
 RUNS_PREFLIGHT_CONNECT = envbool("RUNS_PREFLIGHT_CONNECT", True)
@@ -574,4 +599,7 @@ DATA_EXPORT_DIR = Path(os.environ.get("DATA_EXPORT_DIR", VAR_DIR / "exports"))
 DATA_EXPORT_EXPIRY_HOURS = envint("DATA_EXPORT_EXPIRY_HOURS", 24)
 DATA_EXPORT_STREAM_MAX_ROWS = envint("DATA_EXPORT_STREAM_MAX_ROWS", 100_000)
 # Uploaded import files wait here while they are checked and written.
+# Archived runs' verdicts, one Parquet file per run (evaluation.archive; docs/operations.md,
+# "Archiving old runs"). A mounted S3-compatible bucket (s3fs, rclone mount) works here too.
+RUN_ARCHIVE_DIR = Path(os.environ.get("RUN_ARCHIVE_DIR", VAR_DIR / "archive"))
 DATA_IMPORT_DIR = Path(os.environ.get("DATA_IMPORT_DIR", VAR_DIR / "imports"))

@@ -58,3 +58,11 @@ def ready_worker() -> int:
     gc.collect()
     gc.freeze()
     return gc.get_freeze_count()
+
+
+def queue_figures_warm_up() -> bool:
+    """Queue the background warm-up of every kept figure (evaluation.analytics.warmup) at a
+    web server's start, unless settings.FIGURES_WARM_UP is off; True when queued."""
+    from evaluation.analytics import warmup  # config imports no app module at load time
+
+    return warmup.queue(why="web server started")

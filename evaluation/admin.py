@@ -1,13 +1,14 @@
 from __future__ import annotations
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db import models
 from simple_history.admin import SimpleHistoryAdmin
 
 from evaluation.alerts import webhooks
 from evaluation.alerts.models import AlertEvent, RegressionAlert
 from evaluation.answers.models import Answer, System
+from evaluation.archive import services as archive
 from evaluation.formality.models import FormalityAdvice
 from evaluation.judges.models import Judge, Panel, PanelMember
 from evaluation.judging.keys import base_url_problem, shown_url
@@ -76,9 +77,34 @@ class PanelAdmin(SimpleHistoryAdmin):
 class RunAdmin(admin.ModelAdmin):
     """Start, cancel and resume runs from the dataset's Runs page: it queues the work."""
 
-    list_display = ["__str__", "dataset", "panel", "status", "expected", "started_at"]
+    list_display = [
+        "__str__", "dataset", "panel", "status", "expected", "started_at", "archived_at",
+    ]  # fmt: skip
     list_filter = ["status", "dataset"]
-    readonly_fields = ["status", "expected", "started_at", "finished_at", "created_by"]
+    readonly_fields = [
+        "status", "expected", "started_at", "finished_at", "created_by", "archived_at",
+    ]  # fmt: skip
+    actions = ["archive_runs", "restore_runs"]
+
+    @admin.action(description="Archive the selected runs' verdicts (Parquet)")
+    def archive_runs(self, request, queryset) -> None:
+        """Each run on its own (evaluation.archive.services): one refused says why, the
+        others go on. Slow for big runs (seconds per million verdicts): `manage.py
+        archive_runs` is the way for many."""
+        self._each(request, queryset, archive.archive_run, "archived", by=request.user)
+
+    @admin.action(description="Restore the selected archived runs' verdicts")
+    def restore_runs(self, request, queryset) -> None:
+        self._each(request, queryset, archive.restore_run, "restored")
+
+    def _each(self, request, queryset, act, done: str, **kwargs) -> None:
+        for run in queryset.order_by("pk"):
+            try:
+                act(run, **kwargs)
+            except archive.ArchiveError as error:
+                self.message_user(request, str(error), messages.ERROR)
+            else:
+                self.message_user(request, f"Run {run.pk} {done}.", messages.SUCCESS)
 
 
 @admin.register(Verdict)

@@ -22,6 +22,13 @@ class EvaluationConfig(AppConfig):
         from evaluation.kept import receivers as kept_receivers
 
         kept_receivers.connect()
+        # After `migrate` (a migration, or a deploy that changes a figure's version), the
+        # kept figures are warmed in the background, not by their first readers.
+        from django.db.models.signals import post_migrate
+
+        from evaluation.analytics.receivers import warm_after_migrate
+
+        post_migrate.connect(warm_after_migrate, sender=self, dispatch_uid="warm-figures")
         self._fill_annotation_hooks()
         from evaluation.datasets import purge
         from evaluation.runs import healing

@@ -15,6 +15,9 @@ JUDGE_TASK = "evaluation.judge_answer"
 # (evaluation.analytics.tasks, queued by its receivers and evaluation.kept.refresh).
 WARM_TASK = "evaluation.warm_analytics"
 REFRESH_TASK = "evaluation.refresh_analytics"
+# Every kept figure of every dataset (or one), before their first reader: queued by
+# migrate, the web server's start and the seeders (evaluation.analytics.warmup).
+WARM_FIGURES_TASK = "evaluation.warm_figures"
 # The regression alerts of a run that ended (evaluation.alerts.tasks and receivers).
 CHECK_REGRESSIONS_TASK = "evaluation.check_regressions"
 # The email and webhook of one regression found, the webhook retried (evaluation.alerts).

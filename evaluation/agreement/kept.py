@@ -19,7 +19,7 @@ from annotation.models import Dataset
 from evaluation.agreement import cells as sql
 from evaluation.agreement.cells import Cell
 from evaluation.judges.tuning import excluded_items
-from evaluation.kept import counters, readers
+from evaluation.kept import cold, counters, readers
 from evaluation.kept import figures as kept_figures
 from evaluation.kept.counters import Counters
 from evaluation.labels.models import HumanLabel
@@ -48,16 +48,38 @@ def excluded_of(run: Run | None) -> tuple[tuple[int, int], ...]:
     return tuple(sorted(excluded_items(run))) if run is not None else ()
 
 
-def cells(dataset: Dataset, run: Run | None) -> list[Cell]:
+# The refresh group that counts a run's agreement cells in the background (kept.refresh).
+REFRESH_GROUP = "agreement"
+
+
+def cells(dataset: Dataset, run: Run | None) -> list[Cell] | None:
     """The counted cells, as kept when nothing they depend on has changed since they were
-    counted; else counted now (evaluation.agreement.cells) and kept."""
-    method, threshold = run_method(run)
+    counted; else counted now (evaluation.agreement.cells) and kept. None: cold for a run,
+    and counted in the background (evaluation.kept.cold): the page says "computing"."""
     state = kept_state(dataset.pk, run)
-    if not state.cacheable:
-        return counted_cells(dataset, run, method, threshold)
-    stored = kept_figures.kept(state)
+    stored = kept_figures.kept(state) if state.cacheable else None
     if stored is not None:
         return [Cell(*row) for row in stored]
+    if state.cacheable and run is not None:
+        decided = cold.fill(
+            dataset.pk, run.pk, REFRESH_GROUP, read_only=kept_figures.writes_refused()
+        )
+        if decided is cold.Cold.QUEUED:
+            return None
+    return keep_cells(dataset, run, state)
+
+
+def keep_cells(dataset: Dataset, run: Run | None, state: readers.State | None = None) -> list[Cell]:
+    """The cells kept for the current state (`state`, when the caller read it), counted and
+    kept first when they are not: the refresh task's work, and a reader's where the cold
+    rule lets it count."""
+    method, threshold = run_method(run)
+    if state is None:
+        state = kept_state(dataset.pk, run)
+        if state.cacheable and (stored := kept_figures.kept(state)) is not None:
+            return [Cell(*row) for row in stored]
+    if not state.cacheable:
+        return counted_cells(dataset, run, method, threshold)
     if kept_figures.writes_refused():  # a read-only snapshot: counted, nothing kept or held
         return counted_cells(dataset, run, method, threshold)
     with transaction.atomic():

@@ -139,6 +139,9 @@ class AgreementReport:
     alpha: float | None
     alpha_items: int  # items labelled by two raters or more
     reviewers: list[RaterStats] = field(default_factory=list)
+    # The run's counts were cold: counted in the background (evaluation.kept.cold), every
+    # figure empty until then; the page says "computing".
+    computing: bool = False
 
 
 def _agreement(counts: Mapping[tuple[str, str], int]) -> Agreement:
@@ -205,7 +208,8 @@ def default_run(dataset: Dataset, runs: list[Run]) -> Run | None:
     labelled answers, the latest among equals (the latest finished when nothing is
     labelled); None without a finished run. The overlap is counted only when there are
     two finished runs to choose from."""
-    finished = [r for r in runs if r.status in Run.FINISHED]
+    # Not an archived run: its verdicts are in its Parquet file (evaluation.archive).
+    finished = [r for r in runs if r.status in Run.FINISHED and r.archived_at is None]
     if len(finished) < 2:
         return choose_run(dataset, None, runs)
     overlap = labelled_overlap(dataset, finished)
@@ -246,10 +250,12 @@ def agreement_report(dataset: Dataset, run_id: int | None = None) -> AgreementRe
     """Every figure of the dataset's agreement page. Raises Run.DoesNotExist for a run
     that is not the dataset's. The counts are those kept for the dataset's state, or counted
     (one statement for the figures, one for the raters' days) and kept
-    (evaluation.agreement.kept)."""
+    (evaluation.agreement.kept); a run's cold counts are counted in the background, and the
+    report is empty and `computing` meanwhile."""
     runs = runs_of_system_answers(dataset)
     run = _run(dataset, run_id, runs)
-    found = _Cells(kept.cells(dataset, run))
+    counted = kept.cells(dataset, run)
+    found = _Cells(counted or [])
     kind_labels = dict(Criterion.Kind.choices)
 
     def group(name: str, labels: Mapping[str, str] | None = None) -> list[Figure]:
@@ -288,6 +294,7 @@ def agreement_report(dataset: Dataset, run_id: int | None = None) -> AgreementRe
         alpha=krippendorff_alpha_counted(found.alpha),
         alpha_items=counts.get("alpha_items", 0),
         reviewers=_reviewers(dataset, found, raters),
+        computing=counted is None,
     )
 
 

@@ -46,6 +46,8 @@ def report_data(report: AgreementReport) -> dict:
         if run is None
         else {"id": run.pk, "name": str(run), "kind": run.kind, "panel": run.panel.name},
         "counts": asdict(report.counts),
+        # Cold counts being counted in the background: every figure empty until then.
+        "computing": report.computing,
         "judge_vs_human": {
             "overall": figure_data(report.overall),
             "judges": [figure_data(f) for f in report.judges],

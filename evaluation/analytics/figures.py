@@ -440,9 +440,19 @@ def served(run: Run, part: str, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> Se
     edges = tuple(edges)
     state_ = _kept_state(run, part, edges)
     found = _read(state_, edges=edges)
+    if run.archived_at is not None:
+        return _archived(found)
     if not found.fresh and _revalidate(run, _group(part, edges), _spaced_from(found, state_)):
         found = _read(state_, edges=edges)
     return _with_failure(found, [(run, _group(part, edges))])
+
+
+def _archived(found: Served) -> Served:
+    """An archived run's figures: the latest kept (when it was archived, or before), served
+    as current, never refreshed: its verdicts are in a Parquet file, and a recount would
+    find none (evaluation.archive). None kept (custom bucket edges never asked before): the
+    page says so until the run is restored."""
+    return replace(found, fresh=found.figures is not None)
 
 
 def _with_failure(found: Served, refreshes: list[tuple[Run, str]]) -> Served:
@@ -466,7 +476,20 @@ def is_fresh(run: Run, part: str, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> 
     found = _read(state_, edges=edges, figures=False)
     if found.fresh:
         return True
+    if run.archived_at is not None:
+        return found.computed_at is not None  # kept when archived: its figures for good
     return _revalidate(run, _group(part, edges), _spaced_from(found, state_))
+
+
+def default_kept(run: Run) -> bool:
+    """Every part of the default group kept for the run's current state: what the warm-up
+    asks before queueing the run's refresh (evaluation.analytics.warmup). Reads no figure
+    and queues nothing: one query per part."""
+    edges = am.DEFAULT_EDGES
+    return all(
+        _read(_kept_state(run, part, edges), edges=edges, figures=False).fresh
+        for part in _slots(edges)
+    )
 
 
 def _part(run: Run, part: str, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> Any:

@@ -11,6 +11,7 @@ import logging
 from django.dispatch import receiver
 
 from evaluation import task_names
+from evaluation.analytics import warmup
 from evaluation.kept import readers, refresh
 from evaluation.kept.models import KeptFigure
 from evaluation.runs import scores
@@ -67,3 +68,11 @@ def refresh_on_cross_evaluation_end(sender: object, run_id: int, **kwargs: objec
             refresh.now(run.dataset_id, analysed, refresh.DEFAULT)
     except Exception:  # as above: the run ended whatever happens here
         logger.exception("Could not refresh the analytics figures after run %s", run_id)
+
+
+def warm_after_migrate(sender: object, plan: list | None = None, **kwargs: object) -> None:
+    """`migrate` ran (connected for the evaluation app in EvaluationConfig.ready): queue the
+    warm-up of every kept figure, since a migration or a new figure version leaves them
+    cold. `plan` is None when a flush (not a migration) sends the signal: nothing moved."""
+    if plan is not None:
+        warmup.queue(why="migrate")

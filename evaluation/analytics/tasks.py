@@ -8,7 +8,8 @@ from collections.abc import Callable
 from celery import shared_task
 
 from evaluation import task_names
-from evaluation.analytics import figures
+from evaluation.agreement import kept as agreement_kept
+from evaluation.analytics import figures, warmup
 from evaluation.kept import refresh
 from evaluation.runs import scores
 from evaluation.runs.models import Run
@@ -28,6 +29,14 @@ def warm_analytics(run_id: int) -> bool:
     return _recompute(run, refresh.DEFAULT, lambda: figures.warm(run))
 
 
+@shared_task(name=task_names.WARM_FIGURES_TASK, acks_late=True, reject_on_worker_lost=True)
+def warm_figures(dataset_id: int | None = None) -> dict:
+    """Warm every kept figure of one dataset (or all) before their first reader; safe to
+    run twice (what is kept already is read, not counted again)."""
+    warmed = warmup.warm(dataset_id)
+    return {"queued": warmed.queued, "datasets": warmed.datasets, "failed": warmed.failed}
+
+
 @shared_task(name=task_names.REFRESH_TASK, acks_late=True, reject_on_worker_lost=True)
 def refresh_analytics(run_id: int, group: str = refresh.DEFAULT) -> bool:
     """Recompute a run's analytics figures (or, for the group `scores.REFRESH_GROUP`, its
@@ -38,8 +47,15 @@ def refresh_analytics(run_id: int, group: str = refresh.DEFAULT) -> bool:
     run = Run.objects.select_related("dataset").filter(pk=run_id).first()
     if run is None:
         return False
+    if run.archived_at is not None:
+        # Its verdicts are archived: a recount would find none. Its figures are those kept
+        # when it was archived (evaluation.archive); the marker goes.
+        refresh.release(run.dataset_id, run.pk, group)
+        return False
     if group == scores.REFRESH_GROUP:
         return _recompute(run, group, lambda: scores.refresh_scores(run))
+    if group == agreement_kept.REFRESH_GROUP:
+        return _recompute(run, group, lambda: agreement_kept.keep_cells(run.dataset, run))
     return _recompute(run, group, lambda: figures.refresh_group(run, group))
 
 

@@ -23,6 +23,7 @@ import threading
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from django.contrib.auth import get_user_model
@@ -48,6 +49,8 @@ from annotation.services import external_ids_fix
 from config.site_permissions import manages_judges
 from evaluation.analytics import figures
 from evaluation.answers.models import Answer, System
+from evaluation.archive import parquet as archive_rows
+from evaluation.archive import services as archive_services
 from evaluation.checks.models import CriterionCheck
 from evaluation.cross_evaluation.export import overlap_rows
 from evaluation.datasets import export_sql
@@ -55,7 +58,7 @@ from evaluation.judges.models import Judge, JudgeTuning, JudgeVersion, Panel
 from evaluation.kept import figures as figure_cache
 from evaluation.labels.models import Adjudication, HumanLabel
 from evaluation.metrics.analytics import saturated_queries
-from evaluation.runs.models import GradedScore, Run, Verdict
+from evaluation.runs.models import GradedScore, Run, RunArchive, Verdict
 from evaluation.tables import schema
 from evaluation.tables.formats import CHUNK_ROWS, WRITERS
 
@@ -341,7 +344,12 @@ class Exporter:
     ) -> Iterator[bytes]:
         # Parquet compresses its own pages; deflating them again costs time for nothing.
         name, compress = f"{table.name}.{fmt}", fmt != "parquet"
-        if table.name == "verdicts" and fmt == "jsonl" and connection.vendor == "postgresql":
+        # The SQL path reads the verdict table only: an archived run's verdicts are in its
+        # Parquet file, which the Python path reads (`_verdicts`).
+        if (
+            table.name == "verdicts" and fmt == "jsonl" and connection.vendor == "postgresql"
+            and not self._archived_runs()
+        ):  # fmt: skip
             yield from self._lines_from_sql(archive, sink, name)
             return
         with self._open(archive, name, compress=compress, big=True) as out:
@@ -605,36 +613,48 @@ class Exporter:
             )  # fmt: skip
 
     def _verdicts(self) -> Iterator[Row]:
-        answers, criteria, runs, judges = (
-            self.keys.answers,
-            self.keys.criteria,
-            self.keys.runs,
-            self.keys.judges,
-        )
         # Run by run, each in the order of its unique index (answer, criterion, judge,
         # sample): PostgreSQL streams that from the index without sorting (export_sql
         # writes the same order), and an import keeps it (ids are given in file order).
-        for run_id in runs:
+        archived = self._archived_runs()
+        for run_id in self.keys.runs:
+            if run_id in archived:
+                found = archive_rows.verdict_rows(archived[run_id], _VERDICT_COLUMNS)
+                yield from self._verdict_rows(run_id, found)
+                continue
             verdicts = (
                 Verdict.objects.filter(run_id=run_id)
                 .order_by(*export_sql.VERDICT_ORDER)
-                .values_list(
-                    "answer_id", "criterion_id", "judge_id", "sample", "outcome",
-                    "failure_kind", "rationale", "raw_output", "error_kind", "error",
-                    "prompt_tokens", "completion_tokens", "latency_ms", "attempts", "cache_hit",
-                    "cache_key", "judge_params", "created_at",
-                )
+                .values_list(*_VERDICT_COLUMNS)
+            )
+            yield from self._verdict_rows(run_id, verdicts.iterator(chunk_size=5000))
+
+    def _verdict_rows(self, run_id: int, found: Iterable[tuple]) -> Iterator[Row]:
+        """The run's verdicts (tuples of _VERDICT_COLUMNS, in VERDICT_ORDER) as the file's
+        rows: only items of checklists the user may read, connection details as allowed."""
+        answers, criteria, judges = self.keys.answers, self.keys.criteria, self.keys.judges
+        name = self.keys.runs[run_id]
+        for row in found:
+            answer, criterion = answers.get(row[0]), criteria.get(row[1])
+            if answer is None or criterion is None:
+                continue  # an item of a checklist the user may not read
+            if not self.connection_shown:
+                row = _without_connection(row)
+            yield (
+                name, *answer, criterion[1], criterion[2], judges[row[2]],
+                *row[3:17], _iso(row[17]),
             )  # fmt: skip
-            for row in verdicts.iterator(chunk_size=5000):
-                answer, criterion = answers.get(row[0]), criteria.get(row[1])
-                if answer is None or criterion is None:
-                    continue  # an item of a checklist the user may not read
-                if not self.connection_shown:
-                    row = _without_connection(row)
-                yield (
-                    runs[run_id], *answer, criterion[1], criterion[2], judges[row[2]],
-                    *row[3:17], _iso(row[17]),
-                )  # fmt: skip
+
+    def _archived_runs(self) -> dict[int, Path]:
+        """The exported runs whose verdicts are archived, and their Parquet files: their
+        rows are read from there, the same rows the table held (evaluation.archive)."""
+        if not hasattr(self, "_archived"):
+            found = RunArchive.objects.filter(run_id__in=list(self.keys.runs))
+            self._archived = {
+                run_id: archive_services.archive_dir() / path
+                for run_id, path in found.values_list("run_id", "path")
+            }
+        return self._archived
 
     def _grades(self) -> Iterator[Row]:
         grades = (
@@ -862,6 +882,14 @@ def data_card(
         "",
     ]
     return "\n".join(lines)
+
+
+# A verdict's columns as `_verdict_rows` reads them (from the table or an archive's file).
+_VERDICT_COLUMNS = (
+    "answer_id", "criterion_id", "judge_id", "sample", "outcome", "failure_kind", "rationale",
+    "raw_output", "error_kind", "error", "prompt_tokens", "completion_tokens", "latency_ms",
+    "attempts", "cache_hit", "cache_key", "judge_params", "created_at",
+)  # fmt: skip
 
 
 def _without_connection(row: tuple) -> tuple:

@@ -47,6 +47,7 @@ from annotation.services.datasets import queue_purge
 from evaluation import task_names
 from evaluation.alerts.models import AlertEvent, RegressionAlert
 from evaluation.answers.models import Answer
+from evaluation.archive import services as archive_services
 from evaluation.checks.models import CriterionCheck
 from evaluation.cross_evaluation.models import CrossEvaluationSettings
 from evaluation.datasets import services as exports
@@ -55,7 +56,7 @@ from evaluation.formality.models import FormalityAdvice
 from evaluation.kept.models import KeptFigure, KeptQueueRow, KeptRefresh, ReviewRevision
 from evaluation.labels.models import Adjudication, HumanLabel, ReviewAssignment
 from evaluation.rewards.models import RewardAudit, RewardBatch
-from evaluation.runs.models import GradedScore, Run, RunTask, Verdict
+from evaluation.runs.models import GradedScore, Run, RunArchive, RunTask, Verdict
 from evaluation.schedules.models import RunSchedule
 
 logger = logging.getLogger(__name__)
@@ -127,6 +128,7 @@ STEPS: tuple[Step, ...] = (
     Step("graded scores", _by(GradedScore, "run__dataset", ANSWER)),
     Step("run queries", _through(Run.queries, "run__dataset", QUERY)),
     Step("run systems", _through(Run.systems, "run__dataset")),
+    Step("run archives", _by(RunArchive, "run__dataset")),
     Step("runs", _by(Run, "dataset")),
     Step("human labels", _by(HumanLabel, ANSWER, CRITERION)),
     Step("adjudications", _by(Adjudication, ANSWER, CRITERION)),
@@ -174,6 +176,7 @@ def purge(*, dataset_id: int, batch: int | None = None) -> dict[str, int]:
     deleted: dict[str, int] = {}
     _drop_schedules(dataset_id)
     _drop_exports(dataset_id)
+    _drop_archives(dataset_id)
     for step in STEPS:
         while n := delete_batch(step, dataset_id, batch):
             deleted[step.name] = deleted.get(step.name, 0) + n
@@ -200,6 +203,14 @@ def _drop_schedules(dataset_id: int) -> None:
     with transaction.atomic():
         if PeriodicTask.objects.filter(pk__in=tasks).delete()[0]:
             PeriodicTasks.update_changed()
+
+
+def _drop_archives(dataset_id: int) -> None:
+    """Archived runs' Parquet files hold the dataset's verdicts: they go with it (the rows
+    go in STEPS)."""
+    found = RunArchive.objects.filter(run__dataset_id=dataset_id).values_list("path", flat=True)
+    for path in found.iterator():
+        (archive_services.archive_dir() / path).unlink(missing_ok=True)
 
 
 def _drop_exports(dataset_id: int) -> None:

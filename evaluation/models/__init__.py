@@ -11,7 +11,7 @@ criteria verdicts into the answer's score (evaluation.metrics.scoring).
 | evaluation.datasets.models | DatasetExport |
 | evaluation.judges.models | Judge, JudgeTuning, JudgeVersion, Panel, PanelMember |
 | evaluation.formality.models | FormalityAdvice |
-| evaluation.runs.models | Run, JudgeCall, Verdict, GradedScore, RunTask |
+| evaluation.runs.models | Run, JudgeCall, Verdict, GradedScore, RunTask, RunArchive |
 | evaluation.labels.models | Label, HumanLabel, Adjudication, ReviewAssignment |
 | evaluation.cross_evaluation.models | CrossEvaluationSettings |
 | evaluation.checks.models | CriterionCheck |
@@ -33,7 +33,7 @@ from evaluation.judges.models import Judge, JudgeTuning, JudgeVersion, Panel, Pa
 from evaluation.kept.models import KeptFigure, KeptQueueRow, KeptRefresh, ReviewRevision
 from evaluation.labels.models import Adjudication, HumanLabel, Label, ReviewAssignment
 from evaluation.rewards.models import RewardAudit, RewardBatch, RewardVerdict
-from evaluation.runs.models import GradedScore, JudgeCall, Run, RunTask, Verdict
+from evaluation.runs.models import GradedScore, JudgeCall, Run, RunArchive, RunTask, Verdict
 from evaluation.schedules.models import RunSchedule
 
 __all__ = [
@@ -42,5 +42,5 @@ __all__ = [
     "JudgeTuning", "JudgeVersion", "KeptFigure",
     "KeptQueueRow", "KeptRefresh", "Label", "Panel", "PanelMember", "RegressionAlert",
     "ReviewAssignment", "ReviewRevision", "RewardAudit", "RewardBatch", "RewardVerdict", "Run",
-    "RunSchedule", "RunTask", "System", "Verdict",
+    "RunArchive", "RunSchedule", "RunTask", "System", "Verdict",
 ]  # fmt: skip

@@ -102,7 +102,8 @@ def labelling_runs(dataset: Dataset, *, perfect: bool = False) -> list[Run]:
     system answers (and imported verdicts), or with `perfect` the cross-evaluation runs,
     the only ones that grade perfect answers. Kept apart so that a cross-evaluation
     ending does not order the system answers' queue again."""
-    runs = Run.objects.filter(dataset=dataset, status=DONE)
+    # An archived run's verdicts are in its Parquet file, not the table (evaluation.archive).
+    runs = Run.objects.filter(dataset=dataset, status=DONE, archived_at=None)
     cross = Run.Kind.CROSS_EVALUATION
     return list(runs.filter(kind=cross) if perfect else runs.exclude(kind=cross))
 
@@ -228,7 +229,8 @@ class KeptQueue(Sequence):
 
 
 def _run_map(dataset: Dataset, run: Run | None) -> tuple[list[Run], dict[int, Run]]:
-    runs = [run] if run is not None else list(Run.objects.filter(dataset=dataset, status=DONE))
+    found = Run.objects.filter(dataset=dataset, status=DONE, archived_at=None)
+    runs = [run] if run is not None else list(found)
     return runs, {r.pk: r for r in runs}
 
 

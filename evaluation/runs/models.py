@@ -78,6 +78,9 @@ class Run(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Set while the run's verdicts are archived to Parquet (RunArchive): its pages serve the
+    # figures kept when it was archived, and nothing counts its (absent) verdicts again.
+    archived_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -273,3 +276,31 @@ class RunTask(models.Model):
 
     def __str__(self) -> str:
         return f"Run {self.run_id}: answer {self.answer_id} × judge {self.judge_id}"
+
+
+class RunArchive(models.Model):
+    """An ended run whose verdicts left the verdict table for a Parquet file (issue 44,
+    retention; evaluation.archive): where the file is, what it holds (count and checksum
+    of the rows as they were, to restore them exactly), and the run's scores frozen when it
+    was archived, which its pages and charts serve instead of counting absent verdicts.
+    The row goes when the run is restored."""
+
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    # Relative to settings.RUN_ARCHIVE_DIR.
+    path = models.CharField(max_length=300)
+    verdicts = models.PositiveBigIntegerField()
+    # evaluation.archive.services.checksum of the run's verdict rows: order-free, over every
+    # column's text form; the same after a restore, or the restore is refused.
+    checksum = models.CharField(max_length=40)
+    size = models.PositiveBigIntegerField(default=0)  # the file's bytes
+    # The run's scores when archived (runs.scores.frozen_scores): threshold, systems and
+    # every answer's row, with the shape they were written in.
+    scores = models.JSONField(default=dict)
+    archived_at = models.DateTimeField(auto_now_add=True)
+    archived_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )  # fmt: skip
+
+    def __str__(self) -> str:
+        return f"Archive of run {self.run_id} ({self.verdicts} verdicts)"

@@ -23,14 +23,14 @@ from django.db import connection, transaction
 
 from annotation.models import Checklist
 from evaluation.answers.models import Answer
+from evaluation.kept import cold, readers, refresh
 from evaluation.kept import figures as kept_figures
-from evaluation.kept import readers, refresh
 from evaluation.metrics import rubrics, rubrics_sql, votes_sql
 from evaluation.metrics.rubrics import GroupScore
 from evaluation.metrics.scoring import AnswerScore, mean_score, passes_threshold, share_score
 from evaluation.metrics.summary import graded_mean, mean, pass_rate
 from evaluation.runs import trees
-from evaluation.runs.models import GradedScore, Run
+from evaluation.runs.models import GradedScore, Run, RunArchive
 
 # The shape of the kept counts and reports: moved when their columns change, so that rows
 # kept by an earlier release are never read as this one's.
@@ -175,8 +175,48 @@ def _cached_counts(run: Run) -> list[tuple]:
 def run_report(run: Run) -> ScoreReport:
     """Every answer's and system's scores. Four queries whatever the size of the run: the
     votes are counted in the database (no vote reaches Python), and the counts of an ended
-    run are kept in the figure cache until something they depend on changes."""
+    run are kept in the figure cache until something they depend on changes. An archived
+    run's are those frozen when it was archived (its verdicts are in a Parquet file)."""
+    if run.archived_at is not None:
+        frozen_ = _frozen_of(run)
+        if frozen_ is not None:
+            rows = _with_authors(frozen_["answers"])
+            systems = [SystemReport(**s) for s in frozen_["systems"]]
+            return ScoreReport(frozen_["threshold"], rows, systems)
     return _report(run, _cached_counts(run))
+
+
+def frozen(run: Run) -> dict:
+    """The run's scores as its archive keeps them (RunArchive.scores), counted now from its
+    verdicts: the summary of every system and every answer's row, in this release's shape."""
+    report = _report(run, _counted(run))
+    return {
+        "threshold": report.threshold,
+        "systems": [asdict(s) for s in report.systems],
+        "answers": [_answer_row(a) for a in report.answers],
+        "shape": _SHAPE,
+    }
+
+
+def _frozen_of(run: Run) -> dict | None:
+    """The scores frozen in the run's archive (None: restored meanwhile)."""
+    return RunArchive.objects.filter(run_id=run.pk).values_list("scores", flat=True).first()
+
+
+def _archived_scores(run: Run) -> RunScores:
+    """An archived run's scores for its pages: the frozen ones, never counted (its verdicts
+    are not in the table); two queries, the archive's row and the shown page's authors."""
+    found = RunArchive.objects.filter(run_id=run.pk).values_list("scores", "archived_at").first()
+    if found is None:  # restored between reading the run and its archive: count as usual
+        return run_scores(Run.objects.select_related("dataset").get(pk=run.pk))
+    cells, archived_at = found
+    rows = cells["answers"]
+    by_id = {row["answer_id"]: row for row in rows}
+    return RunScores(
+        cells["threshold"], [SystemReport(**s) for s in cells["systems"]], len(rows),
+        lambda start, stop: _with_authors(rows[start:stop]), computed_at=archived_at,
+        _find=lambda ids: {pk: _answer_from(by_id[pk], {}) for pk in ids if pk in by_id},
+    )  # fmt: skip
 
 
 def _report(run: Run, counted: list) -> ScoreReport:
@@ -460,8 +500,12 @@ def run_scores(run: Run) -> RunScores:
     criterion's weight, the pass threshold) and scores of an earlier state are kept, a
     request serves those, marked `updating`, and the refresh task computes the fresh ones
     in the background, once however many readers ask (evaluation.kept.refresh); a
-    recount of a million votes is not paid by the reader after every adjudication. Only
-    the first scores of a run are computed in the request."""
+    recount of a million votes is not paid by the reader after every adjudication. Nor
+    are the first scores of a run (or of a new figure version): the reader queues them and
+    gets a placeholder (`_computing`; evaluation.kept.cold), unless the settings say
+    otherwise (the test suite) or the snapshot is read-only (a dataset export)."""
+    if run.archived_at is not None:
+        return _archived_scores(run)
     state = _scores_state(run)
     found = _summary(state)
     if found is None and (stale := _summary(state, earlier=True)) is not None:
@@ -471,11 +515,28 @@ def run_scores(run: Run) -> RunScores:
             return _kept_scores(run, state, *stale, updating=run.ended, failure=failure)
         found = _summary(state)  # kept meanwhile by an eager refresh
     if found is None:
-        keep_scores(run, state)
+        # Cold (first scores of the run, a new figure version, a flush): never counted in
+        # the request (evaluation.kept.cold), but in a read-only snapshot.
+        read_only = kept_figures.writes_refused()
+        decided = cold.fill(run.dataset_id, run.pk, REFRESH_GROUP, read_only=read_only)
+        if decided is cold.Cold.COMPUTE:
+            keep_scores(run, state)
         found = _summary(state)
+        if found is None and decided is cold.Cold.QUEUED:
+            return _computing(run)
     if found is None:  # read-only (a dataset export's snapshot): nothing was kept
         return _whole(run_report(run))
     return _kept_scores(run, state, *found)
+
+
+def _computing(run: Run) -> RunScores:
+    """The placeholder while the run's first scores (of this figure version) are counted
+    in the background: no system, no answer, `updating` with no time computed (the pages
+    say "computing", the API `updating: true, computed_at: null`)."""
+    failure = refresh.failure(run.dataset_id, run.pk, REFRESH_GROUP)
+    return RunScores(
+        run.dataset.pass_threshold, [], 0, lambda start, stop: [], updating=True, failure=failure
+    )
 
 
 def _whole(report: ScoreReport) -> RunScores:
@@ -513,8 +574,14 @@ def keep_scores(run: Run, state: readers.State | None = None) -> None:
 
 def refresh_scores(run: Run) -> None:
     """The refresh task's work: keep the run's scores for its current state."""
-    if _summary(_scores_state(run)) is None:
+    if not scores_kept(run):
         keep_scores(run)
+
+
+def scores_kept(run: Run) -> bool:
+    """The run's scores are kept for its current state (the warm-up asks before queueing
+    their refresh): two queries, nothing counted."""
+    return _summary(_scores_state(run)) is not None
 
 
 SUMMARY = "summary"  # the part the summary of the kept scores lives in; pieces in ""

@@ -52,3 +52,33 @@ def test_tiny_preset_is_reproducible_and_its_figures_match_the_oracle():
         expected["judge_vs_human"]["overall"]["kappa"]
     )
     assert found["human_vs_human"]["alpha"] == pytest.approx(expected["human_vs_human"]["alpha"])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_month_preset_seeds_one_run_a_night_and_queues_no_warm_up_in_tests():
+    """Issue 44's month preset at a tiny size (3 nights): one finished run a night, each of
+    every judge on every item, the newest finished last; the warm-up is not queued in the
+    test suite (FIGURES_WARM_UP off), and says so."""
+    from bench.seed_scale import PRESETS, seed
+    from evaluation.runs.models import Run
+
+    preset = PRESETS["month-tiny"]
+    found = seed("month-tiny", seed_value=5, out=io.StringIO())
+    runs = list(Run.objects.filter(dataset=found["dataset"]).order_by("finished_at"))
+    assert len(runs) == found["runs"] == preset.runs == 3
+    per_run = preset.queries * preset.systems * preset.experts * 3 * preset.judges
+    assert [Verdict.objects.filter(run=r).count() for r in runs] == [per_run] * 3
+    assert found["verdicts"] == 3 * per_run and found["run"] == runs[-1].pk
+    days = [(runs[-1].finished_at - r.finished_at).days for r in runs]
+    assert days == [2, 1, 0]
+    assert found["warm_up_queued"] is False
+    month = PRESETS["month"]  # 21.6 million verdicts: 3,000 × 2 × 20 × 2 × 3 × 30
+    assert (
+        month.queries
+        * month.experts
+        * month.criteria[0]
+        * month.systems
+        * month.judges
+        * (month.runs)
+        == 21_600_000
+    )

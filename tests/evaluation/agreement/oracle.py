@@ -127,6 +127,7 @@ class AgreementReport:
     alpha: float | None
     alpha_items: int  # items labelled by two raters or more
     reviewers: list[RaterStats] = field(default_factory=list)
+    computing: bool = False  # the oracle counts in place: never
 
 
 def candidate_runs(dataset: Dataset) -> list[Run]:

@@ -21,6 +21,8 @@ from annotation import roles, services
 from annotation.models import Checklist, Citation, Criterion, Dataset, DomainTag
 from evaluation.alerts.models import AlertEvent, RegressionAlert
 from evaluation.answers.models import Answer, System
+from evaluation.archive import parquet as archive_parquet
+from evaluation.archive import services as archive_services
 from evaluation.checks.models import CriterionCheck
 from evaluation.cross_evaluation.models import CrossEvaluationSettings
 from evaluation.cross_evaluation.services import perfect_answer_save
@@ -30,7 +32,8 @@ from evaluation.judges.models import Judge, Panel
 from evaluation.kept.models import KeptFigure, KeptQueueRow, KeptRefresh
 from evaluation.labels.models import Adjudication, HumanLabel, ReviewAssignment
 from evaluation.rewards.models import RewardAudit, RewardBatch
-from evaluation.runs.models import GradedScore, Run, RunTask, Verdict
+from evaluation.runs import scores
+from evaluation.runs.models import GradedScore, Run, RunArchive, RunTask, Verdict
 from evaluation.schedules.services import schedule_save
 from tests.factories import PanelFactory, QueryFactory, UserFactory, offline_judge, valid_criteria
 
@@ -84,6 +87,15 @@ def build_dataset(shared: Shared, name: str, *, queries: int = 2) -> Dataset:
     now = timezone.now()
     done = {"status": Run.Status.DONE, "kind": Run.Kind.IMPORTED, "finished_at": now}
     runs = [Run.objects.create(dataset=dataset, panel=s.panel, **done) for _ in range(2)]
+    # A third run, archived: its verdicts are in a file, its frozen scores in RunArchive.
+    archived = Run.objects.create(dataset=dataset, panel=s.panel, archived_at=now, **done)
+    relative = archive_services.file_of(archived)
+    (archive_services.archive_dir() / relative).parent.mkdir(parents=True, exist_ok=True)
+    archive_parquet.write(archive_services.archive_dir() / relative, [])  # no verdict
+    RunArchive.objects.create(
+        run=archived, path=str(relative), verdicts=0, checksum="0",
+        scores=scores.frozen(archived),
+    )  # fmt: skip
     for run in runs:
         run.systems.add(s.system)
     for q in range(queries):

@@ -1,0 +1,118 @@
+"""The warm-up: every kept figure a page reads, computed in the background before its first
+reader (evaluation.kept.cold is the rule that keeps a cold figure out of a request; this is
+what makes the first reader find it warm).
+
+Queued (`queue`) by `migrate` (post_migrate: a migration, or a deploy that changes a
+figure's version, runs it), by each start of the web server (config/gunicorn.py), by the
+seeders (bench.seed_scale) and by `manage.py warm_figures`. Run by the warm-up task
+(evaluation.analytics.tasks.warm_figures), per dataset:
+
+- every ended run, newest first: its run scores and its analytics figures. Not computed
+  here but queued as the runs' own refreshes (evaluation.kept.refresh): one marker per run
+  and group, so a reader arriving meanwhile queues no second count, several workers share
+  the runs, and a failure backs off as any refresh's does;
+- the agreement counts of the agreement page's default run, and the labelling and
+  disagreement queues over every run: computed here, under their own fill locks.
+
+Cheap when everything is warm: one indexed read per figure, nothing counted. Safe to run
+twice or on several hosts at once (what it keeps is keyed by state; the refreshes are
+single-flight).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.contrib.auth.models import AnonymousUser
+
+from annotation.models import Dataset
+from evaluation import task_names
+from evaluation.agreement import kept as agreement_kept
+from evaluation.agreement import selectors as agreement
+from evaluation.analytics import figures
+from evaluation.kept import refresh
+from evaluation.review import selectors as review
+from evaluation.runs import scores
+from evaluation.runs.models import Run
+from evaluation.runs.selectors import runs_of_system_answers
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Warmed:
+    """What one warm-up did: refreshes queued per (run, group), datasets whose agreement
+    and queues it computed, and what failed (dataset, error kind: logged in full)."""
+
+    queued: list[tuple[int, str]] = field(default_factory=list)
+    datasets: list[int] = field(default_factory=list)
+    failed: list[tuple[int, str]] = field(default_factory=list)
+
+
+def runs_to_warm(dataset: Dataset) -> list[Run]:
+    """The dataset's ended runs of system answers, newest first: the ones pages show first.
+    Cross-evaluation runs have no scores page or analytics of their own; archived runs
+    serve what was kept when they were archived (evaluation.archive)."""
+    found = Run.objects.filter(dataset=dataset, status__in=Run.ENDED, archived_at=None).exclude(
+        kind=Run.Kind.CROSS_EVALUATION
+    )
+    return list(found.select_related("dataset").order_by("-created_at", "-pk"))
+
+
+def cold_groups(run: Run) -> list[str]:
+    """The run's refresh groups whose figures are not kept for its current state."""
+    found = []
+    if not scores.scores_kept(run):
+        found.append(scores.REFRESH_GROUP)
+    if not figures.default_kept(run):
+        found.append(refresh.DEFAULT)
+    return found
+
+
+def warm_dataset(dataset: Dataset, into: Warmed) -> None:
+    for run in runs_to_warm(dataset):
+        for group in cold_groups(run):
+            if refresh.ensure(dataset.pk, run.pk, group):
+                into.queued.append((run.pk, group))
+    # The pages every reviewer opens first: the agreement page (its default run) and the
+    # queues over every run. Each keeps its figure under its own fill lock.
+    default = agreement.default_run(dataset, runs_of_system_answers(dataset))
+    agreement_kept.keep_cells(dataset, default)
+    nobody = AnonymousUser()
+    review.labelling_queue(dataset, nobody)
+    review.disagreement_queue(dataset, nobody)
+    into.datasets.append(dataset.pk)
+
+
+def warm(dataset_id: int | None = None) -> Warmed:
+    """Warm one dataset's figures, or every dataset's (newest first). A dataset that fails
+    is logged and left for its readers' refreshes; the others are still warmed."""
+    warmed = Warmed()
+    datasets = Dataset.objects.order_by("-pk")
+    if dataset_id is not None:
+        datasets = datasets.filter(pk=dataset_id)
+    for dataset in datasets:
+        try:
+            warm_dataset(dataset, warmed)
+        except Exception as error:
+            logger.exception("Warm-up of dataset %s failed", dataset.pk)
+            warmed.failed.append((dataset.pk, type(error).__name__))
+    return warmed
+
+
+def queue(dataset_id: int | None = None, *, why: str, asked: bool = False) -> bool:
+    """Queue the warm-up task; False (logged) when the broker cannot take it: a start-up or
+    a migration never fails for it, and readers then queue their own refreshes. Also False
+    when settings.FIGURES_WARM_UP is off (the test suite), unless someone `asked` for it
+    (manage.py warm_figures)."""
+    if not (asked or settings.FIGURES_WARM_UP):
+        return False
+    try:
+        task_names.signature(task_names.WARM_FIGURES_TASK, (dataset_id,)).apply_async()
+    except Exception:
+        logger.exception("Could not queue the warm-up of kept figures (%s)", why)
+        return False
+    logger.info("Warm-up of kept figures queued (%s)", why)
+    return True
