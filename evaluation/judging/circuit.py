@@ -179,14 +179,21 @@ _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, redis.a
 _clients = weakref.WeakKeyDictionary()
 
 
+# Connections of that client: an operation past them waits up to its timeout for one,
+# rather than failing (a burst of call failures writes to the circuit all at once).
+SHARED_CONNECTIONS = 32
+
+
 def shared_client(url: str) -> redis.asyncio.Redis:
     """This event loop's client for `url` (made on first use, kept while the loop lives)."""
     by_url = _clients.setdefault(asyncio.get_running_loop(), {})
     client = by_url.get(url)
     if client is None:
-        client = by_url[url] = redis.asyncio.from_url(
-            url, socket_connect_timeout=2, socket_timeout=2
-        )
+        pool = redis.asyncio.BlockingConnectionPool.from_url(
+            url, max_connections=SHARED_CONNECTIONS, timeout=2, socket_connect_timeout=2,
+            socket_timeout=2,
+        )  # fmt: skip
+        client = by_url[url] = redis.asyncio.Redis(connection_pool=pool)
     return client
 
 
