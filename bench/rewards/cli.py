@@ -208,6 +208,8 @@ def _served(args, workload: Workload, bound: float, completions, out) -> int:
             env={
                 "DATABASE_URL": args.database_url, "CELERY_BROKER_URL": args.broker_url,
                 "JUDGE_ALLOW_PRIVATE_NETWORK": "1", "ALLOWED_HOSTS": "127.0.0.1",
+                # Plain HTTP on loopback: no TLS redirect (production settings otherwise).
+                "SECURE_SSL_REDIRECT": "0",
                 # C calls in flight in the whole process, whatever the waves.
                 "JUDGE_MAX_IN_FLIGHT": str(args.concurrency),
             },
@@ -250,11 +252,12 @@ def _served(args, workload: Workload, bound: float, completions, out) -> int:
     out(f"served: server calls {stats.get('calls')}, peak calls in flight "
         f"{stats.get('max_concurrency')}")  # fmt: skip
     out(f"served: rollout wall time p50 {percentile(seconds, 0.5):.2f} s, mean {mean:.2f} s")
-    out(f"served: per request p50 {percentile(latencies, 0.5):.2f} s, "
-        f"p95 {percentile(latencies, 0.95):.2f} s")  # fmt: skip
+    if latencies:
+        out(f"served: per request p50 {percentile(latencies, 0.5):.2f} s, "
+            f"p95 {percentile(latencies, 0.95):.2f} s")  # fmt: skip
     out(f"served: rewards/s {n / mean:.1f}")
     out(f"served: time over bound {mean / bound:.3f} (+{100 * (mean / bound - 1):.1f}%)")
-    out(f"served: database connections at most {watch.peak} (the benchmark's own reader: 1)")
+    out(f"served: database connections at most {watch.peak} (1 of them this benchmark's own)")
     return 0 if not errors and sum(r.failed for r in rounds) == 0 else 1
 
 

@@ -150,6 +150,8 @@ class ConnectionWatch:
         self._thread.join(timeout=5)
 
     def _watch(self) -> None:
+        if not self.database_url.startswith(("postgres://", "postgresql://")):
+            return  # SQLite: no connections to count
         import psycopg
 
         name = self.database_url.rsplit("/", 1)[-1]

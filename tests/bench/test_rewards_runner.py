@@ -41,6 +41,30 @@ def test_the_runner_scores_tiny_batches_and_prints_its_figures(tmp_path):
         assert re.search(rf"^{figure} \S*\d", out, re.MULTILINE), (figure, out)
 
 
+def test_the_served_mode_sends_one_sample_requests_over_http_and_prints_its_figures(tmp_path):
+    """--served: the rewards service in its own process (uvicorn), OpenRLHF's one-sample
+    requests at once over HTTP; every sample rewarded, the figures printed."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_VERSION"}
+    env["VAR_DIR"] = str(tmp_path)
+    url = bench_database_url(tmp_path).replace("bench-judge", "bench-rewards-served")
+    url = url.replace("/bench_", "/bench_rewards_served_")
+    command = [
+        sys.executable, "-m", "bench.rewards", "--served", "--completions", "6",
+        "--criteria", "4", "--latency", "0.01", "--concurrency", "8", "--batches", "1",
+        "--database-url", url, "--broker-url", settings.CELERY_BROKER_URL,
+    ]  # fmt: skip
+    done = subprocess.run(
+        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    out = done.stdout
+    assert done.returncode == 0, out + done.stderr[-3000:]
+    assert "served: 6 one-sample requests at once, uvicorn × 1 worker(s)" in out
+    assert "served: 6 rewards, 0 failed samples, 0 errors, 0 retried; statuses {200: 6}" in out
+    for figure in ("served: rewards/s", "served: time over bound", "served: per request p50",
+                   "served: database connections at most"):  # fmt: skip
+        assert re.search(rf"^{figure} \S*\d", out, re.MULTILINE), (figure, out)
+
+
 def test_the_bound_counts_waves_of_c_calls():
     assert bound_seconds(calls=5120, concurrency=256, latency=0.2) == 4.0
     assert bound_seconds(calls=5121, concurrency=256, latency=0.2) == 4.2

@@ -302,3 +302,23 @@ def test_a_thousand_concurrent_one_sample_requests_are_all_answered(
     # view of it; never one per request.
     assert watch.peak <= 4 + 1, watch.peak
     assert "Traceback" not in served.log_path.read_text()
+
+
+def test_the_service_checks_access_as_the_web_routes_do(
+    service, token, owner, collaborator, outsider, dataset, panel
+):
+    """The rewards service's routes run the web routes' own DRF steps: no token 403, a
+    token of another scope 403, a member who is not the dataset's admin 403, a non-member
+    404; nothing recorded."""
+    url = f"{service.url}/api/rewards/openrlhf/?dataset={dataset.pk}&panel={panel.pk}"
+    body = {"query": [f"{PROMPT}x"], "prompts": [PROMPT], "labels": ["q-1"]}
+    _, read_key = accounts_services.api_token_create(user=owner, name="reader", scope="read")
+    _, member_key = accounts_services.api_token_create(user=collaborator, name="m", scope="write")
+    _, outsider_key = accounts_services.api_token_create(user=outsider, name="o", scope="write")
+    assert _post(url, body, "")[0] in (401, 403)
+    status, _, refused = _post(url, body, read_key)
+    assert status == 403 and "read-only" in refused["detail"]
+    status, _, refused = _post(url, body, member_key)
+    assert status == 403 and "dataset's admins" in refused["detail"]
+    assert _post(url, body, outsider_key)[0] == 404
+    assert not RewardBatch.objects.exists()
