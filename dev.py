@@ -2,7 +2,7 @@
 """The two commands of a fresh clone, using nothing but Python 3.11's standard library.
 
     python3.11 dev.py run     set up .venv, migrate, load demo data, run web server + worker
-                              + scheduler (celery beat)
+                              + scheduler (celery beat) + rewards service (port 8001)
     python3.11 dev.py test    set up .venv with the test tools, run the whole test suite
     python3.11 dev.py manage  a management command with the settings of `run` (DEBUG on)
 
@@ -25,6 +25,10 @@ VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PYTHON = BIN / "python"
 HOST, PORT = os.environ.get("HOST", "127.0.0.1"), os.environ.get("PORT", "8000")
+# The rewards service (docs/operations.md#the-rewards-service) beside the web server: the
+# reward routes for trainers, as an ASGI server serves them in production.
+REWARDS_PORT = os.environ.get("REWARDS_PORT", "8001")
+REWARDS_ARGS = ["config.asgi_rewards:application", "--log-level", "warning"]
 # The Celery processes `run` starts beside the web server, as `celery -A config <args>`. Beat
 # is its own process, as in production (one beat; django-celery-beat's DatabaseScheduler,
 # from the settings), rather than the worker's `-B`, which forks it from a worker holding
@@ -140,10 +144,15 @@ def run() -> int:
     )
     # The scheduler: without it the Schedules page's runs never start.
     beat = subprocess.Popen([str(BIN / "celery"), "-A", "config", *BEAT_ARGS], cwd=ROOT, env=env)
+    rewards = subprocess.Popen(
+        [str(BIN / "uvicorn"), *REWARDS_ARGS, "--host", HOST, "--port", REWARDS_PORT],
+        cwd=ROOT, env=env,
+    )  # fmt: skip
     server = None
     try:
         print(
             f"\n    Open http://{HOST}:{PORT}/  ·  health: http://{HOST}:{PORT}/healthz"
+            f"\n    Rewards service for trainers: http://{HOST}:{REWARDS_PORT}/api/rewards/"
             f"\n    {email_note(env)}\n",
             flush=True,
         )
@@ -164,9 +173,9 @@ def run() -> int:
         if server is not None and server.poll() is None:
             os.killpg(server.pid, signal.SIGTERM)
             server.wait(timeout=15)
-        for process in (beat, worker):
+        for process in (rewards, beat, worker):
             process.send_signal(signal.SIGTERM)
-        for process in (beat, worker):
+        for process in (rewards, beat, worker):
             try:
                 process.wait(timeout=15)
             except subprocess.TimeoutExpired:

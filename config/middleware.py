@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
@@ -27,11 +28,37 @@ def error_response(request: HttpRequest, status: int, message: str) -> HttpRespo
     return render(request, "error.html", {"status": status, "message": message}, status=status)
 
 
-class InputGuardMiddleware:
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
+class _Both:
+    """A middleware that runs as its chain does: sync under WSGI, on the event loop under
+    ASGI (the rewards service), so that an async view is never sent through Django's one
+    thread for sync code. Subclasses say what to do before (`refused`) and after (`after`)."""
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response: Callable) -> None:
+        self.get_response = get_response
+        self.is_async = iscoroutinefunction(get_response)
+        if self.is_async:
+            markcoroutinefunction(self)
+
+    def __call__(self, request: HttpRequest):
+        if self.is_async:
+            return self._acall(request)
+        return self.refused(request) or self.after(self.get_response(request))
+
+    async def _acall(self, request: HttpRequest) -> HttpResponse:
+        return self.refused(request) or self.after(await self.get_response(request))
+
+    def refused(self, request: HttpRequest) -> HttpResponse | None:
+        return None
+
+    def after(self, response: HttpResponse) -> HttpResponse:
+        return response
+
+
+class InputGuardMiddleware(_Both):
+    def refused(self, request: HttpRequest) -> HttpResponse | None:
         length = parse_id(request.META.get("CONTENT_LENGTH") or "0") or 0
         limit = limits.request_max_bytes()
         if length > limit:
@@ -48,21 +75,17 @@ class InputGuardMiddleware:
             and _has_nul(request.POST.lists())
         ):
             return error_response(request, 400, "NUL characters are not accepted in any field.")
-        return self.get_response(request)
+        return None
 
 
 def _has_nul(items) -> bool:
     return any("\x00" in key or any("\x00" in v for v in values) for key, values in items)
 
 
-class SecurityHeadersMiddleware:
+class SecurityHeadersMiddleware(_Both):
     """Permissions-Policy on every response (Django sets the other security headers)."""
 
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        response = self.get_response(request)
+    def after(self, response: HttpResponse) -> HttpResponse:
         response.headers.setdefault("Permissions-Policy", settings.PERMISSIONS_POLICY)
         return response
 

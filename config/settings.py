@@ -590,6 +590,14 @@ REWARDS_LENGTH_REFERENCE = envint("REWARDS_LENGTH_REFERENCE", 0)
 REWARDS_LENGTH_EXPONENT = float(os.environ.get("REWARDS_LENGTH_EXPONENT", "0.5"))
 REWARDS_MAX_WORDS = envint("REWARDS_MAX_WORDS", 0)
 REWARDS_OVER_LENGTH_PENALTY = float(os.environ.get("REWARDS_OVER_LENGTH_PENALTY", "1.0"))
+# The rewards service (config/asgi_rewards.py, docs/operations.md#the-rewards-service): one
+# trainer's requests arriving within REWARDS_WAVE_MS of the first are graded as one wave
+# (evaluation/rewards/waves.py); a process holding REWARDS_MAX_PENDING samples answers 503
+# with Retry-After; its database work runs on REWARDS_DB_THREADS threads, so it opens at
+# most that many connections (per process; plus PgBouncer's or the pool's own bound).
+REWARDS_WAVE_MS = envint("REWARDS_WAVE_MS", 5)
+REWARDS_MAX_PENDING = envint("REWARDS_MAX_PENDING", 4096)
+REWARDS_DB_THREADS = envint("REWARDS_DB_THREADS", 4)
 
 # --- Dataset exports and imports ------------------------------------------------------------
 # Exports bigger than DATA_EXPORT_STREAM_MAX_ROWS rows run as a Celery job that writes a zip

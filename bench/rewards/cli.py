@@ -1,7 +1,8 @@
 """`python -m bench.rewards`: reward batches through the whole reward path (token
 authentication, the request's parsing, checklists, caches, the judge calls, votes, scores
 and the batch's record) against the bound C / L and a bare openai client. docs/benchmarks.md
-"Rewards" holds the figures."""
+"Rewards" holds the figures. With --served, OpenRLHF's load instead: N one-sample requests
+at once over HTTP to the rewards service in its own process (bench/rewards/served.py)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,19 @@ def _parser() -> argparse.ArgumentParser:
                    help="the benchmark's own database; emptied at every run")  # fmt: skip
     p.add_argument("--broker-url", default=os.environ.get("BENCH_BROKER_URL", DEFAULT_BROKER))
     p.add_argument("--no-bare", action="store_true", help="skip the bare openai client")
+    p.add_argument(
+        "--served",
+        action="store_true",
+        help="OpenRLHF's load: --completions one-sample requests at once over HTTP "
+        "to the rewards service in its own process (bench/rewards/served.py)",
+    )
+    p.add_argument(
+        "--server",
+        choices=["uvicorn", "granian"],
+        default="uvicorn",
+        help="the rewards service's ASGI server (--served)",
+    )
+    p.add_argument("--workers", type=int, default=1, help="its worker processes (--served)")
     return p
 
 
@@ -105,6 +119,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     def completions(batch: int) -> list[str]:
         # Every completion distinct across batches: a repeat would be answered by the cache.
         return [workload.answer_text(batch * n + i) for i in range(n)]
+
+    if args.served:
+        return _served(args, workload, bound, completions, out)
 
     server = processes.LoopbackProcess(latency=latency).start()
     try:
@@ -172,6 +189,76 @@ def main(argv: Sequence[str] | None = None) -> int:
     out(f"bare: time over bound {bare_mean / bound:.3f}")
     out(f"app/bare time: {mean / bare_mean:.3f}")
     return 0 if ok else 1
+
+
+def _served(args, workload: Workload, bound: float, completions, out) -> int:
+    """N one-sample requests at once to the served endpoint, --batches times after a
+    warm-up; every completion distinct (no cache answers)."""
+    from bench.judge_throughput import processes
+    from bench.rewards import served
+
+    n = args.completions
+    prompt = "<|im_start|>user\nAnswer the query.<|im_end|>\n<|im_start|>assistant\n"
+    judge = processes.LoopbackProcess(latency=args.latency).start()
+    service = None
+    try:
+        dataset, panel, key = _seed(workload, judge.base_url)
+        service = served.ServiceProcess(
+            server=args.server, workers=args.workers,
+            env={
+                "DATABASE_URL": args.database_url, "CELERY_BROKER_URL": args.broker_url,
+                "JUDGE_ALLOW_PRIVATE_NETWORK": "1", "ALLOWED_HOSTS": "127.0.0.1",
+                # Plain HTTP on loopback: no TLS redirect (production settings otherwise).
+                "SECURE_SSL_REDIRECT": "0",
+                # C calls in flight in the whole process, whatever the waves.
+                "JUDGE_MAX_IN_FLIGHT": str(args.concurrency),
+            },
+        ).start()  # fmt: skip
+        out(f"served: {n} one-sample requests at once, {args.server} × {args.workers} "
+            f"worker(s) at {service.url}")  # fmt: skip
+        url = (f"{service.url}/api/rewards/openrlhf/?dataset={dataset.pk}&panel={panel.pk}"
+               "&strip=<|im_end|>")  # fmt: skip
+
+        def bodies(texts: list[str]) -> list[dict]:
+            return [
+                {"query": [f"{prompt}{t}<|im_end|>"], "prompts": [prompt], "labels": [QUERY_ID]}
+                for t in texts
+            ]
+
+        import asyncio
+
+        asyncio.run(served.one_rollout(url, key, bodies(completions(args.batches + 1)[:8])))
+        rounds = []
+        with served.ConnectionWatch(args.database_url) as watch:
+            for b in range(args.batches):
+                rounds.append(asyncio.run(served.one_rollout(url, key, bodies(completions(b)))))
+    finally:
+        if service is not None:
+            service.stop()
+        stats = judge.stop()
+    seconds = [r.seconds for r in rounds]
+    latencies = [x for r in rounds for x in r.latencies]
+    errors = [e for r in rounds for e in r.errors]
+    mean = statistics.mean(seconds)
+    statuses: dict[int, int] = {}
+    for r in rounds:
+        for code, count in r.statuses.items():
+            statuses[code] = statuses.get(code, 0) + count
+    out(f"served: {sum(r.rewarded for r in rounds)} rewards, {sum(r.failed for r in rounds)} "
+        f"failed samples, {len(errors)} errors, {sum(r.retried for r in rounds)} retried; "
+        f"statuses {dict(sorted(statuses.items()))}")  # fmt: skip
+    for error in sorted(set(errors))[:5]:
+        out(f"served: error: {error}")
+    out(f"served: server calls {stats.get('calls')}, peak calls in flight "
+        f"{stats.get('max_concurrency')}")  # fmt: skip
+    out(f"served: rollout wall time p50 {percentile(seconds, 0.5):.2f} s, mean {mean:.2f} s")
+    if latencies:
+        out(f"served: per request p50 {percentile(latencies, 0.5):.2f} s, "
+            f"p95 {percentile(latencies, 0.95):.2f} s")  # fmt: skip
+    out(f"served: rewards/s {n / mean:.1f}")
+    out(f"served: time over bound {mean / bound:.3f} (+{100 * (mean / bound - 1):.1f}%)")
+    out(f"served: database connections at most {watch.peak} (1 of them this benchmark's own)")
+    return 0 if not errors and sum(r.failed for r in rounds) == 0 else 1
 
 
 if __name__ == "__main__":

@@ -24,12 +24,14 @@ calls that could be made. No Django here, like ratelimit.py.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable
+import weakref
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -169,15 +171,41 @@ def _outage(fields: list | dict | None) -> Outage | None:
     return Outage(float(since), float(next_probe), float(delay), text)
 
 
+# One redis.asyncio client (one connection pool) per event loop and URL: a client belongs to
+# the loop that made it. The rewards service's thousand requests share one loop, so their
+# circuit reads share one client's connections; a connection made per read timed out under
+# that load (issue 45).
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, redis.asyncio.Redis]]
+_clients = weakref.WeakKeyDictionary()
+
+
+# Connections of that client: an operation past them waits up to its timeout for one,
+# rather than failing (a burst of call failures writes to the circuit all at once).
+SHARED_CONNECTIONS = 32
+
+
+def shared_client(url: str) -> redis.asyncio.Redis:
+    """This event loop's client for `url` (made on first use, kept while the loop lives)."""
+    by_url = _clients.setdefault(asyncio.get_running_loop(), {})
+    client = by_url.get(url)
+    if client is None:
+        pool = redis.asyncio.BlockingConnectionPool.from_url(
+            url, max_connections=SHARED_CONNECTIONS, timeout=2, socket_connect_timeout=2,
+            socket_timeout=2,
+        )  # fmt: skip
+        client = by_url[url] = redis.asyncio.Redis(connection_pool=pool)
+    return client
+
+
 class RedisStore:
-    """Circuits in Redis, shared by every worker. A connection per operation, as in
-    ratelimit.RedisTokenBucket: a redis.asyncio client belongs to the loop that made it."""
+    """Circuits in Redis, shared by every worker, through the loop's shared client."""
 
     def __init__(self, url: str) -> None:
         self.url = url
 
-    def _client(self) -> redis.asyncio.Redis:
-        return redis.asyncio.from_url(self.url, socket_connect_timeout=2, socket_timeout=2)
+    @contextlib.asynccontextmanager
+    async def _client(self) -> AsyncIterator[redis.asyncio.Redis]:
+        yield shared_client(self.url)  # not closed: the next operation reuses it
 
     async def get(self, key: str) -> Outage | None:
         async with self._client() as client:

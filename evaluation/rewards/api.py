@@ -2,8 +2,10 @@
 remote reward model and NeMo-Gym's /verify (docs/rewards.md). A dataset's admins call them:
 a reward spends judge money as starting a run does.
 
-Thin: each view reads its shape (evaluation.rewards.request_shapes), checks access, calls
-evaluation.rewards.services.reward_batch and writes the answer in its shape. A refused input
+Thin: each view reads its shape (evaluation.rewards.request_shapes) and checks access (`job`),
+calls evaluation.rewards.services.reward_batch and writes the answer in its shape (`body`).
+The rewards service (evaluation.rewards.served) runs the same `job` and `body` around a
+shared wave instead. A refused input
 is a 400 naming the item and field; a quota a 429 with Retry-After.
 """
 
@@ -28,7 +30,7 @@ from annotation.access import access_dataset
 from annotation.models import Dataset
 from config.ids import parse_id
 from evaluation.judges.models import Panel
-from evaluation.rewards import quota, request_shapes, services
+from evaluation.rewards import quota, request_shapes, services, waves
 from evaluation.rewards.models import RewardBatch
 from evaluation.rewards.request_shapes import Problem, RefusedInput
 
@@ -58,34 +60,57 @@ def _token_id(request: Request) -> int | None:
     return request.auth.pk if isinstance(request.auth, ApiToken) else None
 
 
-def _rewarded(
+def reward_job(
     request: Request,
     ids: Mapping[str, Any],
     read: Callable[[], list[request_shapes.Item]],
     shaping_source: Mapping[str, Any],
     shape: str,
     query_field: str,
-    answer: Callable[[services.BatchResult], Response],
-) -> Response:
-    """Access, input, the batch, the answer: the same steps for every shape."""
-    try:
-        dataset = _dataset(request, ids.get("dataset"))
-        panel = _panel(ids.get("panel"))
-        items = read()
-        shaping = request_shapes.shaping_from(shaping_source, services.default_shaping())
-        result = services.reward_batch(
-            dataset=dataset, panel=panel, items=items, by=request.user,
-            token_id=_token_id(request), shape=shape, shaping=shaping, query_field=query_field,
-        )  # fmt: skip
-    except RefusedInput as refused:
+) -> waves.Job:
+    """Access and input, the same steps for every shape: the batch to grade. Raises
+    RefusedInput (a 400 naming the item and field) or PermissionDenied."""
+    dataset = _dataset(request, ids.get("dataset"))
+    panel = _panel(ids.get("panel"))
+    items = read()
+    shaping = request_shapes.shaping_from(shaping_source, services.default_shaping())
+    return waves.Job(
+        dataset=dataset, panel=panel, items=items, by=request.user, token_id=_token_id(request),
+        shape=shape, shaping=shaping, query_field=query_field,
+    )  # fmt: skip
+
+
+def refused_response(refused: Exception) -> Response | None:
+    """The answer to a request its input or a limit refused (None: not such a refusal)."""
+    if isinstance(refused, RefusedInput):
         return Response(refused.body(), status=status.HTTP_400_BAD_REQUEST)
-    except quota.QuotaExceeded as exceeded:
+    if isinstance(refused, quota.QuotaExceeded):
         return Response(
-            {"detail": str(exceeded), "retry_after": exceeded.retry_after},
+            {"detail": str(refused), "retry_after": refused.retry_after},
             status=status.HTTP_429_TOO_MANY_REQUESTS,
-            headers={"Retry-After": str(exceeded.retry_after)},
+            headers={"Retry-After": str(refused.retry_after)},
         )
-    return answer(result)
+    return None
+
+
+class _RewardView(APIView):
+    """A reward route: its shape's `job` (what to grade) and `body` (the answer). The web
+    processes grade in the request's thread (`post`); the rewards service grades the same
+    job in a shared wave (evaluation.rewards.served)."""
+
+    def job(self, request: Request) -> waves.Job:
+        raise NotImplementedError
+
+    def body(self, request: Request, result: services.BatchResult) -> Any:
+        raise NotImplementedError
+
+    def graded(self, request: Request) -> Response:
+        try:
+            job = self.job(request)
+            result = services.reward_batch(**waves.prepare_arguments(job))
+        except (RefusedInput, quota.QuotaExceeded) as refused:
+            return refused_response(refused)
+        return Response(self.body(request, result))
 
 
 def _criteria(item: services.ItemResult) -> list[dict[str, Any]]:
@@ -150,7 +175,7 @@ _IDS = [
 ]
 
 
-class RewardsView(APIView):
+class RewardsView(_RewardView):
     @extend_schema(
         request=inline_serializer(
             "RewardRequest",
@@ -204,33 +229,33 @@ class RewardsView(APIView):
         """Rewards for a batch of completions, in the items' order: each scored against its
         query's submitted checklists by the panel. A failed item has `failed: true` and a
         null reward, never a made-up number."""
+        return self.graded(request)
+
+    def job(self, request: Request) -> waves.Job:
         data = request.data if isinstance(request.data, Mapping) else {}
-
-        def answer(result: services.BatchResult) -> Response:
-            return Response(
-                {
-                    "batch": result.batch.pk,
-                    "items": [
-                        {
-                            "reward": item.reward,
-                            "score": item.score,
-                            "failed": item.failed,
-                            "undecided": item.undecided,
-                            "words": item.words,
-                            "criteria": _criteria(item),
-                        }
-                        for item in result.items
-                    ],
-                }
-            )
-
-        return _rewarded(
+        return reward_job(
             request, data, lambda: request_shapes.native_items(data, _max_batch()), data,
-            RewardBatch.Shape.NATIVE, "query", answer,
+            RewardBatch.Shape.NATIVE, "query",
         )  # fmt: skip
 
+    def body(self, request: Request, result: services.BatchResult) -> Any:
+        return {
+            "batch": result.batch.pk,
+            "items": [
+                {
+                    "reward": item.reward,
+                    "score": item.score,
+                    "failed": item.failed,
+                    "undecided": item.undecided,
+                    "words": item.words,
+                    "criteria": _criteria(item),
+                }
+                for item in result.items
+            ],
+        }
 
-class OpenRlhfRewardsView(APIView):
+
+class OpenRlhfRewardsView(_RewardView):
     @extend_schema(
         parameters=[
             *_IDS,
@@ -272,30 +297,30 @@ class OpenRlhfRewardsView(APIView):
         """OpenRLHF's remote reward model (`--remote_rm_url`). A completion without a reward
         (a failed call, or nothing decided) gets 0.0 and is flagged in
         extra_logs.no_reward (and extra_logs.failed for a failed call)."""
+        return self.graded(request)
+
+    def job(self, request: Request) -> waves.Job:
         strip = request.query_params.getlist("strip")
-
-        def answer(result: services.BatchResult) -> Response:
-            items = result.items
-            return Response(
-                {
-                    "rewards": [item.reward or 0.0 for item in items],
-                    "scores": [item.score or 0.0 for item in items],
-                    "extra_logs": {
-                        "failed": [float(item.failed) for item in items],
-                        "no_reward": [float(item.reward is None) for item in items],
-                        "undecided": [float(item.undecided) for item in items],
-                    },
-                }
-            )
-
-        return _rewarded(
+        return reward_job(
             request, request.query_params,
             lambda: request_shapes.openrlhf_items(request.data, _max_batch(), strip),
-            request.query_params, RewardBatch.Shape.OPENRLHF, "labels", answer,
+            request.query_params, RewardBatch.Shape.OPENRLHF, "labels",
         )  # fmt: skip
 
+    def body(self, request: Request, result: services.BatchResult) -> Any:
+        items = result.items
+        return {
+            "rewards": [item.reward or 0.0 for item in items],
+            "scores": [item.score or 0.0 for item in items],
+            "extra_logs": {
+                "failed": [float(item.failed) for item in items],
+                "no_reward": [float(item.reward is None) for item in items],
+                "undecided": [float(item.undecided) for item in items],
+            },
+        }
 
-class VerifyRewardView(APIView):
+
+class VerifyRewardView(_RewardView):
     @extend_schema(
         parameters=_IDS,
         request=OpenApiTypes.OBJECT,
@@ -305,26 +330,25 @@ class VerifyRewardView(APIView):
         """NeMo-Gym's /verify: the request, with the query's external id in `query`, echoed
         with `reward` beside it. A completion without a reward (a failed call, or nothing
         decided) gets 0.0 with `mask_sample: true`, and `failed: true` for a failed call."""
-        data = request.data
+        return self.graded(request)
 
-        def answer(result: services.BatchResult) -> Response:
-            item = result.items[0]
-            return Response(
-                {
-                    **data,
-                    "reward": item.reward or 0.0,
-                    "mask_sample": item.reward is None,
-                    "failed": item.failed,
-                    "undecided": item.undecided,
-                    "checklist_score": item.score,
-                    "criteria": _criteria(item),
-                }
-            )
-
-        return _rewarded(
-            request, request.query_params, lambda: [request_shapes.verify_item(data)],
-            request.query_params, RewardBatch.Shape.VERIFY, "query", answer,
+    def job(self, request: Request) -> waves.Job:
+        return reward_job(
+            request, request.query_params, lambda: [request_shapes.verify_item(request.data)],
+            request.query_params, RewardBatch.Shape.VERIFY, "query",
         )  # fmt: skip
+
+    def body(self, request: Request, result: services.BatchResult) -> Any:
+        item = result.items[0]
+        return {
+            **request.data,
+            "reward": item.reward or 0.0,
+            "mask_sample": item.reward is None,
+            "failed": item.failed,
+            "undecided": item.undecided,
+            "checklist_score": item.score,
+            "criteria": _criteria(item),
+        }
 
 
 def _max_batch() -> int:

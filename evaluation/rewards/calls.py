@@ -52,9 +52,23 @@ class Answered:
 
 
 def answer(planned: dict[str, Planned]) -> Answered:
-    results = _cached(list(planned))
-    misses = [p for key, p in planned.items() if key not in results]
-    made = _make(misses) if misses else []
+    """Every planned call answered: the caches first, the misses made now (this thread's
+    event loop), what was made remembered."""
+    results = cached(planned)
+    misses = missed(planned, results)
+    made = client.run_sync(judged(misses)) if misses else []
+    return settled(results, misses, made)
+
+
+def missed(planned: dict[str, Planned], results: dict[str, engine.CallResult]) -> list[Planned]:
+    return [p for key, p in planned.items() if key not in results]
+
+
+def settled(
+    results: dict[str, engine.CallResult], misses: list[Planned], made: list[engine.CallResult]
+) -> Answered:
+    """The made calls remembered in the reward cache and added to `results`, with what they
+    cost. The database half after the calls (the rewards service runs it at the edge)."""
     _remember(made)
     results.update({r.cache_key: r for r in made})
     tokens: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0])
@@ -90,8 +104,9 @@ def _chunks(keys: Sequence[str]) -> Iterator[Sequence[str]]:
         yield keys[start : start + _CHUNK]
 
 
-def _cached(keys: list[str]) -> dict[str, engine.CallResult]:
+def cached(planned: dict[str, Planned]) -> dict[str, engine.CallResult]:
     """Reward cache first (fresh within REWARDS_CACHE_DAYS), then runs' decided verdicts."""
+    keys = list(planned)
     found: dict[str, engine.CallResult] = {}
     fresh = timezone.now() - dt.timedelta(days=settings.REWARDS_CACHE_DAYS)
     fields = ("cache_key", "outcome", "failure_kind", "rationale")
@@ -114,28 +129,27 @@ def _hit(key: str, outcome: str, failure_kind: str, rationale: str) -> engine.Ca
     )  # fmt: skip
 
 
-def _make(misses: list[Planned]) -> list[engine.CallResult]:
+async def judged(misses: list[Planned]) -> list[engine.CallResult]:
+    """The misses' calls, each judge's at most REWARDS_CONCURRENCY at a time, on the running
+    event loop: no database here, so the rewards service awaits it on its own loop while no
+    thread or connection is held (evaluation.rewards.waves)."""
     by_judge: dict[int, list[Planned]] = defaultdict(list)
     for planned in misses:
         by_judge[planned.judge.pk].append(planned)
-
-    async def every_judge() -> list[list[engine.CallResult]]:
-        batches = []
-        for group in by_judge.values():
-            controls = call_controls(group[0].judge)
-            batches.append(
-                engine.judge_all(
-                    [p.call for p in group],
-                    concurrency=settings.REWARDS_CONCURRENCY,
-                    limiter=controls.limiter,
-                    policy=controls.policy,
-                    gate=controls.gate,
-                    circuit=controls.circuit,
-                )
+    batches = []
+    for group in by_judge.values():
+        controls = call_controls(group[0].judge)
+        batches.append(
+            engine.judge_all(
+                [p.call for p in group],
+                concurrency=settings.REWARDS_CONCURRENCY,
+                limiter=controls.limiter,
+                policy=controls.policy,
+                gate=controls.gate,
+                circuit=controls.circuit,
             )
-        return list(await asyncio.gather(*batches))
-
-    return [result for batch in client.run_sync(every_judge()) for result in batch]
+        )
+    return [result for batch in await asyncio.gather(*batches) for result in batch]
 
 
 def _remember(made: list[engine.CallResult]) -> None:

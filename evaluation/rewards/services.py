@@ -15,6 +15,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 
@@ -25,8 +26,8 @@ from evaluation.checks import trajectory
 from evaluation.checks.deterministic import offline_verdict
 from evaluation.judges import tuning
 from evaluation.judges.models import Judge, Panel
+from evaluation.judging import client, engine, plan
 from evaluation.judging import conversation as conv
-from evaluation.judging import engine, plan
 from evaluation.metrics import rubrics
 from evaluation.metrics.aggregation import Vote
 from evaluation.rewards import calls, quota, reward
@@ -111,7 +112,33 @@ def _strategies(dataset: Dataset, criteria) -> tuple[dict, dict]:
     return overrides, trees.trees_of(checklists)
 
 
-def reward_batch(
+@dataclass
+class Prepared:
+    """A batch up to its judge calls: recorded and admitted, its votes planned, the caches
+    read. What `finish` needs once the misses' calls are made."""
+
+    batch: RewardBatch
+    dataset: Dataset
+    panel: Panel
+    items: Sequence[Item]
+    criteria: list[tuple[Query, list[Criterion]]]
+    sources: list[list[tuple[Criterion, list[_Source]]]]
+    results: dict[str, engine.CallResult]  # answered by the caches so far
+    misses: list[calls.Planned]  # the calls to make
+    shaping: Shaping
+    started: float
+
+
+def reward_batch(**arguments: Any) -> BatchResult:
+    """A batch graded in this thread: `prepare`'s arguments, its calls made on this thread's
+    event loop, then `finish`. Raises RefusedInput (nothing recorded) or
+    quota.QuotaExceeded (nothing kept)."""
+    prepared = prepare(**arguments)
+    made = client.run_sync(calls.judged(prepared.misses)) if prepared.misses else []
+    return finish(prepared, made)
+
+
+def prepare(
     *,
     dataset: Dataset,
     panel: Panel,
@@ -121,8 +148,9 @@ def reward_batch(
     shape: str = RewardBatch.Shape.NATIVE,
     shaping: Shaping | None = None,
     query_field: str = "query",
-) -> BatchResult:
-    """Raises RefusedInput (nothing recorded) or quota.QuotaExceeded (nothing kept)."""
+) -> Prepared:
+    """The database half before the judge calls. Raises RefusedInput (nothing recorded) or
+    quota.QuotaExceeded (nothing kept)."""
     started = time.monotonic()
     shaping = shaping or default_shaping()
     members = _members(panel)
@@ -159,7 +187,19 @@ def reward_batch(
                 for c in item_criteria
             ]
         )
-    answered = calls.answer(planned)
+    results = calls.cached(planned)
+    return Prepared(
+        batch, dataset, panel, items, criteria, sources, results,
+        calls.missed(planned, results), shaping, started,
+    )  # fmt: skip
+
+
+def finish(prepared: Prepared, made: list[engine.CallResult]) -> BatchResult:
+    """The database half after the judge calls: the votes become rewards, the batch row
+    gets its counts (and the sampled audits)."""
+    batch, dataset, panel, items = prepared.batch, prepared.dataset, prepared.panel, prepared.items
+    criteria, sources, shaping = prepared.criteria, prepared.sources, prepared.shaping
+    answered = calls.settled(prepared.results, prepared.misses, made)
 
     strategy = reward.strategy_named(
         scoring_strategy(dataset),
@@ -224,7 +264,7 @@ def reward_batch(
     batch.prompt_tokens = answered.prompt_tokens
     batch.completion_tokens = answered.completion_tokens
     batch.cost = answered.cost
-    batch.latency_ms = round((time.monotonic() - started) * 1000)
+    batch.latency_ms = round((time.monotonic() - prepared.started) * 1000)
     batch.save(update_fields=[*_COUNTS])
     return BatchResult(batch, results)
 

@@ -1,5 +1,6 @@
-"""A small client of the reward endpoint for RL trainers: a TRL `reward_funcs` callable and a
-verl `compute_score` function, both sending a whole batch to `POST /api/rewards/`.
+"""A small client of the reward endpoint for RL trainers: a TRL `reward_funcs` callable and
+verl `compute_score` functions (batched and per sample), sending to `POST /api/rewards/`;
+openrlhf_reward.py beside it is OpenRLHF's `reward_func`, on the same `post_json`.
 
 It runs in the trainer's process, not the workbench's: no Django and no third-party package
 here, only the standard library (urllib). Copy this one file beside a training script if
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
@@ -28,6 +30,11 @@ ENV_URL, ENV_TOKEN = "CWB_URL", "CWB_TOKEN"
 ENV_DATASET, ENV_PANEL = "CWB_DATASET", "CWB_PANEL"
 DEFAULT_BATCH = 256  # the server's default REWARDS_MAX_BATCH
 DEFAULT_TIMEOUT = 600.0  # seconds; a batch waits for every judge call it makes
+# A 429 (quota) or 503 (the rewards service is full) is asked again after its Retry-After,
+# this many times; a refused connection too, one second apart. Past that, RewardError.
+DEFAULT_RETRIES = 8
+RETRY_STATUSES = (429, 503)
+MAX_RETRY_AFTER = 60.0  # seconds: a longer Retry-After is the trainer's decision, not ours
 
 
 class RewardError(Exception):
@@ -61,6 +68,7 @@ class RewardClient:
     batch_size: int = DEFAULT_BATCH
     timeout: float = DEFAULT_TIMEOUT
     options: Mapping[str, Any] = field(default_factory=dict)  # e.g. {"max_words": 400}
+    retries: int = DEFAULT_RETRIES
 
     @classmethod
     def from_env(cls, **given: Any) -> RewardClient:
@@ -95,24 +103,11 @@ class RewardClient:
             "dataset": self.dataset, "panel": self.panel, **self.options,
             "items": [{"query": q, "completion": c} for q, c in pairs],
         }  # fmt: skip
-        if not self.url.startswith(("http://", "https://")):
-            raise RewardError(
-                f"The workbench's URL must start with http:// or https://: {self.url}"
-            )
-        # S310: only http(s), checked just above.
-        request = urllib.request.Request(  # noqa: S310
-            f"{self.url.rstrip('/')}/api/rewards/",
-            data=json.dumps(body).encode(),
-            headers={"Authorization": f"Token {self.token}", "Content-Type": "application/json"},
-            method="POST",
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310
-                items = json.loads(response.read())["items"]
-        except urllib.error.HTTPError as refused:
-            raise _refusal(refused.code, refused.read()) from None
-        except (urllib.error.URLError, OSError) as exc:
-            raise RewardError(f"The reward endpoint could not be reached: {exc}") from exc
+        answer = post_json(
+            f"{self.url.rstrip('/')}/api/rewards/", self.token, body,
+            timeout=self.timeout, retries=self.retries,
+        )  # fmt: skip
+        items = answer["items"]
         return [
             Scored(
                 reward=item["reward"], failed=item["failed"], undecided=item["undecided"],
@@ -120,6 +115,50 @@ class RewardClient:
             )
             for item in items
         ]  # fmt: skip
+
+
+def post_json(
+    url: str,
+    token: str,
+    body: Any,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    retries: int = DEFAULT_RETRIES,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Any:
+    """POST `body` as JSON with the token; the decoded answer. A 429 or 503 is asked again
+    after the seconds its Retry-After says (the quota, or a rewards service at its
+    REWARDS_MAX_PENDING), a connection that failed one second later, `retries` times; any
+    other refusal at once raises RewardError with the server's detail."""
+    if not url.startswith(("http://", "https://")):
+        raise RewardError(f"The workbench's URL must start with http:// or https://: {url}")
+    data = json.dumps(body).encode()
+    headers = {"Authorization": f"Token {token}", "Content-Type": "application/json"}
+    for attempt in range(retries + 1):
+        last = attempt == retries
+        # S310: only http(s), checked just above.
+        request = urllib.request.Request(url, data=data, headers=headers, method="POST")  # noqa: S310
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
+                return json.loads(response.read())
+        except urllib.error.HTTPError as refused:
+            content = refused.read()
+            if refused.code not in RETRY_STATUSES or last:
+                raise _refusal(refused.code, content) from None
+            sleep(_retry_after(refused.headers.get("Retry-After")))
+        except (urllib.error.URLError, OSError) as exc:
+            if last:
+                raise RewardError(f"The reward endpoint could not be reached: {exc}") from exc
+            sleep(1.0)
+    raise AssertionError("unreachable")  # the last attempt returns or raises
+
+
+def _retry_after(header: str | None) -> float:
+    try:
+        seconds = float(header) if header else 1.0
+    except ValueError:
+        seconds = 1.0
+    return min(MAX_RETRY_AFTER, max(0.0, seconds))
 
 
 def _refusal(status: int, content: bytes) -> RewardError:
@@ -198,3 +237,23 @@ def verl_compute_score(
         }
         for s in client.score([str(g) for g in ground_truths], list(solution_strs))
     ]
+
+
+def verl_compute_score_one(
+    data_source: str,
+    solution_str: str,
+    ground_truth: str,
+    extra_info: Any = None,
+    *,
+    failed_reward: float = 0.0,
+    **reward_kwargs: Any,
+) -> dict[str, float]:
+    """verl's per-sample `compute_score` (the naive reward manager, the default: it calls
+    compute_score(data_source=, solution_str=, ground_truth=, extra_info=) once per sample),
+    with custom_reward_function.name `verl_compute_score_one`. One request per sample; the
+    same dict as verl_compute_score's."""
+    [scored] = verl_compute_score(
+        [data_source], [solution_str], [ground_truth], [extra_info],
+        failed_reward=failed_reward, **reward_kwargs,
+    )  # fmt: skip
+    return scored

@@ -111,6 +111,8 @@ def test_settings_missing_from_the_environment_are_named(monkeypatch):
 
 
 def test_an_unreachable_workbench_is_a_reward_error():
-    client = trainers.RewardClient(url="http://127.0.0.1:9", token="t", dataset=1, panel=1)
+    client = trainers.RewardClient(
+        url="http://127.0.0.1:9", token="t", dataset=1, panel=1, retries=0
+    )
     with pytest.raises(trainers.RewardError, match="could not be reached"):
         client.score(["q"], ["c"])

@@ -1,0 +1,133 @@
+"""The reward routes as the rewards service serves them: Django async views under an ASGI
+server (docs/operations.md#the-rewards-service), built for trainers' fan-in (a thousand
+one-sample requests at once).
+
+A request holds no thread and no database connection while its judges think. Its database
+work runs at the edges, on one bounded thread pool (REWARDS_DB_THREADS threads, so at most
+that many connections per process): first DRF's own steps of the route's view (the token,
+the permission, the body read into a job: evaluation.rewards.api), then the wave's prepare
+and finish (evaluation.rewards.waves). In between, the request awaits its shared wave on the
+event loop. A process holding REWARDS_MAX_PENDING samples answers the next request 503
+with Retry-After, which the trainers' retry loops honour (evaluation.rewards.trainers).
+
+The answer is the web processes' answer, byte for byte: the same view class writes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from django.conf import settings
+from django.db import close_old_connections
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.csrf import csrf_exempt
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from evaluation.rewards import api, waves
+
+_edge: ThreadPoolExecutor | None = None
+_waves: dict[asyncio.AbstractEventLoop, waves.Waves] = {}
+
+
+def edge_threads() -> ThreadPoolExecutor:
+    global _edge
+    if _edge is None:
+        _edge = ThreadPoolExecutor(
+            max_workers=settings.REWARDS_DB_THREADS, thread_name_prefix="rewards-db"
+        )
+    return _edge
+
+
+async def at_edge(work: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """`work` on the edge pool: the only place the rewards service touches the database."""
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(
+        edge_threads(), functools.partial(_with_connection, work, args, kwargs)
+    )
+
+
+def _with_connection(work: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    # What Django does around a request: drop a connection that broke or outlived
+    # DATABASE_CONN_MAX_AGE, before and after (these threads never see request signals).
+    close_old_connections()
+    try:
+        return work(*args, **kwargs)
+    finally:
+        close_old_connections()
+
+
+def current_waves() -> waves.Waves:
+    """This event loop's waves (one per ASGI worker process)."""
+    loop = asyncio.get_running_loop()
+    found = _waves.get(loop)
+    if found is None:
+        for old in [other for other in _waves if other.is_closed()]:
+            del _waves[old]
+        found = _waves[loop] = waves.Waves(
+            at_edge=at_edge,
+            window=settings.REWARDS_WAVE_MS / 1000,
+            max_items=settings.REWARDS_MAX_BATCH,
+            max_pending=settings.REWARDS_MAX_PENDING,
+        )
+    return found
+
+
+def _admitted(view_class: type[api._RewardView], request: HttpRequest):
+    """DRF's steps of the route's view (authentication, permissions, content negotiation,
+    the body read into a job), at the edge: (view, DRF request, job or refusal Response)."""
+    view = view_class()
+    view.args, view.kwargs = (), {}
+    view.headers = view.default_response_headers
+    view.format_kwarg = None
+    drf_request = view.initialize_request(request)
+    view.request = drf_request
+    try:
+        view.initial(drf_request)
+        return view, drf_request, view.job(drf_request)
+    except Exception as refused:
+        answer = api.refused_response(refused)
+        return view, drf_request, answer if answer is not None else view.handle_exception(refused)
+
+
+def _rendered(view: api._RewardView, request: Request, response: Response) -> HttpResponse:
+    """DRF's response rendered here, as a plain HttpResponse: Django would otherwise render
+    it through its one thread for sync code, a queue at a thousand requests."""
+    response = view.finalize_response(request, response)
+    response.render()
+    plain = HttpResponse(response.content, status=response.status_code)
+    for name, value in response.items():
+        plain[name] = value
+    return plain
+
+
+def served(view_class: type[api._RewardView]) -> Callable[..., Any]:
+    """The async view of a reward route whose view class is `view_class`."""
+
+    async def view(request: HttpRequest) -> HttpResponse:
+        drf_view, drf_request, job = await at_edge(_admitted, view_class, request)
+        if isinstance(job, Response):
+            return _rendered(drf_view, drf_request, job)
+        try:
+            result = await current_waves().grade(job)
+        except waves.Overloaded as overloaded:
+            response = Response(
+                {"detail": str(overloaded), "retry_after": overloaded.retry_after},
+                status=status.HTTP_503_SERVICE_UNAVAILABLE,
+                headers={"Retry-After": str(overloaded.retry_after)},
+            )
+        except Exception as refused:
+            response = api.refused_response(refused)
+            if response is None:
+                raise
+        else:
+            response = Response(drf_view.body(drf_request, result))
+        return _rendered(drf_view, drf_request, response)
+
+    view.__name__ = f"served_{view_class.__name__}"
+    return csrf_exempt(view)
