@@ -145,11 +145,6 @@ urlpatterns = [
         name="alert-delete",
     ),
     path(
-        "datasets/<int:pk>/side-by-side/",
-        side_by_side_api.SideBySideView.as_view(),
-        name="side-by-side",
-    ),
-    path(
         "datasets/<int:pk>/analytics/criteria/",
         analytics_views.criterion_health,
         name="analytics-criteria",

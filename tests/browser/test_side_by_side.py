@@ -6,6 +6,8 @@ serious. With UPDATE_SCREENSHOTS=1 the screenshot lands in docs/user-guide/img/.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -29,12 +31,13 @@ def test_an_engineer_sees_the_differing_criteria_first(page, live_server, review
 
     page.get_by_label("System B").select_option(str(data.new.pk))
     page.get_by_role("button", name="Compare").click()
-    expect(page).to_have_url(f"**system_b={data.new.pk}**")
+    expect(page.locator("#sides")).to_contain_text("B: New 2")
+    expect(page).to_have_url(re.compile(rf"/side-by-side/\?.*system_b={data.new.pk}\b"))
     pairs = page.locator("[data-pair]")
     expect(pairs).to_have_count(3)
     # Largest difference first: query 2, where B meets two criteria A misses.
     first = pairs.first
-    expect(first.locator("h2")).to_contain_text("Side query 2")
+    expect(first.locator("h2[id^='pair-title']")).to_contain_text("Side query 2")
     rows = first.locator("tr[data-criterion]")
     expect(rows.nth(0)).to_contain_text("A misses, B meets")
     expect(rows.nth(1)).to_contain_text("A misses, B meets")
@@ -45,7 +48,7 @@ def test_an_engineer_sees_the_differing_criteria_first(page, live_server, review
     page.get_by_label("Order").select_option("regressions")
     page.get_by_role("button", name="Compare").click()
     first = page.locator("[data-pair]").first
-    expect(first.locator("h2")).to_contain_text("Side query 0")
+    expect(first.locator("h2[id^='pair-title']")).to_contain_text("Side query 0")
     rows = first.locator("tr[data-criterion]")
     expect(rows.nth(0)).to_contain_text("States the margin.")
     expect(rows.nth(0)).to_contain_text("A meets, B misses")
@@ -69,5 +72,5 @@ def test_an_engineer_sees_the_differing_criteria_first(page, live_server, review
     page.get_by_label("Scores differ by more than").fill("0.5")
     page.get_by_role("button", name="Compare").click()
     expect(page.locator("[data-pair]")).to_have_count(1)
-    expect(page.locator("[data-pair] h2")).to_contain_text("Side query 2")
+    expect(page.locator("[data-pair] h2[id^='pair-title']")).to_contain_text("Side query 2")
     assert serious_violations(page) == []
