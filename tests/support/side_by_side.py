@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from annotation.models import Criterion, QueryCategory
 from evaluation.answers.models import Answer, System
 from evaluation.judges.models import Judge
+from tests.evaluation.answers.test_answers_pages import TURNS  # an agent's tool call
 from tests.factories import PanelFactory
 from tests.support.builders import checklisted_query, finished_run
 
@@ -23,13 +24,6 @@ NEW_IN_B = [["pass", "fail", "pass", "pass"], ["pass", "pass", "pass", "fail"],
             ["pass", "pass", "error", "fail"]]  # fmt: skip
 OLD_IN_B = [["fail", "pass", "fail", "fail"], ["pass", "pass", "pass", "fail"],
             ["fail", "fail", "fail", "fail"]]  # fmt: skip
-TURNS = [
-    {"role": "user", "content": "What was Q3 revenue?"},
-    {"role": "assistant", "content": "", "tool_calls": [
-        {"id": "c1", "name": "search_filings", "arguments": {"ticker": "SLVX"}}]},
-    {"role": "tool", "tool_call_id": "c1", "name": "search_filings", "content": "Q3: $4.12B"},
-    {"role": "assistant", "content": "Revenue was $4.12 billion."},
-]  # fmt: skip
 
 
 @dataclass
