@@ -105,7 +105,7 @@ def pages(dataset: int, agreement_dataset: int | None) -> list[tuple[str, str, i
         # both answers and every criterion's outcome, and filtered by score difference.
         ("side by side", f"/datasets/{d}/side-by-side/?a={r}&b={r}", 1, LIST_TARGET_MS),
         (
-            "side by side, differing",
+            "side by side filtered",
             f"/datasets/{d}/side-by-side/?a={r}&b={r}&min_difference=0.2&sort=regressions",
             1,
             LIST_TARGET_MS,

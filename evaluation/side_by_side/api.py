@@ -21,7 +21,7 @@ from evaluation.side_by_side.access import access_side_by_side
 from evaluation.side_by_side.compare import side_by_side
 from evaluation.side_by_side.forms import SideBySideForm
 
-API_PAIRS_PER_PAGE = 25
+API_PAIRS_PER_PAGE = 10
 _SHARE = {"allow_null": True, "min_value": 0.0, "max_value": 1.0}
 
 

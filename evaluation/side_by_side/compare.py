@@ -15,7 +15,10 @@ from evaluation.side_by_side.forms import SideBySideForm
 from evaluation.side_by_side.pairing import Paired
 from evaluation.side_by_side.selectors import PairDetail, Side
 
-PAIRS_PER_PAGE = 10
+# A page shows every criterion of each query on both sides (60 at the full preset's three
+# checklists of 15-25): five queries keep it within the page target at a million verdicts
+# (docs/benchmarks.md).
+PAIRS_PER_PAGE = 5
 
 
 @dataclass

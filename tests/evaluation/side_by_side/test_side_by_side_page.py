@@ -3,7 +3,7 @@ criterion's outcome on both sides with the ones A meets and B misses first, the 
 runs keep (under the dataset's scoring strategy) with their undecided criteria, the
 trajectory through the shared answer view; filters by score difference, category and
 dimension; a bad side named and nothing compared; the same number of queries for a page of
-two pairs as for a page of ten; only the dataset's reviewers and admins."""
+four pairs as for a full page of five; only the dataset's reviewers and admins."""
 
 from __future__ import annotations
 
@@ -165,12 +165,12 @@ def test_htmx_redraws_the_results_alone(client, reviewer, two_runs):
     assert "HX-Request" in response["Vary"]
 
 
-def test_pages_of_ten_pairs(client, reviewer, reviewed_dataset):
-    data = build_two_runs(reviewed_dataset, queries=12)
+def test_pages_of_five_pairs(client, reviewer, reviewed_dataset):
+    data = build_two_runs(reviewed_dataset, queries=7)
     client.force_login(reviewer)
     first = client.get(url(data, **sides(data), sort="query"))
     second = client.get(url(data, **sides(data), sort="query", page=2))
-    assert len(shown(first)) == 10 and len(shown(second)) == 2
+    assert len(shown(first)) == 5 and len(shown(second)) == 2
     assert not set(shown(first)) & set(shown(second))
     assert "Page 1 of 2" in first.content.decode()
 
@@ -186,9 +186,11 @@ def test_queries_do_not_grow_with_the_page(client, reviewer, reviewed_dataset,
                                            django_assert_max_num_queries):  # fmt: skip
     data = build_two_runs(reviewed_dataset, queries=12)
     client.force_login(reviewer)
-    # Four pairs differ by more than 0.5 (B gains 0.75 on every third query); ten are shown.
+    # Four pairs differ by more than 0.5 (B gains 0.75 on every third query): four shown,
+    # against a full page of five (of twelve).
     small = client.get(url(data, **sides(data), min_difference="0.5"))
     assert len(shown(small)) == 4
+    assert len(shown(client.get(url(data, **sides(data))))) == 5
     assert count_queries(client, url(data, **sides(data), min_difference="0.5")) == count_queries(
         client, url(data, **sides(data))
     )
