@@ -534,7 +534,12 @@ def keep_scores(run: Run, state: readers.State | None = None) -> None:
     pieces = {str(n // CHUNK): rows[n : n + CHUNK] for n in range(0, len(rows), CHUNK)}
     # Where each answer's row is (its position), for readers of a few answers by id.
     pieces[INDEX] = {str(row["answer_id"]): n for n, row in enumerate(rows)}
-    pieces[BRIEFS] = [[getattr(a, name) for name in _BRIEF_FIELDS] for a in report.answers]
+    # Every answer's brief, as columns named once (a reader finding other names reads the
+    # reports instead).
+    pieces[BRIEFS] = {
+        "fields": list(_BRIEF_FIELDS),
+        "rows": [[getattr(a, name) for name in _BRIEF_FIELDS] for a in report.answers],
+    }
     # One transaction: whoever finds the summary finds every piece, and the pieces of the
     # state before go with its summary.
     with transaction.atomic():
@@ -631,8 +636,10 @@ def _kept_scores(
     def briefs() -> list[AnswerBrief] | None:
         """One read; None when these scores were kept without the piece."""
         key = readers.kept_key(state.basis, text, BRIEFS)
-        rows = kept_figures.kept_by_key(run.dataset_id, {key: BRIEFS}).get(BRIEFS)
-        return None if rows is None else [AnswerBrief(*row) for row in rows]
+        found = kept_figures.kept_by_key(run.dataset_id, {key: BRIEFS}).get(BRIEFS)
+        if not isinstance(found, dict) or tuple(found.get("fields", ())) != _BRIEF_FIELDS:
+            return None
+        return [AnswerBrief(*row) for row in found["rows"]]
 
     return RunScores(
         summary["threshold"], [SystemReport(**s) for s in summary["systems"]], summary["count"],

@@ -102,3 +102,16 @@ def test_in_the_schema(client, reviewer):
     names = {p["name"] for p in operation["parameters"]}
     assert {"a", "b", "system_a", "system_b", "min_difference", "category", "dimension",
             "sort", "page"} <= names  # fmt: skip
+
+
+def test_queries_do_not_grow_with_the_page(reviewer, reviewed_dataset,
+                                           django_assert_max_num_queries):  # fmt: skip
+    data = build_two_runs(reviewed_dataset, queries=12)
+    client = api_client(reviewer)
+    client.get(endpoint(data), sides(data))  # the runs' scores kept by the first request
+    with django_assert_max_num_queries(19):
+        # Four pairs differ by more than 0.5 (every third query).
+        assert len(client.get(endpoint(data), {**sides(data), "min_difference": 0.5}).json()[
+            "pairs"]) == 4  # fmt: skip
+    with django_assert_max_num_queries(19):
+        assert len(client.get(endpoint(data), sides(data)).json()["pairs"]) == 10
