@@ -28,11 +28,14 @@ from evaluation.runs import api as runs_api
 from evaluation.runs import scores_api
 from evaluation.runs import views as runs_views
 from evaluation.schedules import views as schedules_views
+from evaluation.side_by_side import api as side_by_side_api
+from evaluation.side_by_side.urls import urlpatterns as side_by_side
 from evaluation.trials import api as trials_api
 from evaluation.trials import views as trials_views
 
 urlpatterns = [
     *answer_pages,
+    *side_by_side,
     path("criteria/<int:pk>/check/", criterion_check_views.criterion_check, name="criterion-check"),
     path("datasets/<int:pk>/review/", review_views.review_queue, name="review-queue"),
     path("datasets/<int:pk>/review/assign/", review_views.review_assign, name="review-assign"),
@@ -220,6 +223,11 @@ api_urlpatterns = [
         "datasets/<int:pk>/analytics/compare/",
         analytics_api.CompareView.as_view(),
         name="analytics-compare",
+    ),
+    path(
+        "datasets/<int:pk>/side-by-side/",
+        side_by_side_api.SideBySideView.as_view(),
+        name="side-by-side",
     ),
     path(
         "datasets/<int:pk>/analytics/criteria/",

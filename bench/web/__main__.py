@@ -101,6 +101,16 @@ def pages(dataset: int, agreement_dataset: int | None) -> list[tuple[str, str, i
             LIST_TARGET_MS,
         ),
         ("answer page", f"/answers/{answer}/", 1, LIST_TARGET_MS),
+        # Issue 42: two systems of the seeded run side by side, a page of five queries with
+        # both answers and every criterion's outcome, and filtered by score difference (the
+        # seeded systems differ by 0.14 at most: 0.05 keeps about a fifth of the 556 queries).
+        ("side by side", f"/datasets/{d}/side-by-side/?a={r}&b={r}", 1, LIST_TARGET_MS),
+        (
+            "side by side filtered",
+            f"/datasets/{d}/side-by-side/?a={r}&b={r}&min_difference=0.05&sort=regressions",
+            1,
+            LIST_TARGET_MS,
+        ),
         ("agreement", f"/datasets/{d}/agreement/", 2, LIST_TARGET_MS),
         ("agreement items", f"/datasets/{d}/agreement/items/?figure=panel", 1, LIST_TARGET_MS),
         ("cross-evaluation", f"/datasets/{d}/cross-evaluation/", 1, LIST_TARGET_MS),
@@ -112,6 +122,7 @@ def pages(dataset: int, agreement_dataset: int | None) -> list[tuple[str, str, i
         ("API labels", f"/api/labels/?dataset={d}", 1, LIST_TARGET_MS),
         ("API run scores", f"/api/runs/{r}/scores/", 1, LIST_TARGET_MS),
         ("API review queue", f"/api/review-queue/?dataset={d}", 1, LIST_TARGET_MS),
+        ("API side by side", f"/api/datasets/{d}/side-by-side/?a={r}&b={r}", 1, LIST_TARGET_MS),
     ]
     if agreement_dataset:
         result.append(

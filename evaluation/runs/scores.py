@@ -378,6 +378,26 @@ def _by_system(answers: list[AnswerReport]) -> list[SystemReport]:
     return sorted(systems, key=lambda s: s.system)
 
 
+@dataclass(frozen=True)
+class AnswerBrief:
+    """An answer's scores without its checklists: what a reader choosing among every answer
+    of a run needs."""
+
+    answer_id: int
+    query_id: int
+    system_id: int
+    value: float | None
+    score: float | None
+    undecided: int
+
+
+def brief_of(report: AnswerReport) -> AnswerBrief:
+    return AnswerBrief(
+        report.answer_id, report.query_id, report.system_id, report.value, report.score,
+        report.undecided,
+    )  # fmt: skip
+
+
 # The per-answer rows of an ended run are kept in pieces of this many answers, each in its
 # own figure-cache row, so that a page of the run page (100) or of the API (API_PAGE_SIZE)
 # reads one or two small rows instead of every answer's report.
@@ -402,6 +422,16 @@ class RunScores:
     revision: int | None = None
     failure: refresh.Failure | None = None
     _find: Callable[[list[int]], dict[int, AnswerReport]] | None = None
+    _briefs: Callable[[], list[AnswerBrief] | None] | None = None
+
+    def briefs(self) -> list[AnswerBrief]:
+        """Every answer's score in a few numbers, in the rows' order: for readers that pick
+        among all the run's answers by score (the side-by-side page's filters and order)
+        without reading every answer's report. One read of one piece when kept."""
+        found = self._briefs() if self._briefs is not None else None
+        if found is None:  # kept before the piece existed, or not kept: from the reports
+            found = [brief_of(r) for r in self[0 : self.count]]
+        return found
 
     def of_answers(self, answer_ids: list[int]) -> dict[int, AnswerReport]:
         """The rows of these answers, by answer id (those the run scored): the answers
@@ -565,6 +595,12 @@ def keep_scores(run: Run, state: readers.State | None = None) -> None:
     pieces = {str(n // CHUNK): rows[n : n + CHUNK] for n in range(0, len(rows), CHUNK)}
     # Where each answer's row is (its position), for readers of a few answers by id.
     pieces[INDEX] = {str(row["answer_id"]): n for n, row in enumerate(rows)}
+    # Every answer's brief, as columns named once (a reader finding other names reads the
+    # reports instead).
+    pieces[BRIEFS] = {
+        "fields": list(_BRIEF_FIELDS),
+        "rows": [[getattr(a, name) for name in _BRIEF_FIELDS] for a in report.answers],
+    }
     # One transaction: whoever finds the summary finds every piece, and the pieces of the
     # state before go with its summary.
     with transaction.atomic():
@@ -586,6 +622,8 @@ def scores_kept(run: Run) -> bool:
 
 SUMMARY = "summary"  # the part the summary of the kept scores lives in; pieces in ""
 INDEX = "index"  # the piece that maps an answer's id to its row's position
+BRIEFS = "briefs"  # the piece holding every answer's AnswerBrief, in the rows' order
+_BRIEF_FIELDS = tuple(f.name for f in fields(AnswerBrief))
 
 
 def _summary(state: readers.State, *, earlier: bool = False):
@@ -662,8 +700,16 @@ def _kept_scores(
         # Without the checklists' authors (a query): the readers show the scores only.
         return {row["answer_id"]: _answer_from(row, {}) for row in rows}
 
+    def briefs() -> list[AnswerBrief] | None:
+        """One read; None when these scores were kept without the piece."""
+        key = readers.kept_key(state.basis, text, BRIEFS)
+        found = kept_figures.kept_by_key(run.dataset_id, {key: BRIEFS}).get(BRIEFS)
+        if not isinstance(found, dict) or tuple(found.get("fields", ())) != _BRIEF_FIELDS:
+            return None
+        return [AnswerBrief(*row) for row in found["rows"]]
+
     return RunScores(
         summary["threshold"], [SystemReport(**s) for s in summary["systems"]], summary["count"],
         read, updating=updating, computed_at=computed_at, revision=revision, failure=failure,
-        _find=find,
+        _find=find, _briefs=briefs,
     )  # fmt: skip

@@ -47,7 +47,7 @@ for _name in (
     "dataset-overlaps-csv", "dataset-agreement", "agreement-items", "dataset-runs",
     "dataset-answers", "run-estimate", "dataset-export", "dataset-analytics", "analytics-compare",
     "analytics-complexity-csv", "analytics-complexity-svg", "analytics-criteria",
-    "analytics-freshness",
+    "analytics-freshness", "dataset-side-by-side",
     "dataset-alerts", "dataset-schedules", "dataset-rewards",
 ):  # fmt: skip
     PAGE_ARGS[_name] = lambda w: {"pk": w.dataset.pk}

@@ -322,4 +322,9 @@ MATRIX = {
     ("POST", "guideline-create"): "302 403 403 403 403 403 400 400",
     ("POST", "guideline-edit"): "302 403 403 403 403 403 400 400",
     ("POST", "guideline-list"): "405 405 405 405 405 405 405 405",
+    # Side by side (issue 42): as the runs and answers pages; with no ids in the query
+    # string, the world's run against itself (two of its systems, or its one).
+    ("GET", "dataset-side-by-side"): "302 404 404 403 200 403 200 200",
+    ("POST", "dataset-side-by-side"): "405 405 405 405 405 405 405 405",
+    ("GET", "/api/datasets/{id}/side-by-side/"): "403 404 404 403 200 403 200 200",
 }

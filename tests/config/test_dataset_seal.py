@@ -93,6 +93,7 @@ PAGE_QUERIES: dict[str, Ids] = {
     "dataset-import": {"dataset": _dataset},
     **{page: {"run": _run} for page in RUN_PAGES},
     "analytics-compare": {"a": _run, "b": _run},
+    "dataset-side-by-side": {"a": _run, "b": _run},
     "answer-review": {"run": _run, "criterion": OBJECT_PARAMS["criterion"]},
     "query-overlaps": {"a": OBJECT_PARAMS["checklist"], "b": OBJECT_PARAMS["checklist"]},
 }

@@ -63,9 +63,12 @@ def test_every_slice_equals_the_whole_report_built_and_kept(
     run.snapshot = {**run.snapshot, "method": method, "threshold": threshold}
     run.save(update_fields=["snapshot"])
     equal_to_the_whole_report(run)  # built now
-    # 12 answers in 4 pieces of 3, the index of answers by id, and the summary.
-    assert KeptFigure.objects.filter(kind="run-scores", run_id=run.pk).count() == 6
+    # 12 answers in 4 pieces of 3, the index of answers by id, their briefs, and the summary.
+    assert KeptFigure.objects.filter(kind="run-scores", run_id=run.pk).count() == 7
     equal_to_the_whole_report(run)  # read back
+    # Every answer's brief, in the rows' order, as the whole report has it (one read).
+    whole = scores.run_report(fresh(run)).answers
+    assert scores.run_scores(fresh(run)).briefs() == [scores.brief_of(a) for a in whole]
 
 
 def test_a_kept_report_is_read_not_built_again(reviewed_dataset, small_pieces, monkeypatch):
