@@ -277,7 +277,7 @@ class Prediction:
     by_gap: tuple[tuple[str, Rate], ...]
     by_category: tuple[tuple[str, Rate], ...]
     ties: int  # pairs preferred as a tie: left out
-    equal_scores: int  # pairs whose answers scored the same: left out
+    not_separated: int  # pairs whose answers scored the same (or were not both scored): left out
 
 
 def _gap_label(gap: float, edges: Sequence[float]) -> str:
@@ -314,5 +314,5 @@ def checklist_prediction(
         by_gap=tuple((label, wilson(*by_gap[label])) for label in labels),
         by_category=tuple((c, wilson(*by_category[c])) for c in sorted(by_category)),
         ties=ties,
-        equal_scores=equal,
+        not_separated=equal,
     )

@@ -22,7 +22,7 @@ from annotation.access import access_dataset, known_permissions
 from annotation.models import Checklist, Criterion
 from config.form_pages import form_status, posted
 from evaluation.answers.rendering import render_answer
-from evaluation.pairwise import selectors, services
+from evaluation.pairwise import figures, selectors, services
 from evaluation.pairwise.access import access_session
 from evaluation.pairwise.forms import SessionForm, VoteForm
 from evaluation.pairwise.models import PairwiseVote
@@ -70,6 +70,10 @@ def pairwise_session(request: HttpRequest, pk: int) -> HttpResponse:
         "pair_count": session.pairs.count(),
         "is_admin": roles.CHANGE in perms,
     }  # fmt: skip
+    if roles.CHANGE in perms:
+        # The outcome of the votes is for the dataset's admins: reviewers still voting must
+        # not learn which way the pairs lean (nor, from the sides, which system is which).
+        context["wtl"], context["agreement"] = figures.session_figures(session)
     return render(request, "evaluation/pairwise/session.html", context)
 
 

@@ -184,7 +184,7 @@ def test_the_checklist_predicts_preference_when_the_higher_score_is_preferred():
         ("digest", 1, 2),
         ("time series", 2, 2),
     ]
-    assert (got.ties, got.equal_scores) == (1, 2)
+    assert (got.ties, got.not_separated) == (1, 2)
 
 
 def test_majority_of_votes_or_none_on_a_split():
