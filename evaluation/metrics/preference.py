@@ -316,3 +316,35 @@ def checklist_prediction(
         ties=ties,
         not_separated=equal,
     )
+
+
+# --- Pairwise judges: position bias ----------------------------------------------------------
+
+
+def both_orders(ab: str, ba: str) -> tuple[str, bool]:
+    """A judge's verdict on a pair asked in both orders (each reply already read back as a
+    side) and whether it flipped: the same side both times is that side; anything else (a
+    side then the other, or a side then a tie) flipped with the order and counts as a tie."""
+    _checked(ab), _checked(ba)
+    return (ab, False) if ab == ba else ("tie", True)
+
+
+@dataclass(frozen=True)
+class PositionBias:
+    """Share of pairs whose verdict changed with the order, with its Wilson interval; and
+    how often Answer 1 (the first position) was preferred over all replies."""
+
+    flips: Rate
+    first_preferred: Rate
+
+
+def position_bias(replies: Iterable[tuple[str, str]]) -> PositionBias:
+    """`replies` are (ab side, ba side) per pair and sample, for one judge."""
+    flips = first = replies_n = pairs = 0
+    for ab, ba in replies:
+        pairs += 1
+        flips += both_orders(ab, ba)[1]
+        # Answer 1 is A in "ab" and B in "ba".
+        first += (ab == "a") + (ba == "b")
+        replies_n += 2
+    return PositionBias(wilson(flips, pairs), wilson(first, replies_n))

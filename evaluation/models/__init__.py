@@ -19,7 +19,7 @@ criteria verdicts into the answer's score (evaluation.metrics.scoring).
 | evaluation.alerts.models | RegressionAlert, AlertEvent |
 | evaluation.schedules.models | RunSchedule |
 | evaluation.rewards.models | RewardBatch, RewardAudit, RewardVerdict |
-| evaluation.pairwise.models | PairwiseSession, PairwisePair, PairwiseVote |
+| evaluation.pairwise.models | PairwiseSession, PairwisePair, PairwiseVote, PairwiseJudgeVote |
 """
 
 from __future__ import annotations
@@ -33,7 +33,12 @@ from evaluation.formality.models import FormalityAdvice
 from evaluation.judges.models import Judge, JudgeTuning, JudgeVersion, Panel, PanelMember
 from evaluation.kept.models import KeptFigure, KeptQueueRow, KeptRefresh, ReviewRevision
 from evaluation.labels.models import Adjudication, HumanLabel, Label, ReviewAssignment
-from evaluation.pairwise.models import PairwisePair, PairwiseSession, PairwiseVote
+from evaluation.pairwise.models import (
+    PairwiseJudgeVote,
+    PairwisePair,
+    PairwiseSession,
+    PairwiseVote,
+)
 from evaluation.rewards.models import RewardAudit, RewardBatch, RewardVerdict
 from evaluation.runs.models import GradedScore, JudgeCall, Run, RunTask, Verdict
 from evaluation.schedules.models import RunSchedule
@@ -42,7 +47,8 @@ __all__ = [
     "Adjudication", "AlertEvent", "Answer", "CriterionCheck", "CrossEvaluationSettings",
     "DatasetExport", "FormalityAdvice", "GradedScore", "HumanLabel", "Judge", "JudgeCall",
     "JudgeTuning", "JudgeVersion", "KeptFigure",
-    "KeptQueueRow", "KeptRefresh", "Label", "PairwisePair", "PairwiseSession", "PairwiseVote",
+    "KeptQueueRow", "KeptRefresh", "Label", "PairwiseJudgeVote", "PairwisePair", "PairwiseSession",
+    "PairwiseVote",
     "Panel", "PanelMember", "RegressionAlert",
     "ReviewAssignment", "ReviewRevision", "RewardAudit", "RewardBatch", "RewardVerdict", "Run",
     "RunSchedule", "RunTask", "System", "Verdict",

@@ -15,6 +15,7 @@ from django.db import models
 
 from annotation.models import Dataset, Query
 from evaluation.answers.models import Answer, System
+from evaluation.judges.models import Judge
 
 
 class Preference(models.TextChoices):
@@ -113,3 +114,46 @@ class PairwiseVote(models.Model):
 
     def __str__(self) -> str:
         return f"{self.preference or 'open'} by {self.rater} on pair {self.pair_id}"
+
+
+class PairwiseJudgeVote(models.Model):
+    """One judge's reply on one pair, for one sample in one order ("ab": A's answer shown
+    as Answer 1). `preference` is the reply read back as a side; empty when the output did
+    not parse or the call failed (`outcome` says which), never counted as a preference.
+    Traceable like a verdict: the call's parameters, raw output, tokens and latency."""
+
+    class Outcome(models.TextChoices):
+        VOTED = "voted", "Voted"
+        UNPARSEABLE = "unparseable", "Unparseable"
+        ERROR = "error", "Error"
+
+    pair = models.ForeignKey(PairwisePair, on_delete=models.CASCADE, related_name="judge_votes")
+    judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="+")
+    sample = models.PositiveSmallIntegerField(default=0)
+    order = models.CharField(max_length=2, choices=[("ab", "A first"), ("ba", "B first")])
+    outcome = models.CharField(max_length=12, choices=Outcome.choices)
+    preference = models.CharField(max_length=3, choices=Preference.choices, blank=True)
+    rationale = models.TextField(blank=True)
+    raw_output = models.TextField(blank=True)
+    error_kind = models.CharField(max_length=40, blank=True)
+    error = models.TextField(blank=True)
+    cache_key = models.CharField(max_length=64, db_index=True)
+    prompt_version = models.CharField(max_length=200, blank=True)
+    judge_params = models.JSONField(default=dict, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    latency_ms = models.PositiveIntegerField(default=0)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    cache_hit = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["pair_id", "judge_id", "sample", "order"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["pair", "judge", "sample", "order"], name="one_pairwise_judge_reply"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.preference or self.outcome} by judge {self.judge_id} on pair {self.pair_id}"

@@ -191,3 +191,13 @@ def test_majority_of_votes_or_none_on_a_split():
     assert preference.majority(["a", "a", "b"]) == "a"
     assert preference.majority(["a", "b"]) is None
     assert preference.majority([]) is None
+
+
+def test_a_verdict_that_changes_with_the_order_is_a_tie():
+    assert preference.both_orders("a", "a") == ("a", False)
+    assert preference.both_orders("tie", "tie") == ("tie", False)
+    assert preference.both_orders("a", "b") == ("tie", True)
+    assert preference.both_orders("a", "tie") == ("tie", True)
+    bias = preference.position_bias([("a", "b"), ("a", "b"), ("b", "b"), ("tie", "tie")])
+    assert (bias.flips.count, bias.flips.n) == (2, 4)
+    assert (bias.first_preferred.count, bias.first_preferred.n) == (5, 8)
