@@ -40,6 +40,7 @@ urlpatterns = [
     path("pairwise/<int:pk>/", pairwise_views.pairwise_session, name="pairwise-session"),
     path("pairwise/<int:pk>/vote/", pairwise_views.pairwise_vote, name="pairwise-vote"),
     path("pairwise/<int:pk>/undo/", pairwise_views.pairwise_undo, name="pairwise-undo"),
+    path("pairwise/<int:pk>/judge/", pairwise_views.pairwise_judge, name="pairwise-judge"),
     path("datasets/<int:pk>/review/assign/", review_views.review_assign, name="review-assign"),
     path("datasets/<int:pk>/review/next/", review_views.review_next, name="review-next"),
     path("answers/<int:pk>/review/", review_views.answer_review, name="answer-review"),

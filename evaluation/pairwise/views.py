@@ -12,6 +12,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
 from django.db.models import Prefetch
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -21,8 +22,11 @@ from annotation import roles
 from annotation.access import access_dataset, known_permissions
 from annotation.models import Checklist, Criterion
 from config.form_pages import form_status, posted
+from config.ids import is_id
+from evaluation import task_names
 from evaluation.answers.rendering import render_answer
-from evaluation.pairwise import figures, selectors, services
+from evaluation.judges.models import Panel
+from evaluation.pairwise import figures, judging, selectors, services
 from evaluation.pairwise.access import access_session
 from evaluation.pairwise.forms import SessionForm, VoteForm
 from evaluation.pairwise.models import PairwiseVote
@@ -74,6 +78,8 @@ def pairwise_session(request: HttpRequest, pk: int) -> HttpResponse:
         # The outcome of the votes is for the dataset's admins: reviewers still voting must
         # not learn which way the pairs lean (nor, from the sides, which system is which).
         context["wtl"], context["agreement"] = figures.session_figures(session)
+        context["judges"] = judging.judge_figures(session)
+        context["panels"] = Panel.objects.order_by("name")
     return render(request, "evaluation/pairwise/session.html", context)
 
 
@@ -105,6 +111,27 @@ def _cast(request: HttpRequest, session) -> HttpResponse:
         vote=vote, choice=form.cleaned_data["choice"], reason=form.cleaned_data["reason"]
     )
     return redirect("pairwise-vote", pk=session.pk)
+
+
+@require_POST
+@login_required
+def pairwise_judge(request: HttpRequest, pk: int) -> HttpResponse:
+    """Queue the panel's pairwise judging of the session (admins: it spends the judges'
+    budget). Judges are site-wide: a panel holds configuration, and the prompts it is sent
+    carry only this session's pairs."""
+    session, _perms = access_session(request.user, pk, roles.CHANGE)
+    chosen = request.POST.get("panel", "")
+    panel = Panel.objects.filter(pk=chosen).first() if is_id(chosen) else None
+    if panel is None:
+        messages.error(request, "panel: choose one of the panels.")
+        return redirect("pairwise-session", pk=session.pk)
+    transaction.on_commit(
+        lambda: task_names.signature(
+            task_names.PAIRWISE_JUDGE_TASK, (session.pk, panel.pk)
+        ).apply_async()
+    )
+    messages.success(request, f"The panel “{panel}” is judging the pairs in both orders.")
+    return redirect("pairwise-session", pk=session.pk)
 
 
 @require_POST

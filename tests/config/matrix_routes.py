@@ -78,7 +78,7 @@ for _name in (
     "answer-review-adjudicate",
 ):  # fmt: skip
     PAGE_ARGS[_name] = lambda w: {"pk": w.answer.pk}
-for _name in ("pairwise-session", "pairwise-vote", "pairwise-undo"):
+for _name in ("pairwise-session", "pairwise-vote", "pairwise-undo", "pairwise-judge"):
     PAGE_ARGS[_name] = lambda w: {"pk": w.pairwise_session.pk}
 PAGE_ARGS["citation-delete"] = lambda w: {"pk": w.citation.pk}
 PAGE_ARGS["alert-edit"] = lambda w: {"pk": w.dataset.pk, "alert_pk": w.alert.pk}

@@ -6,6 +6,7 @@ cache key; an unparseable reply is kept as such, never a preference."""
 from __future__ import annotations
 
 import pytest
+from django.urls import reverse
 
 from evaluation.judging import pair_plan
 from evaluation.pairwise import judging
@@ -101,3 +102,28 @@ def test_pair_keys_name_the_order_and_never_collide_with_a_criterion_vote():
     )
     with pytest.raises(ValueError, match="order"):
         pair_plan.plan_pair(**common, first="one", second="two", order="xy")
+
+
+def test_admins_queue_the_judging_from_the_session_page(
+    client,
+    loopback_openai,
+    pairwise_session,
+    owner,
+    reviewer,
+    settings,
+    django_capture_on_commit_callbacks,
+):
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    loopback_openai.responder = answer("1")
+    panel = PanelFactory(judges=loopback_judges(loopback_openai, 1))
+    url = reverse("pairwise-judge", args=[pairwise_session.pk])
+    client.force_login(reviewer)
+    assert client.post(url, {"panel": panel.pk}).status_code == 403
+    client.force_login(owner)
+    assert client.post(url, {"panel": "x"}).status_code == 302
+    assert not PairwiseJudgeVote.objects.exists()
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(url, {"panel": panel.pk})
+    assert PairwiseJudgeVote.objects.count() == 10
+    page = client.get(reverse("pairwise-session", args=[pairwise_session.pk])).content.decode()
+    assert 'id="pairwise-judges"' in page and "5/5" in page  # every pair flipped
