@@ -24,7 +24,12 @@ from evaluation.runs import calls
 _REUSED = ("outcome", "preference", "rationale", "raw_output", "prompt_version")
 
 
-def judge_session(*, session: PairwiseSession, panel: Panel) -> int:
+# Calls asked at once, and written together: a session of 10,000 pairs is asked a wave at a
+# time (memory and connections stay flat, and an interrupted judging keeps the waves done).
+WAVE = 64
+
+
+def judge_session(*, session: PairwiseSession, panel: Panel, wave: int = WAVE) -> int:
     """Ask every LLM judge of the panel about every pair of the session, every sample, both
     orders; returns the number of calls made (reused replies cost none)."""
     members = list(panel.members.select_related("judge").filter(judge__kind=Judge.Kind.LLM))
@@ -45,56 +50,65 @@ def judge_session(*, session: PairwiseSession, panel: Panel) -> int:
                         query=pair.query.text, query_date=pair.query.query_date,
                         first=texts[order][0], second=texts[order][1], order=order,
                     )  # fmt: skip
-        keys = {p.cache_key for p in planned.values()}
-        cached = {
-            row.cache_key: row
-            for row in PairwiseJudgeVote.objects.filter(
-                cache_key__in=keys, outcome=PairwiseJudgeVote.Outcome.VOTED
-            ).only("cache_key", *_REUSED)
-        }
-        misses = [p for p in planned.values() if p.cache_key not in cached]
+        cached = _voted_replies({p.cache_key for p in planned.values()})
+        _write(judge, [(item, plan, cached[plan.cache_key]) for item, plan in planned.items()
+                       if plan.cache_key in cached])  # fmt: skip
+        misses = [(item, plan) for item, plan in planned.items() if plan.cache_key not in cached]
         controls = calls.call_controls(judge)
-        results = {}
-        if misses:
+        for start in range(0, len(misses), wave):
+            chunk = misses[start : start + wave]
             asked = client.run_sync(
                 pair_plan.ask_pairs(
-                    misses, limiter=controls.limiter, policy=controls.policy,
-                    gate=controls.gate, circuit=controls.circuit,
+                    [plan for _, plan in chunk], limiter=controls.limiter,
+                    policy=controls.policy, gate=controls.gate, circuit=controls.circuit,
                 )
             )  # fmt: skip
-            results = {r.planned.cache_key: r for r in asked}
-            made += len(misses)
-        rows = []
-        for (pair_id, sample, order), plan in planned.items():
-            params = {"base_url": judge.base_url, "model": judge.model,
-                      "temperature": plan.endpoint.temperature, "max_tokens": judge.max_tokens,
-                      "seed": judge.seed}  # fmt: skip
-            common = {"pair_id": pair_id, "judge": judge, "sample": sample, "order": order,
-                      "cache_key": plan.cache_key, "judge_params": params}  # fmt: skip
-            if plan.cache_key in cached:
-                hit = cached[plan.cache_key]
-                rows.append(PairwiseJudgeVote(
-                    **common, cache_hit=True, **{f: getattr(hit, f) for f in _REUSED}
-                ))  # fmt: skip
-                continue
-            r = results[plan.cache_key]
-            rows.append(PairwiseJudgeVote(
-                **common, outcome=r.outcome, prompt_version=plan.prompt_version,
-                preference=pair_plan.side_of(r.better, order) if r.outcome == "voted" else "",
-                rationale=calls.text_of(r.rationale), raw_output=calls.text_of(r.raw_output),
-                error_kind=r.error_kind, error=calls.text_of(r.error),
-                prompt_tokens=r.prompt_tokens, completion_tokens=r.completion_tokens,
-                latency_ms=r.latency_ms, attempts=r.attempts, cache_hit=False,
-            ))  # fmt: skip
-        PairwiseJudgeVote.objects.bulk_create(
-            rows, update_conflicts=True, unique_fields=["pair", "judge", "sample", "order"],
-            update_fields=[
-                "outcome", "preference", "rationale", "raw_output", "error_kind", "error",
-                "cache_key", "prompt_version", "judge_params", "prompt_tokens",
-                "completion_tokens", "latency_ms", "attempts", "cache_hit", "created_at",
-            ],
-        )  # fmt: skip
+            _write(
+                judge,
+                [(item, plan, result) for (item, plan), result in zip(chunk, asked, strict=True)],
+            )
+            made += len(chunk)
     return made
+
+
+def _voted_replies(keys: set[str]) -> dict[str, PairwiseJudgeVote]:
+    rows = PairwiseJudgeVote.objects.filter(
+        cache_key__in=keys, outcome=PairwiseJudgeVote.Outcome.VOTED
+    ).only("cache_key", *_REUSED)
+    return {row.cache_key: row for row in rows}
+
+
+def _write(judge: Judge, replies: list[tuple]) -> None:
+    """Upsert the replies, (item, plan, reply): a reply is a PairResult made now, or an
+    earlier PairwiseJudgeVote with the same cache key (a cache hit)."""
+    rows = []
+    for (pair_id, sample, order), plan, r in replies:
+        params = {"base_url": judge.base_url, "model": judge.model,
+                  "temperature": plan.endpoint.temperature, "max_tokens": judge.max_tokens,
+                  "seed": judge.seed}  # fmt: skip
+        common = {"pair_id": pair_id, "judge": judge, "sample": sample, "order": order,
+                  "cache_key": plan.cache_key, "judge_params": params}  # fmt: skip
+        if isinstance(r, PairwiseJudgeVote):
+            rows.append(PairwiseJudgeVote(
+                **common, cache_hit=True, **{f: getattr(r, f) for f in _REUSED}
+            ))  # fmt: skip
+            continue
+        rows.append(PairwiseJudgeVote(
+            **common, outcome=r.outcome, prompt_version=plan.prompt_version,
+            preference=pair_plan.side_of(r.better, order) if r.outcome == "voted" else "",
+            rationale=calls.text_of(r.rationale), raw_output=calls.text_of(r.raw_output),
+            error_kind=r.error_kind, error=calls.text_of(r.error),
+            prompt_tokens=r.prompt_tokens, completion_tokens=r.completion_tokens,
+            latency_ms=r.latency_ms, attempts=r.attempts, cache_hit=False,
+        ))  # fmt: skip
+    PairwiseJudgeVote.objects.bulk_create(
+        rows, update_conflicts=True, unique_fields=["pair", "judge", "sample", "order"],
+        update_fields=[
+            "outcome", "preference", "rationale", "raw_output", "error_kind", "error",
+            "cache_key", "prompt_version", "judge_params", "prompt_tokens",
+            "completion_tokens", "latency_ms", "attempts", "cache_hit", "created_at",
+        ],
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
