@@ -27,7 +27,7 @@ GROUPS: tuple[tuple[str, tuple[tuple[str, str, str], ...]], ...] = (
     )),
     ("Review", (
         ("Review", "review-queue", REVIEWERS), ("Answers", "dataset-answers", REVIEWERS),
-        ("Agreement", "dataset-agreement", REVIEWERS),
+        ("Agreement", "dataset-agreement", REVIEWERS), ("Pairwise", "dataset-pairwise", REVIEWERS),
     )),
     ("Analyse", (
         ("Analytics", "dataset-analytics", REVIEWERS),

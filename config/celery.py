@@ -21,6 +21,7 @@ app.autodiscover_tasks(
         "evaluation.cross_evaluation",
         "evaluation.datasets",
         "evaluation.formality",
+        "evaluation.pairwise",
         "evaluation.runs",
         "evaluation.schedules",
     ]

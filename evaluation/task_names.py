@@ -38,6 +38,8 @@ DRAFT_TASK = "evaluation.draft_perfect_answer"
 # is what a queued message carries, so an export queued across that upgrade still runs.
 EXPORT_TASK = "evaluation.data.export_dataset"
 PURGE_TASK = "evaluation.purge_dataset"
+# A panel's pairwise judging of a session (evaluation.pairwise.tasks, queued by its views).
+PAIRWISE_JUDGE_TASK = "evaluation.pairwise_judge"
 # The health probe /healthz sends (config.tasks, config.health).
 PING_TASK = "evaluation.ping"
 

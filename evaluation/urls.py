@@ -19,6 +19,7 @@ from evaluation.cross_evaluation import views as cross_evaluation_views
 from evaluation.datasets import review_imports_api
 from evaluation.judges import api as judges_api
 from evaluation.judges import views as judges_views
+from evaluation.pairwise import views as pairwise_views
 from evaluation.review import api as review_api
 from evaluation.review import assignments_api
 from evaluation.review import views as review_views
@@ -38,6 +39,11 @@ urlpatterns = [
     *side_by_side,
     path("criteria/<int:pk>/check/", criterion_check_views.criterion_check, name="criterion-check"),
     path("datasets/<int:pk>/review/", review_views.review_queue, name="review-queue"),
+    path("datasets/<int:pk>/pairwise/", pairwise_views.dataset_pairwise, name="dataset-pairwise"),
+    path("pairwise/<int:pk>/", pairwise_views.pairwise_session, name="pairwise-session"),
+    path("pairwise/<int:pk>/vote/", pairwise_views.pairwise_vote, name="pairwise-vote"),
+    path("pairwise/<int:pk>/undo/", pairwise_views.pairwise_undo, name="pairwise-undo"),
+    path("pairwise/<int:pk>/judge/", pairwise_views.pairwise_judge, name="pairwise-judge"),
     path("datasets/<int:pk>/review/assign/", review_views.review_assign, name="review-assign"),
     path("datasets/<int:pk>/review/next/", review_views.review_next, name="review-next"),
     path("answers/<int:pk>/review/", review_views.answer_review, name="answer-review"),

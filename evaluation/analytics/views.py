@@ -22,6 +22,7 @@ from evaluation.analytics import figures, summaries
 from evaluation.analytics.access import access_analytics
 from evaluation.charts.lines import PointInput, SeriesInput, line_chart
 from evaluation.metrics import analytics as am
+from evaluation.pairwise import figures as pairwise_figures
 from evaluation.runs import scores
 from evaluation.runs.models import Run
 from evaluation.runs.selectors import choose_run, runs_of_system_answers
@@ -250,6 +251,12 @@ def dataset_analytics(request: HttpRequest, pk: int) -> HttpResponse:
                 context["human_coming"] = Run.objects.filter(
                     dataset=dataset, kind=Run.Kind.CROSS_EVALUATION, status__in=Run.FINISHED
                 ).exists()
+    if context["is_admin"]:
+        # Pairwise preference (issue 42) for the admins: reviewers may still be voting blind.
+        found = pairwise_figures.dataset_figures(dataset, selection.run)
+        if found.votes:
+            context["pairwise"] = found
+            context["pairwise_chart"] = pairwise_figures.win_rate_chart(found)
     return render(request, "evaluation/analytics/analytics.html", context)
 
 

@@ -19,6 +19,7 @@ criteria verdicts into the answer's score (evaluation.metrics.scoring).
 | evaluation.alerts.models | RegressionAlert, AlertEvent |
 | evaluation.schedules.models | RunSchedule |
 | evaluation.rewards.models | RewardBatch, RewardAudit, RewardVerdict |
+| evaluation.pairwise.models | PairwiseSession, PairwisePair, PairwiseVote, PairwiseJudgeVote |
 """
 
 from __future__ import annotations
@@ -32,6 +33,12 @@ from evaluation.formality.models import FormalityAdvice
 from evaluation.judges.models import Judge, JudgeTuning, JudgeVersion, Panel, PanelMember
 from evaluation.kept.models import KeptFigure, KeptQueueRow, KeptRefresh, ReviewRevision
 from evaluation.labels.models import Adjudication, HumanLabel, Label, ReviewAssignment
+from evaluation.pairwise.models import (
+    PairwiseJudgeVote,
+    PairwisePair,
+    PairwiseSession,
+    PairwiseVote,
+)
 from evaluation.rewards.models import RewardAudit, RewardBatch, RewardVerdict
 from evaluation.runs.models import GradedScore, JudgeCall, Run, RunArchive, RunTask, Verdict
 from evaluation.schedules.models import RunSchedule
@@ -40,7 +47,9 @@ __all__ = [
     "Adjudication", "AlertEvent", "Answer", "CriterionCheck", "CrossEvaluationSettings",
     "DatasetExport", "FormalityAdvice", "GradedScore", "HumanLabel", "Judge", "JudgeCall",
     "JudgeTuning", "JudgeVersion", "KeptFigure",
-    "KeptQueueRow", "KeptRefresh", "Label", "Panel", "PanelMember", "RegressionAlert",
+    "KeptQueueRow", "KeptRefresh", "Label", "PairwiseJudgeVote", "PairwisePair", "PairwiseSession",
+    "PairwiseVote",
+    "Panel", "PanelMember", "RegressionAlert",
     "ReviewAssignment", "ReviewRevision", "RewardAudit", "RewardBatch", "RewardVerdict", "Run",
     "RunArchive", "RunSchedule", "RunTask", "System", "Verdict",
 ]  # fmt: skip

@@ -26,7 +26,7 @@ def group_names(page: str) -> list[str]:
 def test_groups_by_role():
     admin = dataset_nav.groups(3, set(roles.ROLE_PERMISSIONS[roles.DatasetRole.ADMIN]), "")
     assert [g.name for g in admin] == ["Author", "Judge", "Review", "Analyse", "Administer"]
-    assert sum(len(g.links) for g in admin) == 16
+    assert sum(len(g.links) for g in admin) == 17
     reviewer = dataset_nav.groups(3, set(roles.ROLE_PERMISSIONS[roles.DatasetRole.REVIEWER]), "")
     assert [g.name for g in reviewer] == ["Author", "Judge", "Review", "Analyse"]
     expert = dataset_nav.groups(3, set(roles.ROLE_PERMISSIONS[roles.DatasetRole.EXPERT]), "")

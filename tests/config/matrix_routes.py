@@ -48,7 +48,7 @@ for _name in (
     "dataset-answers", "run-estimate", "dataset-export", "dataset-analytics", "analytics-compare",
     "analytics-complexity-csv", "analytics-complexity-svg", "analytics-criteria",
     "analytics-freshness", "dataset-side-by-side",
-    "dataset-alerts", "dataset-schedules", "dataset-rewards",
+    "dataset-alerts", "dataset-schedules", "dataset-rewards", "dataset-pairwise",
 ):  # fmt: skip
     PAGE_ARGS[_name] = lambda w: {"pk": w.dataset.pk}
 for _name in (
@@ -78,6 +78,8 @@ for _name in (
     "answer-review-adjudicate",
 ):  # fmt: skip
     PAGE_ARGS[_name] = lambda w: {"pk": w.answer.pk}
+for _name in ("pairwise-session", "pairwise-vote", "pairwise-undo", "pairwise-judge"):
+    PAGE_ARGS[_name] = lambda w: {"pk": w.pairwise_session.pk}
 PAGE_ARGS["citation-delete"] = lambda w: {"pk": w.citation.pk}
 PAGE_ARGS["alert-edit"] = lambda w: {"pk": w.dataset.pk, "alert_pk": w.alert.pk}
 PAGE_ARGS["alert-delete"] = lambda w: {"pk": w.dataset.pk, "alert_pk": w.alert.pk}

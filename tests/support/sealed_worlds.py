@@ -57,6 +57,7 @@ from evaluation.datasets.export import ExportOptions
 from evaluation.judges import examples, tuning
 from evaluation.judges.models import Judge
 from evaluation.labels.models import Adjudication, HumanLabel
+from evaluation.pairwise import services as pairwise
 from evaluation.review import services as review
 from evaluation.runs import lifecycle
 from evaluation.runs import services as runs
@@ -222,6 +223,16 @@ def _world(tag: str, judge: Judge) -> MarkedWorld:
         f"61.5%. {w.mark('answer-text-end')}",
         external_id=w.mark("answer-external-id"), run_label=w.mark("answer-run-label"),
         metadata={"source": w.mark("answer-metadata")},
+    )  # fmt: skip
+    # A second answer to the query, and a pairwise session of the two (issue 42): the
+    # session's name and the pair's texts are the dataset's.
+    second = AnswerFactory(
+        query=w.query, system=SystemFactory(name=f"Second system of {tag}"),
+        text=f"{w.mark('pairwise-answer-text')} Revenue was $4.1 billion.",
+    )  # fmt: skip
+    w.pairwise_session = pairwise.session_create(
+        dataset=w.dataset, name=w.mark("pairwise-session-name"), system_a=w.system,
+        run_label_a=w.answer.run_label, system_b=second.system, by=admin,
     )  # fmt: skip
     text = w.mark("perfect-answer")
     w.checklist_markers[w.submitted.pk].add(text)

@@ -68,6 +68,8 @@ class World:
     api_token: object = None  # the dataset admin's personal API token (read and write)
     invitation: object = None  # an open invitation to the dataset
     invitation_key: str = "world-invitation-key"  # its link's key
+    # A pairwise session of the world's answer and a second answer to the query (one pair).
+    pairwise_session: object = None
 
 
 def build_world() -> World:
@@ -161,6 +163,13 @@ def build_world() -> World:
         dataset=w.dataset, email="newcomer@example.com", role="expert", invited_by=admin,
         key_digest=keys.digest(w.invitation_key),
         expires_at=timezone.now() + dt.timedelta(days=7),
+    )  # fmt: skip
+    from evaluation.pairwise.services import session_create
+
+    AnswerFactory(query=w.query, system=w.system, run_label="world-second")
+    w.pairwise_session = session_create(
+        dataset=w.dataset, name="World pairs", system_a=w.system, system_b=w.system,
+        run_label_b="world-second", by=admin,
     )  # fmt: skip
     # The run's analytics figures, as the task at a run's end keeps them: the analytics
     # pages and API serve kept figures and never compute them in the request.

@@ -1,0 +1,118 @@
+"""The figures of pairwise votes in pages (issue 42 points 4 and 5): the session's result
+and agreement for admins only, and on the analytics page the win rates, the chart and the
+checklist's agreement with the reviewers' preference, read from the run's kept scores."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from evaluation.analytics import figures as analytics_figures
+from evaluation.metrics import preference
+from evaluation.pairwise import figures, services
+from evaluation.pairwise.models import PairwisePair
+from tests.factories import AnswerFactory, SystemFactory
+from tests.support.builders import checklisted_query, finished_run
+
+pytestmark = pytest.mark.django_db
+
+
+def vote(session, reviewer, prefer: dict[int, str]) -> None:
+    """`reviewer` votes on every pair open to them, preferring side prefer[query id]."""
+    while (shown := services.pair_show(session=session, reviewer=reviewer)) is not None:
+        wanted = prefer[shown.pair.query_id]
+        choice = "tie" if wanted == "tie" else ("1" if (wanted == "a") == shown.first_is_a else "2")
+        services.vote_cast(vote=shown, choice=choice)
+
+
+@pytest.fixture
+def scored(reviewed_dataset, offline_panel, owner):
+    """Four queries with a two-criterion checklist, answered by Alpha and Beta; a finished run
+    where Alpha meets both criteria and Beta one (so Alpha scores higher on each)."""
+    alpha, beta = SystemFactory(name="Alpha"), SystemFactory(name="Beta")
+    votes, queries = {}, []
+    for i in range(4):
+        made = checklisted_query(reviewed_dataset, criteria=2, text=f"Question {i}")
+        a = AnswerFactory(query=made.query, system=alpha, text=f"Alpha {i}")
+        b = AnswerFactory(query=made.query, system=beta, text=f"Beta {i}")
+        first, second = made.criteria
+        votes |= {(a, first): ["pass"], (a, second): ["pass"], (b, first): ["pass"],
+                  (b, second): ["fail"]}  # fmt: skip
+        queries.append(made.query)
+    run = finished_run(reviewed_dataset, offline_panel, votes)
+    session = services.session_create(
+        dataset=reviewed_dataset, name="Session one", system_a=alpha, system_b=beta,
+        reviewers_per_pair=2, by=owner,
+    )  # fmt: skip
+    return run, session, [q.pk for q in queries]
+
+
+def test_the_checklist_agreement_is_read_from_the_runs_scores(scored, reviewer, owner):
+    run, session, queries = scored
+    # Reviewers prefer Alpha on three queries, Beta on one.
+    prefer = dict(zip(queries, ["a", "a", "a", "b"], strict=True))
+    vote(session, reviewer, prefer)
+    vote(session, owner, prefer)
+    found = figures.dataset_figures(session.dataset, run)
+    assert found.votes == 8
+    (row,) = found.rows
+    assert (row.a, row.b, row.figures.a.count, row.figures.b.count) == (
+        "Alpha 1.0",
+        "Beta 1.0",
+        6,
+        2,
+    )
+    assert found.prediction.overall == preference.wilson(3, 4)
+    assert [(g, r.n) for g, r in found.prediction.by_gap] == [
+        ("0%–10%", 0),
+        ("10%–25%", 0),
+        ("25%+", 4),
+    ]
+    assert found.agreement.method == "cohen" and found.agreement.items == 4
+    assert found.strengths == ()  # two sides: no Bradley–Terry
+
+
+def test_three_sides_get_bradley_terry_strengths(scored, reviewer, owner):
+    run, session, queries = scored
+    gamma = SystemFactory(name="Gamma")
+    for pair in PairwisePair.objects.filter(session=session):
+        AnswerFactory(query=pair.query, system=gamma, text="Gamma")
+    other = services.session_create(
+        dataset=session.dataset, name="Session two", system_a=session.system_a, system_b=gamma,
+        reviewers_per_pair=1, by=owner,
+    )  # fmt: skip
+    vote(session, reviewer, dict.fromkeys(queries, "a"))
+    vote(other, reviewer, dict.fromkeys(queries, "a"))
+    found = figures.dataset_figures(session.dataset, run, resamples=50)
+    assert found.strengths[0].system == "Alpha 1.0"
+    assert {s.system for s in found.strengths} == {"Alpha 1.0", "Beta 1.0", "Gamma 1.0"}
+
+
+def test_the_session_result_is_for_admins_only(client, scored, reviewer, owner):
+    _run, session, queries = scored
+    vote(session, reviewer, dict.fromkeys(queries, "a"))
+    url = reverse("pairwise-session", args=[session.pk])
+    client.force_login(reviewer)
+    page = client.get(url).content.decode()
+    assert "pairwise-result" not in page and "Alpha" not in page
+    client.force_login(owner)
+    page = client.get(url).content.decode()
+    assert 'id="pairwise-result"' in page and "4/4" in page
+
+
+def test_the_analytics_page_shows_win_rates_beside_the_human_line(
+    client, scored, reviewer, owner, django_assert_max_num_queries
+):
+    run, session, queries = scored
+    vote(session, reviewer, dict(zip(queries, ["a", "a", "b", "tie"], strict=True)))
+    analytics_figures.warm(run)
+    url = reverse("dataset-analytics", args=[session.dataset_id]) + f"?run={run.pk}"
+    client.force_login(reviewer)
+    assert "pairwise-figures" not in client.get(url).content.decode()  # reviewers vote blind
+    client.force_login(owner)
+    client.get(url)  # the run's scores kept on the first read
+    with django_assert_max_num_queries(40):
+        page = client.get(url).content.decode()
+    assert 'id="pairwise-win-rates"' in page and 'id="pairwise-prediction"' in page
+    assert "Alpha 1.0 over Beta 1.0" in page and "Checklist agrees with reviewers" in page
+    assert "2/3" in page  # a decided pair of three went to the lower score
