@@ -2,11 +2,12 @@
 written, then all rows are written in one transaction, or none.
 
 Row fields: `query` (the query's id in the dataset), `system` (name), `system_version`
-(optional), `text` (the answer, markdown), `external_id` and `run_label` (optional), and
+(optional), `text` (the answer, markdown), `external_id`, `run_label` and `sample` (optional;
+the sample index, 0 by default, of one of several answers of a system to a query), and
 for an agent's answer `turns`, `context` and `metadata` (optional; JSON values in JSONL,
 JSON text in a CSV cell; evaluation.answers.agent_fields checks them).
 Importing the same file again updates the same answers: an answer is identified by its
-system, query and run label.
+system, query, run label and sample.
 """
 
 from __future__ import annotations
@@ -25,7 +26,10 @@ from evaluation.tables import formats
 from evaluation.tables.rows import Checked, ImportRejected, check_rows, field_text
 
 REQUIRED = ("query", "system", "text")
-OPTIONAL = ("system_version", "external_id", "run_label", *agent_fields.FIELDS)
+OPTIONAL = ("system_version", "external_id", "run_label", "sample", *agent_fields.FIELDS)
+# The most samples of one system's answers to one query (indexes 0..MAX_SAMPLE): pass^k is
+# read over k answers, and a k past a hundred is a bulk load, not a reliability measure.
+MAX_SAMPLE = 99
 LIMITS = {
     "system": 200,
     "system_version": 100,
@@ -44,6 +48,7 @@ class AnswerRow:
     text: str
     external_id: str
     run_label: str
+    sample: int = 0
     turns: list = field(default_factory=list)
     context: list = field(default_factory=list)
     metadata: dict = field(default_factory=dict)
@@ -85,7 +90,7 @@ def decode_upload(name: str, data: bytes) -> str:
 
 def check_answer_rows(name: str, raw: list[tuple[int, dict]], dataset: Dataset) -> list[AnswerRow]:
     """The file's rows checked (ImportRejected lists every error): one answer per system,
-    query and run label."""
+    query, run label and sample."""
     query_ids = set(dataset.queries.values_list("pk", flat=True))
     if not raw:
         raise ImportRejected([f"{name}: no rows"])
@@ -93,7 +98,7 @@ def check_answer_rows(name: str, raw: list[tuple[int, dict]], dataset: Dataset) 
         name,
         raw,
         lambda line, row, where: _check_answer(line, row, where, dataset.pk, query_ids),
-        duplicate="same system, query and run label as line {line}; one answer each",
+        duplicate="same system, query, run label and sample as line {line}; one answer each",
     )
 
 
@@ -109,6 +114,9 @@ def _check_answer(
     for name, limit in LIMITS.items():
         if len(field_text(row, name)) > limit:
             problems.append(f"{where}: field {name!r} is longer than {limit} characters")
+    sample, problem = parse_sample(row.get("sample"))
+    if problem:
+        problems.append(f"{where}: field 'sample' {problem}")
     agent, found = agent_fields.check_fields(row)
     problems.extend(f"{where}: {p}" for p in found)
     if problems:
@@ -121,11 +129,31 @@ def _check_answer(
         text=str(row["text"]),
         external_id=field_text(row, "external_id"),
         run_label=field_text(row, "run_label"),
+        sample=sample,
         **agent,
     )
     return Checked(
-        answer, (answer.system, answer.system_version, answer.query_id, answer.run_label)
+        answer,
+        (answer.system, answer.system_version, answer.query_id, answer.run_label, answer.sample),
     )
+
+
+def parse_sample(value: object) -> tuple[int, str]:
+    """(sample index, problem): an absent or empty sample is 0; otherwise a whole number
+    from 0 to MAX_SAMPLE, given as a number (JSON) or as its digits (a CSV cell)."""
+    if value is None or value == "":
+        return 0, ""
+    if isinstance(value, bool):
+        return 0, f"must be a whole number from 0 to {MAX_SAMPLE}, not {value!r}"
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, str) and value.strip().isdigit():
+        number = int(value.strip())
+    else:
+        return 0, f"must be a whole number from 0 to {MAX_SAMPLE}, not {value!r}"
+    if not 0 <= number <= MAX_SAMPLE:
+        return 0, f"must be a whole number from 0 to {MAX_SAMPLE}, not {number}"
+    return number, ""
 
 
 @transaction.atomic
@@ -141,7 +169,11 @@ def save_answer(*, dataset: Dataset, row: dict) -> tuple[Answer, bool]:
     value: AnswerRow = checked.value
     system, _ = System.objects.get_or_create(name=value.system, version=value.system_version)
     return Answer.objects.update_or_create(
-        system=system, query_id=value.query_id, run_label=value.run_label, defaults=value.fields
+        system=system,
+        query_id=value.query_id,
+        run_label=value.run_label,
+        sample=value.sample,
+        defaults=value.fields,
     )
 
 
@@ -162,6 +194,7 @@ def import_answers(*, dataset: Dataset, name: str, content: str) -> ImportResult
             system=systems[key],
             query_id=row.query_id,
             run_label=row.run_label,
+            sample=row.sample,
             defaults=row.fields,
         )
         created += made

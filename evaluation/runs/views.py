@@ -131,6 +131,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if request.htmx and request.htmx.target == "scores-watch":
         return _scores_watch(request, report)
     context["report"] = report
+    context["reliability"] = scores.reliability_shown(report)
     # The per-system table covers every answer; the per-answer table shows a page of them
     # (a run of 5,000 answers is not one page of HTML), each with its query's text. Only
     # that page's answers are read (run_scores keeps an ended run's rows in pieces).
