@@ -20,7 +20,7 @@ from config.pagination import CountlessPagination
 from config.permissions import ModelPermsOrReadOnly
 from config.uploads import validate_upload_size
 from evaluation.answers.models import Answer, System
-from evaluation.answers.upload import decode_upload, import_answers, save_answer
+from evaluation.answers.upload import MAX_SAMPLE, decode_upload, import_answers, save_answer
 from evaluation.tables.rows import ImportRejected
 
 
@@ -35,8 +35,8 @@ class AnswerSerializer(serializers.ModelSerializer):
     class Meta:
         model = Answer
         fields = [
-            "id", "system", "query", "text", "external_id", "run_label", "turns", "context",
-            "metadata", "created_at",
+            "id", "system", "query", "text", "external_id", "run_label", "sample", "turns",
+            "context", "metadata", "created_at",
         ]  # fmt: skip
         read_only_fields = fields
 
@@ -61,6 +61,12 @@ class AnswerWriteSerializer(serializers.Serializer):
     text = serializers.CharField(help_text="The final answer, Markdown")
     external_id = serializers.CharField(required=False, allow_blank=True)
     run_label = serializers.CharField(required=False, allow_blank=True)
+    sample = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=MAX_SAMPLE,
+        help_text="The sample index (default 0) when a system answers a query several times.",
+    )
     turns = serializers.JSONField(required=False, help_text="The conversation, see docs")
     context = serializers.JSONField(required=False, help_text="Retrieved passages")
     metadata = serializers.JSONField(required=False, help_text="Model, latency, cost, steps")
@@ -94,7 +100,7 @@ class AnswerViewSet(viewsets.ReadOnlyModelViewSet):
     pagination_class = CountlessPagination
 
     serializer_class = AnswerSerializer
-    filterset_fields = ["query", "system", "run_label", "query__dataset"]
+    filterset_fields = ["query", "system", "run_label", "sample", "query__dataset"]
 
     def get_queryset(self):
         visible = datasets_for_user(self.request.user)
@@ -116,7 +122,7 @@ class AnswerViewSet(viewsets.ReadOnlyModelViewSet):
     @extend_schema(request=AnswerWriteSerializer, responses={201: AnswerSerializer})
     def create(self, request: Request) -> Response:
         """Add or replace one answer (its dataset's admins only): an answer is identified by
-        its system, query and run label. Every problem is listed, naming the field; a bad
+        its system, query, run label and sample. Every problem is listed, naming the field; a bad
         answer changes nothing."""
         body = request.data if isinstance(request.data, dict) else {}
         row = body.dict() if hasattr(body, "dict") else dict(body)  # a form: one value each

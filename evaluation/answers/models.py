@@ -1,4 +1,5 @@
-"""The systems whose answers are graded, and their answers (one per system, query and run label).
+"""The systems whose answers are graded, and their answers (one per system, query, run label and
+sample index).
 
 Imported into evaluation.models (the app's model registry) so that Django and migrations see
 them; they sit below runs, review and kept, which all point at an answer.
@@ -41,6 +42,12 @@ class Answer(models.Model):
     text = models.TextField(help_text="Markdown.")
     external_id = models.CharField(max_length=200, blank=True)
     run_label = models.CharField(max_length=100, blank=True)
+    # Several answers of one system to one query (an agent asked k times) are samples
+    # 0..k-1 of the same run label: pass^k and worst-of-k are read across them
+    # (evaluation.metrics.reliability). A system answering once has sample 0.
+    sample = models.PositiveSmallIntegerField(
+        default=0, help_text="The answer's sample index among the system's answers to the query."
+    )
     # Set on perfect answers only (cross-evaluation): the checklist whose criteria the answer
     # was written to satisfy, and who or what wrote it.
     checklist = models.OneToOneField(
@@ -90,7 +97,8 @@ class Answer(models.Model):
         ]
         constraints = [
             models.UniqueConstraint(
-                fields=["system", "query", "run_label"], name="answer_per_system_query_run"
+                fields=["system", "query", "run_label", "sample"],
+                name="answer_per_system_query_run_sample",
             )
         ]
 

@@ -3,11 +3,12 @@ written, then all rows are written in one transaction, or none.
 
 Row fields: `query` (the query's id in the app) or `query_external_id` (its external id, as
 the dataset's export and the reward API name it; one of the two), `system` (name), `system_version`
-(optional), `text` (the answer, markdown), `external_id` and `run_label` (optional), and
+(optional), `text` (the answer, markdown), `external_id`, `run_label` and `sample` (optional;
+the sample index, 0 by default, of one of several answers of a system to a query), and
 for an agent's answer `turns`, `context` and `metadata` (optional; JSON values in JSONL,
 JSON text in a CSV cell; evaluation.answers.agent_fields checks them).
 Importing the same file again updates the same answers: an answer is identified by its
-system, query and run label.
+system, query, run label and sample.
 """
 
 from __future__ import annotations
@@ -28,9 +29,12 @@ from evaluation.tables.rows import Checked, ImportRejected, check_rows, field_te
 
 REQUIRED = ("system", "text")
 OPTIONAL = (
-    "query", "query_external_id", "system_version", "external_id", "run_label",
+    "query", "query_external_id", "system_version", "external_id", "run_label", "sample",
     *agent_fields.FIELDS,
 )  # fmt: skip
+# The most samples of one system's answers to one query (indexes 0..MAX_SAMPLE): pass^k is
+# read over k answers, and a k past a hundred is a bulk load, not a reliability measure.
+MAX_SAMPLE = 99
 LIMITS = {
     "system": 200,
     "system_version": 100,
@@ -50,6 +54,7 @@ class AnswerRow:
     external_id: str
     run_label: str
     by_external_id: bool = False  # the row named its query by external id
+    sample: int = 0
     turns: list = field(default_factory=list)
     context: list = field(default_factory=list)
     metadata: dict = field(default_factory=dict)
@@ -105,7 +110,7 @@ class DatasetQueries:
 
 def check_answer_rows(name: str, raw: list[tuple[int, dict]], dataset: Dataset) -> list[AnswerRow]:
     """The file's rows checked (ImportRejected lists every error): one answer per system,
-    query and run label."""
+    query, run label and sample."""
     queries = DatasetQueries.of(dataset)
     if not raw:
         raise ImportRejected([f"{name}: no rows"])
@@ -113,7 +118,7 @@ def check_answer_rows(name: str, raw: list[tuple[int, dict]], dataset: Dataset) 
         name,
         raw,
         lambda line, row, where: _check_answer(line, row, where, queries),
-        duplicate="same system, query and run label as line {line}; one answer each",
+        duplicate="same system, query, run label and sample as line {line}; one answer each",
     )
 
 
@@ -148,6 +153,9 @@ def _check_answer(
     for name, limit in LIMITS.items():
         if len(field_text(row, name)) > limit:
             problems.append(f"{where}: field {name!r} is longer than {limit} characters")
+    sample, problem = parse_sample(row.get("sample"))
+    if problem:
+        problems.append(f"{where}: field 'sample' {problem}")
     agent, found = agent_fields.check_fields(row)
     problems.extend(f"{where}: {p}" for p in found)
     if problems or query_id is None:
@@ -161,10 +169,12 @@ def _check_answer(
         external_id=field_text(row, "external_id"),
         run_label=field_text(row, "run_label"),
         by_external_id=bool(field_text(row, "query_external_id")),
+        sample=sample,
         **agent,
     )
     return Checked(
-        answer, (answer.system, answer.system_version, answer.query_id, answer.run_label)
+        answer,
+        (answer.system, answer.system_version, answer.query_id, answer.run_label, answer.sample),
     )
 
 
@@ -174,6 +184,24 @@ def _fix_named(dataset: Dataset, rows: list[AnswerRow]) -> None:
     named = {row.query_id for row in rows if row.by_external_id}
     if named:
         external_ids_fix(queries=Query.objects.filter(pk__in=named, dataset=dataset), by="answers")
+
+
+def parse_sample(value: object) -> tuple[int, str]:
+    """(sample index, problem): an absent or empty sample is 0; otherwise a whole number
+    from 0 to MAX_SAMPLE, given as a number (JSON) or as its digits (a CSV cell)."""
+    if value is None or value == "":
+        return 0, ""
+    if isinstance(value, bool):
+        return 0, f"must be a whole number from 0 to {MAX_SAMPLE}, not {value!r}"
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, str) and value.strip().isdigit():
+        number = int(value.strip())
+    else:
+        return 0, f"must be a whole number from 0 to {MAX_SAMPLE}, not {value!r}"
+    if not 0 <= number <= MAX_SAMPLE:
+        return 0, f"must be a whole number from 0 to {MAX_SAMPLE}, not {number}"
+    return number, ""
 
 
 @transaction.atomic
@@ -189,7 +217,11 @@ def save_answer(*, dataset: Dataset, row: dict) -> tuple[Answer, bool]:
     _fix_named(dataset, [value])
     system, _ = System.objects.get_or_create(name=value.system, version=value.system_version)
     return Answer.objects.update_or_create(
-        system=system, query_id=value.query_id, run_label=value.run_label, defaults=value.fields
+        system=system,
+        query_id=value.query_id,
+        run_label=value.run_label,
+        sample=value.sample,
+        defaults=value.fields,
     )
 
 
@@ -211,6 +243,7 @@ def import_answers(*, dataset: Dataset, name: str, content: str) -> ImportResult
             system=systems[key],
             query_id=row.query_id,
             run_label=row.run_label,
+            sample=row.sample,
             defaults=row.fields,
         )
         created += made

@@ -106,7 +106,7 @@ class Keys:
     queries: dict[int, str] = field(default_factory=dict)
     checklists: dict[int, tuple[str, str]] = field(default_factory=dict)  # (query, author)
     criteria: dict[int, tuple[str, str, str]] = field(default_factory=dict)
-    answers: dict[int, tuple[str, str, str, str]] = field(default_factory=dict)
+    answers: dict[int, tuple[str, str, str, str, int]] = field(default_factory=dict)
     runs: dict[int, str] = field(default_factory=dict)
     judges: dict[int, str] = field(default_factory=dict)
     users: dict[int, str] = field(default_factory=dict)
@@ -136,14 +136,20 @@ def build_keys(dataset: Dataset, user: AnyUser | None, include: tuple[str, ...])
         keys.criteria[pk] = (*keys.checklists[checklist_id], criterion_key(pk, external_id))
     if "answers" in include:
         answers = Answer.objects.filter(query__dataset=dataset).values_list(
-            "pk", "query_id", "system__name", "system__version", "run_label", "checklist_id"
+            "pk",
+            "query_id",
+            "system__name",
+            "system__version",
+            "run_label",
+            "sample",
+            "checklist_id",
         )
-        for pk, query_id, system, version, run_label, checklist_id in answers:
+        for pk, query_id, system, version, run_label, sample, checklist_id in answers:
             if checklist_id is not None:  # a perfect answer: named by its checklist's author
                 if checklist_id not in keys.checklists:
                     continue
                 run_label = perfect_label(keys.checklists[checklist_id][1])
-            keys.answers[pk] = (system, version, keys.queries[query_id], run_label)
+            keys.answers[pk] = (system, version, keys.queries[query_id], run_label, sample)
     if "verdicts" in include:
         runs = list(
             Run.objects.filter(dataset=dataset)

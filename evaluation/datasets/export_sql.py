@@ -126,10 +126,7 @@ def verdict_bytes(keys, *, connection_shown: bool = True) -> Iterator[tuple[byte
     if not connection_shown:
         expressions = hidden_connection(expressions)
     tail = line_sql(table, expressions, start=start)
-    answers = {
-        str(pk): _fragment(("system", "system_version", "query", "run_label"), key)
-        for pk, key in keys.answers.items()
-    }
+    answers = {str(pk): _fragment(schema.ANSWER_KEY_NAMES, key) for pk, key in keys.answers.items()}
     criteria = {
         str(pk): _fragment(("author", "criterion"), (author, key))
         for pk, (_query, author, key) in keys.criteria.items()

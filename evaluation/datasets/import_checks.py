@@ -66,7 +66,17 @@ MAX_ERRORS = 200
 MAX_EXPECTED = 2_147_483_647  # Run.expected, a positive integer column
 ON_GUIDELINE_ERRORS = ("warn", "refuse")
 schema_kinds = frozenset(Criterion.Kind.values)
-AnswerKey = tuple[str, str, str, str]  # system, version, query, run label
+AnswerKey = tuple[str, str, str, str, int]  # system, version, query, run label, sample
+
+
+def answer_key(row: dict) -> AnswerKey:
+    """The answer a row names: in the answers table by its `sample`, in a table of items
+    (verdicts, grades, labels, adjudications) by its `answer_sample`; an empty sample (a
+    file exported before answers had samples) is sample 0."""
+    sample = row["sample"] if "answer_sample" not in row else row["answer_sample"]
+    return (row["system"], row["system_version"], row["query"], row["run_label"], sample or 0)
+
+
 CriterionKey = tuple[str, str, str]  # query, author, criterion
 
 
@@ -380,13 +390,15 @@ class StoredKeys:
             self.groups[key] = pk
             self.group_parents[key] = group_keys.get(parent_id)
         self.answers: dict[AnswerKey, int] = {}
-        for pk, query_id, system, version, run_label, checklist_id in Answer.objects.filter(
-            query__dataset=dataset
-        ).values_list("pk", "query_id", "system__name", "system__version", "run_label",
-                      "checklist_id"):  # fmt: skip
+        for pk, query_id, system, version, run_label, sample, checklist_id in (
+            Answer.objects.filter(query__dataset=dataset).values_list(
+                "pk", "query_id", "system__name", "system__version", "run_label", "sample",
+                "checklist_id",
+            )
+        ):  # fmt: skip
             if checklist_id is not None:
                 run_label = perfect_label(checklist_keys[checklist_id][1])
-            self.answers[(system, version, by_id[query_id], run_label)] = pk
+            self.answers[(system, version, by_id[query_id], run_label, sample)] = pk
         runs = list(
             Run.objects.filter(dataset=dataset)
             .order_by("created_at", "pk")
@@ -735,7 +747,7 @@ def _check_perfect_answers(
                        f"{row['query']!r}")  # fmt: skip
             continue
         if once(("p", key), where, "query and author"):
-            known.answers.add((REFERENCE_SYSTEM, "", row["query"], perfect_label(row["author"])))
+            known.answers.add((REFERENCE_SYSTEM, "", row["query"], perfect_label(row["author"]), 0))
         if row["written_by"]:
             plan.usernames.add(row["written_by"])
 
@@ -918,7 +930,7 @@ def check_big_row(
     """Check one row of a big table against the keys known; False when it has an error."""
     found: list[str] = []
     if table == "answers":
-        key = (row["system"], row["system_version"], row["query"], row["run_label"])
+        key = answer_key(row)
         if row["query"] not in known.queries:
             found.append(f"{where}: field 'query': no query {row['query']!r}")
         elif row["run_label"].startswith("perfect:") or row["system"] == REFERENCE_SYSTEM:
@@ -927,12 +939,12 @@ def check_big_row(
             known.answers.add(key)
         found.extend(f"{where}: {p}" for p in agent_fields.check_fields(row)[1])
         return _report(found, errors)
-    answer = (row["system"], row["system_version"], row["query"], row["run_label"])
+    answer = answer_key(row)
     if answer not in known.answers:
         found.append(
             f"{where}: field 'system': no answer of {row['system']!r} "
             f"{row['system_version']!r} to query {row['query']!r} with run label "
-            f"{row['run_label']!r} in answers or the dataset"
+            f"{row['run_label']!r} and sample {answer[4]} in answers or the dataset"
         )
     if table == "grades":
         _check_grade(where, row, known, found)

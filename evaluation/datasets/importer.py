@@ -66,6 +66,7 @@ from evaluation.datasets.import_checks import (
     ImportResult,
     Plan,
     StoredKeys,
+    answer_key,
     check,
     check_big_row,
     read_rows,
@@ -688,15 +689,16 @@ class _Writer:
                 agent, _ = agent_fields.check_fields(row)  # checked before: normalised here
                 yield (
                     line, ids[(row["system"], row["system_version"])],
-                    self.stored.queries[row["query"]], row["run_label"], row["external_id"],
+                    self.stored.queries[row["query"]], row["run_label"], row["sample"] or 0,
+                    row["external_id"],
                     row["text"], agent["turns"], agent["context"], agent["metadata"], self.now,
                     self.now,
                 )  # fmt: skip
 
         self._upsert(
-            "answers", Answer, keys=("system_id", "query_id", "run_label"),
-            columns=("system_id", "query_id", "run_label", "external_id", "text", "turns",
-                     "context", "metadata", "created_at", "updated_at"),
+            "answers", Answer, keys=("system_id", "query_id", "run_label", "sample"),
+            columns=("system_id", "query_id", "run_label", "sample", "external_id", "text",
+                     "turns", "context", "metadata", "created_at", "updated_at"),
             json_columns=("turns", "context", "metadata"), rows=rows(),
         )  # fmt: skip
 
@@ -715,7 +717,8 @@ class _Writer:
             keys = member.pop("example_keys", None)
             if isinstance(keys, list):
                 items = [
-                    [self.stored.answers.get(tuple(p[0])), self.stored.criteria.get(tuple(p[1]))]
+                    # An answer's key had no sample before answers had samples: sample 0.
+                    [self.stored.answers.get((*p[0], 0)[:5]), self.stored.criteria.get(tuple(p[1]))]
                     for p in keys
                     if isinstance(p, list) and len(p) == 2 and all(isinstance(k, list) for k in p)
                 ]
@@ -829,7 +832,7 @@ class _Writer:
     # items -------------------------------------------------------------------------
 
     def _item(self, row: dict) -> tuple[int, int]:
-        answer = (row["system"], row["system_version"], row["query"], row["run_label"])
+        answer = answer_key(row)
         return (
             self.stored.answers[answer],
             self.stored.criteria[(row["query"], row["author"], row["criterion"])],
@@ -898,7 +901,7 @@ class _Writer:
 
         def rows() -> Iterator[tuple]:
             for _, line, r in read_rows(self.source, "grades", Errors()):
-                answer = (r["system"], r["system_version"], r["query"], r["run_label"])
+                answer = answer_key(r)
                 yield (
                     line, self.stored.runs[r["run"]], self.stored.answers[answer],
                     judges[r["judge"]], r["sample"] or 0, r["outcome"], r["score"],

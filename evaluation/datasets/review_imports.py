@@ -4,7 +4,8 @@ before anything is written, then all rows are written in one transaction, or non
 error names the file, the line and the field; importing the same file again changes nothing.
 
 An item is an (answer, criterion). The answer is given by `answer` (its id), or by `system`
-(+ `system_version`) and either `external_id` (the answer's) or `query` (+ `run_label`).
+(+ `system_version`) and either `external_id` (the answer's) or `query` (+ `run_label`
+and `sample`, 0 when left out).
 `query` is the query's external id, as exports write it and the reward API takes it (a
 number that is no query's external id is read as the query's id in the app, as older files
 gave it). A query named by its external id has that id fixed from then on ("labels" or
@@ -39,7 +40,7 @@ from annotation.services import external_ids_fix
 from config import limits
 from config.ids import is_id
 from evaluation.answers.models import Answer
-from evaluation.answers.upload import decode_upload, read_rows
+from evaluation.answers.upload import decode_upload, parse_sample, read_rows
 from evaluation.judges.models import Judge, Panel, PanelMember
 from evaluation.kept.events import Event, bump
 from evaluation.labels.models import HumanLabel, Label
@@ -97,21 +98,28 @@ class _Resolver:
             Query.objects.filter(dataset=dataset).values_list("external_id", "pk")
         )
         self.query_pks = set(self.query_ids.values())
-        self.answers: dict[int, tuple[int, str, str, str, str]] = {
-            pk: (query_id, system, version, run_label, external_id)
-            for pk, query_id, system, version, run_label, external_id in Answer.objects.filter(
-                query__dataset=dataset
-            ).values_list(
-                "pk", "query_id", "system__name", "system__version", "run_label", "external_id"
+        self.answers: dict[int, tuple[int, str, str, str, int, str]] = {
+            pk: (query_id, system, version, run_label, sample, external_id)
+            for pk, query_id, system, version, run_label, sample, external_id in (
+                Answer.objects.filter(query__dataset=dataset).values_list(
+                    "pk",
+                    "query_id",
+                    "system__name",
+                    "system__version",
+                    "run_label",
+                    "sample",
+                    "external_id",
+                )
             )
         }
         # Keyed with the system's version, and with None for rows that leave it out (then
         # the name must be unambiguous among the dataset's answers).
-        self.by_query: dict[tuple[str, str | None, int, str], list[int]] = {}
+        self.by_query: dict[tuple[str, str | None, int, str, int], list[int]] = {}
         self.by_external: dict[tuple[str, str | None, str], list[int]] = {}
-        for pk, (query_id, system, version, run_label, external_id) in self.answers.items():
+        for pk, (query_id, system, version, run_label, sample, external_id) in self.answers.items():
             for v in (version, None):
-                self.by_query.setdefault((system, v, query_id, run_label), []).append(pk)
+                key = (system, v, query_id, run_label, sample)
+                self.by_query.setdefault(key, []).append(pk)
                 if external_id:
                     self.by_external.setdefault((system, v, external_id), []).append(pk)
         self.criteria: dict[int, int] = dict(
@@ -181,8 +189,13 @@ class _Resolver:
                 return None, None
             named = query_id if by_external_id else None
             run_label = field_text(row, "run_label")
-            found = self.by_query.get((system, version, query_id, run_label), [])
-            field, what = "query", f"to query {query!r} with run label {run_label!r}"
+            sample, problem = parse_sample(row.get("sample"))
+            if problem:
+                errors.append(f"{where}: field 'sample' {problem}")
+                return None, None
+            found = self.by_query.get((system, version, query_id, run_label, sample), [])
+            field = "query"
+            what = f"to query {query!r} with run label {run_label!r} and sample {sample}"
         if len(found) == 1:
             return found[0], named
         if found:

@@ -129,6 +129,11 @@ def cache_extra(
     return {**extra, **key_extra(judge)} or None
 
 
+def _fresh(extra: dict[str, object] | None, fresh: str) -> dict[str, object] | None:
+    """The key's extra with {"fresh": fresh} added (a canary call); unchanged when empty."""
+    return {**(extra or {}), "fresh": fresh} if fresh else extra
+
+
 def graded_turns(
     mode: str, text: str, turns: Sequence[dict[str, Any]], *, budget_tokens: int
 ) -> list[GradedTurn]:
@@ -182,22 +187,26 @@ def plan_vote(
     turn: GradedTurn,
     conversation: bool = False,
     evidence: prompts.Evidence | None = None,
+    fresh: str = "",
 ) -> PlannedVote:
     """The call of one vote: `turn` is the graded text (a plain answer's whole text, or one
     turn with the conversation before it); `conversation` says whether the answer is graded
     as a conversation (some graded turn has turns before it), which its prompt version
     names for every turn; `evidence` is what the criterion is judged against (None: the
-    answer itself). A plain answer of an untuned judge keeps the verdict-v1 prompt and the
-    key it always had."""
+    answer itself). `fresh`, when not empty (a judge canary: the run's id), joins the key so
+    that this call misses every cached verdict of earlier runs while the other calls of the
+    run still find theirs; empty, the key is what it always was. A plain answer of an
+    untuned judge keeps the verdict-v1 prompt and the key it always had."""
     version = prompts.prompt_version(
         tuning.version, evidence=evidence.mode if evidence else "", conversation=conversation
     )
     target = endpoint(judge, temperature)
+    extra = _fresh(cache_extra(judge, version, evidence, turn.history), fresh)
     key = prompts.cache_key(
         base_url=target.base_url, model=target.model, prompt_version=tuning.version,
         temperature=target.temperature, max_tokens=target.max_tokens, seed=target.seed,
         sample=sample, query=query, query_date=query_date, criterion=criterion,
-        answer=turn.content, extra=cache_extra(judge, version, evidence, turn.history),
+        answer=turn.content, extra=extra,
     )  # fmt: skip
     # The criterion comes last: the instructions, query and answer are one prefix for every
     # criterion of the answer (providers' prompt caches).

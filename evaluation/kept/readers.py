@@ -53,6 +53,8 @@ PROGRESS = Figure("progress")
 TOKENS = Figure("tokens")
 ERRORS = Figure("errors")
 VERDICT_TOKENS = Figure("verdict-tokens")
+# A run's repeated calls of one judge on one item (judge stability): verdicts only.
+JUDGE_STABILITY = Figure("judge-stability")
 
 
 def run_state(run: Run) -> str:

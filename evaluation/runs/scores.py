@@ -25,7 +25,7 @@ from annotation.models import Checklist
 from evaluation.answers.models import Answer
 from evaluation.kept import cold, readers, refresh
 from evaluation.kept import figures as kept_figures
-from evaluation.metrics import rubrics, rubrics_sql, votes_sql
+from evaluation.metrics import reliability, rubrics, rubrics_sql, votes_sql
 from evaluation.metrics.rubrics import GroupScore
 from evaluation.metrics.scoring import AnswerScore, mean_score, passes_threshold, share_score
 from evaluation.metrics.summary import graded_mean, mean, pass_rate
@@ -34,8 +34,8 @@ from evaluation.runs.models import GradedScore, Run, RunArchive
 
 # The shape of the kept counts and reports: moved when their columns change, so that rows
 # kept by an earlier release are never read as this one's.
-_SHAPE = "rubrics-3"  # 3: the undecided criteria counted and the undecided setting; the
-# answers' index piece (INDEX)
+_SHAPE = "rubrics-4"  # 3: the undecided criteria counted and the undecided setting; the
+# answers' index piece (INDEX); 4: the answers' sample and the systems' reliability
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,7 @@ class AnswerReport:
     adjudicated: int  # criteria decided by an adjudication
     passed: bool | None  # value against the dataset's pass threshold; None: no threshold/score
     graded: float | None  # mean 1–5 grade: over each judge's samples, then over judges
+    sample: int = 0  # the answer's sample index (several answers of a system to a query)
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,21 @@ class ScoreReport:
     threshold: float | None
     answers: list[AnswerReport]
     systems: list[SystemReport]
+
+    def reliability(self) -> dict:
+        """pass^k, worst-of-k, spread and the mean per system (with intervals over
+        queries) and, for the (system, query) pairs answered more than once, per query:
+        evaluation.metrics.reliability on the answers' values, pass/fail and samples."""
+        found = reliability.per_query(
+            reliability.SampleScore(a.system_id, a.query_id, a.sample, a.value, a.passed)
+            for a in self.answers
+        )
+        return {
+            "systems": [s.as_dict() for s in reliability.per_system(found)],
+            # A run of single answers has no per-query spread to show: kept for the pairs
+            # with several samples only, so that the summary stays small.
+            "queries": [q.as_dict() for q in found if q.k > 1],
+        }
 
 
 # Per (answer, checklist, group) of the run: the strategies' counts over the enabled
@@ -289,11 +305,11 @@ def _report(run: Run, counted: list) -> ScoreReport:
     # verdicts is a per-row subplan in PostgreSQL, minutes at that size.
     answers = (
         Answer.objects.filter(pk__in=sorted(set(per_checklist) | set(grades)))
-        .values_list("pk", "query_id", "system_id", "system__name", "system__version")
-        .order_by("query_id", "system__name", "system__version", "pk")
+        .values_list("pk", "query_id", "system_id", "system__name", "system__version", "sample")
+        .order_by("query_id", "system__name", "system__version", "sample", "pk")
     )
     reports = []
-    for pk, query_id, system_id, name, version in answers:
+    for pk, query_id, system_id, name, version, sample in answers:
         checklists = [
             result(pk, checklist_id, score)
             for checklist_id, score in sorted(per_checklist.get(pk, {}).items())
@@ -318,6 +334,7 @@ def _report(run: Run, counted: list) -> ScoreReport:
                 adjudicated=decided_by_adjudication[pk],
                 passed=passes_threshold(value, threshold) if threshold is not None else None,
                 graded=graded_mean(grades[pk]) if pk in grades else None,
+                sample=sample,
             )
         )
     return ScoreReport(threshold, reports, _by_system(reports))
@@ -423,6 +440,8 @@ class RunScores:
     failure: refresh.Failure | None = None
     _find: Callable[[list[int]], dict[int, AnswerReport]] | None = None
     _briefs: Callable[[], list[AnswerBrief] | None] | None = None
+    # ScoreReport.reliability(): per system, and per query answered several times.
+    reliability: dict | None = None
 
     def briefs(self) -> list[AnswerBrief]:
         """Every answer's score in a few numbers, in the rows' order: for readers that pick
@@ -572,7 +591,11 @@ def _computing(run: Run) -> RunScores:
 def _whole(report: ScoreReport) -> RunScores:
     answers = report.answers
     return RunScores(
-        report.threshold, report.systems, len(answers), lambda start, stop: answers[start:stop]
+        report.threshold,
+        report.systems,
+        len(answers),
+        lambda start, stop: answers[start:stop],
+        reliability=report.reliability(),
     )
 
 
@@ -589,6 +612,7 @@ def keep_scores(run: Run, state: readers.State | None = None) -> None:
         "threshold": report.threshold,
         "systems": [asdict(s) for s in report.systems],
         "count": len(rows),
+        "reliability": report.reliability(),
         "state": state.text,  # how an updating reader finds these pieces (_kept_scores)
         "shape": _SHAPE,  # whose fields the rows have: an earlier release's are not read
     }
@@ -711,5 +735,26 @@ def _kept_scores(
     return RunScores(
         summary["threshold"], [SystemReport(**s) for s in summary["systems"]], summary["count"],
         read, updating=updating, computed_at=computed_at, revision=revision, failure=failure,
-        _find=find, _briefs=briefs,
+        _find=find, _briefs=briefs, reliability=summary.get("reliability"),
     )  # fmt: skip
+
+
+# The per-query reliability rows a run page shows (the API serves them all).
+RELIABILITY_SHOWN = 100
+
+
+def reliability_shown(report: RunScores) -> dict | None:
+    """The run page's reliability tables, each row named by its system; None when no
+    system answered any query more than once (pass^k would only repeat the pass rate)."""
+    found = report.reliability
+    if not found or not found["queries"]:
+        return None
+    names = {s.system_id: s.system for s in report.systems}
+    named = [
+        {**row, "system": names.get(row["system_id"], "")} for row in found["systems"]
+    ]  # fmt: skip
+    queries = [
+        {**row, "system": names.get(row["system_id"], "")}
+        for row in found["queries"][:RELIABILITY_SHOWN]
+    ]
+    return {"systems": named, "queries": queries, "more": len(found["queries"]) - len(queries)}

@@ -165,6 +165,7 @@ class AnswerScoreSerializer(serializers.Serializer):
         allow_null=True, help_text="value ≥ the dataset's pass threshold; null without one."
     )
     graded = serializers.FloatField(allow_null=True, min_value=1.0, max_value=5.0)
+    sample = serializers.IntegerField(help_text="The answer's sample index.")
 
 
 class SystemScoreSerializer(serializers.Serializer):
@@ -181,6 +182,51 @@ class SystemScoreSerializer(serializers.Serializer):
     undecided = serializers.IntegerField(help_text="Criteria with no valid vote, over its answers.")
 
 
+class MeanIntervalSerializer(serializers.Serializer):
+    mean = serializers.FloatField(allow_null=True)
+    low = serializers.FloatField(allow_null=True, help_text="Null with fewer than two queries.")
+    high = serializers.FloatField(allow_null=True)
+    n = serializers.IntegerField()
+    clusters = serializers.IntegerField(help_text="Queries.")
+    method = serializers.CharField()
+
+
+class SystemReliabilitySerializer(serializers.Serializer):
+    system = serializers.IntegerField(source="system_id")
+    queries = serializers.IntegerField()
+    samples = serializers.IntegerField(help_text="Scored answers over its queries.")
+    k_min = serializers.IntegerField(help_text="The fewest samples of one query.")
+    k_max = serializers.IntegerField()
+    mean = MeanIntervalSerializer(help_text="Mean over queries of each query's mean score.")
+    worst = MeanIntervalSerializer(help_text="Mean over queries of worst-of-k.")
+    spread = MeanIntervalSerializer(help_text="Mean over queries of (best - worst).")
+    pass_k = MeanIntervalSerializer(
+        help_text="Share of queries whose every sample passes (pass^k); mean null without "
+        "a pass threshold."
+    )
+    pass_1 = serializers.FloatField(**_SHARE, help_text="Share of samples that pass.")
+
+
+class QueryReliabilitySerializer(serializers.Serializer):
+    system = serializers.IntegerField(source="system_id")
+    query = serializers.IntegerField(source="query_id")
+    k = serializers.IntegerField()
+    samples = serializers.ListField(child=serializers.IntegerField())
+    mean = serializers.FloatField(**_SHARE)
+    worst = serializers.FloatField(**_SHARE)
+    best = serializers.FloatField(**_SHARE)
+    spread = serializers.FloatField(**_SHARE)
+    pass_k = serializers.BooleanField(allow_null=True)
+    passes = serializers.IntegerField(allow_null=True)
+
+
+class ReliabilitySerializer(serializers.Serializer):
+    systems = SystemReliabilitySerializer(many=True)
+    queries = QueryReliabilitySerializer(
+        many=True, help_text="Every (system, query) answered more than once."
+    )
+
+
 class RunScoresSerializer(serializers.Serializer):
     run = serializers.IntegerField()
     pass_threshold = serializers.FloatField(source="threshold", **_SHARE)
@@ -190,6 +236,11 @@ class RunScoresSerializer(serializers.Serializer):
     previous = serializers.URLField(allow_null=True)
     answers = AnswerScoreSerializer(
         many=True, help_text="One page of the run's answers (API_PAGE_SIZE, by query)."
+    )
+    reliability = ReliabilitySerializer(
+        allow_null=True,
+        help_text="pass^k, worst-of-k and spread over each system's samples "
+        "(docs/metrics.md#reliability-of-systems).",
     )
     updating = serializers.BooleanField(
         help_text="These scores were kept before the latest adjudications or changes; fresh "
@@ -244,6 +295,7 @@ class RunScoresView(APIView):
                 else None,
                 "previous": replace_query_param(url, "page", number - 1) if number > 1 else None,
                 "answers": answers,
+                "reliability": report.reliability,
                 **report.facts(),
             }
         ).data

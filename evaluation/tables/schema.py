@@ -3,7 +3,7 @@
 Plain Python, no Django: the exporter shapes rows into these columns, the importer reads them
 back, and docs/data-formats.md describes each one. Rows name each other by external keys
 (a query's `external_id`, a checklist's query and author, a criterion's `external_id` in its
-checklist, an answer's system, version, query and run label), never by the app's ids: the
+checklist, an answer's system, version, query, run label and sample), never by the app's ids: the
 `id` columns are there for cross-reference only and are ignored by the import.
 """
 
@@ -79,7 +79,13 @@ ANSWER_KEY = (
         "run_label",
         doc="The answer's run label (may be empty); a perfect answer's is `perfect:<author>`",
     ),
+    _c(
+        "answer_sample",
+        INT,
+        "The answer's sample index among the system's answers to the query (empty: 0)",
+    ),
 )
+ANSWER_KEY_NAMES = tuple(c.name for c in ANSWER_KEY)
 CRITERION_KEY = (
     _c("author", doc="Username of the author of the checklist the criterion belongs to"),
     _c("criterion", doc="The criterion's external id in that checklist"),
@@ -260,6 +266,7 @@ TABLES: tuple[Table, ...] = (
         (
             *ANSWER_KEY[:3],
             _c("run_label"),
+            _c("sample", INT, "The sample index, 0 for a system's only answer (empty: 0)"),
             _c("external_id", doc="Your own id for the answer (may be empty)"),
             _c("text"),
             _c("id", INT, "The app's id (ignored by the import)"),

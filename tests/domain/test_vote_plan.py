@@ -106,3 +106,20 @@ def test_evidence_is_built_only_when_asked_and_a_missing_reference_is_absent():
                               budget_tokens=10)  # fmt: skip
     assert asked == ["read"] and set(found) == {"context"}
     assert found["context"].text == "(The system retrieved no context.)"
+
+
+def test_fresh_keys_a_canary_call_apart_and_leaves_every_other_key_as_it_was():
+    """A judge canary re-grades its items with `fresh` set (the run's id): a new key, so the
+    cache never answers it, and another per run; with fresh="" every key is byte for byte
+    the one above."""
+    assert vote(fresh="").cache_key == vote().cache_key
+    assert vote(fresh="").cache_key == (
+        "45fd72ba64cc40f300f4cab2c9e775eabca1a536a6e2f0a31af54e67dce14301"
+    )
+    canary = {vote(fresh="run-1").cache_key, vote(fresh="run-2").cache_key}
+    assert len(canary) == 2 and vote().cache_key not in canary
+    with_evidence = vote(evidence=prompts.reference_evidence("R.", budget_tokens=10))
+    fresh_evidence = vote(evidence=prompts.reference_evidence("R.", budget_tokens=10), fresh="r")
+    assert fresh_evidence.cache_key != with_evidence.cache_key
+    # The prompt is the same: only the key moves.
+    assert vote(fresh="run-1").call.messages == vote().call.messages

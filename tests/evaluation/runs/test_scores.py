@@ -159,7 +159,7 @@ def test_scores_api_by_role_and_values(
              "scoring": "share", "value": 1.0, "undecided_as": "excluded", "groups": []},
         ],
         "value": 0.75, "share": 0.75, "weighted": 0.625, "core": 1.0, "undecided": 0, "split": 2,
-        "adjudicated": 0, "passed": True, "graded": 4.5,
+        "adjudicated": 0, "passed": True, "graded": 4.5, "sample": 0,
     }  # fmt: skip
     systems = {s["system_name"]: s for s in data["systems"]}
     assert systems["S1"]["pass_rate"] == 1.0 and systems["S2"]["pass_rate"] == 0.0
