@@ -27,7 +27,8 @@ PYTHON = BIN / "python"
 HOST, PORT = os.environ.get("HOST", "127.0.0.1"), os.environ.get("PORT", "8000")
 # The rewards service (docs/operations.md#the-rewards-service) beside the web server: the
 # reward routes for trainers, as an ASGI server serves them in production.
-REWARDS_PORT = os.environ.get("REWARDS_PORT", "8001")
+# The port after the web server's by default, so that `PORT=8001` does not collide with it.
+REWARDS_PORT = os.environ.get("REWARDS_PORT", str(int(PORT) + 1) if PORT.isdigit() else "8001")
 REWARDS_ARGS = ["config.asgi_rewards:application", "--log-level", "warning"]
 # The Celery processes `run` starts beside the web server, as `celery -A config <args>`. Beat
 # is its own process, as in production (one beat; django-celery-beat's DatabaseScheduler,
