@@ -424,6 +424,10 @@ SPECTACULAR_SETTINGS = {
         "ReviewQueueEnum": "evaluation.models.ReviewAssignment.Queue",
         "ScoringEnum": "annotation.models.Scoring",
         "UndecidedEnum": "annotation.models.Undecided",
+        # A run's verdict on a criterion (pass, fail or undecided): the rewards' criteria and
+        # the side-by-side API's two sides share the choice set; and how the two sides compare.
+        "PanelOutcomeEnum": "evaluation.side_by_side.pairing.OUTCOMES",
+        "SideBySideDifferenceEnum": "evaluation.side_by_side.pairing.DIFFERENCES",
     },
 }
 

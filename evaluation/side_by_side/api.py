@@ -37,11 +37,11 @@ class CriterionOutcomesSerializer(serializers.Serializer):
     text = serializers.CharField(source="criterion.text")
     weight = serializers.FloatField(source="criterion.weight")
     outcome_a = serializers.ChoiceField(
-        ["pass", "fail", "undecided"], allow_null=True,
+        pairing.OUTCOMES, allow_null=True,
         help_text="The run's verdict on A's answer (an adjudication replacing it); null: not "
         "judged in run A.",
     )  # fmt: skip
-    outcome_b = serializers.ChoiceField(["pass", "fail", "undecided"], allow_null=True)
+    outcome_b = serializers.ChoiceField(pairing.OUTCOMES, allow_null=True)
     difference = serializers.ChoiceField(
         pairing.DIFFERENCES,
         help_text="a_meets: A meets it and B misses it; b_meets: the reverse; uncompared: "

@@ -12,6 +12,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
+# A criterion's outcome on one side: the run's verdict (or the adjudication replacing it).
+OUTCOMES = ("pass", "fail", "undecided")
+
 # How a criterion's two sides compare, in the order the page lists them: what one side
 # lost against the other first, then what cannot be compared (undecided or not judged on
 # one side), then the criteria both sides share.
