@@ -157,10 +157,10 @@ def seed(*, verdicts: int, systems: int, criteria: int, seed_value: int, reuse: 
                 pk = ids["evaluation_answer"].take()
                 own.append(pk)
                 answer_rows.append((pk, system.pk, q, f"Answer of {system.name} to {q}.",
-                                    "", "", "", now, now, "[]", "[]", "{}"))  # fmt: skip
+                                    "", "", "", now, now, "[]", "[]", "{}", 0))  # fmt: skip
         copy(cursor, "evaluation_answer", ("id", "system_id", "query_id", "text", "external_id",
              "run_label", "draft_prompt_version", "created_at", "updated_at", "turns",
-             "context", "metadata"), iter(answer_rows))  # fmt: skip
+             "context", "metadata", "sample"), iter(answer_rows))  # fmt: skip
         run = Run.objects.create(
             dataset=dataset, panel=panel, name="Graded", kind=Run.Kind.IMPORTED,
             status=Run.Status.DONE, snapshot=snapshot.take(panel), created_by=admin,

@@ -165,8 +165,9 @@ def _copy(cursor, table: str, columns: tuple[str, ...], rows: Iterator[tuple]) -
 
 # An answer's conversation, retrieved context and metadata (issue 24): empty, as for a
 # plain answer. COPY applies no Django default.
-AGENT_COLUMNS = ("turns", "context", "metadata")
-AGENT_VALUES = ("[]", "[]", "{}")
+# The columns every seeded answer gets as a plain answer has them: no trajectory, sample 0.
+AGENT_COLUMNS = ("turns", "context", "metadata", "sample")
+AGENT_VALUES = ("[]", "[]", "{}", 0)
 
 
 def _truth(answer_id: int, criterion_id: int, salt: int) -> str:

@@ -154,12 +154,30 @@ class ConnectionWatch:
             return  # SQLite: no connections to count
         import psycopg
 
-        name = self.database_url.rsplit("/", 1)[-1]
-        admin_url = self.database_url.rsplit("/", 1)[0] + "/postgres"
-        with psycopg.connect(admin_url, autocommit=True) as watcher:
+        with psycopg.connect(_admin_url(self.database_url), autocommit=True) as watcher:
             while not self._stop.is_set():
-                (count,) = watcher.execute(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = %s", [name]
-                ).fetchone()
-                self.peak = max(self.peak, count)
+                self.peak = max(self.peak, _count(watcher, self.database_url))
                 time.sleep(0.05)
+
+
+def connections_now(database_url: str) -> int:
+    """The connections open to `database_url`'s database right now (0 for SQLite): what a
+    watch's peak adds to is measured from this (a test suite's worker may hold some)."""
+    if not database_url.startswith(("postgres://", "postgresql://")):
+        return 0
+    import psycopg
+
+    with psycopg.connect(_admin_url(database_url), autocommit=True) as watcher:
+        return _count(watcher, database_url)
+
+
+def _admin_url(database_url: str) -> str:
+    return database_url.rsplit("/", 1)[0] + "/postgres"
+
+
+def _count(watcher, database_url: str) -> int:
+    name = database_url.rsplit("/", 1)[-1]
+    (count,) = watcher.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = %s", [name]
+    ).fetchone()
+    return count

@@ -62,7 +62,7 @@ def test_a_bad_file_names_file_row_and_field_and_imports_nothing(dataset, query)
         "nightly.jsonl:2: field 'system' is required",
         f"nightly.jsonl:3: field 'query': no query {other_query} in dataset {dataset.pk}",
         "nightly.jsonl:4: field 'query' must be a query id (a number), not 'first'",
-        "nightly.jsonl:5: same system, query and run label as line 1; one answer each",
+        "nightly.jsonl:5: same system, query, run label and sample as line 1; one answer each",
     ]
     assert not Answer.objects.exists() and not System.objects.exists()
 

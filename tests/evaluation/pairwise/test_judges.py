@@ -110,10 +110,9 @@ def test_admins_queue_the_judging_from_the_session_page(
     pairwise_session,
     owner,
     reviewer,
-    settings,
+    eager_refresh,  # Celery runs the queued judging inside the request, as without a worker
     django_capture_on_commit_callbacks,
 ):
-    settings.CELERY_TASK_ALWAYS_EAGER = True
     loopback_openai.responder = answer("1")
     panel = PanelFactory(judges=loopback_judges(loopback_openai, 1))
     url = reverse("pairwise-judge", args=[pairwise_session.pk])

@@ -61,6 +61,7 @@ class AnswerReport:
     adjudicated: int  # criteria decided by an adjudication
     passed: bool | None  # score against the dataset's pass threshold; None: no threshold/score
     graded: float | None  # mean 1–5 grade: over each judge's samples, then over judges
+    sample: int = 0  # the answer's sample index
 
 
 @dataclass(frozen=True)
@@ -146,12 +147,12 @@ def run_report(run: Run) -> ScoreReport:
         Answer.objects.filter(
             Q(pk__in=run_verdicts.values("answer_id")) | Q(pk__in=graded_rows.values("answer_id"))
         )
-        .values_list("pk", "query_id", "system_id", "system__name", "system__version")
+        .values_list("pk", "query_id", "system_id", "system__name", "system__version", "sample")
         .order_by("query_id", "system__name", "system__version", "pk")
     )
     dataset = run.dataset
     reports = []
-    for pk, query_id, system_id, name, version in answers:
+    for pk, query_id, system_id, name, version, sample in answers:
         checklists = [
             ChecklistResult(
                 checklist_id, authors[checklist_id] or "",
@@ -180,6 +181,7 @@ def run_report(run: Run) -> ScoreReport:
                 adjudicated=decided_by_adjudication[pk],
                 passed=passes_threshold(value, threshold) if threshold is not None else None,
                 graded=graded_mean(grades[pk]) if pk in grades else None,
+                sample=sample,
             )
         )
     return ScoreReport(threshold, reports, _by_system(reports))
