@@ -188,8 +188,24 @@ def celery_worker_process(django_db_setup, django_db_blocker):
             "JUDGE_ALLOW_PRIVATE_NETWORK": "1",
         },
     ).start()
+    SESSION_WORKERS.append(worker)
     yield worker
     worker.stop()
+
+
+# The session's worker once a test has started it: tests that queue tasks without asking
+# for a worker (a run started by a schedule's tick) settle it before their database is
+# emptied (`settle_session_worker`), or its task deadlocks the flush.
+SESSION_WORKERS: list[WorkerProcess] = []
+
+
+@pytest.fixture
+def settle_session_worker():
+    """After the test, the session's worker (if one runs) has no task of this test left."""
+    yield
+    for worker in SESSION_WORKERS:
+        if worker.alive:
+            worker.settle()
 
 
 @pytest.fixture

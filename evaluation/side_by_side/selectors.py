@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 
 from django.db import connection
 from django.db.models import Q
-from django.db.models.fields.json import KeyTextTransform
 
 from annotation.models import Checklist, Criterion, Dataset, Query
 from evaluation.answers.models import Answer
@@ -62,11 +61,26 @@ def matching_queries(dataset: Dataset, wanted: QueryFilter) -> set[int] | None:
     if wanted.category is not None:
         found = found.filter(category_id=wanted.category)
     if wanted.dimension is not None:
+        # Read in Python from the queries' dimensions (a small object each, a few thousand
+        # queries): SQLite's JSON path refuses some keys ("malformed JSON"), and a lookup
+        # path "dimensions__<name>" would read "__" in a name as a path.
         name, value = wanted.dimension
-        # The key as a parameter on PostgreSQL and SQLite alike, whatever it holds (a
-        # lookup path "dimensions__<name>" would read "__" in a name as a path).
-        found = found.alias(dimension=KeyTextTransform(name, "dimensions")).filter(dimension=value)
+        return {
+            pk
+            for pk, dimensions in found.values_list("pk", "dimensions")
+            if isinstance(dimensions, dict) and _text(dimensions.get(name)) == value
+        }
     return set(found.values_list("pk", flat=True))
+
+
+def _text(value: object) -> str | None:
+    """A dimension's value as the filter compares it: its text, as PostgreSQL's ->> gives
+    it (a number's digits, true/false), None when absent."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def paired(side_a: Side, scores_a: RunScores, side_b: Side, scores_b: RunScores) -> Paired:

@@ -57,6 +57,10 @@ from tests.support.builders import checklisted_query
 from tests.support.celery_worker import database_url
 from tests.support.webhook_receiver import WebhookReceiver
 
+# The runs these tests start queue tasks that the session's worker (started by an earlier
+# test of this process) may take: it is settled before the database is emptied.
+pytestmark = pytest.mark.usefixtures("settle_session_worker")
+
 # The webhook tests with a worker process: on the PostgreSQL pass (the SQLite pass checks the
 # same rules in this process: test_which_answers_are_tried_again and the next one).
 WORKER_ON_POSTGRES = pytest.mark.skipif(
