@@ -75,6 +75,8 @@ class PairResult:
     completion_tokens: int = 0
     latency_ms: int = 0
     attempts: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
 
 
 def plan_pair(
@@ -142,8 +144,6 @@ async def ask_pair(
     record = asked.record(
         lambda parsed: {"outcome": "voted", "better": parsed.better, "rationale": parsed.rationale}
     )
-    record.pop("cached_tokens", None)
-    record.pop("reasoning_tokens", None)
     return PairResult(planned, **record)
 
 

@@ -24,6 +24,8 @@ from typing import Literal, get_args
 
 import numpy as np
 
+from evaluation.metrics.intervals import quantile
+
 VerdictOutcome = Literal["pass", "fail", "undecided"]
 _OUTCOMES = frozenset(get_args(VerdictOutcome))
 
@@ -173,8 +175,8 @@ def mean_overlap(
         means.append(math.fsum(itemgetter(*drawn.tolist())(sums)) / int(counts[drawn].sum()))
     means.sort()
     alpha = (1 - confidence) / 2
-    low = _quantile(means, alpha)
-    high = _quantile(means, 1 - alpha)
+    low = quantile(means, alpha)
+    high = quantile(means, 1 - alpha)
     return Interval(mean, low, high, len(flat), len(values), method)
 
 
@@ -206,14 +208,6 @@ def _draws(seed: int, size: int, resamples: int, block: int = 64) -> Iterator[np
             pending = np.concatenate([pending, values[values < size].astype(np.int64)])
         yield from pending[:need].reshape(rows, size)
         pending = pending[need:]
-
-
-def _quantile(ordered: Sequence[float], q: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default)."""
-    position = q * (len(ordered) - 1)
-    lower = math.floor(position)
-    upper = min(lower + 1, len(ordered) - 1)
-    return ordered[lower] + (ordered[upper] - ordered[lower]) * (position - lower)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from evaluation.metrics import intervals
 from evaluation.metrics.agreement import Z_95, Kappa, cohen_kappa
 
 PREFERENCES: tuple[str, str, str] = ("a", "b", "tie")
@@ -32,18 +33,10 @@ class Rate:
 
 
 def wilson(count: int, n: int, *, z: float = Z_95) -> Rate:
-    """The Wilson score interval for a binomial proportion (Wilson 1927): unlike the normal
-    approximation it stays inside [0, 1] and is honest at 0 of n and n of n."""
+    """`count` of `n` with its Wilson score interval (intervals.wilson)."""
     if not 0 <= count <= n:
         raise ValueError(f"count must be between 0 and n, not {count} of {n}")
-    if n == 0:
-        return Rate(count, 0, None, None, None)
-    p = count / n
-    denominator = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    # Clamp the rounding error of 0/n and n/n: the bounds are exactly 0 and 1 there.
-    return Rate(count, n, p, max(0.0, centre - half), min(1.0, centre + half))
+    return Rate(count, n, *intervals.wilson(count, n, z=z))
 
 
 @dataclass(frozen=True)
@@ -161,18 +154,10 @@ def bradley_terry_intervals(
     found = []
     for system, value in point.items():
         values = sorted(draws[system])
-        low = _quantile(values, tail) if values else None
-        high = _quantile(values, 1 - tail) if values else None
+        low = intervals.quantile(values, tail) if values else None
+        high = intervals.quantile(values, 1 - tail) if values else None
         found.append(Strength(system, value, low, high))
     return sorted(found, key=lambda s: -s.strength)
-
-
-def _quantile(values: Sequence[float], q: float) -> float:
-    """Linear interpolation between order statistics (numpy's default)."""
-    position = q * (len(values) - 1)
-    lower = math.floor(position)
-    upper = min(lower + 1, len(values) - 1)
-    return values[lower] + (values[upper] - values[lower]) * (position - lower)
 
 
 # --- Agreement -----------------------------------------------------------------------------

@@ -16,12 +16,13 @@ counts in. docs/metrics.md#judge-stability gives the formulas.
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from evaluation.metrics import intervals
 from evaluation.metrics.agreement import Z_95
+from evaluation.metrics.preference import fleiss_kappa
 
 
 @dataclass(frozen=True)
@@ -81,41 +82,14 @@ class Stability:
 
 
 def wilson(count: int, total: int, *, z: float = Z_95) -> Rate:
-    """count/total with its Wilson score interval; no items: no rate."""
-    if total <= 0:
-        return Rate(count, total, None, None, None)
-    p = count / total
-    denominator = 1 + z * z / total
-    centre = (p + z * z / (2 * total)) / denominator
-    half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / denominator
-    # At 0 and at total the interval ends at the bound exactly, not a rounding away from it.
-    low = 0.0 if count == 0 else max(0.0, centre - half)
-    high = 1.0 if count == total else min(1.0, centre + half)
-    return Rate(count, total, p, low, high)
+    """count/total with its Wilson score interval (intervals.wilson); no items: no rate."""
+    return Rate(count, total, *intervals.wilson(count, total, z=z))
 
 
 def retest_kappa(items: Iterable[RepeatedItem]) -> float | None:
-    """Fleiss' κ over items graded two times or more: P̄ the mean over items of the share of
-    agreeing ordered pairs of calls, Pe the sum of the squared pooled pass and fail shares.
-    None without an item, or when every verdict is the same (Pe = 1)."""
-    agreement, passes, calls, n = 0.0, 0, 0, 0
-    for item in items:
-        k = item.calls
-        if k < 2:
-            continue
-        agreement += (item.passes * (item.passes - 1) + item.fails * (item.fails - 1)) / (
-            k * (k - 1)
-        )
-        passes += item.passes
-        calls += k
-        n += 1
-    if n == 0:
-        return None
-    p = passes / calls
-    expected = p * p + (1 - p) * (1 - p)
-    if expected >= 1.0:
-        return None
-    return (agreement / n - expected) / (1 - expected)
+    """Fleiss' κ (preference.fleiss_kappa) over items graded two times or more, each call a
+    rater of pass or fail. None without an item, or when every verdict is the same."""
+    return fleiss_kappa({"pass": item.passes, "fail": item.fails} for item in items)
 
 
 def stability(items: Iterable[RepeatedItem]) -> Stability:
