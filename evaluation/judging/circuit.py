@@ -325,6 +325,12 @@ _seen: dict[str, tuple[float, Outage | None]] = {}  # key -> (when read, state):
 # to Redis.
 _failing: dict[str, float] = {}
 _reading: set[str] = set()  # circuits being read: the other calls use what was last read
+# This loop's reads in flight, by circuit: a call with nothing read yet awaits the read
+# already under way instead of starting its own. Without it, the rewards service's first
+# 256 concurrent calls each read Redis at once, past the shared client's connections, and
+# waited out its timeout on a busy machine (CI, issue 45).
+_reads: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Future]]
+_reads = weakref.WeakKeyDictionary()
 
 
 class Circuit:
@@ -349,6 +355,14 @@ class Circuit:
         seen = _seen.get(self.key)
         if seen is not None and (now - seen[0] < CACHE_SECONDS or self.key in _reading):
             return seen[1]  # fresh enough, or being read by another call right now
+        reads = _reads.setdefault(asyncio.get_running_loop(), {})
+        read = reads.get(self.key)
+        if read is None:
+            read = reads[self.key] = asyncio.ensure_future(self._read(now))
+            read.add_done_callback(lambda _: reads.pop(self.key, None))
+        return await asyncio.shield(read)  # one caller cancelled leaves the read to the rest
+
+    async def _read(self, now: float) -> Outage | None:
         _reading.add(self.key)
         try:
             outage = await self.store.get(self.key)

@@ -60,8 +60,11 @@ def test_a_writer_behind_a_held_row_is_sampled_with_its_holder(conninfo, capsys)
     assert pair["waiting"].startswith(f"UPDATE {TABLE} SET n = n + 1")
     assert pair["holder_state"] == "idle in transaction"
     assert pair["holder"].startswith(f"SELECT n FROM {TABLE} WHERE id = 1 FOR UPDATE")
-    assert not others
-    assert summary["waiting_samples"] == pair["samples"] < summary["samples"]
+    # A sample may catch the holder in the act of committing: the same wait, its holder
+    # "active" on COMMIT (seen on a busy CI machine). Nothing else waited.
+    assert all(o["waiting"] == pair["waiting"] and o["holder"] == "COMMIT" for o in others)
+    assert summary["waiting_samples"] == sum(p["samples"] for p in summary["pairs"])
+    assert summary["waiting_samples"] < summary["samples"]
     assert 0 < summary["waiting_s"] < 10
     print_lock_waits(summary)
     printed = capsys.readouterr().out

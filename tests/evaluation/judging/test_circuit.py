@@ -185,6 +185,32 @@ def test_an_unreadable_circuit_never_stops_a_call(key):
     run(scenario())
 
 
+def test_calls_arriving_together_before_any_read_share_one_read(store, key):
+    """The rewards service's first wave: hundreds of calls admit at once with nothing read
+    yet. One Redis read serves them all (each reading its own ran the shared client out of
+    connections and logged tracebacks on a busy CI machine)."""
+    reads = 0
+    get = store.get
+
+    async def counting_get(name):
+        nonlocal reads
+        reads += 1
+        await asyncio.sleep(0.05)  # a read that takes a while: the others arrive meanwhile
+        return await get(name)
+
+    store.get = counting_get
+
+    async def scenario():
+        calls = [Circuit(store, key, FAST) for _ in range(300)]
+        probes = await asyncio.gather(*(c.admit(Waited()) for c in calls))
+        assert probes == [False] * 300  # a closed circuit: every call goes ahead
+        await asyncio.sleep(circuit.CACHE_SECONDS + 0.05)
+        await calls[0].admit(Waited())  # past the cache: read again, once
+
+    run(scenario())
+    assert reads == 2
+
+
 def test_circuits_are_per_judge_and_endpoint():
     a = circuit.circuit_key(1, "https://api.example/v1")
     assert a == circuit.circuit_key(1, "https://api.example/v1")
