@@ -8,7 +8,9 @@ that many connections per process): first DRF's own steps of the route's view (t
 the permission, the body read into a job: evaluation.rewards.api), then the wave's prepare
 and finish (evaluation.rewards.waves). In between, the request awaits its shared wave on the
 event loop. A process holding REWARDS_MAX_PENDING samples answers the next request 503
-with Retry-After, which the trainers' retry loops honour (evaluation.rewards.trainers).
+with Retry-After, which the trainers' retry loops honour (evaluation.rewards.trainers); so
+does a request whose database is unreachable (a restart, a failover): nothing of it was
+recorded, and asking again is safe.
 
 The answer is the web processes' answer, byte for byte: the same view class writes it.
 """
@@ -17,21 +19,27 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections
-from django.http import HttpRequest, HttpResponse
+from django.db import InterfaceError, OperationalError, close_old_connections
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
-from rest_framework import status
+from rest_framework import exceptions, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from evaluation.rewards import api, waves
 
+logger = logging.getLogger(__name__)
+
 _edge: ThreadPoolExecutor | None = None
+# Seconds a trainer waits before asking again when the database cannot be reached: about
+# what a PostgreSQL restart or a PgBouncer reconnect takes.
+DATABASE_RETRY_AFTER = 2
 _waves: dict[asyncio.AbstractEventLoop, waves.Waves] = {}
 
 
@@ -89,6 +97,8 @@ def _admitted(view_class: type[api._RewardView], request: HttpRequest):
     view.request = drf_request
     try:
         view.initial(drf_request)
+        if request.method != "POST":  # as DRF's dispatch: after the caller is known
+            raise exceptions.MethodNotAllowed(request.method)
         return view, drf_request, view.job(drf_request)
     except Exception as refused:
         answer = api.refused_response(refused)
@@ -110,24 +120,42 @@ def served(view_class: type[api._RewardView]) -> Callable[..., Any]:
     """The async view of a reward route whose view class is `view_class`."""
 
     async def view(request: HttpRequest) -> HttpResponse:
-        drf_view, drf_request, job = await at_edge(_admitted, view_class, request)
-        if isinstance(job, Response):
-            return _rendered(drf_view, drf_request, job)
         try:
-            result = await current_waves().grade(job)
-        except waves.Overloaded as overloaded:
-            response = Response(
-                {"detail": str(overloaded), "retry_after": overloaded.retry_after},
-                status=status.HTTP_503_SERVICE_UNAVAILABLE,
-                headers={"Retry-After": str(overloaded.retry_after)},
+            return await _answer(view_class, request)
+        except (OperationalError, InterfaceError) as unreachable:
+            # A lost connection, not a refused request: a 503 the trainers retry, rather
+            # than a 500 their loops give up on. A write cut short rolled back whole.
+            logger.warning("Rewards service: the database is unreachable: %s", unreachable)
+            return _unavailable(
+                "The reward service cannot reach its database: nothing was recorded; "
+                "retry after the time in the Retry-After header.",
+                DATABASE_RETRY_AFTER,
             )
-        except Exception as refused:
-            response = api.refused_response(refused)
-            if response is None:
-                raise
-        else:
-            response = Response(drf_view.body(drf_request, result))
-        return _rendered(drf_view, drf_request, response)
 
     view.__name__ = f"served_{view_class.__name__}"
     return csrf_exempt(view)
+
+
+async def _answer(view_class: type[api._RewardView], request: HttpRequest) -> HttpResponse:
+    drf_view, drf_request, job = await at_edge(_admitted, view_class, request)
+    if isinstance(job, Response):
+        return _rendered(drf_view, drf_request, job)
+    try:
+        result = await current_waves().grade(job)
+    except waves.Overloaded as overloaded:
+        return _unavailable(str(overloaded), overloaded.retry_after)
+    except Exception as refused:  # a lost database connection is not one: view() answers
+        response = api.refused_response(refused)
+        if response is None:
+            raise
+    else:
+        response = Response(drf_view.body(drf_request, result))
+    return _rendered(drf_view, drf_request, response)
+
+
+def _unavailable(detail: str, retry_after: int) -> HttpResponse:
+    return JsonResponse(
+        {"detail": detail, "retry_after": retry_after},
+        status=status.HTTP_503_SERVICE_UNAVAILABLE,
+        headers={"Retry-After": str(retry_after)},
+    )

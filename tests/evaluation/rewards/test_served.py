@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +26,7 @@ from bench.rewards.served import ConnectionWatch, ServiceProcess, connections_no
 from evaluation.rewards import trainers
 from evaluation.rewards.models import RewardBatch
 from tests.evaluation.rewards.conftest import BROKEN
+from tests.faults.conftest import POSTGRES_ONLY, database_down
 from tests.support.celery_worker import database_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -274,6 +276,34 @@ def test_past_its_limit_the_service_answers_503_with_retry_after_and_clients_ret
     finally:
         served.stop()
     assert "Traceback" not in served.log_path.read_text()
+
+
+@POSTGRES_ONLY
+def test_a_database_outage_answers_503_with_retry_after_and_the_trainer_waits_it_out(
+    trainer_env, token, dataset, panel
+):
+    """PostgreSQL restarting under the service: the request is answered 503 with
+    Retry-After (not a 500 the trainers' loops give up on), nothing is recorded, and the
+    trainers' client asking again once it is back gets the sample's reward."""
+    url = f"{trainer_env.url}/api/rewards/openrlhf/?dataset={dataset.pk}&panel={panel.pk}"
+    body = {"query": [f"{PROMPT}an answer"], "prompts": [PROMPT], "labels": ["q-1"]}
+    with database_down(0):
+        status, headers, refused = _post(url, body, token)
+    assert status == 503 and headers["retry-after"] == "2"
+    assert "cannot reach its database" in refused["detail"] and refused["retry_after"] == 2
+    assert not RewardBatch.objects.exists()
+
+    # An outage the client's retries outlast: refused while it lasts, answered after.
+    answered: list = []
+    with ThreadPoolExecutor(1) as pool:
+        with database_down(0):
+            asked = pool.submit(trainers.post_json, url, token, body)
+            time.sleep(1.5)  # the first try, and perhaps a second, is refused
+        answered.append(asked.result(timeout=60))
+    assert answered[0]["rewards"] == [pytest.approx(2 / 3)]
+    assert sum(RewardBatch.objects.values_list("items", flat=True)) == 1
+    log = trainer_env.log_path.read_text()
+    assert "the database is unreachable" in log and "Traceback" not in log
 
 
 def test_a_thousand_concurrent_one_sample_requests_are_all_answered(
