@@ -2,6 +2,12 @@
 previous ended run holding that system; a drop of at least the alert's threshold is
 recorded once (`AlertEvent`) and sent by email and by a signed webhook: the sending, its
 signature and its retries are in delivery.py, run by the task `evaluation.send_alert`.
+
+Each event carries its evidence (evaluation.alerts.evidence): item by item on the criteria
+unchanged between the runs, the paired test and the judge's own noise floor, and the
+criteria and queries that went from pass to fail. A drop past the threshold that is not
+beyond the noise (the paired test does not tell it from chance, or the judge's measured
+flip rate explains it) is recorded as "within the judge's noise" and not sent.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from django.urls import reverse
 
 from config import site
 from evaluation import task_names
+from evaluation.alerts.evidence import regression_evidence
 from evaluation.alerts.models import AlertEvent, RegressionAlert
 from evaluation.analytics import selectors as sel
 from evaluation.analytics import summaries
@@ -29,6 +36,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 Delivery = AlertEvent.Delivery
+# An event whose drop no criterion explains beyond the judge's measured noise: kept, not sent.
+WITHIN_NOISE = "within-noise"
 
 
 # What a dataset's admin sets on an alert (evaluation.alerts.forms.AlertForm checks them).
@@ -109,8 +118,10 @@ def check_run(run: Run, *, base_url: str = "") -> list[AlertEvent]:
                 continue
             url = reverse("analytics-compare", args=[run.dataset_id])
             url += f"?a={previous.pk}&b={run.pk}&system_a={system_id}&system_b={system_id}"
+            evidence = _linked(regression_evidence(previous, run, system_id), base_url)
+            noise = not evidence["beyond_noise"]
             payload = {
-                "event": "regression",
+                "event": WITHIN_NOISE if noise else "regression",
                 "dataset": run.dataset.name,
                 "dataset_id": run.dataset_id,
                 "system": name,
@@ -125,10 +136,12 @@ def check_run(run: Run, *, base_url: str = "") -> list[AlertEvent]:
                 "sign_p": t.sign_p,
                 "bootstrap_p": t.bootstrap_p,
                 "comparison_url": f"{base_url}{url}",
+                "evidence": evidence,
             }
+            send = not noise
             asked = {
-                "email_state": Delivery.PENDING if alert.emails.strip() else Delivery.NONE,
-                "webhook_state": Delivery.PENDING if alert.webhook_url else Delivery.NONE,
+                "email_state": Delivery.PENDING if send and alert.emails.strip() else Delivery.NONE,
+                "webhook_state": Delivery.PENDING if send and alert.webhook_url else Delivery.NONE,
             }
             try:
                 with transaction.atomic():
@@ -142,6 +155,13 @@ def check_run(run: Run, *, base_url: str = "") -> list[AlertEvent]:
             events.append(event)
     _queue_pending(run)
     return events
+
+
+def _linked(evidence: dict, base_url: str) -> dict:
+    """The evidence's queries and criteria with the pages that show them."""
+    for row in (*evidence["queries"], *evidence["criteria"]):
+        row["url"] = f"{base_url}{reverse('query-detail', args=[row['query_id']])}"
+    return evidence
 
 
 def _queue_pending(run: Run) -> None:

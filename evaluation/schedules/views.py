@@ -15,6 +15,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from annotation import roles
 from annotation.access import access_dataset
 from config.form_pages import form_status, posted
+from evaluation.alerts.models import AlertEvent
 from evaluation.runs.models import Run
 from evaluation.runs.preflight import RunRefused
 from evaluation.schedules import beat
@@ -45,10 +46,19 @@ def dataset_schedules(request: HttpRequest, pk: int) -> HttpResponse:
         if names
         else Run.objects.none()
     )[:RECENT_RUNS]
+    # The alerts these runs raised, each with its evidence (evaluation/alerts/evidence.py).
+    alert_events = (
+        AlertEvent.objects.filter(run__in=[run.pk for run in runs])
+        .select_related("run", "system")
+        .order_by("-created_at", "-pk")
+        if runs
+        else []
+    )
     # Only enabled schedules need beat: paused ones warn of nothing.
     waiting = any(schedule.task.enabled for schedule, *_ in rows)
     context = {
         "dataset": dataset, "form": form, "rows": rows, "runs": runs, "now": timezone.now(),
+        "alert_events": alert_events,
         # The scheduler's state from its heartbeat, the source /healthz reads: always said
         # (seen when, or never); a warning only while enabled schedules wait for it.
         "scheduler": beat.state(), "waiting": waiting,
