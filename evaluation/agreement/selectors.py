@@ -148,7 +148,7 @@ def _agreement(counts: Mapping[tuple[str, str], int]) -> Agreement:
     return agreement_from_matrix(matrix_from_counts(counts, PASS_FAIL))
 
 
-class _Cells:
+class Cells:
     """The counted cells, by figure and group, with only pass/fail pairs kept as cells."""
 
     def __init__(self, rows: list[Cell]) -> None:
@@ -255,7 +255,7 @@ def agreement_report(dataset: Dataset, run_id: int | None = None) -> AgreementRe
     runs = runs_of_system_answers(dataset)
     run = _run(dataset, run_id, runs)
     counted = kept.cells(dataset, run)
-    found = _Cells(counted or [])
+    found = Cells(counted or [])
     kind_labels = dict(Criterion.Kind.choices)
 
     def group(name: str, labels: Mapping[str, str] | None = None) -> list[Figure]:
@@ -298,7 +298,7 @@ def agreement_report(dataset: Dataset, run_id: int | None = None) -> AgreementRe
     )
 
 
-def _reviewers(dataset: Dataset, found: _Cells, raters: list[str]) -> list[RaterStats]:
+def _reviewers(dataset: Dataset, found: Cells, raters: list[str]) -> list[RaterStats]:
     days: dict[str, dict[date, int]] = defaultdict(dict)
     for rater, day, n in found.days:
         days[rater][day] = days[rater].get(day, 0) + n

@@ -194,10 +194,19 @@ def send_email(event: AlertEvent) -> None:
     if not recipients:
         return
     p = event.payload
+    subject = f"Regression: {p['system']} dropped {-p['difference']:.1%} on {p['dataset']}"
+    canary = ""
+    if p["event"] == "judge-changed":
+        subject = f"Judge changed? {', '.join(p['canary']['changed'])} on {p['dataset']}"
+        canary = (
+            f"The judge canary found {', '.join(p['canary']['changed'])} agreeing with the "
+            "human labels less than last time: the score change below may be the judge's, "
+            "not the system's.\n\n"
+        )
     send_mail(
-        subject=f"Regression: {p['system']} dropped {-p['difference']:.1%} on {p['dataset']}",
+        subject=subject,
         message=(
-            f"{p['system']} scored {p['after']:.1%} in run {p['run']['name']} against "
+            f"{canary}{p['system']} scored {p['after']:.1%} in run {p['run']['name']} against "
             f"{p['before']:.1%} in run {p['previous']['name']} "
             f"({p['queries']} queries in both; sign test p = {p['sign_p']}).\n\n"
             f"Comparison: {p['comparison_url']}\n"

@@ -22,10 +22,12 @@ from django.urls import reverse
 
 from config import site
 from evaluation import task_names
+from evaluation.agreement import canary
 from evaluation.alerts.evidence import regression_evidence
 from evaluation.alerts.models import AlertEvent, RegressionAlert
 from evaluation.analytics import selectors as sel
 from evaluation.analytics import summaries
+from evaluation.runs.canary import canary_of
 from evaluation.runs.models import Run
 
 if TYPE_CHECKING:
@@ -38,6 +40,8 @@ logger = logging.getLogger(__name__)
 Delivery = AlertEvent.Delivery
 # An event whose drop no criterion explains beyond the judge's measured noise: kept, not sent.
 WITHIN_NOISE = "within-noise"
+# An event of a run whose judge canary named a changed judge: sent, saying so.
+JUDGE_CHANGED = "judge-changed"
 
 
 # What a dataset's admin sets on an alert (evaluation.alerts.forms.AlertForm checks them).
@@ -75,9 +79,11 @@ def alert_delete(*, alert: RegressionAlert) -> None:
 
 
 def previous_run(run: Run, system_id: int) -> Run | None:
-    """The dataset's latest run that ended before this one and graded this system."""
+    """The dataset's latest run that ended before this one and graded this system (a judge
+    canary grades only labelled items: never one)."""
     return (
         Run.objects.filter(dataset=run.dataset_id, status__in=Run.FINISHED)
+        .filter(canary_for__isnull=True)
         .exclude(kind=Run.Kind.CROSS_EVALUATION)
         .exclude(pk=run.pk)
         .filter(finished_at__lte=run.finished_at, verdicts__answer__system=system_id)
@@ -90,12 +96,25 @@ def previous_run(run: Run, system_id: int) -> Run | None:
 def check_run(run: Run, *, base_url: str = "") -> list[AlertEvent]:
     """Find this run's regressions for every active alert of its dataset, record each once
     and queue its sending. Safe to call twice: an event already recorded is not recorded,
-    nor sent, again. Returns the events this call recorded."""
+    nor sent, again. Returns the events this call recorded.
+
+    A judge canary (evaluation.agreement.canary) is measured when it ends, then the run it
+    checks is checked. A run whose canary is still running waits for it; one whose canary
+    named a changed judge raises "judge-changed" events instead of regressions."""
+    if run.canary_for_id is not None:
+        if run.status in Run.FINISHED:
+            canary.record(run)
+        checked = Run.objects.select_related("dataset").get(pk=run.canary_for_id)
+        return check_run(checked, base_url=base_url)
     if run.status not in Run.FINISHED or run.kind == Run.Kind.CROSS_EVALUATION:
         return []
+    if run.canaries.filter(status__in=(Run.Status.PENDING, Run.Status.RUNNING)).exists():
+        return []  # its end checks this run
     alerts = list(RegressionAlert.objects.filter(dataset=run.dataset_id, active=True))
     if not alerts:
         return []
+    checked_by = canary_of(run)
+    changed = checked_by.canary_result.get("changed") if checked_by is not None else None
     data = sel.load_run(run, parts=())  # the per-query scores only
     systems = dict(summaries.systems_of(data))
     base_url = base_url or site.site_url()
@@ -114,14 +133,14 @@ def check_run(run: Run, *, base_url: str = "") -> list[AlertEvent]:
                 loaded[previous.pk], data, system_a=system_id, system_b=system_id
             )
             t = comparison.test
-            if t.difference is None or t.difference > -alert.threshold:
+            if t.difference is None or (t.difference > -alert.threshold and not changed):
                 continue
             url = reverse("analytics-compare", args=[run.dataset_id])
             url += f"?a={previous.pk}&b={run.pk}&system_a={system_id}&system_b={system_id}"
             evidence = _linked(regression_evidence(previous, run, system_id), base_url)
-            noise = not evidence["beyond_noise"]
+            noise = not evidence["beyond_noise"] and not changed
             payload = {
-                "event": WITHIN_NOISE if noise else "regression",
+                "event": JUDGE_CHANGED if changed else WITHIN_NOISE if noise else "regression",
                 "dataset": run.dataset.name,
                 "dataset_id": run.dataset_id,
                 "system": name,
@@ -138,6 +157,8 @@ def check_run(run: Run, *, base_url: str = "") -> list[AlertEvent]:
                 "comparison_url": f"{base_url}{url}",
                 "evidence": evidence,
             }
+            if changed:
+                payload["canary"] = _canary_payload(checked_by, base_url)
             send = not noise
             asked = {
                 "email_state": Delivery.PENDING if send and alert.emails.strip() else Delivery.NONE,
@@ -155,6 +176,21 @@ def check_run(run: Run, *, base_url: str = "") -> list[AlertEvent]:
             events.append(event)
     _queue_pending(run)
     return events
+
+
+def _canary_payload(checked_by: Run, base_url: str) -> dict:
+    """What the canary found: the judges changed, each judge's agreement now and before."""
+    result = checked_by.canary_result
+    before = result.get("previous_judges") or {}
+    return {
+        "run": {"id": checked_by.pk, "name": str(checked_by)},
+        "run_url": f"{base_url}{reverse('run-detail', args=[checked_by.pk])}",
+        "changed": result["changed"],
+        "judges": {
+            name: {"now": figure, "before": before.get(name)}
+            for name, figure in result["judges"].items()
+        },
+    }
 
 
 def _linked(evidence: dict, base_url: str) -> dict:

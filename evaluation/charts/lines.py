@@ -72,7 +72,7 @@ class LineChart:
     top: int
     right: int
     bottom: int
-    categories: tuple[tuple[float, str, str], ...]  # (x, label, href)
+    categories: tuple[tuple[float, str, str, str], ...]  # (x, label, href, its link's title)
     ticks: tuple[tuple[float, str], ...]  # (y, label)
     series: tuple[Series, ...]
     reference: Reference | None
@@ -84,6 +84,7 @@ def line_chart(
     *,
     title: str,
     reference: tuple[str, float, float | None, float | None] | None = None,
+    category_title: str = "Drill into {} criteria",
 ) -> LineChart:
     if any(len(s.points) != len(categories) for s in series):
         raise ValueError("every series needs one point per category")
@@ -144,7 +145,10 @@ def line_chart(
         top=TOP,
         right=LEFT + PLOT_WIDTH,
         bottom=TOP + PLOT_HEIGHT,
-        categories=tuple((x_of(i), label, href) for i, (label, href) in enumerate(categories)),
+        categories=tuple(
+            (x_of(i), label, href, category_title.format(label))
+            for i, (label, href) in enumerate(categories)
+        ),
         ticks=tuple((y_of(v / 4), f"{v / 4:.0%}") for v in range(5)),
         series=tuple(drawn),
         reference=ref,

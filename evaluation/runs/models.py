@@ -55,6 +55,14 @@ class Run(models.Model):
     baseline = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="trials"
     )
+    # A judge canary (docs/judging.md#judge-canary): a run of the labelled items, its calls
+    # past the cache, started beside the scheduled run it checks the judges of. Its
+    # agreement with the human reference, and whether a judge dropped below the previous
+    # canary's interval, are kept in `canary_result` when it ends (evaluation.agreement.canary).
+    canary_for = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="canaries"
+    )
+    canary_result = models.JSONField(default=dict, blank=True)
     # The calls, tokens and cost estimated before the run started (evaluation.runs.costs).
     estimate = models.JSONField(default=dict, blank=True)
     concurrency = models.PositiveSmallIntegerField(

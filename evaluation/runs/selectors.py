@@ -28,9 +28,11 @@ OFFERED_RUNS = 50
 def runs_of_system_answers(dataset: Dataset) -> list[Run]:
     """The dataset's runs that grade system answers or hold imported verdicts, newest first:
     the runs the agreement and analytics pages offer. Cross-evaluation runs grade perfect
-    answers, which reviewers do not label and analytics do not score."""
+    answers, which reviewers do not label and analytics do not score; a judge canary
+    grades the labelled items again to check the judges, and shows on the run it checks."""
     return list(
         dataset.runs.exclude(kind=Run.Kind.CROSS_EVALUATION)
+        .filter(canary_for__isnull=True)
         .select_related("panel")
         .order_by("-created_at", "-id")[:OFFERED_RUNS]
     )

@@ -45,9 +45,12 @@ def run_create(
     kind: Run.Kind = Run.Kind.SYSTEMS,
     scope: Run.Scope = Run.Scope.ALL,
     baseline: Run | None = None,
+    canary_for: Run | None = None,
 ) -> Run:
     """A trial (scope "labelled") grades only the labelled items and is compared with
-    `baseline`, by default the dataset's latest finished run (baselines.default_baseline)."""
+    `baseline`, by default the dataset's latest finished run (baselines.default_baseline).
+    A judge canary (`canary_for`: the run whose judges it checks) grades them too, past the
+    cache, and is compared with the previous canary instead (evaluation.agreement.canary)."""
     foreign = [q.pk for q in queries if q.dataset_id != dataset.pk]
     if foreign:
         raise ValueError(f"Queries {foreign} are not in dataset {dataset.pk}.")
@@ -55,12 +58,14 @@ def run_create(
         raise RunRefused(["Only a run of system answers can be a trial."], field="scope")
     if baseline is not None and (problem := baselines.baseline_problem(dataset, baseline)):
         raise RunRefused([problem], field="baseline")
-    if baseline is None and scope == Run.Scope.LABELLED:
+    if canary_for is not None and scope != Run.Scope.LABELLED:
+        raise RunRefused(["A judge canary grades the labelled items only."], field="scope")
+    if baseline is None and scope == Run.Scope.LABELLED and canary_for is None:
         baseline = baselines.default_baseline(dataset)
     run = Run.objects.create(
         dataset=dataset, panel=panel, created_by=by, name=name, kind=kind,
         answer_run_label=answer_run_label, concurrency=concurrency, scope=scope,
-        baseline=baseline,
+        baseline=baseline, canary_for=canary_for,
     )  # fmt: skip
     run.queries.set(queries)
     run.systems.set(systems)

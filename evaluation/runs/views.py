@@ -15,7 +15,7 @@ from annotation.access import access_dataset, dataset_permissions
 from annotation.models import Query
 from evaluation.answers.models import Answer
 from evaluation.answers.view import answer_view
-from evaluation.runs import rebuild, scores, snapshot, stability
+from evaluation.runs import canary, rebuild, scores, snapshot, stability
 from evaluation.runs import services as runs
 from evaluation.runs.access import (
     access_run,
@@ -133,6 +133,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     context["report"] = report
     context["reliability"] = scores.reliability_shown(report)
     context["stability"] = stability.stability_shown(run)
+    context["canary"] = canary.shown(run)
     # The per-system table covers every answer; the per-answer table shows a page of them
     # (a run of 5,000 answers is not one page of HTML), each with its query's text. Only
     # that page's answers are read (run_scores keeps an ended run's rows in pieces).

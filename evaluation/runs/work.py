@@ -232,6 +232,8 @@ def _judge_with_llm(
     )  # fmt: skip
     # The tuning the run started with (its snapshot's version), whatever the judge has now.
     tuning = tuning_of(judge, member.prompt_version, run.dataset_id)
+    # A judge canary asks its judges again: its calls miss the cache (plan.plan_vote).
+    fresh = str(run.pk) if run.canary_for_id else ""
     calls = []
     turn_of: dict[str, int] = {}  # a call's cache key -> the turn it grades
     refused: list[engine.CallResult] = []
@@ -246,7 +248,7 @@ def _judge_with_llm(
                 judge=judge, tuning=tuning, temperature=member.temperature(sample),
                 sample=sample, query=query.text, query_date=query.query_date,
                 criterion_id=criterion.pk, criterion=criterion.text, turn=turn,
-                conversation=in_conversation, evidence=given,
+                conversation=in_conversation, evidence=given, fresh=fresh,
             )
             for turn in turns
         ]  # fmt: skip

@@ -27,6 +27,13 @@ class ScheduleForm(forms.Form):
     )
     days = forms.ChoiceField(choices=DAYS, initial="*")
     enabled = forms.BooleanField(required=False, initial=True)
+    canary = forms.BooleanField(
+        label="Judge canary",
+        required=False,
+        help_text="With each run, grade the dataset's labelled items again (past the cache: "
+        "counted in the run's calls) and warn \u201cjudge changed?\u201d when a judge agrees "
+        "with the human labels less than last time.",
+    )
 
     def __init__(self, *args, dataset, **kwargs) -> None:
         super().__init__(*args, **kwargs)

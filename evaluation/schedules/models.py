@@ -20,6 +20,12 @@ class RunSchedule(models.Model):
     name = models.CharField(max_length=120)
     system = models.ForeignKey("evaluation.System", on_delete=models.CASCADE, related_name="+")
     panel = models.ForeignKey("evaluation.Panel", on_delete=models.CASCADE, related_name="+")
+    canary = models.BooleanField(
+        "Judge canary",
+        default=False,
+        help_text="With each run, grade the dataset's labelled items again, past the cache, "
+        "and warn when a judge agrees with the human labels less than last time.",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import logging
 from typing import TYPE_CHECKING
 
 from django.conf import settings
@@ -30,12 +31,15 @@ from evaluation.judges.models import Panel
 from evaluation.runs import preflight
 from evaluation.runs import services as run_services
 from evaluation.runs.models import Run
+from evaluation.runs.preflight import RunRefused
 from evaluation.schedules import timing
 from evaluation.schedules.forms import DAYS
 from evaluation.schedules.models import RunSchedule
 
 if TYPE_CHECKING:
     from django.contrib.auth.base_user import AbstractBaseUser
+
+logger = logging.getLogger(__name__)
 
 
 def newest_label(dataset: Dataset, system: System) -> str | None:
@@ -69,9 +73,27 @@ def scheduled_run(*, dataset_id: int, panel_id: int, system_id: int, name: str =
     ).first()
     if existing is not None:
         return existing
-    return run_services.run_create_and_start(
+    run = run_services.run_create_and_start(
         dataset=dataset, panel=panel, systems=[system], answer_run_label=label, name=name
     )
+    if RunSchedule.objects.filter(dataset=dataset, name=name, canary=True).exists():
+        _start_canary(run)
+    return run
+
+
+def _start_canary(run: Run) -> Run | None:
+    """The judge canary beside the run: the dataset's labelled items graded again by the
+    run's panel, past the cache (docs/judging.md#judge-canary). A dataset with nothing
+    labelled yet has no canary; the run goes on without one."""
+    try:
+        with transaction.atomic():
+            return run_services.run_create_and_start(
+                dataset=run.dataset, panel=run.panel, scope=Run.Scope.LABELLED, canary_for=run,
+                name=f"{run.name} \u00b7 canary",
+            )  # fmt: skip
+    except RunRefused as refused:
+        logger.warning("No judge canary for run %s: %s", run.pk, "; ".join(refused.problems))
+        return None
 
 
 def _lock_tick(dataset_id: int, name: str) -> None:
@@ -111,6 +133,7 @@ def schedule_save(
     enabled: bool,
     by: AbstractBaseUser | None,
     schedule: RunSchedule | None = None,
+    canary: bool = False,
 ) -> RunSchedule:
     """Create or change a dataset's scheduled run: beat's task (its crontab and the
     task's arguments) and the row that ties it to the dataset, in one transaction.
@@ -139,7 +162,13 @@ def schedule_save(
     if schedule is None:
         task = PeriodicTask.objects.create(**fields)
         return RunSchedule.objects.create(
-            dataset=dataset, task=task, name=name, system=system, panel=panel, created_by=by
+            dataset=dataset,
+            task=task,
+            name=name,
+            system=system,
+            panel=panel,
+            created_by=by,
+            canary=canary,
         )
     task = PeriodicTask.objects.get(pk=schedule.task_id)
     if (task.crontab_id, task.enabled) != (crontab.pk, enabled):
@@ -150,7 +179,8 @@ def schedule_save(
     PeriodicTask.objects.filter(pk=task.pk).update(**fields)
     PeriodicTasks.update_changed()  # .update() skips the signal that tells beat to reload
     schedule.name, schedule.system, schedule.panel = name, system, panel
-    schedule.save(update_fields=["name", "system", "panel"])
+    schedule.canary = canary
+    schedule.save(update_fields=["name", "system", "panel", "canary"])
     return schedule
 
 

@@ -80,6 +80,7 @@ def schedule_edit(request: HttpRequest, pk: int, schedule_pk: int) -> HttpRespon
         "name": schedule.name, "system": schedule.system_id, "panel": schedule.panel_id,
         "at": _time(schedule),
         "days": schedule.task.crontab.day_of_week, "enabled": schedule.task.enabled,
+        "canary": schedule.canary,
     }  # fmt: skip
     form = ScheduleForm(posted(request), initial=initial, dataset=dataset)
     if request.method == "POST" and _saved(form, dataset, request, schedule):
@@ -117,7 +118,7 @@ def _saved(form: ScheduleForm, dataset, request: HttpRequest, schedule) -> bool:
         schedules.schedule_save(
             dataset=dataset, name=data["name"], system=data["system"], panel=data["panel"],
             at=data["at"], days=data["days"], enabled=data["enabled"], by=request.user,
-            schedule=schedule,
+            schedule=schedule, canary=data["canary"],
         )  # fmt: skip
     except schedules.ScheduleError as error:
         form.add_error(error.field, str(error))

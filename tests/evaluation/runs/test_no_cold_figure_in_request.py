@@ -30,8 +30,9 @@ from tests.support.compare import same
 
 # The run page with a placeholder: access, run, overview and progress, the scores' two
 # reads (counters, slot), the refresh marker and its failure, session and user; and the
-# judge-stability figure's first count and keep (issue 43), done once per run.
-PAGE_QUERIES = 44
+# judge-stability figure's first count and keep (issue 43), done once per run; the judge
+# canary that checked the run, if any (one).
+PAGE_QUERIES = 45
 API_QUERIES = 20
 
 
