@@ -10,8 +10,8 @@ from django.urls import reverse
 from evaluation.analytics import figures as analytics_figures
 from evaluation.metrics import preference
 from evaluation.pairwise import figures, services
-from evaluation.pairwise.models import PairwisePair
-from tests.factories import AnswerFactory, SystemFactory
+from evaluation.pairwise.models import PairwiseJudgeVote, PairwisePair
+from tests.factories import AnswerFactory, SystemFactory, offline_judge
 from tests.support.builders import checklisted_query, finished_run
 
 pytestmark = pytest.mark.django_db
@@ -116,3 +116,56 @@ def test_the_analytics_page_shows_win_rates_beside_the_human_line(
     assert 'id="pairwise-win-rates"' in page and 'id="pairwise-prediction"' in page
     assert "Alpha 1.0 over Beta 1.0" in page and "Checklist agrees with reviewers" in page
     assert "2/3" in page  # a decided pair of three went to the lower score
+
+
+def judge_replies(session, judge, by_query: dict[int, list[tuple[str, str]]]) -> None:
+    """Generated pairwise-judge replies: per query, one (ab side, ba side) per sample."""
+    for pair in PairwisePair.objects.filter(session=session):
+        for sample, (ab, ba) in enumerate(by_query.get(pair.query_id, [])):
+            for order, side in (("ab", ab), ("ba", ba)):
+                PairwiseJudgeVote.objects.create(
+                    pair=pair, judge=judge, sample=sample, order=order, preference=side,
+                    outcome=PairwiseJudgeVote.Outcome.VOTED, cache_key=f"{pair.pk}-{sample}",
+                )  # fmt: skip
+
+
+def test_the_checklist_is_set_against_the_pairwise_judge_too(
+    client, scored, owner, django_assert_max_num_queries
+):
+    """Alpha scores higher on all four queries. Hand count: q0 both judges prefer A in both
+    orders (agrees); q1 judge one prefers B in both orders, twice (disagrees); q2 judge one
+    flips with the order (a tie: left out); q3 the two judges split A / B (no verdict: not a
+    pair of the figure). So 1 of 2 decided pairs agrees, 1 tie."""
+    run, session, queries = scored
+    one, two = offline_judge("Pair judge one"), offline_judge("Pair judge two")
+    q0, q1, q2, q3 = queries
+    judge_replies(session, one, {q0: [("a", "a")], q1: [("b", "b"), ("b", "b")],
+                                 q2: [("a", "b")], q3: [("a", "a")]})  # fmt: skip
+    judge_replies(session, two, {q0: [("a", "a")], q3: [("b", "b")]})
+    # An unparseable reply is never a preference.
+    pair = PairwisePair.objects.get(session=session, query_id=q2)
+    PairwiseJudgeVote.objects.create(
+        pair=pair, judge=two, order="ab", outcome=PairwiseJudgeVote.Outcome.UNPARSEABLE,
+        cache_key="x",
+    )  # fmt: skip
+
+    found = figures.dataset_figures(session.dataset, run)
+    assert found.votes == 0 and found.prediction is None  # no reviewer voted
+    assert found.judge_pairs == 4  # pairs some judge gave a verdict (q3 split: left out below)
+    judged = found.judge_prediction
+    assert judged.overall == preference.wilson(1, 2)
+    assert (judged.ties, judged.not_separated) == (1, 0)
+    # The same function as the reviewers' figure, on the judges' verdicts by hand.
+    by_hand = preference.checklist_prediction(
+        [preference.PredictedPair(p, 1.0, 0.5) for p in ("a", "b", "tie")]
+    )
+    assert judged.overall == by_hand.overall and judged.by_gap == by_hand.by_gap
+
+    analytics_figures.warm(run)
+    url = reverse("dataset-analytics", args=[session.dataset_id]) + f"?run={run.pk}"
+    client.force_login(owner)
+    client.get(url)
+    with django_assert_max_num_queries(42):
+        page = client.get(url).content.decode()
+    assert 'id="pairwise-judge-prediction"' in page
+    assert "Checklist agrees with the pairwise judge" in page and "1/2" in page
