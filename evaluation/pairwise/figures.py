@@ -151,8 +151,9 @@ def dataset_figures(
 
 def _prediction(run: Run, by_pair: dict, pairs: dict) -> preference.Prediction:
     """The raters' majority per pair (reviewers, or the pairwise judges: several judges of a
-    pair count as its raters) against the run's checklist scores of its two answers (each answer's value under the dataset's scoring strategy, as the run page shows
-    it: evaluation.runs.scores, never a second count of satisfied criteria)."""
+    pair count as its raters) against the run's checklist scores of its two answers (each
+    answer's value under the dataset's scoring strategy, as the run page shows it:
+    evaluation.runs.scores, never a second count of satisfied criteria)."""
     answer_ids = sorted({a for a, b, _ in pairs.values()} | {b for a, b, _ in pairs.values()})
     scored = run_scores(run).of_answers(answer_ids)
     items = []
@@ -172,7 +173,7 @@ def _prediction(run: Run, by_pair: dict, pairs: dict) -> preference.Prediction:
 
 def win_rate_chart(figures: DatasetFigures) -> BarChart:
     """A's share of the votes per pair of sides, and the checklist's agreement with the
-    reviewers' preference, each with its Wilson interval, on one 0–100% scale."""
+    reviewers' preference and with the pairwise judges', each with its Wilson interval, on one 0–100% scale."""
     rows = [
         BarInput(
             f"{row.a} over {row.b}", row.figures.a.rate, low=row.figures.a.low,
@@ -180,18 +181,13 @@ def win_rate_chart(figures: DatasetFigures) -> BarChart:
         )
         for row in figures.rows
     ]  # fmt: skip
-    if figures.prediction is not None:
-        overall = figures.prediction.overall
-        rows.append(
-            BarInput("Checklist agrees with reviewers", overall.rate, low=overall.low,
-                     high=overall.high, note=f"n = {overall.n}")
-        )  # fmt: skip
-    if figures.judge_prediction is not None:
-        judged = figures.judge_prediction.overall
-        rows.append(
-            BarInput("Checklist agrees with the pairwise judge", judged.rate, low=judged.low,
-                     high=judged.high, note=f"n = {judged.n}")
-        )  # fmt: skip
+    for label, found in (
+        ("Checklist agrees with reviewers", figures.prediction),
+        ("Checklist agrees with the pairwise judge", figures.judge_prediction),
+    ):
+        if found is not None:
+            o = found.overall
+            rows.append(BarInput(label, o.rate, low=o.low, high=o.high, note=f"n = {o.n}"))
     return bar_chart(
         rows, title="Pairwise win rates and checklist–preference agreement", percent=True
     )
