@@ -173,7 +173,8 @@ def _prediction(run: Run, by_pair: dict, pairs: dict) -> preference.Prediction:
 
 def win_rate_chart(figures: DatasetFigures) -> BarChart:
     """A's share of the votes per pair of sides, and the checklist's agreement with the
-    reviewers' preference and with the pairwise judges', each with its Wilson interval, on one 0–100% scale."""
+    reviewers' preference and with the pairwise judges', each with its Wilson interval, on
+    one 0–100% scale."""
     rows = [
         BarInput(
             f"{row.a} over {row.b}", row.figures.a.rate, low=row.figures.a.low,
