@@ -13,6 +13,7 @@ INCLUDE_LABELS = {
     "verdicts": "Verdicts, with their runs, judges and panels",
     "labels": "Human labels",
     "adjudications": "Adjudications",
+    "pairwise": "Pairwise sessions and votes, human and judge (bring the verdicts' judges)",
     "scores": "Scores (computed per run)",
     "overlaps": "Overlaps (cross-evaluation)",
 }
