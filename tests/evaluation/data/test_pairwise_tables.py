@@ -23,7 +23,7 @@ from evaluation.pairwise import services as pairwise
 from evaluation.pairwise.models import PairwiseJudgeVote, PairwiseSession, PairwiseVote
 from evaluation.tables.rows import ImportRejected
 from tests.evaluation.data.imports import empty_the_database
-from tests.evaluation.data.zips import jsonl, members, write_zip
+from tests.evaluation.data.zips import jsonl, members, unzip, write_zip
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -159,3 +159,18 @@ def test_an_export_from_before_the_pairwise_tables_still_imports(voted, tmp_path
     result = import_dataset(path, ImportOptions())
     assert result.created["answers"] > 0
     assert "pairwise_votes" not in result.created and not PairwiseSession.objects.exists()
+
+
+def test_the_votes_load_with_hugging_face_datasets(voted, tmp_path):
+    datasets = pytest.importorskip("datasets")
+    dataset, _session = voted
+    folder = unzip(b"".join(export_chunks(dataset)), tmp_path)
+    cache = str(tmp_path / "hf-cache")
+    for fmt, builder in (("parquet", "parquet"), ("jsonl", "json")):
+        votes = datasets.load_dataset(
+            builder, data_files=str(folder / f"pairwise_votes.{fmt}"), split="train",
+            cache_dir=cache,
+        )  # fmt: skip
+        assert votes.num_rows == 12
+        assert sorted(set(votes["voter"])) == ["judge", "reviewer"]
+        assert set(votes["preference"]) <= {"a", "b", "tie"}
