@@ -79,11 +79,18 @@ def _check(
                 (s.system_a.name, s.system_a.version, s.run_label_a),
                 (s.system_b.name, s.system_b.version, s.run_label_b),
             )
+    in_files: dict[str, str] = {}
     for where, row in sessions:
         a = (row["system_a"], row["system_a_version"], row["run_label_a"])
         b = (row["system_b"], row["system_b_version"], row["run_label_b"])
-        if row["session"] in sides and sides[row["session"]] != (a, b):
-            errors.add(f"{where}: field 'session': {row['session']!r} is named twice")
+        if row["session"] in in_files:
+            errors.add(f"{where}: same session as {in_files[row['session']]}; one row each")
+        elif row["session"] in sides and sides[row["session"]] != (a, b):
+            errors.add(
+                f"{where}: field 'session': the dataset's session {row['session']!r} compares "
+                "other sides"
+            )
+        in_files[row["session"]] = where
         if a == b:
             errors.add(f"{where}: field 'system_b': the two sides are one")
         for side, (system, version, _) in (("a", a), ("b", b)):

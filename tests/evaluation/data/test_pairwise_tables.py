@@ -174,3 +174,26 @@ def test_the_votes_load_with_hugging_face_datasets(voted, tmp_path):
         assert votes.num_rows == 12
         assert sorted(set(votes["voter"])) == ["judge", "reviewer"]
         assert set(votes["preference"]) <= {"a", "b", "tie"}
+
+
+def test_a_session_named_twice_or_with_other_sides_is_refused(voted, tmp_path):
+    dataset, _session = voted
+    files = members(b"".join(export_chunks(dataset, ExportOptions.parse(None, ["jsonl"]))))
+    (row,) = [json.loads(line) for line in files["pairwise_sessions.jsonl"].decode().splitlines()]
+    swapped = {**row, "system_a": row["system_b"], "system_b": row["system_a"]}
+    files["pairwise_sessions.jsonl"] = (json.dumps(row) + "\n" + json.dumps(row) + "\n").encode()
+    twice = write_zip(tmp_path / "twice.zip", files)
+    with pytest.raises(ImportRejected) as refused:
+        import_dataset(twice, ImportOptions(dataset=dataset))
+    assert refused.value.errors == [
+        "pairwise_sessions.jsonl:2: same session as pairwise_sessions.jsonl:1; one row each"
+    ]
+    files["pairwise_sessions.jsonl"] = (json.dumps(swapped) + "\n").encode()
+    other = write_zip(tmp_path / "other.zip", files)
+    with pytest.raises(ImportRejected) as refused:
+        import_dataset(other, ImportOptions(dataset=dataset))
+    assert refused.value.errors[0] == (
+        "pairwise_sessions.jsonl:1: field 'session': the dataset's session 'Blind one' "
+        "compares other sides"
+    )
+    assert PairwiseVote.objects.count() == 6 and PairwiseSession.objects.count() == 1
