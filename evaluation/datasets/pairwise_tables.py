@@ -106,11 +106,27 @@ def _check(
             plan.usernames.add(row["created_by"])
         sides[row["session"]] = (a, b)
     count = 0
-    pairs: dict[tuple[str, str], tuple[AnswerKey, AnswerKey]] = {}
+    pairs = _stored_pairs(dataset, known) if dataset is not None else {}
     for where, _, row in read_rows(source, VOTES, errors):
         count += 1
         _check_vote(where, row, sides, pairs, plan, known, errors)
     plan.big[VOTES] = count
+
+
+def _stored_pairs(dataset: Dataset, known: Known) -> dict[tuple[str, str], tuple]:
+    """(session key, query) → the keys of the pair's two answers, for the dataset's stored
+    pairs: a vote of the files naming one must name its answers."""
+    if known.stored is None:
+        return {}
+    answer_keys = {pk: key for key, pk in known.stored.answers.items()}
+    keys = session_keys(dataset)
+    rows = PairwisePair.objects.filter(session__dataset=dataset).values_list(
+        "session_id", "query__external_id", "answer_a_id", "answer_b_id"
+    )
+    return {
+        (keys[session], query): (answer_keys.get(a), answer_keys.get(b))
+        for session, query, a, b in rows
+    }
 
 
 def _check_vote(
@@ -134,8 +150,10 @@ def _check_vote(
                        f"and sample {answer[4]} in answers or the dataset")  # fmt: skip
     first = pairs.setdefault((row["session"], row["query"]), answers)
     if first != answers:
-        errors.add(f"{where}: field 'query': the pair of session {row['session']!r} and query "
-                   f"{row['query']!r} is named with other answers before")  # fmt: skip
+        errors.add(
+            f"{where}: field 'query': the pair of session {row['session']!r} and query "
+            f"{row['query']!r} has other answers (in the dataset or an earlier line)"
+        )
     if row["voter"] == REVIEWER:
         if not row["rater"]:
             errors.add(f"{where}: field 'rater' is required for a reviewer's vote")

@@ -197,3 +197,24 @@ def test_a_session_named_twice_or_with_other_sides_is_refused(voted, tmp_path):
         "compares other sides"
     )
     assert PairwiseVote.objects.count() == 6 and PairwiseSession.objects.count() == 1
+
+
+def test_a_vote_on_a_stored_pair_must_name_its_answers(voted, tmp_path):
+    dataset, session = voted
+    pair = session.pairs.order_by("pk").first()
+    other = Answer.objects.create(
+        query=pair.query, system=pair.answer_b.system, run_label=pair.answer_b.run_label,
+        sample=1, text="A second sample.",
+    )  # fmt: skip
+    files = members(b"".join(export_chunks(dataset, ExportOptions.parse(None, ["jsonl"]))))
+    votes = [json.loads(line) for line in files["pairwise_votes.jsonl"].decode().splitlines()]
+    (line, vote), *_ = [(n, v) for n, v in enumerate(votes, 1)
+                        if v["query"] == pair.query.external_id]  # fmt: skip
+    vote["answer_b_sample"], vote["rater"] = other.sample, "newcomer"
+    files["pairwise_votes.jsonl"] = "".join(json.dumps(v) + "\n" for v in votes).encode()
+    with pytest.raises(ImportRejected) as refused:
+        import_dataset(write_zip(tmp_path / "x.zip", files), ImportOptions(dataset=dataset))
+    assert refused.value.errors == [
+        f"pairwise_votes.jsonl:{line}: field 'query': the pair of session 'Blind one' and query "
+        f"{pair.query.external_id!r} has other answers (in the dataset or an earlier line)"
+    ]

@@ -12,7 +12,8 @@ from rest_framework.test import APIClient
 from annotation import roles, services
 from evaluation.pairwise import services as pairwise
 from evaluation.pairwise.models import PairwiseVote
-from tests.factories import UserFactory
+from tests.evaluation.pairwise.test_figures import judge_replies, vote
+from tests.factories import UserFactory, offline_judge
 
 pytestmark = pytest.mark.django_db
 
@@ -149,7 +150,10 @@ def test_results_are_for_admins_and_sessions_for_members(
     assert [(s["name"], s["pairs"], s["votes"]) for s in body] == [("Session one", 5, 5)]
     figures = url("pairwise-figures", dataset.pk)
     assert api(reviewer).get(figures).status_code == 403
-    assert api(owner).get(figures).json()["rows"][0]["figures"]["n"] == 5
+    with django_assert_max_num_queries(10):
+        found = api(owner).get(figures).json()
+    assert found["rows"][0]["figures"]["n"] == 5 and found["strengths"] == []
+    assert found["prediction"] is None and found["judge_prediction"] is None  # no run asked
     assert api(owner).get(figures, {"run": "x"}).status_code == 400
 
     # A reviewer of another dataset: every route a 404; an expert of this one: a 403.
@@ -164,3 +168,18 @@ def test_results_are_for_admins_and_sessions_for_members(
         assert client.get(listed).status_code == code
         assert client.get(figures).status_code == code
     assert PairwiseVote.objects.filter(rater__in=["stranger", "collaborator"]).count() == 0
+
+
+def test_the_figures_set_the_checklist_against_reviewers_and_the_pairwise_judge(
+    scored, reviewer, owner
+):
+    run, session, queries = scored  # Alpha scores higher on every query
+    vote(session, reviewer, dict(zip(queries, ["a", "a", "b", "tie"], strict=True)))
+    judge = offline_judge("Pair judge")
+    judge_replies(session, judge, {q: [("a", "a")] for q in queries})
+    figures = url("pairwise-figures", session.dataset_id)
+    body = api(owner).get(figures, {"run": run.pk}).json()
+    assert (body["prediction"]["overall"]["count"], body["prediction"]["overall"]["n"]) == (2, 3)
+    judged = body["judge_prediction"]
+    assert (judged["overall"]["count"], judged["overall"]["n"], body["judge_pairs"]) == (4, 4, 4)
+    assert [g["bucket"] for g in judged["by_gap"]] == ["0%–10%", "10%–25%", "25%+"]

@@ -12,7 +12,6 @@ from evaluation.metrics import preference
 from evaluation.pairwise import figures, services
 from evaluation.pairwise.models import PairwiseJudgeVote, PairwisePair
 from tests.factories import AnswerFactory, SystemFactory, offline_judge
-from tests.support.builders import checklisted_query, finished_run
 
 pytestmark = pytest.mark.django_db
 
@@ -23,28 +22,6 @@ def vote(session, reviewer, prefer: dict[int, str]) -> None:
         wanted = prefer[shown.pair.query_id]
         choice = "tie" if wanted == "tie" else ("1" if (wanted == "a") == shown.first_is_a else "2")
         services.vote_cast(vote=shown, choice=choice)
-
-
-@pytest.fixture
-def scored(reviewed_dataset, offline_panel, owner):
-    """Four queries with a two-criterion checklist, answered by Alpha and Beta; a finished run
-    where Alpha meets both criteria and Beta one (so Alpha scores higher on each)."""
-    alpha, beta = SystemFactory(name="Alpha"), SystemFactory(name="Beta")
-    votes, queries = {}, []
-    for i in range(4):
-        made = checklisted_query(reviewed_dataset, criteria=2, text=f"Question {i}")
-        a = AnswerFactory(query=made.query, system=alpha, text=f"Alpha {i}")
-        b = AnswerFactory(query=made.query, system=beta, text=f"Beta {i}")
-        first, second = made.criteria
-        votes |= {(a, first): ["pass"], (a, second): ["pass"], (b, first): ["pass"],
-                  (b, second): ["fail"]}  # fmt: skip
-        queries.append(made.query)
-    run = finished_run(reviewed_dataset, offline_panel, votes)
-    session = services.session_create(
-        dataset=reviewed_dataset, name="Session one", system_a=alpha, system_b=beta,
-        reviewers_per_pair=2, by=owner,
-    )  # fmt: skip
-    return run, session, [q.pk for q in queries]
 
 
 def test_the_checklist_agreement_is_read_from_the_runs_scores(scored, reviewer, owner):
