@@ -9,10 +9,11 @@ from playwright.sync_api import expect
 
 from evaluation.analytics import figures
 from tests.browser.conftest import log_in
+from tests.evaluation.pairwise import conftest as pairwise_fixtures
 from tests.evaluation.pairwise import test_figures
 
 pytestmark = pytest.mark.browser
-scored = test_figures.scored  # four scored queries and a session of Alpha and Beta
+scored = pairwise_fixtures.scored  # four scored queries and a session of Alpha and Beta
 
 
 def test_the_analytics_page_shows_win_rates_and_the_checklist_agreement(
