@@ -751,7 +751,9 @@ class Exporter:
         "pair__answer_b_id", "pair__answer_b__external_id",
     )  # fmt: skip
 
-    def _pair_key(self, session, query, a, a_external, b, b_external) -> tuple | None:
+    def _pair_key(
+        self, session: int, query: int, a: int, a_external: str, b: int, b_external: str
+    ) -> tuple | None:
         """The columns naming a vote's pair (session to answer_b), None when an answer is not
         in the export."""
         answer_a, answer_b = self.keys.answers.get(a), self.keys.answers.get(b)

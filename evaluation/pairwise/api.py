@@ -25,7 +25,7 @@ from config.ids import is_id
 from evaluation.pairwise import figures, judging, selectors, services
 from evaluation.pairwise.access import access_session
 from evaluation.pairwise.forms import VoteForm
-from evaluation.pairwise.models import PairwiseVote
+from evaluation.pairwise.models import PairwiseSession, PairwiseVote
 from evaluation.runs.models import Run
 
 # --- serializers ---------------------------------------------------------------------
@@ -301,7 +301,7 @@ class DatasetFiguresView(APIView):
         return Response(PairwiseFiguresSerializer(found).data)
 
 
-def _next(session, request: Request, vote: PairwiseVote | None) -> dict:
+def _next(session: PairwiseSession, request: Request, vote: PairwiseVote | None) -> dict:
     mine = selectors.progress(session, request.user.get_username())
     if vote is None:
         return NextBlindPairSerializer({"pair": None, "mine": mine}).data
