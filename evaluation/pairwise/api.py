@@ -245,11 +245,7 @@ class VoteView(APIView):
         form = VoteForm(request.data)
         if not form.is_valid():
             raise ValidationError(form.errors)
-        # Only the requester's own row of this session: another's id is a 404, never a vote.
-        vote = PairwiseVote.objects.filter(
-            pk=form.cleaned_data["vote"], pair__session=session,
-            rater=request.user.get_username(), source=PairwiseVote.Source.APP,
-        ).first()  # fmt: skip
+        vote = selectors.own_vote(session, request.user.get_username(), form.cleaned_data["vote"])
         if vote is None:
             raise NotFound("No such pair shown to you in this session.")
         services.vote_cast(

@@ -43,6 +43,14 @@ def open_vote(session: PairwiseSession, rater: str) -> PairwiseVote | None:
     )
 
 
+def own_vote(session: PairwiseSession, rater: str, pk: int) -> PairwiseVote | None:
+    """The rater's own vote row `pk` in this session, made in the app: what a vote may be
+    cast on (another's id, or an imported vote, is None: a 404, never a vote)."""
+    return PairwiseVote.objects.filter(
+        pk=pk, pair__session=session, rater=rater, source=PairwiseVote.Source.APP
+    ).first()
+
+
 def _needing_votes(session: PairwiseSession, rater: str) -> QuerySet[PairwisePair]:
     """Pairs this reviewer has not been shown that have fewer votes than the session's
     target: fewest votes first, so that every pair reaches its target before any goes over."""

@@ -27,7 +27,6 @@ from evaluation.judges.models import Panel
 from evaluation.pairwise import figures, judging, selectors, services
 from evaluation.pairwise.access import access_session
 from evaluation.pairwise.forms import SessionForm, VoteForm
-from evaluation.pairwise.models import PairwiseVote
 
 
 @require_http_methods(["GET", "POST"])
@@ -96,13 +95,7 @@ def _cast(request: HttpRequest, session) -> HttpResponse:
     if not form.is_valid():
         vote = selectors.open_vote(session, request.user.get_username())
         return _page(request, session, vote, form=form, status=400)
-    # Only the reviewer's own row of this session: another's id is a 404, never a vote.
-    vote = PairwiseVote.objects.filter(
-        pk=form.cleaned_data["vote"],
-        pair__session=session,
-        rater=request.user.get_username(),
-        source=PairwiseVote.Source.APP,
-    ).first()  # fmt: skip
+    vote = selectors.own_vote(session, request.user.get_username(), form.cleaned_data["vote"])
     if vote is None:
         raise Http404("No such pair shown to you in this session.")
     services.vote_cast(
