@@ -19,6 +19,7 @@ from evaluation.cross_evaluation import views as cross_evaluation_views
 from evaluation.datasets import review_imports_api
 from evaluation.judges import api as judges_api
 from evaluation.judges import views as judges_views
+from evaluation.pairwise import api as pairwise_api
 from evaluation.pairwise import views as pairwise_views
 from evaluation.review import api as review_api
 from evaluation.review import assignments_api
@@ -240,6 +241,20 @@ api_urlpatterns = [
         analytics_api.CriterionHealthView.as_view(),
         name="analytics-criteria",
     ),
+    path(
+        "datasets/<int:pk>/pairwise/",
+        pairwise_api.SessionListView.as_view(),
+        name="pairwise-sessions",
+    ),
+    path(
+        "datasets/<int:pk>/pairwise/figures/",
+        pairwise_api.DatasetFiguresView.as_view(),
+        name="pairwise-figures",
+    ),
+    path("pairwise/<int:pk>/", pairwise_api.SessionView.as_view(), name="pairwise-session"),
+    path("pairwise/<int:pk>/next/", pairwise_api.NextPairView.as_view(), name="pairwise-next"),
+    path("pairwise/<int:pk>/votes/", pairwise_api.VoteView.as_view(), name="pairwise-votes"),
+    path("pairwise/<int:pk>/undo/", pairwise_api.UndoView.as_view(), name="pairwise-undo"),
     path("imports/labels/", review_imports_api.LabelsImportView.as_view(), name="import-labels"),
     path(
         "imports/verdicts/", review_imports_api.VerdictsImportView.as_view(), name="import-verdicts"

@@ -254,7 +254,7 @@ def dataset_analytics(request: HttpRequest, pk: int) -> HttpResponse:
     if context["is_admin"]:
         # Pairwise preference (issue 42) for the admins: reviewers may still be voting blind.
         found = pairwise_figures.dataset_figures(dataset, selection.run)
-        if found.votes:
+        if found.votes or found.judge_pairs:
             context["pairwise"] = found
             context["pairwise_chart"] = pairwise_figures.win_rate_chart(found)
     return render(request, "evaluation/analytics/analytics.html", context)

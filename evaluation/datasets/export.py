@@ -58,6 +58,8 @@ from evaluation.judges.models import Judge, JudgeTuning, JudgeVersion, Panel
 from evaluation.kept import figures as figure_cache
 from evaluation.labels.models import Adjudication, HumanLabel
 from evaluation.metrics.analytics import saturated_queries
+from evaluation.pairwise.models import PairwiseJudgeVote, PairwiseSession, PairwiseVote
+from evaluation.pairwise.selectors import session_keys
 from evaluation.runs.models import GradedScore, Run, RunArchive, Verdict
 from evaluation.tables import schema
 from evaluation.tables.formats import CHUNK_ROWS, WRITERS
@@ -258,6 +260,9 @@ def count_rows(dataset: Dataset, include: tuple[str, ...]) -> int:
         total += HumanLabel.objects.filter(answer__query__dataset=dataset).count()
     if "adjudications" in include:
         total += Adjudication.objects.filter(answer__query__dataset=dataset).count()
+    if "pairwise" in include:
+        total += PairwiseVote.objects.filter(pair__session__dataset=dataset).count()
+        total += PairwiseJudgeVote.objects.filter(pair__session__dataset=dataset).count()
     return total
 
 
@@ -554,6 +559,10 @@ class Exporter:
         judges = Judge.objects.filter(pk__in=used) | Judge.objects.filter(
             memberships__panel__in=panels
         )
+        if "pairwise" in self.options.include:
+            # The pairwise judges too: their replies name them (pairwise_votes).
+            pairwise = PairwiseJudgeVote.objects.filter(pair__session__dataset=self.dataset)
+            judges |= Judge.objects.filter(pk__in=pairwise.values("judge_id"))
         own = JudgeVersion.objects.filter(dataset=self.dataset)
         judges = judges.distinct().order_by("name").prefetch_related(Prefetch("versions", own))
         tunings = {t.judge_id: t for t in JudgeTuning.objects.filter(dataset=self.dataset)}
@@ -717,6 +726,78 @@ class Exporter:
             yield (
                 *answer, criterion[1], criterion[2], label, reason, self.keys.user(by), _iso(at),
                 version,
+            )  # fmt: skip
+
+    def _pairwise_sessions(self) -> Iterator[Row]:
+        keys = self._session_keys()
+        sessions = PairwiseSession.objects.filter(dataset=self.dataset).select_related(
+            "system_a", "system_b"
+        )
+        for s in sessions.order_by("created_at", "pk"):
+            yield (
+                keys[s.pk], s.name, s.system_a.name, s.system_a.version, s.run_label_a,
+                s.system_b.name, s.system_b.version, s.run_label_b, s.reviewers_per_pair,
+                s.show_checklist, self.keys.user(s.created_by_id), _iso(s.created_at), s.pk,
+            )  # fmt: skip
+
+    def _session_keys(self) -> dict[int, str]:
+        if not hasattr(self, "_sessions"):
+            self._sessions = session_keys(self.dataset)
+        return self._sessions
+
+    # What a vote row reads of its pair: the session, query and the two answers.
+    _PAIR = (
+        "pair__session_id", "pair__query_id", "pair__answer_a_id", "pair__answer_a__external_id",
+        "pair__answer_b_id", "pair__answer_b__external_id",
+    )  # fmt: skip
+
+    def _pair_key(
+        self, session: int, query: int, a: int, a_external: str, b: int, b_external: str
+    ) -> tuple | None:
+        """The columns naming a vote's pair (session to answer_b), None when an answer is not
+        in the export."""
+        answer_a, answer_b = self.keys.answers.get(a), self.keys.answers.get(b)
+        if answer_a is None or answer_b is None:
+            return None
+        return (
+            self._session_keys()[session], self.keys.queries[query], *answer_a[:2], answer_a[3],
+            answer_a[4], a_external, *answer_b[:2], answer_b[3], answer_b[4], b_external,
+        )  # fmt: skip
+
+    def _pairwise_votes(self) -> Iterator[Row]:
+        """The reviewers' cast votes (a pair shown and not voted yet is not a vote), then the
+        judges' replies, each in its table's key order."""
+        votes = (
+            PairwiseVote.objects.filter(pair__session__dataset=self.dataset)
+            .exclude(preference="")
+            .order_by("pair__session_id", "pair_id", "rater")
+            .values_list(*self._PAIR, "rater", "reviewer_id", "source", "first_is_a",
+                         "preference", "reason", "voted_at")
+        )  # fmt: skip
+        for *pair, rater, reviewer, source, first_is_a, side, reason, at in votes.iterator(5000):
+            named = self._pair_key(*pair)
+            if named is not None:
+                yield (
+                    *named, "reviewer", rater, self.keys.user(reviewer), source, first_is_a,
+                    "", None, "", "", side, reason, "", "", "", None, None, None, _iso(at),
+                )  # fmt: skip
+        replies = (
+            PairwiseJudgeVote.objects.filter(pair__session__dataset=self.dataset)
+            .order_by("pair__session_id", "pair_id", "judge_id", "sample", "order")
+            .values_list(*self._PAIR, "judge_id", "sample", "order", "outcome", "preference",
+                         "rationale", "raw_output", "prompt_version", "cache_key",
+                         "prompt_tokens", "completion_tokens", "latency_ms", "created_at")
+        )  # fmt: skip
+        for row in replies.iterator(5000):
+            named = self._pair_key(*row[:6])
+            if named is None:
+                continue
+            judge, sample, order, outcome, side, rationale, raw, *call, at = row[6:]
+            if not self.connection_shown and outcome in RAW_OUTPUT_HIDDEN:
+                raw = ""  # as for verdicts: what answered when a reply was not a vote
+            yield (
+                *named, "judge", "", "", "", None, self.keys.judges[judge], sample, order,
+                outcome, side, rationale, raw, *call, _iso(at),
             )  # fmt: skip
 
     def _scores(self) -> Iterator[Row]:

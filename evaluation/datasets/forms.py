@@ -13,6 +13,7 @@ INCLUDE_LABELS = {
     "verdicts": "Verdicts, with their runs, judges and panels",
     "labels": "Human labels",
     "adjudications": "Adjudications",
+    "pairwise": "Pairwise sessions and votes, human and judge (bring the verdicts' judges)",
     "scores": "Scores (computed per run)",
     "overlaps": "Overlaps (cross-evaluation)",
 }
@@ -25,7 +26,8 @@ class ExportForm(forms.Form):
         required=False,
         widget=forms.CheckboxSelectMultiple,
         help_text="Queries, checklists, criteria, citations and perfect answers are always "
-        "exported. Verdicts, labels, adjudications and scores bring the answers with them.",
+        "exported. Verdicts, labels, adjudications, pairwise votes and scores bring the answers "
+        "with them.",
     )
     formats = forms.MultipleChoiceField(
         choices=[("jsonl", "JSON Lines"), ("csv", "CSV"), ("parquet", "Parquet")],

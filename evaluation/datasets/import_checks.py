@@ -52,6 +52,7 @@ from evaluation.judges.models import Judge, Panel
 from evaluation.judging import batched
 from evaluation.labels.models import HumanLabel, Label
 from evaluation.metrics import rubrics
+from evaluation.pairwise.models import PairwiseJudgeVote, PairwiseVote, Preference
 from evaluation.runs.models import GradedScore, Run, Verdict
 from evaluation.tables import schema
 from evaluation.tables.formats import FileRejected, cell
@@ -172,6 +173,8 @@ REQUIRED = {
     "grades": ("run", "system", "query", "judge", "outcome"),
     "labels": ("system", "query", "author", "criterion", "rater", "label"),
     "adjudications": ("system", "query", "author", "criterion", "label"),
+    "pairwise_sessions": ("session", "system_a", "system_b"),
+    "pairwise_votes": ("session", "query", "system_a", "system_b", "voter"),
 }
 CHOICES = {
     ("members", "role"): tuple(r.value for r in roles.DatasetRole),
@@ -196,17 +199,23 @@ CHOICES = {
     ("labels", "label"): tuple(Label.values),
     ("labels", "source"): tuple(HumanLabel.Source.values),
     ("adjudications", "label"): tuple(Label.values),
+    ("pairwise_votes", "voter"): ("reviewer", "judge"),
+    ("pairwise_votes", "source"): ("", *PairwiseVote.Source.values),
+    ("pairwise_votes", "order"): ("", "ab", "ba"),
+    ("pairwise_votes", "outcome"): ("", *PairwiseJudgeVote.Outcome.values),
+    ("pairwise_votes", "preference"): ("", *Preference.values),
 }
 LIMITS = {
     "external_id": 200, "system": 200, "name": 200, "system_version": 100, "version": 100,
     "run_label": 100, "rater": 150, "author": 150, "username": 150, "judge": 100,
     "title": 300, "url": 500, "slug": 100, "panel": 100, "run": 200, "category": 100,
-    "previous_version": 200,
+    "previous_version": 200, "session": 200, "system_a": 200, "system_b": 200,
+    "system_a_version": 100, "system_b_version": 100, "run_label_a": 100, "run_label_b": 100,
 }  # fmt: skip
 DATES = {"query_date", "published_on"}
 DATETIMES = {
     "first_submitted_at", "submitted_at", "created_at", "updated_at", "decided_at", "finished_at",
-    "archived_at",
+    "archived_at", "voted_at",
 }  # fmt: skip
 # Tables read whole into memory (the structure: thousands of rows); the others are streamed.
 SMALL = (

@@ -58,7 +58,7 @@ from evaluation.answers.models import Answer, System
 from evaluation.checks.models import CriterionCheck
 from evaluation.cross_evaluation.services import reference_system
 from evaluation.cross_evaluation.services import run_label as perfect_run_label
-from evaluation.datasets import bulk, storage
+from evaluation.datasets import bulk, pairwise_tables, storage
 from evaluation.datasets.import_checks import (
     SETTINGS,
     Errors,
@@ -107,7 +107,8 @@ def import_dataset(path: Path, options: ImportOptions | None = None) -> ImportRe
     (nothing written either) says the database server's disk is full."""
     options = options or ImportOptions()
     with Source(path) as source:
-        plan, _ = check(source, options)
+        plan, dataset = check(source, options)
+        pairwise_tables.check(source, plan, dataset)
         name = options.dataset.name if options.dataset else new_name(plan.meta, options.as_copy)
         try:
             with transaction.atomic():
@@ -182,6 +183,7 @@ class _Writer:
         self._grades()
         self._labels()
         self._adjudications()
+        pairwise_tables.write(self, self.source, self.plan, result)
         self._run_sizes()
         # Bulk writes send no signal: kept figures are keyed by the dataset's review
         # counters, which an import may change in any of its tables. An import that changed
@@ -968,4 +970,5 @@ KEY_WORDS = {
     "grades": "run, answer, judge and sample",
     "labels": "answer, criterion and rater",
     "adjudications": "answer and criterion",
+    "pairwise_votes": "session, query and rater (a judge's: judge, sample and order)",
 }

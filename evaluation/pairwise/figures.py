@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from annotation.models import Dataset
 from evaluation.charts.bars import BarChart, BarInput, bar_chart
 from evaluation.metrics import preference
-from evaluation.pairwise.models import PairwiseSession, PairwiseVote
+from evaluation.pairwise import judging
+from evaluation.pairwise.models import PairwiseJudgeVote, PairwiseSession, PairwiseVote
 from evaluation.runs.models import Run
 from evaluation.runs.scores import run_scores
 
@@ -41,6 +42,11 @@ class DatasetFigures:
     agreement: preference.RaterAgreement | None
     prediction: preference.Prediction | None  # with a run only
     votes: int
+    # The same figure for the pairwise judges' verdicts in place of the reviewers' votes
+    # (with a run, on the pairs the judges decided): does the checklist predict what the
+    # pairwise judge prefers? None without a run or without judge replies.
+    judge_prediction: preference.Prediction | None = None
+    judge_pairs: int = 0  # pairs with a judge verdict
 
 
 def _votes(dataset: Dataset):
@@ -55,6 +61,33 @@ def _votes(dataset: Dataset):
         )
         .order_by("pair_id", "rater")
     )  # fmt: skip
+
+
+def judge_preferences(dataset: Dataset) -> tuple[dict[int, dict[str, str]], dict[int, tuple]]:
+    """The pairwise judges' verdicts on the dataset's pairs, in the shape the reviewers' votes
+    take in the figures: pair id → judge name → side (each judge's verdict as the session
+    page reads it, evaluation.pairwise.judging.judge_verdicts), and pair id → (answer A,
+    answer B, category). One query."""
+    rows = (
+        PairwiseJudgeVote.objects.filter(
+            pair__session__dataset=dataset, outcome=PairwiseJudgeVote.Outcome.VOTED
+        )
+        .values_list(
+            "judge__name", "pair_id", "sample", "order", "preference", "pair__answer_a_id",
+            "pair__answer_b_id", "pair__query__category__name",
+        )
+        .order_by()
+    )  # fmt: skip
+    replies: dict = defaultdict(lambda: defaultdict(dict))
+    pairs: dict[int, tuple] = {}
+    for judge, pair_id, sample, order, side, answer_a, answer_b, category in rows:
+        replies[judge][(pair_id, sample)][order] = side
+        pairs[pair_id] = (answer_a, answer_b, category or "")
+    by_pair: dict[int, dict[str, str]] = defaultdict(dict)
+    for judge, by_item in replies.items():
+        for pair_id, verdict in judging.judge_verdicts(by_item)[1].items():
+            by_pair[pair_id][judge] = verdict
+    return by_pair, pairs
 
 
 def _sides(dataset: Dataset) -> dict[int, tuple[str, str]]:
@@ -81,8 +114,9 @@ def session_figures(
 def dataset_figures(
     dataset: Dataset, run: Run | None = None, *, resamples: int = 500
 ) -> DatasetFigures:
-    """Four queries (sessions, votes, and with a run its kept scores of the paired answers),
-    whatever the number of votes."""
+    """Six queries (sessions, votes, and with a run the judges' replies and its kept scores
+    of the paired answers, once for the reviewers and once for the judges), whatever the
+    number of votes."""
     sides = _sides(dataset)
     rows = list(_votes(dataset)) if sides else []  # most datasets have no session: one query
     by_sides: dict[tuple[str, str], list[str]] = defaultdict(list)
@@ -96,6 +130,7 @@ def dataset_figures(
         by_pair[pair_id][rater] = value
         pairs[pair_id] = (answer_a, answer_b, category or "")
     distinct = {s for a, b in by_sides for s in (a, b)}
+    judged, judged_pairs = judge_preferences(dataset) if sides and run is not None else ({}, {})
     strengths = (
         tuple(preference.bradley_terry_intervals(comparisons, resamples=resamples))
         if len(distinct) >= 3
@@ -109,13 +144,16 @@ def dataset_figures(
         agreement=preference.rater_agreement(by_pair) if by_pair else None,
         prediction=_prediction(run, by_pair, pairs) if run is not None and by_pair else None,
         votes=len(rows),
+        judge_prediction=_prediction(run, judged, judged_pairs) if judged else None,
+        judge_pairs=len(judged),
     )
 
 
 def _prediction(run: Run, by_pair: dict, pairs: dict) -> preference.Prediction:
-    """The reviewers' majority per pair against the run's checklist scores of its two
-    answers (each answer's value under the dataset's scoring strategy, as the run page shows
-    it: evaluation.runs.scores, never a second count of satisfied criteria)."""
+    """The raters' majority per pair (reviewers, or the pairwise judges: several judges of a
+    pair count as its raters) against the run's checklist scores of its two answers (each
+    answer's value under the dataset's scoring strategy, as the run page shows it:
+    evaluation.runs.scores, never a second count of satisfied criteria)."""
     answer_ids = sorted({a for a, b, _ in pairs.values()} | {b for a, b, _ in pairs.values()})
     scored = run_scores(run).of_answers(answer_ids)
     items = []
@@ -135,7 +173,8 @@ def _prediction(run: Run, by_pair: dict, pairs: dict) -> preference.Prediction:
 
 def win_rate_chart(figures: DatasetFigures) -> BarChart:
     """A's share of the votes per pair of sides, and the checklist's agreement with the
-    reviewers' preference, each with its Wilson interval, on one 0–100% scale."""
+    reviewers' preference and with the pairwise judges', each with its Wilson interval, on
+    one 0–100% scale."""
     rows = [
         BarInput(
             f"{row.a} over {row.b}", row.figures.a.rate, low=row.figures.a.low,
@@ -143,12 +182,13 @@ def win_rate_chart(figures: DatasetFigures) -> BarChart:
         )
         for row in figures.rows
     ]  # fmt: skip
-    if figures.prediction is not None:
-        overall = figures.prediction.overall
-        rows.append(
-            BarInput("Checklist agrees with reviewers", overall.rate, low=overall.low,
-                     high=overall.high, note=f"n = {overall.n}")
-        )  # fmt: skip
+    for label, found in (
+        ("Checklist agrees with reviewers", figures.prediction),
+        ("Checklist agrees with the pairwise judge", figures.judge_prediction),
+    ):
+        if found is not None:
+            o = found.overall
+            rows.append(BarInput(label, o.rate, low=o.low, high=o.high, note=f"n = {o.n}"))
     return bar_chart(
         rows, title="Pairwise win rates and checklist–preference agreement", percent=True
     )

@@ -119,6 +119,23 @@ class JudgeFigures:
     agreement: object  # metrics.agreement.Kappa with the reviewers' majority
 
 
+def judge_verdicts(by_item: dict[tuple[int, int], dict[str, str]]) -> tuple[dict, dict[int, str]]:
+    """One judge's replies, (pair id, sample) → order → side, read as figures read them:
+    the (ab, ba) replies of the items asked in both orders, and per pair its verdict (the
+    samples' majority, a flip counting as a tie; a pair whose samples split evenly has
+    none)."""
+    both = {item: (o["ab"], o["ba"]) for item, o in by_item.items() if len(o) == 2}
+    per_pair: dict = defaultdict(list)
+    for (pair_id, _sample), (ab, ba) in both.items():
+        per_pair[pair_id].append(preference.both_orders(ab, ba)[0])
+    verdicts = {
+        pair_id: majority
+        for pair_id, sides in per_pair.items()
+        if (majority := preference.majority(sides)) is not None
+    }
+    return both, verdicts
+
+
 def judge_figures(session: PairwiseSession) -> list[JudgeFigures]:
     """Per judge: the position-flip share and its agreement with the reviewers. Two
     queries."""
@@ -136,15 +153,7 @@ def judge_figures(session: PairwiseSession) -> list[JudgeFigures]:
         reviewers[pair_id][rater] = side
     found = []
     for judge_id, by_item in sorted(replies.items(), key=lambda kv: names[kv[0]]):
-        both = {item: (o["ab"], o["ba"]) for item, o in by_item.items() if len(o) == 2}
-        per_pair: dict = defaultdict(list)
-        for (pair_id, _sample), (ab, ba) in both.items():
-            per_pair[pair_id].append(preference.both_orders(ab, ba)[0])
-        verdicts = {
-            pair_id: majority
-            for pair_id, sides in per_pair.items()
-            if (majority := preference.majority(sides)) is not None
-        }
+        both, verdicts = judge_verdicts(by_item)
         found.append(JudgeFigures(
             names[judge_id], preference.position_bias(both.values()), verdicts,
             preference.judge_agreement(verdicts, reviewers),

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Prefetch, Q, QuerySet
 
-from annotation.models import Dataset
+from annotation.models import Checklist, Criterion, Dataset
 from evaluation.pairwise.models import PairwisePair, PairwiseSession, PairwiseVote
 
 
@@ -41,6 +41,14 @@ def open_vote(session: PairwiseSession, rater: str) -> PairwiseVote | None:
         .order_by("shown_at", "pk")
         .first()
     )
+
+
+def own_vote(session: PairwiseSession, rater: str, pk: int) -> PairwiseVote | None:
+    """The rater's own vote row `pk` in this session, made in the app: what a vote may be
+    cast on (another's id, or an imported vote, is None: a 404, never a vote)."""
+    return PairwiseVote.objects.filter(
+        pk=pk, pair__session=session, rater=rater, source=PairwiseVote.Source.APP
+    ).first()
 
 
 def _needing_votes(session: PairwiseSession, rater: str) -> QuerySet[PairwisePair]:
@@ -86,4 +94,34 @@ def votes_of(session: PairwiseSession) -> QuerySet[PairwiseVote]:
         PairwiseVote.objects.filter(pair__session=session)
         .exclude(preference="")
         .order_by("pair_id", "rater")
+    )
+
+
+def session_keys(dataset: Dataset) -> dict[int, str]:
+    """Each session's key in a dataset export (and its import): its name, or
+    `session-<id>` when two of the dataset's sessions share it (as runs are keyed)."""
+    rows = list(
+        PairwiseSession.objects.filter(dataset=dataset)
+        .order_by("created_at", "pk")
+        .values_list("pk", "name")
+    )
+    names = [name for _, name in rows]
+    return {pk: name if names.count(name) == 1 else f"session-{pk}" for pk, name in rows}
+
+
+def checklists_shown(session: PairwiseSession, query_id: int) -> list[Checklist]:
+    """The query's submitted checklists with their active criteria (`active_criteria`), when
+    the session shows them (reviewers may read submitted checklists; drafts stay blind)."""
+    if not session.show_checklist:
+        return []
+    return list(
+        Checklist.objects.filter(query_id=query_id, status=Checklist.Status.SUBMITTED)
+        .prefetch_related(
+            Prefetch(
+                "criteria",
+                Criterion.objects.active().order_by("position"),
+                to_attr="active_criteria",
+            )
+        )
+        .order_by("pk")
     )

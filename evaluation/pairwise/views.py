@@ -13,14 +13,12 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
-from django.db.models import Prefetch
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation import roles
 from annotation.access import access_dataset, known_permissions
-from annotation.models import Checklist, Criterion
 from config.form_pages import form_status, posted
 from config.ids import is_id
 from evaluation import task_names
@@ -29,7 +27,6 @@ from evaluation.judges.models import Panel
 from evaluation.pairwise import figures, judging, selectors, services
 from evaluation.pairwise.access import access_session
 from evaluation.pairwise.forms import SessionForm, VoteForm
-from evaluation.pairwise.models import PairwiseVote
 
 
 @require_http_methods(["GET", "POST"])
@@ -98,13 +95,7 @@ def _cast(request: HttpRequest, session) -> HttpResponse:
     if not form.is_valid():
         vote = selectors.open_vote(session, request.user.get_username())
         return _page(request, session, vote, form=form, status=400)
-    # Only the reviewer's own row of this session: another's id is a 404, never a vote.
-    vote = PairwiseVote.objects.filter(
-        pk=form.cleaned_data["vote"],
-        pair__session=session,
-        rater=request.user.get_username(),
-        source=PairwiseVote.Source.APP,
-    ).first()  # fmt: skip
+    vote = selectors.own_vote(session, request.user.get_username(), form.cleaned_data["vote"])
     if vote is None:
         raise Http404("No such pair shown to you in this session.")
     services.vote_cast(
@@ -158,24 +149,6 @@ def _page(request, session, vote, *, form=None, status: int = 200) -> HttpRespon
             query=pair.query,
             first_html=render_answer(first.text),
             second_html=render_answer(second.text),
-            checklists=_checklists(session, pair.query_id),
+            checklists=selectors.checklists_shown(session, pair.query_id),
         )
     return render(request, "evaluation/pairwise/vote.html", context, status=status)
-
-
-def _checklists(session, query_id: int) -> list[Checklist]:
-    """The query's submitted checklists, when the session shows them (reviewers may read
-    submitted checklists; drafts stay blind)."""
-    if not session.show_checklist:
-        return []
-    return list(
-        Checklist.objects.filter(query_id=query_id, status=Checklist.Status.SUBMITTED)
-        .prefetch_related(
-            Prefetch(
-                "criteria",
-                Criterion.objects.active().order_by("position"),
-                to_attr="active_criteria",
-            )
-        )
-        .order_by("pk")
-    )

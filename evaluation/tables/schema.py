@@ -19,12 +19,16 @@ FORMATS = ("jsonl", "csv", "parquet")
 # Optional parts of an export, in the order they are written. The structure (dataset,
 # guidelines, source types, members, queries, checklists, criteria, citations, perfect
 # answers) is always there.
-INCLUDES = ("answers", "verdicts", "labels", "adjudications", "scores", "overlaps")
-# What an optional part needs: verdicts, labels, adjudications and scores name answers.
+INCLUDES = (
+    "answers", "verdicts", "labels", "adjudications", "pairwise", "scores", "overlaps",
+)  # fmt: skip
+# What an optional part needs: verdicts, labels, adjudications and scores name answers;
+# pairwise votes name answers, and judges (whose table comes with the verdicts).
 NEEDS = {
     "verdicts": ("answers",),
     "labels": ("answers",),
     "adjudications": ("answers",),
+    "pairwise": ("answers", "verdicts"),
     "scores": ("answers", "verdicts"),
 }
 
@@ -417,6 +421,69 @@ TABLES: tuple[Table, ...] = (
             _c("version", INT),
         ),
         include="adjudications",
+    ),
+    Table(
+        "pairwise_sessions",
+        (
+            _c("session", doc="The session's key: its name, or `session-<id>` when two share it"),
+            _c("name"),
+            _c("system_a", doc="Side A: the system's name"),
+            _c("system_a_version"),
+            _c("run_label_a", doc="Side A's run label (may be empty)"),
+            _c("system_b", doc="Side B: the system's name"),
+            _c("system_b_version"),
+            _c("run_label_b"),
+            _c("reviewers_per_pair", INT, "How many reviewers should vote on each pair"),
+            _c("show_checklist", BOOL),
+            _c("created_by", doc="Username (may be empty)"),
+            _c("created_at", DATETIME),
+            _c("id", INT),
+        ),
+        include="pairwise",
+        doc="Blind pairwise preference sessions: two sides (system and run label) compared "
+        "pair by pair",
+    ),
+    Table(
+        "pairwise_votes",
+        (
+            _c("session", doc="The session's key in pairwise_sessions"),
+            _c("query", doc="The query's external id: one pair per session and query"),
+            _c("system_a", doc="Side A's system (the session's)"),
+            _c("system_a_version"),
+            _c("run_label_a"),
+            _c("answer_a_sample", INT, "Side A's answer: its sample index (empty: 0)"),
+            _c("answer_a", doc="Side A's answer: its external id (may be empty)"),
+            _c("system_b", doc="Side B's system"),
+            _c("system_b_version"),
+            _c("run_label_b"),
+            _c("answer_b_sample", INT),
+            _c("answer_b"),
+            _c("voter", doc="reviewer or judge"),
+            _c("rater", doc="Who voted: the reviewer's username, or the name an import gave"),
+            _c("reviewer", doc="Username of the reviewer (may be empty)"),
+            _c("source", doc="A reviewer's vote: app or import"),
+            _c(
+                "first_is_a",
+                BOOL,
+                "A reviewer's vote: true when A's answer was shown as Answer 1 (empty: "
+                "imported, position unknown)",
+            ),
+            _c("judge", doc="A judge's reply: the judge's name"),
+            _c("sample", INT, "A judge's reply: its sample"),
+            _c("order", doc="A judge's reply: ab (A's answer shown first) or ba"),
+            _c("outcome", doc="A judge's reply: voted, unparseable or error"),
+            _c("preference", doc="a, b or tie, in the sessions' sides (empty: no vote read)"),
+            _c("reason", doc="The reviewer's reason, or the judge's rationale"),
+            _c("raw_output", doc="A judge's reply as it came"),
+            _c("prompt_version"),
+            _c("cache_key"),
+            _c("prompt_tokens", INT),
+            _c("completion_tokens", INT),
+            _c("latency_ms", INT),
+            _c("voted_at", DATETIME, "When the reviewer voted, or the judge replied"),
+        ),
+        include="pairwise",
+        doc="The cast votes of the pairwise sessions, human and judge, one row each",
     ),
     Table(
         "scores",

@@ -122,6 +122,7 @@ API_IDS: dict[str, Callable[[World], int]] = {
     "judges": lambda w: w.judge.pk,
     "labels": lambda w: w.label.pk,
     "panels": lambda w: w.panel.pk,
+    "pairwise": lambda w: w.pairwise_session.pk,
     "perfect-answers": lambda w: w.perfect_answer.pk,
     "queries": lambda w: w.query.pk,
     "review-assignments": lambda w: w.assignment.pk,

@@ -337,4 +337,10 @@ MATRIX = {
     ("GET", "dataset-side-by-side"): "302 404 404 403 200 403 200 200",
     ("POST", "dataset-side-by-side"): "405 405 405 405 405 405 405 405",
     ("GET", "/api/datasets/{id}/side-by-side/"): "403 404 404 403 200 403 200 200",
+    ("GET", "/api/datasets/{id}/pairwise/"): "403 404 404 403 200 403 200 200",
+    ("GET", "/api/datasets/{id}/pairwise/figures/"): "403 404 404 403 403 403 200 200",
+    ("GET", "/api/pairwise/{id}/"): "403 404 404 403 200 403 200 200",
+    ("GET", "/api/pairwise/{id}/next/"): "403 404 404 403 200 403 200 200",
+    ("POST", "/api/pairwise/{id}/votes/"): "403 404 404 403 400 403 400 400",
+    ("POST", "/api/pairwise/{id}/undo/"): "403 404 404 403 409 403 409 409",
 }

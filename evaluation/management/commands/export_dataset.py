@@ -5,8 +5,8 @@
         --include answers,labels --format jsonl,parquet
 
 DATASET is an id or a name. By default everything is exported in every format; --include
-keeps only the optional parts named (answers, verdicts, labels, adjudications, scores,
-overlaps; the structure is always there). See docs/data-formats.md#dataset-export.
+keeps only the optional parts named (answers, verdicts, labels, adjudications, pairwise,
+scores, overlaps; the structure is always there). See docs/data-formats.md#dataset-export.
 """
 
 from __future__ import annotations

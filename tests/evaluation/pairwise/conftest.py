@@ -5,6 +5,7 @@ import pytest
 from annotation import roles, services
 from evaluation.pairwise.services import session_create
 from tests.factories import AnswerFactory, QueryFactory, SystemFactory, UserFactory
+from tests.support.builders import checklisted_query, finished_run
 
 
 @pytest.fixture
@@ -36,3 +37,25 @@ def pairwise_session(reviewed_dataset, owner):
         dataset=reviewed_dataset, name="Session one", system_a=alpha, system_b=beta,
         reviewers_per_pair=2, by=owner,
     )  # fmt: skip
+
+
+@pytest.fixture
+def scored(reviewed_dataset, offline_panel, owner):
+    """Four queries with a two-criterion checklist, answered by Alpha and Beta; a finished run
+    where Alpha meets both criteria and Beta one (so Alpha scores higher on each)."""
+    alpha, beta = SystemFactory(name="Alpha"), SystemFactory(name="Beta")
+    votes, queries = {}, []
+    for i in range(4):
+        made = checklisted_query(reviewed_dataset, criteria=2, text=f"Question {i}")
+        a = AnswerFactory(query=made.query, system=alpha, text=f"Alpha {i}")
+        b = AnswerFactory(query=made.query, system=beta, text=f"Beta {i}")
+        first, second = made.criteria
+        votes |= {(a, first): ["pass"], (a, second): ["pass"], (b, first): ["pass"],
+                  (b, second): ["fail"]}  # fmt: skip
+        queries.append(made.query)
+    run = finished_run(reviewed_dataset, offline_panel, votes)
+    session = session_create(
+        dataset=reviewed_dataset, name="Session one", system_a=alpha, system_b=beta,
+        reviewers_per_pair=2, by=owner,
+    )  # fmt: skip
+    return run, session, [q.pk for q in queries]

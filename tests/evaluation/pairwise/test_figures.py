@@ -10,9 +10,8 @@ from django.urls import reverse
 from evaluation.analytics import figures as analytics_figures
 from evaluation.metrics import preference
 from evaluation.pairwise import figures, services
-from evaluation.pairwise.models import PairwisePair
-from tests.factories import AnswerFactory, SystemFactory
-from tests.support.builders import checklisted_query, finished_run
+from evaluation.pairwise.models import PairwiseJudgeVote, PairwisePair
+from tests.factories import AnswerFactory, SystemFactory, offline_judge
 
 pytestmark = pytest.mark.django_db
 
@@ -23,28 +22,6 @@ def vote(session, reviewer, prefer: dict[int, str]) -> None:
         wanted = prefer[shown.pair.query_id]
         choice = "tie" if wanted == "tie" else ("1" if (wanted == "a") == shown.first_is_a else "2")
         services.vote_cast(vote=shown, choice=choice)
-
-
-@pytest.fixture
-def scored(reviewed_dataset, offline_panel, owner):
-    """Four queries with a two-criterion checklist, answered by Alpha and Beta; a finished run
-    where Alpha meets both criteria and Beta one (so Alpha scores higher on each)."""
-    alpha, beta = SystemFactory(name="Alpha"), SystemFactory(name="Beta")
-    votes, queries = {}, []
-    for i in range(4):
-        made = checklisted_query(reviewed_dataset, criteria=2, text=f"Question {i}")
-        a = AnswerFactory(query=made.query, system=alpha, text=f"Alpha {i}")
-        b = AnswerFactory(query=made.query, system=beta, text=f"Beta {i}")
-        first, second = made.criteria
-        votes |= {(a, first): ["pass"], (a, second): ["pass"], (b, first): ["pass"],
-                  (b, second): ["fail"]}  # fmt: skip
-        queries.append(made.query)
-    run = finished_run(reviewed_dataset, offline_panel, votes)
-    session = services.session_create(
-        dataset=reviewed_dataset, name="Session one", system_a=alpha, system_b=beta,
-        reviewers_per_pair=2, by=owner,
-    )  # fmt: skip
-    return run, session, [q.pk for q in queries]
 
 
 def test_the_checklist_agreement_is_read_from_the_runs_scores(scored, reviewer, owner):
@@ -116,3 +93,56 @@ def test_the_analytics_page_shows_win_rates_beside_the_human_line(
     assert 'id="pairwise-win-rates"' in page and 'id="pairwise-prediction"' in page
     assert "Alpha 1.0 over Beta 1.0" in page and "Checklist agrees with reviewers" in page
     assert "2/3" in page  # a decided pair of three went to the lower score
+
+
+def judge_replies(session, judge, by_query: dict[int, list[tuple[str, str]]]) -> None:
+    """Generated pairwise-judge replies: per query, one (ab side, ba side) per sample."""
+    for pair in PairwisePair.objects.filter(session=session):
+        for sample, (ab, ba) in enumerate(by_query.get(pair.query_id, [])):
+            for order, side in (("ab", ab), ("ba", ba)):
+                PairwiseJudgeVote.objects.create(
+                    pair=pair, judge=judge, sample=sample, order=order, preference=side,
+                    outcome=PairwiseJudgeVote.Outcome.VOTED, cache_key=f"{pair.pk}-{sample}",
+                )  # fmt: skip
+
+
+def test_the_checklist_is_set_against_the_pairwise_judge_too(
+    client, scored, owner, django_assert_max_num_queries
+):
+    """Alpha scores higher on all four queries. Hand count: q0 both judges prefer A in both
+    orders (agrees); q1 judge one prefers B in both orders, twice (disagrees); q2 judge one
+    flips with the order (a tie: left out); q3 the two judges split A / B (no verdict: not a
+    pair of the figure). So 1 of 2 decided pairs agrees, 1 tie."""
+    run, session, queries = scored
+    one, two = offline_judge("Pair judge one"), offline_judge("Pair judge two")
+    q0, q1, q2, q3 = queries
+    judge_replies(session, one, {q0: [("a", "a")], q1: [("b", "b"), ("b", "b")],
+                                 q2: [("a", "b")], q3: [("a", "a")]})  # fmt: skip
+    judge_replies(session, two, {q0: [("a", "a")], q3: [("b", "b")]})
+    # An unparseable reply is never a preference.
+    pair = PairwisePair.objects.get(session=session, query_id=q2)
+    PairwiseJudgeVote.objects.create(
+        pair=pair, judge=two, order="ab", outcome=PairwiseJudgeVote.Outcome.UNPARSEABLE,
+        cache_key="x",
+    )  # fmt: skip
+
+    found = figures.dataset_figures(session.dataset, run)
+    assert found.votes == 0 and found.prediction is None  # no reviewer voted
+    assert found.judge_pairs == 4  # pairs some judge gave a verdict (q3 split: left out below)
+    judged = found.judge_prediction
+    assert judged.overall == preference.wilson(1, 2)
+    assert (judged.ties, judged.not_separated) == (1, 0)
+    # The same function as the reviewers' figure, on the judges' verdicts by hand.
+    by_hand = preference.checklist_prediction(
+        [preference.PredictedPair(p, 1.0, 0.5) for p in ("a", "b", "tie")]
+    )
+    assert judged.overall == by_hand.overall and judged.by_gap == by_hand.by_gap
+
+    analytics_figures.warm(run)
+    url = reverse("dataset-analytics", args=[session.dataset_id]) + f"?run={run.pk}"
+    client.force_login(owner)
+    client.get(url)
+    with django_assert_max_num_queries(42):
+        page = client.get(url).content.decode()
+    assert 'id="pairwise-judge-prediction"' in page
+    assert "Checklist agrees with the pairwise judge" in page and "1/2" in page
