@@ -372,10 +372,10 @@ class Served:
     def facts(self) -> dict:
         """What the API answers carry about the state of the figures."""
         return {
-            "updating": self.updating,
-            "computed_at": self.computed_at.isoformat() if self.computed_at else None,
+            **refresh.facts(
+                updating=self.updating, computed_at=self.computed_at, failure=self.failure
+            ),
             "review_revision": self.revision,
-            "refresh_failed": self.failure.as_dict() if self.failure else None,
         }
 
     def retry_after(self) -> int:
