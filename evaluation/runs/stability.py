@@ -11,7 +11,7 @@ the figure of the run's earlier state marked updating.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from django.db import connection
@@ -121,6 +121,10 @@ def served(run: Run) -> Served:
     found = _read(state)
     if found.fresh:
         return found
+    if run.archived_at is not None:
+        # Its verdicts are in a Parquet file (evaluation.archive) and a recount would find
+        # none: the figure kept when it was archived is current for good.
+        return replace(found, fresh=True)
     if found.figures is not None:
         if refresh.ensure(run.dataset_id, run.pk, REFRESH_GROUP, after=found.computed_at) and (
             refresh.eager()
