@@ -22,6 +22,7 @@ from evaluation.analytics.tasks import refresh_analytics
 from evaluation.kept import refresh
 from evaluation.runs import lifecycle, stability
 from evaluation.runs import services as runs
+from evaluation.runs.models import Run
 from evaluation.runs.stability import run_stability
 from loopback import verdict_responder
 from tests.factories import AnswerFactory, PanelFactory, loopback_judges, valid_criteria
@@ -215,3 +216,26 @@ def test_a_cold_figure_is_queued_once_and_never_counted_in_the_request(
     assert not counts_stability(read)
     assert body["updating"] is False and body["items"] == len(criteria) * len(ANSWERS)
     assert body["flips"] == run_stability(run)["flips"]
+
+
+def test_after_a_resume_the_figure_before_is_served_updating_until_the_refresh(
+    dataset, owner, collaborator, query, loopback_openai, owner_api, settings, monkeypatch
+):
+    run, _ = _flipping_run(dataset, owner, collaborator, query, loopback_openai)
+    before = run_stability(run)
+    settings.FIGURES_COLD_IN_REQUEST = False
+    sent = []
+    monkeypatch.setattr(
+        Signature, "apply_async", lambda self, *a, **k: sent.append((self.task, self.args))
+    )
+    # What a resume or a retry of failed calls moves: the run's state (its attempt).
+    Run.objects.filter(pk=run.pk).update(attempt=run.attempt + 1)
+    for _ in range(2):
+        with CaptureQueriesContext(connection) as read:
+            body = owner_api.get(f"/api/runs/{run.pk}/stability/").json()
+        assert not counts_stability(read)
+        assert body["updating"] is True and body["computed_at"] is not None
+        assert body["items"] == before["items"] and body["flips"] == before["flips"]
+    assert sent == [(task_names.REFRESH_TASK, (run.pk, stability.REFRESH_GROUP))]
+    assert refresh_analytics(run.pk, stability.REFRESH_GROUP) is True
+    assert owner_api.get(f"/api/runs/{run.pk}/stability/").json()["updating"] is False
