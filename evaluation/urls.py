@@ -213,6 +213,7 @@ router.register(
 api_urlpatterns = [
     *router.urls,
     path("runs/<int:pk>/scores/", scores_api.RunScoresView.as_view(), name="run-scores"),
+    path("runs/<int:pk>/stability/", scores_api.RunStabilityView.as_view(), name="run-stability"),
     path("verdicts/<int:pk>/prompt/", runs_api.VerdictPromptView.as_view(), name="verdict-prompt"),
     path(
         "datasets/<int:pk>/tuning/",

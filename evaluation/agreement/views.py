@@ -25,6 +25,7 @@ from evaluation.agreement.selectors import (
 )
 from evaluation.charts.bars import BarInput, bar_chart, shade
 from evaluation.metrics.agreement import PASS_FAIL, kappa_undefined_reason
+from evaluation.runs import stability
 from evaluation.runs.access import can_see_runs
 from evaluation.runs.models import Run
 
@@ -210,6 +211,11 @@ def dataset_agreement(request: HttpRequest, pk: int) -> HttpResponse:
     except Run.DoesNotExist:
         raise Http404("No such run in this dataset.") from None
     context = page_context(report)
+    if report.run is not None:
+        # Test–retest beside judge–human: the run's judge stability, as kept (never counted
+        # in the request: evaluation.runs.stability.served).
+        judged = stability.served(report.run)
+        context.update(stability=stability.stability_shown(judged.figures), stability_served=judged)
     counts = report.counts
     if (
         report.run

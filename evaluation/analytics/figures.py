@@ -59,7 +59,7 @@ from evaluation.metrics.overlap import Interval
 from evaluation.runs.models import Run
 from evaluation.runs.selectors import choose_run, runs_of_system_answers
 
-VERSION = 7  # bump when what is stored changes shape or meaning
+VERSION = 8  # bump when what is stored changes shape or meaning (8: a query counts once)
 BUCKET_ROWS = 500  # rows kept per bucket for the drill-down
 
 
@@ -372,10 +372,10 @@ class Served:
     def facts(self) -> dict:
         """What the API answers carry about the state of the figures."""
         return {
-            "updating": self.updating,
-            "computed_at": self.computed_at.isoformat() if self.computed_at else None,
+            **refresh.facts(
+                updating=self.updating, computed_at=self.computed_at, failure=self.failure
+            ),
             "review_revision": self.revision,
-            "refresh_failed": self.failure.as_dict() if self.failure else None,
         }
 
     def retry_after(self) -> int:

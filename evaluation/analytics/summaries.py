@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, NamedTuple
 
 from evaluation.metrics import analytics as am
@@ -285,6 +285,10 @@ def _overall_shares(data: RunData) -> dict[tuple[int, str, str], float]:
 
 
 def system_scores(data: RunData, *, resamples: int = PAGE_RESAMPLES) -> list[Cell]:
+    """Each system's mean score per group (overall, bucket, kind, ...) with its interval
+    over queries. A query counts once: the scores of its samples (a system answering it k
+    times) are averaged first, then the queries (docs/metrics.md#a-query-counts-once); the
+    estimate's `n` still counts the answers."""
     shares = _answer_group_shares(data)
     by_cell: dict[tuple[int, str, str], dict[int, list[float]]] = defaultdict(
         lambda: defaultdict(list)
@@ -295,10 +299,14 @@ def system_scores(data: RunData, *, resamples: int = PAGE_RESAMPLES) -> list[Cel
     names = {a.system_id: a.system for a in data.answers.values()}
     order = {b.key: n for n, b in enumerate(data.buckets)}
     keys = list(by_cell)
-    estimates = am.cluster_bootstraps([by_cell[k] for k in keys], resamples=resamples)
+    estimates = am.cluster_bootstraps(
+        [am.query_means(by_cell[k]) for k in keys], resamples=resamples
+    )
     cells = [
-        Cell(system_id, names[system_id], group, value, estimate)
-        for (system_id, group, value), estimate in zip(keys, estimates, strict=True)
+        Cell(system_id, names[system_id], group, value, replace(estimate, n=answers))
+        for (system_id, group, value), estimate, answers in zip(
+            keys, estimates, (sum(map(len, by_cell[k].values())) for k in keys), strict=True
+        )
     ]
     return sorted(
         cells,
@@ -703,18 +711,23 @@ def systems_of(data: RunData) -> list[tuple[int, str]]:
 
 
 def query_scores(data: RunData, system_id: int | None) -> dict[int, tuple[float, int]]:
-    """query -> (mean score of the system's answers to it, one answer id to link to).
-    Without a system, every answer of the query counts."""
+    """query -> (mean score of the system's answers to it (its samples), one answer id to
+    link to). Without a system, the mean over systems of each one's mean: a system that
+    answered the query k times counts once, as one that answered it once."""
     # Only the overall share is needed: without the page's shares at hand, those alone.
     if data.overall is None:
         shares = data.shares if data.shares is not None else _overall_shares(data)
         data.overall = [(a, share) for (a, group, _), share in shares.items() if group == "all"]
-    per_query: dict[int, list[tuple[float, int]]] = defaultdict(list)
+    per_query: dict[int, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    first: dict[int, int] = {}
     for answer_id, share in data.overall:
         answer = data.answers[answer_id]
         if system_id is None or answer.system_id == system_id:
-            per_query[answer.query_id].append((share, answer_id))
-    return {q: (sum(s for s, _ in v) / len(v), min(a for _, a in v)) for q, v in per_query.items()}
+            per_query[answer.query_id][answer.system_id].append(share)
+            first[answer.query_id] = min(first.get(answer.query_id, answer_id), answer_id)
+    return {
+        q: (am.mean_of_means(by_system.values()), first[q]) for q, by_system in per_query.items()
+    }
 
 
 def compare_runs(

@@ -11,7 +11,7 @@ from evaluation import task_names
 from evaluation.agreement import kept as agreement_kept
 from evaluation.analytics import figures, warmup
 from evaluation.kept import refresh
-from evaluation.runs import scores
+from evaluation.runs import scores, stability
 from evaluation.runs.models import Run
 
 logger = logging.getLogger(__name__)
@@ -41,7 +41,8 @@ def warm_figures(dataset_id: int | None = None) -> dict:
 def refresh_analytics(run_id: int, group: str = refresh.DEFAULT) -> bool:
     """Recompute a run's analytics figures (or, for the group `scores.REFRESH_GROUP`, its
     kept scores) for the current state, queued by the first reader who found them stale
-    (`evaluation.kept.refresh`). False when the run is gone or the recompute failed:
+    (`evaluation.kept.refresh`; the group `stability.REFRESH_GROUP`: its judge stability).
+    False when the run is gone or the recompute failed:
     logged, the old figures stay served, and the marker records the failure, so that
     readers try again after its backoff, not at once."""
     run = Run.objects.select_related("dataset").filter(pk=run_id).first()
@@ -54,6 +55,8 @@ def refresh_analytics(run_id: int, group: str = refresh.DEFAULT) -> bool:
         return False
     if group == scores.REFRESH_GROUP:
         return _recompute(run, group, lambda: scores.refresh_scores(run))
+    if group == stability.REFRESH_GROUP:
+        return _recompute(run, group, lambda: stability.run_stability(run))
     if group == agreement_kept.REFRESH_GROUP:
         return _recompute(run, group, lambda: agreement_kept.keep_cells(run.dataset, run))
     return _recompute(run, group, lambda: figures.refresh_group(run, group))

@@ -23,7 +23,7 @@ from evaluation.analytics.access import access_analytics
 from evaluation.charts.lines import PointInput, SeriesInput, line_chart
 from evaluation.metrics import analytics as am
 from evaluation.pairwise import figures as pairwise_figures
-from evaluation.runs import scores
+from evaluation.runs import scores, stability
 from evaluation.runs.models import Run
 from evaluation.runs.selectors import choose_run, runs_of_system_answers
 from evaluation.tables.formats import csv_safe
@@ -453,12 +453,23 @@ def criterion_health(request: HttpRequest, pk: int) -> HttpResponse:
             flags=figures.HEALTH_FLAGS,
             rows=None,
         )
+        # The judge's flip rates beside the other flags, when a judge of the run graded
+        # items several times: read from the kept figure, never counted here.
+        judged = stability.served(selection.run)
+        flips = stability.by_criterion(judged.figures)
+        context.update(
+            stability=stability.stability_shown(judged.figures), stability_served=judged,
+            repeated=bool(flips),
+        )  # fmt: skip
         if served.computed_at is not None:
             total, shown = served.figures
             criteria = Criterion.objects.select_related(
                 "checklist__query", "checklist__author"
             ).in_bulk([h.criterion for h in shown])
-            context.update(rows=[(h, criteria.get(h.criterion)) for h in shown], total=total)
+            context.update(
+                rows=[(h, criteria.get(h.criterion), flips.get(h.criterion)) for h in shown],
+                total=total,
+            )
     return render(request, "evaluation/analytics/analytics_criteria.html", context)
 
 

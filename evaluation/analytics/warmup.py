@@ -34,7 +34,7 @@ from evaluation.agreement import selectors as agreement
 from evaluation.analytics import figures
 from evaluation.kept import refresh
 from evaluation.review import selectors as review
-from evaluation.runs import scores
+from evaluation.runs import scores, stability
 from evaluation.runs.models import Run
 from evaluation.runs.selectors import runs_of_system_answers
 
@@ -68,6 +68,8 @@ def cold_groups(run: Run) -> list[str]:
         found.append(scores.REFRESH_GROUP)
     if not figures.default_kept(run):
         found.append(refresh.DEFAULT)
+    if not stability.stability_kept(run):
+        found.append(stability.REFRESH_GROUP)
     return found
 
 

@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from evaluation.analytics import figures
 from evaluation.archive import parquet
-from evaluation.runs import scores
+from evaluation.runs import scores, stability
 from evaluation.runs.models import Run, RunArchive, Verdict
 
 logger = logging.getLogger(__name__)
@@ -109,6 +109,7 @@ def archive_run(run: Run, *, by=None) -> RunArchive:
     frozen = scores.frozen(run)
     if not figures.default_kept(run):
         figures.warm(run)
+    stability.run_stability(run)  # kept now, if it was not: the repeated calls move too
     before = checksum(run.pk)
     relative = file_of(run)
     path = archive_dir() / relative

@@ -71,6 +71,16 @@ class Failure:
         }
 
 
+def facts(*, updating: bool, computed_at: datetime | None, failure: Failure | None) -> dict:
+    """What an API answer carries about the state of the kept figures it serves: the same
+    keys for scores, analytics and judge stability (docs/api.md#scores)."""
+    return {
+        "updating": updating,
+        "computed_at": computed_at.isoformat() if computed_at else None,
+        "refresh_failed": failure.as_dict() if failure else None,
+    }
+
+
 def backoff(tries: int) -> timedelta:
     """The wait after `tries` failed tries in a row (the first failure waits FIRST_BACKOFF)."""
     return growing_wait(max(tries, 1) - 1, base=FIRST_BACKOFF, cap=LAST_BACKOFF)

@@ -79,6 +79,22 @@ def cluster_bootstrap(
     )[0]
 
 
+def mean(values: Sequence[float]) -> float:
+    return math.fsum(values) / len(values)
+
+
+def query_means(values_by_query: Mapping[Hashable, Sequence[float]]) -> dict[Hashable, list[float]]:
+    """Each query's values (the scores of a system's samples of it) as their mean alone:
+    given to `cluster_bootstraps`, a query answered k times counts once, not k times
+    (docs/metrics.md#a-query-counts-once)."""
+    return {q: [mean(v)] for q, v in values_by_query.items() if len(v)}
+
+
+def mean_of_means(groups: Iterable[Sequence[float]]) -> float:
+    """The mean of each group's mean: every group counts once, whatever its size."""
+    return mean([mean(g) for g in groups if len(g)])
+
+
 def cluster_bootstraps(
     many: Sequence[Mapping[Hashable, Sequence[float]]],
     *,

@@ -471,11 +471,9 @@ class RunScores:
 
     def facts(self) -> dict:
         """What the API answers carry about the state of the scores."""
-        return {
-            "updating": self.updating,
-            "computed_at": self.computed_at.isoformat() if self.computed_at else None,
-            "refresh_failed": self.failure.as_dict() if self.failure else None,
-        }
+        return refresh.facts(
+            updating=self.updating, computed_at=self.computed_at, failure=self.failure
+        )
 
 
 def _scores_state(run: Run) -> readers.State:

@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 
 from annotation.models import Undecided
 from config.ids import parse_id
-from evaluation.runs import scores
+from evaluation.runs import scores, stability
 from evaluation.runs.access import access_run
 from evaluation.runs.overview import RunOverview
 from evaluation.runs.serializers import ProgressSerializer
@@ -298,5 +298,61 @@ class RunScoresView(APIView):
                 "reliability": report.reliability,
                 **report.facts(),
             }
+        ).data
+        return Response(data)
+
+
+class FlipRateSerializer(serializers.Serializer):
+    count = serializers.IntegerField(help_text="Items whose valid verdicts disagree.")
+    items = serializers.IntegerField(help_text="Items with two valid verdicts or more.")
+    rate = serializers.FloatField(**_SHARE, help_text="count / items; null without an item.")
+    low = serializers.FloatField(**_SHARE, help_text="95% Wilson interval.")
+    high = serializers.FloatField(**_SHARE)
+
+
+class CriterionStabilitySerializer(serializers.Serializer):
+    criterion = serializers.IntegerField(source="criterion_id")
+    flips = FlipRateSerializer()
+    unstable = serializers.BooleanField(help_text="The whole interval lies above 10%.")
+
+
+class RunStabilitySerializer(serializers.Serializer):
+    run = serializers.IntegerField()
+    items = serializers.IntegerField(
+        allow_null=True,
+        help_text="(answer, criterion) items one judge graded two times or more; null while "
+        "the figure is being counted for the first time.",
+    )
+    flips = FlipRateSerializer(allow_null=True, help_text="Over every repeated item.")
+    kappa = serializers.FloatField(
+        allow_null=True,
+        help_text="Test–retest κ (Fleiss' κ between the repeated calls); null without an "
+        "item, when every call gave the same verdict, or while being counted.",
+    )
+    criteria = CriterionStabilitySerializer(
+        many=True, help_text="Every criterion with a repeated item, the highest flip rate first."
+    )
+    updating = serializers.BooleanField(
+        help_text="The figure served was counted before the run's latest changes, or none is "
+        "yet: a fresh one is being counted (ask again in a few seconds)."
+    )
+    computed_at = serializers.DateTimeField(allow_null=True)
+    refresh_failed = serializers.DictField(
+        allow_null=True, help_text="The last try to count the figure failed (as for scores)."
+    )
+
+
+class RunStabilityView(APIView):
+    """A run's judge stability: flip rates per criterion with their intervals and the
+    test–retest κ (docs/api.md#judge-stability), as kept; never counted in the request."""
+
+    @extend_schema(responses={200: RunStabilitySerializer}, operation_id="runs_stability_retrieve")
+    def get(self, request: Request, pk: int) -> Response:
+        run = access_run(request.user, pk)
+        found = stability.served(run)
+        figures = found.figures or {"items": None, "flips": None, "kappa": None, "criteria": []}
+        criteria = stability.by_criterion(figures).values()
+        data = RunStabilitySerializer(
+            {"run": run.pk, **figures, "criteria": list(criteria), **found.facts()}
         ).data
         return Response(data)

@@ -2,16 +2,24 @@
 the run (a panel member's samples), read as flip rates per criterion and a test–retest κ
 (evaluation.metrics.stability).
 
-The verdicts are counted in the database, one row per repeated item; an ended run's figure
-is kept (evaluation.kept) under the run's state, so the run page reads one row.
+The verdicts are counted in the database, one row per repeated item; the figure is kept
+(evaluation.kept) under the run's state. Pages and the API read it through `served`, which
+never counts it in the request (evaluation.kept.cold): a figure not kept yet is counted by
+the refresh task of group REFRESH_GROUP, and the reader shows a placeholder meanwhile, or
+the figure of the run's earlier state marked updating.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+from datetime import datetime
+
 from django.db import connection
+from django.db.models import Case, IntegerField, Value, When
 
 from annotation.models import Criterion
-from evaluation.kept import readers
+from evaluation.kept import cold, readers, refresh
+from evaluation.kept import figures as kept_figures
 from evaluation.kept.figures import remembered
 from evaluation.metrics import stability
 from evaluation.runs.models import Run
@@ -30,6 +38,8 @@ HAVING count(*) >= 2
 
 # The criteria a run page names, the most unstable first.
 SHOWN = 20
+# The refresh group (evaluation.kept.refresh) that counts the figure in the background.
+REFRESH_GROUP = "stability"
 
 
 def _repeated_items(run: Run) -> list[stability.RepeatedItem]:
@@ -41,20 +51,105 @@ def _repeated_items(run: Run) -> list[stability.RepeatedItem]:
         ]
 
 
+def _state(run: Run) -> readers.State:
+    return readers.state(run.dataset_id, readers.JUDGE_STABILITY, run=run,
+                         facts=readers.run_facts(run))  # fmt: skip
+
+
 def run_stability(run: Run) -> dict:
     """The run's stability figures (metrics.stability.Stability.as_dict), kept for the
-    run's state: its verdicts change only while it runs or is resumed."""
-    state = readers.state(run.dataset_id, readers.JUDGE_STABILITY, run=run,
-                          facts=readers.run_facts(run))  # fmt: skip
-    return remembered(state, lambda: stability.stability(_repeated_items(run)).as_dict())
+    run's state (its verdicts change only while it runs or is resumed); counted and kept
+    here when they are not: for the refresh task, never for a request (`served`)."""
+    return remembered(_state(run), lambda: _counted(run))
 
 
-def stability_shown(run: Run) -> dict | None:
-    """The run page's stability section: the figures, and the most unstable criteria with
-    their text and whether they are surely unstable; None when no judge graded an item
-    twice in the run."""
-    found = run_stability(run)
-    if not found["items"]:
+def _counted(run: Run) -> dict:
+    return stability.stability(_repeated_items(run)).as_dict()
+
+
+def stability_kept(run: Run) -> bool:
+    """The figure is kept for the run's current state (the warm-up asks; one query)."""
+    state = _state(run)
+    return kept_figures.slot(state).filter(key=state.key).exists()
+
+
+@dataclass(frozen=True)
+class Served:
+    """The figure as a request gets it: `figures` None while it is counted for the first
+    time; `fresh` False while an earlier state's figure (or none) is served."""
+
+    figures: dict | None
+    fresh: bool
+    computed_at: datetime | None = None
+    failure: refresh.Failure | None = None
+
+    @property
+    def updating(self) -> bool:
+        return not self.fresh
+
+    def facts(self) -> dict:
+        """What the API answers carry about the state of the figure (as scores' facts)."""
+        return refresh.facts(
+            updating=self.updating, computed_at=self.computed_at, failure=self.failure
+        )
+
+
+def _read(state: readers.State) -> Served:
+    """The row kept for `state` (fresh), else the latest of the slot, kept for an earlier
+    state of the run (stale), else nothing: one query."""
+    found = (
+        kept_figures.slot(state)
+        .order_by(
+            Case(When(key=state.key, then=Value(0)), default=Value(1), output_field=IntegerField()),
+            "-computed_at",
+        )
+        .values_list("key", "cells", "computed_at")
+        .first()
+    )
+    if found is None:
+        return Served(None, False)
+    key, cells, computed_at = found
+    return Served(cells, key == state.key, computed_at)
+
+
+def served(run: Run) -> Served:
+    """The run's stability figures for a page or the API, never counted here but where
+    the cold rule says so (evaluation.kept.cold: the test suite, a read-only export):
+    kept for the run's state, else the earlier state's marked updating, else a
+    placeholder, a refresh being queued either way (once for every reader)."""
+    state = _state(run)
+    found = _read(state)
+    if found.fresh:
+        return found
+    if run.archived_at is not None:
+        # Its verdicts are in a Parquet file (evaluation.archive) and a recount would find
+        # none: the figure kept when it was archived is current for good.
+        return replace(found, fresh=True)
+    if found.figures is not None:
+        if refresh.ensure(run.dataset_id, run.pk, REFRESH_GROUP, after=found.computed_at) and (
+            refresh.eager()
+        ):
+            found = _read(state)
+    else:
+        read_only = kept_figures.writes_refused()
+        decided = cold.fill(run.dataset_id, run.pk, REFRESH_GROUP, read_only=read_only)
+        if decided is cold.Cold.COMPUTE:  # found missing just now: no second read
+            figures = _counted(run)
+            kept_figures.store(state, figures)
+            return Served(figures, True)
+        if decided is cold.Cold.KEPT:
+            found = _read(state)
+    if found.fresh:
+        return found
+    return Served(found.figures, False, found.computed_at,
+                  refresh.failure(run.dataset_id, run.pk, REFRESH_GROUP))  # fmt: skip
+
+
+def stability_shown(found: dict | None) -> dict | None:
+    """A page's stability section from the served figures: the figures, and the most
+    unstable criteria with their text and whether they are surely unstable; None when
+    there are none yet or no judge graded an item twice in the run."""
+    if not found or not found["items"]:
         return None
     rows = found["criteria"][:SHOWN]
     texts = dict(
@@ -64,6 +159,13 @@ def stability_shown(run: Run) -> dict | None:
         {**r, "text": texts.get(r["criterion_id"], ""), "unstable": is_unstable(r)} for r in rows
     ]
     return {**found, "criteria": criteria, "more": len(found["criteria"]) - len(rows)}
+
+
+def by_criterion(found: dict | None) -> dict[int, dict]:
+    """Each criterion's kept row (with `unstable`), by criterion id: for a page that lists
+    criteria of its own (criterion health)."""
+    rows = (found or {}).get("criteria", [])
+    return {r["criterion_id"]: {**r, "unstable": is_unstable(r)} for r in rows}
 
 
 def is_unstable(row: dict) -> bool:

@@ -132,7 +132,9 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         return _scores_watch(request, report)
     context["report"] = report
     context["reliability"] = scores.reliability_shown(report)
-    context["stability"] = stability.stability_shown(run)
+    judged_twice = stability.served(run)
+    context["stability"] = stability.stability_shown(judged_twice.figures)
+    context["stability_served"] = judged_twice
     context["canary"] = canary.shown(run)
     # The per-system table covers every answer; the per-answer table shows a page of them
     # (a run of 5,000 answers is not one page of HTML), each with its query's text. Only

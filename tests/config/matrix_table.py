@@ -56,6 +56,7 @@ MATRIX = {
     ("GET", "/api/runs/{id}/comparison/"): "403 404 404 403 200 403 200 200",
     ("GET", "/api/runs/{id}/progress/"): "403 404 404 403 200 403 200 200",
     ("GET", "/api/runs/{id}/scores/"): "403 404 404 403 200 403 200 200",
+    ("GET", "/api/runs/{id}/stability/"): "403 404 404 403 200 403 200 200",
     ("GET", "/api/source-types/"): "403 200 200 200 200 200 200 200",
     ("GET", "/api/source-types/{id}/"): "403 200 200 200 200 200 200 200",
     ("GET", "/api/systems/"): "403 200 200 200 200 200 200 200",

@@ -18,11 +18,13 @@ from evaluation.metrics.analytics import (
     complexity_buckets,
     criterion_health,
     labels_needed,
+    mean_of_means,
     paired_comparison,
     parse_edges,
     ppi_lambda,
     ppi_mean,
     ppi_mean_weighted,
+    query_means,
     sign_test,
 )
 
@@ -371,3 +373,13 @@ def test_batched_bootstraps_equal_one_at_a_time():
     assert cluster_bootstraps(many, resamples=500) == [
         cluster_bootstrap(m, resamples=500) for m in many
     ]
+
+
+def test_a_query_answered_k_times_counts_once():
+    # Query 1 answered four times (all 0), query 2 once (1): by answers 0.2, by queries 0.5.
+    samples = {1: [0.0, 0.0, 0.0, 0.0], 2: [1.0], 3: []}
+    assert query_means(samples) == {1: [0.0], 2: [1.0]}
+    one = cluster_bootstrap(query_means(samples), resamples=200)
+    assert one.mean == 0.5 and one.clusters == 2 and one.n == 2
+    assert cluster_bootstrap(samples, resamples=200).mean == pytest.approx(0.2)
+    assert mean_of_means([[0.0, 0.0, 0.0, 0.0], [1.0], []]) == 0.5

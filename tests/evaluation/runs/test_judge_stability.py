@@ -1,7 +1,9 @@
 """Judge stability on a scripted judge (issue 43): the loopback server answers some
 criteria differently on repeated calls of one judge (a panel member with three samples);
 the run reports the flip share of each criterion and overall within its interval, marks the
-flipping criteria unstable and shows them on the run page."""
+flipping criteria unstable and shows them where people look: the run page, criterion
+health, the agreement page (test–retest κ beside judge–human κ) and
+`GET /api/runs/{id}/stability/`, all reading the kept figure, never counting it cold."""
 
 from __future__ import annotations
 
@@ -9,11 +11,18 @@ import threading
 from collections import Counter
 
 import pytest
+from celery.canvas import Signature
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from annotation import services
-from evaluation.runs import lifecycle
+from evaluation import task_names
+from evaluation.analytics.tasks import refresh_analytics
+from evaluation.kept import refresh
+from evaluation.runs import lifecycle, stability
 from evaluation.runs import services as runs
+from evaluation.runs.models import Run
 from evaluation.runs.stability import run_stability
 from loopback import verdict_responder
 from tests.factories import AnswerFactory, PanelFactory, loopback_judges, valid_criteria
@@ -50,9 +59,8 @@ def _flipping_judge():
     return verdict_responder(verdict, failure_kind="missing")
 
 
-def test_a_scripted_flipping_judge_is_reported_within_its_interval(
-    dataset, owner, collaborator, query, loopback_openai, client
-):
+def _flipping_run(dataset, owner, collaborator, query, loopback_openai):
+    """A done run of the scripted flipping judge over ANSWERS; (run, criteria by text)."""
     checklist = services.checklist_create_with_criteria(
         query=query, by=collaborator, criteria=valid_criteria(), submit=True
     )
@@ -66,6 +74,13 @@ def test_a_scripted_flipping_judge_is_reported_within_its_interval(
         lifecycle.run_task(worker="test", run_id=run.pk, answer_id=answer.pk, judge_id=judge.pk)
     run.refresh_from_db()
     assert run.status == "done"
+    return run, criteria
+
+
+def test_a_scripted_flipping_judge_is_reported_within_its_interval(
+    dataset, owner, collaborator, query, loopback_openai, client
+):
+    run, criteria = _flipping_run(dataset, owner, collaborator, query, loopback_openai)
 
     found = run_stability(run)
     items = len(criteria) * len(ANSWERS)
@@ -93,7 +108,7 @@ def test_a_scripted_flipping_judge_is_reported_within_its_interval(
 
 
 def test_a_run_without_repeated_calls_shows_no_stability(
-    dataset, owner, collaborator, query, loopback_openai, client
+    dataset, owner, collaborator, query, loopback_openai, client, owner_api
 ):
     services.checklist_create_with_criteria(
         query=query, by=collaborator, criteria=valid_criteria(), submit=True
@@ -104,7 +119,123 @@ def test_a_run_without_repeated_calls_shows_no_stability(
         run=runs.run_create(dataset=dataset, panel=PanelFactory(judges=[judge]), by=owner)
     )
     lifecycle.run_task(worker="test", run_id=run.pk, answer_id=answer.pk, judge_id=judge.pk)
-    assert run_stability(run)["items"] == 0
+    run.refresh_from_db()
+    assert run.status == "done" and run_stability(run)["items"] == 0
+    body = owner_api.get(f"/api/runs/{run.pk}/stability/").json()
+    assert body["items"] == 0 and body["criteria"] == [] and body["kappa"] is None
+    assert body["flips"]["rate"] is None and body["updating"] is False
     client.force_login(owner)
     page = client.get(reverse("run-detail", args=[run.pk])).content.decode()
     assert "Judge stability (repeated calls)" not in page
+    health = client.get(reverse("analytics-criteria", args=[dataset.pk]), {"run": run.pk})
+    assert "Judge flips" not in health.content.decode()
+    assert "Judge stability" not in health.content.decode()
+
+
+def counts_stability(captured) -> bool:
+    """The figure's count of repeated items (runs.stability._REPEATED_SQL) ran."""
+    return any("HAVING count(*) >= 2" in q["sql"] for q in captured.captured_queries)
+
+
+def test_criterion_health_agreement_and_the_api_show_the_flip_rates(
+    dataset, owner, collaborator, query, loopback_openai, client, owner_api, eager_refresh,
+    django_assert_max_num_queries,
+):  # fmt: skip
+    run, criteria = _flipping_run(dataset, owner, collaborator, query, loopback_openai)
+    expected = run_stability(run)
+    unstable = {c.pk for t, c in criteria.items() if len(FLIPPING.get(t, ())) == len(ANSWERS)}
+
+    with django_assert_max_num_queries(6):
+        body = owner_api.get(f"/api/runs/{run.pk}/stability/").json()
+    assert body["updating"] is False and body["refresh_failed"] is None
+    assert body["items"] == expected["items"] == len(criteria) * len(ANSWERS)
+    assert body["kappa"] == pytest.approx(expected["kappa"])
+    assert body["flips"] == expected["flips"]
+    got = {c["criterion"]: c for c in body["criteria"]}
+    assert set(got) == {c.pk for c in criteria.values()}
+    for row in expected["criteria"]:
+        assert got[row["criterion_id"]]["flips"] == row["flips"]
+    assert {pk for pk, c in got.items() if c["unstable"]} == unstable
+    rates = [c["flips"]["rate"] for c in body["criteria"]]
+    assert rates == sorted(rates, reverse=True)  # the most unstable first
+
+    client.force_login(owner)
+    health_url = reverse("analytics-criteria", args=[dataset.pk])
+    client.get(health_url, {"run": run.pk})  # the analytics figures' first count (eager)
+    with django_assert_max_num_queries(16):
+        health = client.get(health_url, {"run": run.pk}).content.decode()
+    # A flip-rate column in the criterion table, and the most unstable criteria beside it.
+    assert "Judge flips" in health and health.count("data-flips") == len(criteria)
+    assert "4/4" in health and "1/4" in health and "0/4" in health
+    assert health.count(">unstable</span>") == 2 * len(unstable)
+    assert health.count("data-stability-criterion=") == len(criteria)
+
+    agreement_url = reverse("dataset-agreement", args=[dataset.pk])
+    client.get(agreement_url, {"run": run.pk})  # the agreement counts' first count
+    with django_assert_max_num_queries(14):
+        agreement = client.get(agreement_url, {"run": run.pk}).content.decode()
+    assert "data-judge-vs-itself" in agreement and "data-retest-kappa" in agreement
+    assert f"{expected['kappa']:.2f}" in agreement.split("data-retest-kappa")[1][:40]
+    assert agreement.count("data-stability-criterion=") == len(criteria)
+
+
+def test_a_cold_figure_is_queued_once_and_never_counted_in_the_request(
+    dataset, owner, collaborator, query, loopback_openai, client, owner_api, settings,
+    monkeypatch, django_assert_max_num_queries,
+):  # fmt: skip
+    run, criteria = _flipping_run(dataset, owner, collaborator, query, loopback_openai)
+    settings.FIGURES_COLD_IN_REQUEST = False  # production's rule (evaluation.kept.cold)
+    sent = []
+    monkeypatch.setattr(
+        Signature, "apply_async", lambda self, *a, **k: sent.append((self.task, self.args))
+    )
+    for _ in range(3):
+        with (
+            CaptureQueriesContext(connection) as read,
+            django_assert_max_num_queries(10),
+        ):
+            body = owner_api.get(f"/api/runs/{run.pk}/stability/").json()
+        assert not counts_stability(read)
+        assert body["updating"] is True and body["computed_at"] is None
+        assert body["items"] is None and body["criteria"] == []
+    client.force_login(owner)
+    for name in ("run-detail", "analytics-criteria", "dataset-agreement"):
+        args = [run.pk] if name == "run-detail" else [dataset.pk]
+        with CaptureQueriesContext(connection) as read:
+            page = client.get(reverse(name, args=args), {"run": run.pk}).content.decode()
+        assert not counts_stability(read), name
+        assert "data-stability-computing" in page, name
+    # Five readers, one refresh queued.
+    assert sent.count((task_names.REFRESH_TASK, (run.pk, stability.REFRESH_GROUP))) == 1
+
+    # What the worker does; then every reader gets the figure, counted once.
+    assert refresh_analytics(run.pk, stability.REFRESH_GROUP) is True
+    assert refresh.failure(run.dataset_id, run.pk, stability.REFRESH_GROUP) is None
+    with CaptureQueriesContext(connection) as read:
+        body = owner_api.get(f"/api/runs/{run.pk}/stability/").json()
+    assert not counts_stability(read)
+    assert body["updating"] is False and body["items"] == len(criteria) * len(ANSWERS)
+    assert body["flips"] == run_stability(run)["flips"]
+
+
+def test_after_a_resume_the_figure_before_is_served_updating_until_the_refresh(
+    dataset, owner, collaborator, query, loopback_openai, owner_api, settings, monkeypatch
+):
+    run, _ = _flipping_run(dataset, owner, collaborator, query, loopback_openai)
+    before = run_stability(run)
+    settings.FIGURES_COLD_IN_REQUEST = False
+    sent = []
+    monkeypatch.setattr(
+        Signature, "apply_async", lambda self, *a, **k: sent.append((self.task, self.args))
+    )
+    # What a resume or a retry of failed calls moves: the run's state (its attempt).
+    Run.objects.filter(pk=run.pk).update(attempt=run.attempt + 1)
+    for _ in range(2):
+        with CaptureQueriesContext(connection) as read:
+            body = owner_api.get(f"/api/runs/{run.pk}/stability/").json()
+        assert not counts_stability(read)
+        assert body["updating"] is True and body["computed_at"] is not None
+        assert body["items"] == before["items"] and body["flips"] == before["flips"]
+    assert sent == [(task_names.REFRESH_TASK, (run.pk, stability.REFRESH_GROUP))]
+    assert refresh_analytics(run.pk, stability.REFRESH_GROUP) is True
+    assert owner_api.get(f"/api/runs/{run.pk}/stability/").json()["updating"] is False

@@ -22,7 +22,7 @@ from evaluation.analytics import figures, receivers, warmup
 from evaluation.analytics.tasks import refresh_analytics
 from evaluation.kept import refresh
 from evaluation.kept.models import KeptFigure, KeptRefresh
-from evaluation.runs import scores
+from evaluation.runs import scores, stability
 from evaluation.runs.models import Run
 from tests.evaluation.agreement.labelled import build_labelled
 from tests.support.beat import wait_for
@@ -30,8 +30,8 @@ from tests.support.compare import same
 
 # The run page with a placeholder: access, run, overview and progress, the scores' two
 # reads (counters, slot), the refresh marker and its failure, session and user; and the
-# judge-stability figure's first count and keep (issue 43), done once per run; the judge
-# canary that checked the run, if any (one).
+# judge-stability figure's read, its refresh marker and failure (issue 43: queued, never
+# counted in the request); the judge canary that checked the run, if any (one).
 PAGE_QUERIES = 45
 API_QUERIES = 20
 
@@ -118,6 +118,7 @@ def test_the_warm_up_task_fills_every_cold_figure_before_the_first_reader(
     assert warmup.queue(why="test") is True  # what migrate, gunicorn and the seeders do
     wait_for(
         lambda: scores.scores_kept(fresh(run)) and figures.default_kept(fresh(run))
+        and stability.stability_kept(fresh(run))
         and not KeptRefresh.objects.filter(run_id=run.pk).exists(),
         60, lambda: "warm-up never finished:\n" + celery_worker.log()[-3000:],
     )  # fmt: skip

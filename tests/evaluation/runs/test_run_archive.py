@@ -26,7 +26,7 @@ from evaluation.analytics import figures
 from evaluation.archive import services
 from evaluation.datasets.export import ExportOptions, export_chunks
 from evaluation.kept.events import Event, bump
-from evaluation.runs import scores
+from evaluation.runs import scores, stability
 from evaluation.runs.models import Run, RunArchive, Verdict
 from tests.support.compare import same
 
@@ -76,6 +76,7 @@ def shown(run: Run) -> dict:
             part: repr(figures.served(fresh(run), part).figures)
             for part in ("page", "buckets", "queries", "health-top")
         },
+        "stability": stability.served(fresh(run)).figures,
     }
 
 
@@ -107,6 +108,7 @@ def test_archive_keeps_every_figure_and_restore_gives_back_every_row(
     figures.warm(run)
     before_rows, before_figures = rows(run), shown(run)
     assert len(before_rows) > 50
+    assert before_figures["stability"]["items"] > 0  # two samples per judge: repeated calls
     before_jsonl = exported_verdicts(run, "jsonl")  # the SQL path, from the table
     before_csv = exported_verdicts(run, "csv")
 
