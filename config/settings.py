@@ -602,6 +602,8 @@ REWARDS_OVER_LENGTH_PENALTY = float(os.environ.get("REWARDS_OVER_LENGTH_PENALTY"
 REWARDS_WAVE_MS = envint("REWARDS_WAVE_MS", 5)
 REWARDS_MAX_PENDING = envint("REWARDS_MAX_PENDING", 4096)
 REWARDS_DB_THREADS = envint("REWARDS_DB_THREADS", 4)
+# The application_name of the rewards service's database connections (config.settings_rewards).
+REWARDS_APPLICATION_NAME = "workbench-rewards"
 
 # --- Dataset exports and imports ------------------------------------------------------------
 # Exports bigger than DATA_EXPORT_STREAM_MAX_ROWS rows run as a Celery job that writes a zip

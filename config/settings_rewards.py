@@ -18,3 +18,11 @@ MIDDLEWARE = [
     "config.middleware.SecurityHeadersMiddleware",
     "config.middleware.InputGuardMiddleware",
 ]
+
+# Its connections named in pg_stat_activity (REWARDS_APPLICATION_NAME), apart from the web
+# processes' and the workers': operators count them against max_connections, and the tests
+# count only them. A copy: the web settings' dictionaries stay as they are.
+if DATABASES["default"]["ENGINE"].endswith("postgresql"):  # noqa: F405
+    _default = DATABASES["default"]  # noqa: F405
+    _options = {**_default.get("OPTIONS", {}), "application_name": REWARDS_APPLICATION_NAME}  # noqa: F405
+    DATABASES = {**DATABASES, "default": {**_default, "OPTIONS": _options}}  # noqa: F405

@@ -133,10 +133,12 @@ async def one_rollout(url: str, token: str, bodies: list[dict]) -> Round:
 
 
 class ConnectionWatch:
-    """The most connections to `database` open at once, sampled every 50 ms."""
+    """The most connections to `database` open at once, sampled every 50 ms; only those of
+    `application` (an application_name, as the rewards service names its own) if given."""
 
-    def __init__(self, database_url: str) -> None:
+    def __init__(self, database_url: str, application: str = "") -> None:
         self.database_url = database_url
+        self.application = application
         self.peak = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
@@ -156,7 +158,8 @@ class ConnectionWatch:
 
         with psycopg.connect(_admin_url(self.database_url), autocommit=True) as watcher:
             while not self._stop.is_set():
-                self.peak = max(self.peak, _count(watcher, self.database_url))
+                count = _count(watcher, self.database_url, self.application)
+                self.peak = max(self.peak, count)
                 time.sleep(0.05)
 
 
@@ -175,9 +178,10 @@ def _admin_url(database_url: str) -> str:
     return database_url.rsplit("/", 1)[0] + "/postgres"
 
 
-def _count(watcher, database_url: str) -> int:
+def _count(watcher, database_url: str, application: str = "") -> int:
     name = database_url.rsplit("/", 1)[-1]
-    (count,) = watcher.execute(
-        "SELECT count(*) FROM pg_stat_activity WHERE datname = %s", [name]
-    ).fetchone()
+    sql = "SELECT count(*) FROM pg_stat_activity WHERE datname = %s"
+    if application:
+        sql += " AND application_name = %s"
+    (count,) = watcher.execute(sql, [name, application] if application else [name]).fetchone()
     return count
