@@ -5,9 +5,10 @@ signature and its retries are in delivery.py, run by the task `evaluation.send_a
 
 Each event carries its evidence (evaluation.alerts.evidence): item by item on the criteria
 unchanged between the runs, the paired test and the judge's own noise floor, and the
-criteria and queries that went from pass to fail. A drop past the threshold that is not
-beyond the noise (the paired test does not tell it from chance, or the judge's measured
-flip rate explains it) is recorded as "within the judge's noise" and not sent.
+criteria and queries that went from pass to fail. A drop past the threshold in runs that
+measured the judge's noise, and that is not beyond it (the paired test does not tell it
+from chance, or the judge's flip rate explains it), is recorded as "within the judge's
+noise" and not sent; without a measure of the noise the drop is sent, with its evidence.
 """
 
 from __future__ import annotations
@@ -138,7 +139,9 @@ def check_run(run: Run, *, base_url: str = "") -> list[AlertEvent]:
             url = reverse("analytics-compare", args=[run.dataset_id])
             url += f"?a={previous.pk}&b={run.pk}&system_a={system_id}&system_b={system_id}"
             evidence = _linked(regression_evidence(previous, run, system_id), base_url)
-            noise = not evidence["beyond_noise"] and not changed
+            # Within the noise only where the judge's noise was measured: without it, a drop
+            # past the threshold is sent as before, its evidence (the paired test) attached.
+            noise = evidence["noise_measured"] and not evidence["beyond_noise"] and not changed
             payload = {
                 "event": JUDGE_CHANGED if changed else WITHIN_NOISE if noise else "regression",
                 "dataset": run.dataset.name,

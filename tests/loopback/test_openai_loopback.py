@@ -395,8 +395,10 @@ def test_concurrent_requests_are_not_serialized() -> None:
     with LoopbackOpenAI(latency=0.2) as server:
         elapsed = asyncio.run(burst(server, 64))
 
-    assert elapsed < 3  # serialized would take 64 * 0.2 = 12.8 s
+    # The overlap at the server is the proof; the wall time only has to be well under the
+    # serialized 64 * 0.2 = 12.8 s (a busy CI machine took 4.4 s for what takes 0.4 quiet).
     assert server.max_concurrency >= 32
+    assert elapsed < 64 * 0.2 / 2
     assert server.call_count == 64
     assert all(call.latency == 0.2 for call in server.calls)
 

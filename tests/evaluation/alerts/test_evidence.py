@@ -154,3 +154,25 @@ def test_the_alerts_and_schedules_pages_show_the_evidence(
         page = owner_client.get(reverse("dataset-schedules", args=[reviewed_dataset.pk]))
     text = page.content.decode()
     assert 'id="scheduled-alert-events"' in text and "Beyond the judge's noise" in text
+
+
+def test_without_a_measure_of_the_noise_a_drop_chance_may_explain_is_still_sent(
+    reviewed_dataset, owner
+):
+    """Four items, every one from pass to fail: McNemar's p = 0.125, not told from chance;
+    no repeated sample measured the judge's noise, so the alert goes out as before, its
+    evidence saying so (a small dataset rarely reaches p < 0.05)."""
+    from tests.evaluation.analytics.known import build_known
+
+    small = {"sizes": (2, 2), "systems": ("Alpha",), "hard_first": False, "label_share": 0.0}
+    before = build_known(reviewed_dataset, seed=1, skill={"Alpha": 1.0}, **small)
+    after = build_known(reviewed_dataset, seed=2, skill={"Alpha": 0.0}, queries=before.plan,
+                        **small)  # fmt: skip
+    RegressionAlert.objects.create(
+        dataset=reviewed_dataset, threshold=0.1, emails="qa@example.com", created_by=owner
+    )
+    (event,) = alerts.check_run(after.run)
+    evidence = event.payload["evidence"]
+    assert not evidence["noise_measured"] and not evidence["beyond_noise"]
+    assert evidence["worse"] >= 1 and evidence["p_value"] > 0.05
+    assert event.payload["event"] == "regression" and event.email_state == "pending"
