@@ -23,7 +23,7 @@ from evaluation.analytics.access import access_analytics
 from evaluation.charts.lines import PointInput, SeriesInput, line_chart
 from evaluation.metrics import analytics as am
 from evaluation.pairwise import figures as pairwise_figures
-from evaluation.runs import scores, stability
+from evaluation.runs import canary, scores, stability
 from evaluation.runs.models import Run
 from evaluation.runs.selectors import choose_run, runs_of_system_answers
 from evaluation.tables.formats import csv_safe
@@ -251,6 +251,13 @@ def dataset_analytics(request: HttpRequest, pk: int) -> HttpResponse:
                 context["human_coming"] = Run.objects.filter(
                     dataset=dataset, kind=Run.Kind.CROSS_EVALUATION, status__in=Run.FINISHED
                 ).exists()
+    if selection.run is not None:
+        # The judge canary of the run's panel over time (docs/judging.md#judge-canary): kept
+        # figures of the canary runs, two queries.
+        newest = canary.latest(dataset.pk, selection.run.panel_id)
+        if newest is not None:
+            context["canary_newest"] = newest
+            context["canary_chart"] = canary.chart(canary.series(newest))
     if context["is_admin"]:
         # Pairwise preference (issue 42) for the admins: reviewers may still be voting blind.
         found = pairwise_figures.dataset_figures(dataset, selection.run)

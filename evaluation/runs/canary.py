@@ -19,6 +19,16 @@ def canary_of(run: Run) -> Run | None:
     return run.canaries.order_by("-pk").first()
 
 
+def latest(dataset_id: int, panel_id: int) -> Run | None:
+    """The dataset's latest measured canary of the panel: where its chart ends."""
+    return (
+        Run.objects.filter(dataset=dataset_id, panel=panel_id, canary_for__isnull=False)
+        .exclude(canary_result={})
+        .order_by("-pk")
+        .first()
+    )
+
+
 def series(canary: Run) -> list[Run]:
     """The canaries of the dataset and panel up to this one that were measured, oldest
     first."""

@@ -76,3 +76,28 @@ def test_the_canary_is_set_on_a_schedule_and_charted_on_the_run_page(page, owner
     chart.locator('[data-series="Judge B"] a.point').first.click()
     expect(page).to_have_url(f"{page.url.split('/runs/')[0]}/runs/{runs[0].pk}/")
     expect(page.locator("#judge-canary")).not_to_contain_text("judge changed?")
+
+
+def test_the_analytics_page_charts_the_canary_of_the_runs_panel(page, owner, dataset):
+    checklisted_query(dataset, criteria=2, answers=1)
+    panel = PanelFactory(name="Night panel", judges=[offline_judge("Offline checks")])
+    runs, previous = [], None
+    for n, rate in enumerate((0.95, 0.3)):
+        judges = {"Judge A": figure(round(rate * 20), 20, rate - 0.2, min(rate + 0.04, 1.0))}
+        run = Run.objects.create(dataset=dataset, panel=panel, name=f"Nightly {n}",
+                                 status=Run.Status.DONE, finished_at=timezone.now())  # fmt: skip
+        result = {"judges": judges, "panel": judges["Judge A"],
+                  "changed": ["Judge A"] if n else [], "previous": previous and previous.pk,
+                  "previous_judges": previous and previous.canary_result["judges"]}  # fmt: skip
+        previous = Run.objects.create(
+            dataset=dataset, panel=panel, name=f"Nightly {n} · canary", status=Run.Status.DONE,
+            scope=Run.Scope.LABELLED, canary_for=run, finished_at=timezone.now(),
+            canary_result=result,
+        )  # fmt: skip
+        runs.append(run)
+    log_in(page, owner.username)
+    page.goto(f"/datasets/{dataset.pk}/analytics/?run={runs[-1].pk}")
+    chart = page.locator("#analytics-canary-chart svg")
+    expect(chart.locator("polyline")).to_have_count(1)
+    expect(chart.locator("a.point")).to_have_count(2)
+    expect(page.locator("#judge-canary + p")).to_contain_text("judge changed? Judge A")
