@@ -68,7 +68,7 @@ def test_a_writer_behind_a_held_row_is_sampled_with_its_holder(conninfo, capsys)
     assert 0 < summary["waiting_s"] < 10
     print_lock_waits(summary)
     printed = capsys.readouterr().out
-    assert f"{pair['samples']} waiting in {summary['samples']} samples" in printed
+    assert f"{summary['waiting_samples']} waiting in {summary['samples']} samples" in printed
     assert "held by (idle in transaction) 'SELECT n FROM" in printed
 
 
