@@ -115,6 +115,11 @@ def check_run(run: Run, *, base_url: str = "") -> list[AlertEvent]:
     if not alerts:
         return []
     checked_by = canary_of(run)
+    ended = checked_by is not None and checked_by.status in Run.FINISHED
+    if ended and not checked_by.canary_result:
+        # Ended, but its own check (which measures it) has not run yet: measure it here, or
+        # this run would be judged without it. Measuring twice keeps the same figures.
+        canary.record(checked_by)
     changed = checked_by.canary_result.get("changed") if checked_by is not None else None
     data = sel.load_run(run, parts=())  # the per-query scores only
     systems = dict(summaries.systems_of(data))
