@@ -20,6 +20,7 @@ from __future__ import annotations
 from evaluation.agreement import cells
 from evaluation.agreement.selectors import Cells, FigureKey
 from evaluation.metrics import intervals
+from evaluation.runs.canary import measured
 from evaluation.runs.models import Run
 
 
@@ -66,18 +67,8 @@ def changed_judges(now: dict, before: dict) -> list[str]:
 
 def previous_canary(canary: Run) -> Run | None:
     """The dataset's latest canary of the same panel that ended, with figures, before it."""
-    return (
-        Run.objects.filter(
-            dataset=canary.dataset_id,
-            panel=canary.panel_id,
-            canary_for__isnull=False,
-            status__in=Run.FINISHED,
-            pk__lt=canary.pk,
-        )
-        .exclude(canary_result={})
-        .order_by("-pk")
-        .first()
-    )
+    earlier = measured(canary.dataset_id, canary.panel_id).filter(pk__lt=canary.pk)
+    return earlier.filter(status__in=Run.FINISHED).first()
 
 
 def record(canary: Run) -> dict:

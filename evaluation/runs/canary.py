@@ -5,6 +5,7 @@ labels over the dataset's canaries of the same panel, as a chart."""
 
 from __future__ import annotations
 
+from django.db.models import QuerySet
 from django.urls import reverse
 
 from evaluation.charts.lines import LineChart, PointInput, SeriesInput, line_chart
@@ -19,31 +20,27 @@ def canary_of(run: Run) -> Run | None:
     return run.canaries.order_by("-pk").first()
 
 
-def latest(dataset_id: int, panel_id: int) -> Run | None:
-    """The dataset's latest measured canary of the panel: where its chart ends."""
+def measured(dataset_id: int, panel_id: int) -> QuerySet[Run]:
+    """The dataset's canaries of the panel that were measured, the newest first: the one
+    series the chart, the latest canary and the previous canary are read from."""
     return (
         Run.objects.filter(dataset=dataset_id, panel=panel_id, canary_for__isnull=False)
         .exclude(canary_result={})
         .order_by("-pk")
-        .first()
     )
+
+
+def latest(dataset_id: int, panel_id: int) -> Run | None:
+    """The dataset's latest measured canary of the panel: where its chart ends."""
+    return measured(dataset_id, panel_id).first()
 
 
 def series(canary: Run) -> list[Run]:
     """The canaries of the dataset and panel up to this one that were measured, oldest
     first."""
-    found = (
-        Run.objects.filter(
-            dataset=canary.dataset_id,
-            panel=canary.panel_id,
-            canary_for__isnull=False,
-            pk__lte=canary.pk,
-        )
-        .exclude(canary_result={})
-        .order_by("-pk")
-        .only("pk", "name", "finished_at", "canary_result", "canary_for")[:SERIES]
-    )
-    return list(reversed(found))
+    found = measured(canary.dataset_id, canary.panel_id).filter(pk__lte=canary.pk)
+    fields = ("pk", "name", "finished_at", "canary_result", "canary_for")
+    return list(reversed(found.only(*fields)[:SERIES]))
 
 
 def chart(canaries: list[Run]) -> LineChart:

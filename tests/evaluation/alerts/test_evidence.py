@@ -60,13 +60,17 @@ def test_undecided_items_and_criteria_in_one_run_only_are_left_out():
     assert moves.items == 8 and {c for _, _, c in moves.worse} == {1}
 
 
+def email_alert(dataset, owner, system_id: int | None, *, threshold: float) -> RegressionAlert:
+    return RegressionAlert.objects.create(
+        dataset=dataset, system_id=system_id, threshold=threshold, emails="qa@example.com",
+        created_by=owner,
+    )  # fmt: skip
+
+
 def test_the_alert_names_the_criteria_and_queries_that_moved(reviewed_dataset, owner):
     before, after = two_runs(reviewed_dataset)
     alpha = next(pk for pk, name in before.systems.items() if name == "Alpha")
-    RegressionAlert.objects.create(
-        dataset=reviewed_dataset, system_id=alpha, threshold=0.1, emails="qa@example.com",
-        created_by=owner,
-    )  # fmt: skip
+    email_alert(reviewed_dataset, owner, alpha, threshold=0.1)
     (event,) = alerts.check_run(after.run)
     evidence = event.payload["evidence"]
     assert event.payload["event"] == "regression" and event.email_state == "pending"
@@ -108,10 +112,7 @@ def test_a_drop_the_judges_own_noise_explains_is_kept_and_not_sent(reviewed_data
                     sample=1, outcome="fail" if v.outcome == "pass" else "pass", cache_key="")
             for v in known.run.verdicts.filter(judge_id=judge, sample=0)
         )  # fmt: skip
-    RegressionAlert.objects.create(
-        dataset=reviewed_dataset, system_id=alpha, threshold=0.01, emails="qa@example.com",
-        created_by=owner,
-    )  # fmt: skip
+    email_alert(reviewed_dataset, owner, alpha, threshold=0.01)
     (event,) = alerts.check_run(after.run)
     evidence = event.payload["evidence"]
     assert evidence["noise_measured"] and not evidence["beyond_noise"]
@@ -168,9 +169,7 @@ def test_without_a_measure_of_the_noise_a_drop_chance_may_explain_is_still_sent(
     before = build_known(reviewed_dataset, seed=1, skill={"Alpha": 1.0}, **small)
     after = build_known(reviewed_dataset, seed=2, skill={"Alpha": 0.0}, queries=before.plan,
                         **small)  # fmt: skip
-    RegressionAlert.objects.create(
-        dataset=reviewed_dataset, threshold=0.1, emails="qa@example.com", created_by=owner
-    )
+    email_alert(reviewed_dataset, owner, None, threshold=0.1)
     (event,) = alerts.check_run(after.run)
     evidence = event.payload["evidence"]
     assert not evidence["noise_measured"] and not evidence["beyond_noise"]
