@@ -20,6 +20,7 @@ from rest_framework.permissions import SAFE_METHODS
 from accounts import keys, services
 from accounts.models import ApiToken
 from annotation.access import LIMITED_DATASETS_ATTRIBUTE
+from config import shared_lookups
 
 READ_ONLY_REFUSAL = (
     "This token is read-only: it may only read (GET, HEAD, OPTIONS). Make a read-and-write "
@@ -45,7 +46,10 @@ class ApiTokenAuthentication(TokenAuthentication):
             raise exceptions.PermissionDenied(READ_ONLY_REFUSAL)
         if token.scope == ApiToken.Scope.REWARDS and not _is_rewards_route(request):
             raise exceptions.PermissionDenied(REWARDS_ONLY_REFUSAL)
-        limited_to = frozenset(token.datasets.values_list("pk", flat=True))
+        limited_to = shared_lookups.once(
+            ("token-datasets", token.pk),
+            lambda: frozenset(token.datasets.values_list("pk", flat=True)),
+        )
         if limited_to:
             setattr(user, LIMITED_DATASETS_ATTRIBUTE, limited_to)
         return found
@@ -53,7 +57,11 @@ class ApiTokenAuthentication(TokenAuthentication):
     def authenticate_credentials(self, key: str):
         if not key.startswith(keys.TOKEN_MARKER):
             return super().authenticate_credentials(key)
-        token = ApiToken.objects.select_related("user").filter(key_digest=keys.digest(key)).first()
+        digest = keys.digest(key)
+        token = shared_lookups.once(
+            ("api-token", digest),
+            lambda: ApiToken.objects.select_related("user").filter(key_digest=digest).first(),
+        )
         if token is None:
             raise exceptions.AuthenticationFailed("Invalid token.")
         if not token.user.is_active:

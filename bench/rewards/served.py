@@ -70,6 +70,24 @@ class ServiceProcess:
         self.stop()
         raise RuntimeError("The rewards service did not start.")
 
+    def cpu_seconds(self) -> float:
+        """CPU seconds the service's processes have used so far (user and system, the ASGI
+        server's workers included: they share its process group). Unlike wall time, it
+        hardly moves with what else the machine runs."""
+        if self.process is None:
+            return 0.0
+        ticks = os.sysconf("SC_CLK_TCK")
+        total = 0
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:  # the process ended meanwhile
+                continue
+            # After the name: state, ppid, pgrp, ..., utime (14th field) and stime (15th).
+            if int(fields[2]) == self.process.pid:
+                total += int(fields[11]) + int(fields[12])
+        return total / ticks
+
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)
@@ -129,6 +147,29 @@ async def one_rollout(url: str, token: str, bodies: list[dict]) -> Round:
     started = time.perf_counter()
     await asyncio.gather(*(post(body) for body in bodies))
     found.seconds = time.perf_counter() - started
+    return found
+
+
+async def one_request(url: str, token: str, body: dict) -> Round:
+    """One request holding every sample (OpenRLHF's shape takes lists): the batch the
+    one-sample rollout is compared with, on the same service."""
+    import aiohttp
+
+    found = Round()
+    started = time.perf_counter()
+    async with (
+        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=600)) as session,
+        session.post(url, json=body, headers={"Authorization": f"Token {token}"}) as response,
+    ):
+        found.statuses[response.status] = 1
+        if response.status == 200:
+            answer = await response.json()
+            found.failed = sum(int(f) for f in answer["extra_logs"]["failed"])
+            found.rewarded = len(answer["rewards"])
+        else:
+            found.errors.append(f"HTTP {response.status}: {(await response.text())[:300]}")
+    found.seconds = time.perf_counter() - started
+    found.latencies.append(found.seconds)
     return found
 
 

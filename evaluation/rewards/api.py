@@ -28,6 +28,7 @@ from accounts.models import ApiToken
 from annotation import roles
 from annotation.access import access_dataset
 from annotation.models import Dataset
+from config import shared_lookups
 from config.ids import parse_id
 from evaluation.judges.models import Panel
 from evaluation.rewards import quota, request_shapes, services, waves
@@ -40,7 +41,12 @@ def _dataset(request: Request, raw: Any) -> Dataset:
     if pk is None:
         raise RefusedInput([Problem(None, "dataset", "Give the dataset's id (a number).")])
     try:
-        return access_dataset(request.user, pk, roles.CHANGE)
+        # Shared by the requests admitted together (config/shared_lookups.py): one caller,
+        # one token's limit, one dataset.
+        return shared_lookups.once(
+            ("reward-dataset", request.user.pk, _token_id(request), pk),
+            lambda: access_dataset(request.user, pk, roles.CHANGE),
+        )
     except DjangoPermissionDenied as refused:  # DRF would answer it with a generic message
         raise PermissionDenied(
             "Rewards are for the dataset's admins: a reward call spends judge money as "
@@ -50,7 +56,11 @@ def _dataset(request: Request, raw: Any) -> Dataset:
 
 def _panel(raw: Any) -> Panel:
     pk = parse_id(raw)
-    panel = Panel.objects.filter(pk=pk).first() if pk is not None else None
+    panel = (
+        shared_lookups.once(("reward-panel", pk), Panel.objects.filter(pk=pk).first)
+        if pk is not None
+        else None
+    )
     if panel is None:
         raise RefusedInput([Problem(None, "panel", "Give the id of an existing panel.")])
     return panel

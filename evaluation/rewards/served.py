@@ -32,6 +32,7 @@ from rest_framework import exceptions, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from config import shared_lookups
 from evaluation.rewards import api, waves
 
 logger = logging.getLogger(__name__)
@@ -105,6 +106,81 @@ def _admitted(view_class: type[api._RewardView], request: HttpRequest):
         return view, drf_request, answer if answer is not None else view.handle_exception(refused)
 
 
+# Requests admitted in one step at most: the first wave starts once they are in, so a few
+# dozen keep the judges busy early while sharing the step's lookups.
+ADMIT_AT_ONCE = 32
+
+
+def _admitted_together(batch: list[tuple[type[api._RewardView], HttpRequest]]) -> list[Any]:
+    """`_admitted` for each request of `batch`, in one step at the edge: the requests share
+    their lookups (config/shared_lookups.py) and one connection check. Each entry is the
+    request's (view, DRF request, job or refusal) or the exception its admission raised
+    (a lost connection), which is that request's alone to answer."""
+    admitted: list[Any] = []
+    with shared_lookups.shared():
+        for view_class, request in batch:
+            try:
+                admitted.append(_admitted(view_class, request))
+            except Exception as failed:
+                admitted.append(failed)
+    return admitted
+
+
+class Admissions:
+    """The requests of one event loop waiting to be admitted: one edge step admits up to
+    ADMIT_AT_ONCE of them, and the next step takes those that arrived meanwhile. A trainer's
+    256 requests arriving together are so admitted in a few steps rather than 256, and the
+    jobs of one step join one wave (evaluation.rewards.waves)."""
+
+    def __init__(self) -> None:
+        self._waiting: list[tuple[type[api._RewardView], HttpRequest, asyncio.Future]] = []
+        self._draining: asyncio.Task | None = None
+
+    async def admit(self, view_class: type[api._RewardView], request: HttpRequest):
+        future = asyncio.get_running_loop().create_future()
+        self._waiting.append((view_class, request, future))
+        if self._draining is None or self._draining.done():
+            self._draining = asyncio.get_running_loop().create_task(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        while self._waiting:
+            batch = self._waiting[:ADMIT_AT_ONCE]
+            del self._waiting[:ADMIT_AT_ONCE]
+            try:
+                results = await at_edge(
+                    _admitted_together, [(view_class, request) for view_class, request, _ in batch]
+                )
+            except BaseException as failed:  # the edge itself failed: every request hears it
+                for _, _, future in batch:
+                    if not future.done():
+                        future.set_exception(failed)
+                if not isinstance(failed, Exception):  # cancelled: the loop is closing
+                    raise
+                continue
+            for (_, _, future), result in zip(batch, results, strict=True):
+                if future.done():  # its client went away
+                    continue
+                if isinstance(result, BaseException):
+                    future.set_exception(result)
+                else:
+                    future.set_result(result)
+
+
+_admissions: dict[asyncio.AbstractEventLoop, Admissions] = {}
+
+
+def current_admissions() -> Admissions:
+    """This event loop's admissions (one per ASGI worker process)."""
+    loop = asyncio.get_running_loop()
+    found = _admissions.get(loop)
+    if found is None:
+        for old in [other for other in _admissions if other.is_closed()]:
+            del _admissions[old]
+        found = _admissions[loop] = Admissions()
+    return found
+
+
 def _rendered(view: api._RewardView, request: Request, response: Response) -> HttpResponse:
     """DRF's response rendered here, as a plain HttpResponse: Django would otherwise render
     it through its one thread for sync code, a queue at a thousand requests."""
@@ -137,7 +213,7 @@ def served(view_class: type[api._RewardView]) -> Callable[..., Any]:
 
 
 async def _answer(view_class: type[api._RewardView], request: HttpRequest) -> HttpResponse:
-    drf_view, drf_request, job = await at_edge(_admitted, view_class, request)
+    drf_view, drf_request, job = await current_admissions().admit(view_class, request)
     if isinstance(job, Response):
         return _rendered(drf_view, drf_request, job)
     try:

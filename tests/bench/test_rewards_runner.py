@@ -59,7 +59,11 @@ def test_the_served_mode_sends_one_sample_requests_over_http_and_prints_its_figu
     _printed(
         out, "served: rewards/s", "served: time over bound", "served: per request p50",
         "served: database connections at most",
+        "served: one-sample requests / one request: wall",
     )  # fmt: skip
+    # The same six samples' worth in one request, on the same service, for the comparison.
+    assert re.search(r"served: one 6-sample request: 6 rewards, wall [\d.]+ s", out), out
+    assert re.search(r"service CPU [\d.]+ s for the rollout, [\d.]+ s for the one request", out)
 
 
 def test_the_bound_counts_waves_of_c_calls():
