@@ -323,6 +323,13 @@ def test_every_score_shows_its_undecided_count(client, reviewer, judged, eager_r
     scores.keep_scores(again)  # counted and kept, as at the run's end
     page = client.get(url, params)
     assert page.context["undecided_b"] == 0  # every criterion decided: a vote of fail
+    # The compare API says the same of each side; without a system, a side counts every
+    # system's undecided criteria.
+    api = f"/api/datasets/{data.run.dataset_id}/analytics/compare/"
+    body = client.get(api, params).json()
+    assert (body["a"]["undecided"], body["b"]["undecided"]) == (1, 0)
+    body = client.get(api, {"a": data.run.pk, "b": again.pk}).json()
+    assert body["a"]["undecided"] == sum(scores.kept_undecided(data.run).values()) == 1
 
 
 def test_run_answer_page_shows_the_trajectory_and_a_penalty_avoided(client, reviewer, judged):
