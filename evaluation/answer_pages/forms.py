@@ -54,8 +54,7 @@ class AnswerFilterForm(forms.Form):
         recent = sorted(latest, key=lambda label: latest[label], reverse=True)[:RECENT_LABELS]
         # (value typed, what the list shows beside it)
         self.recent_labels = [
-            (label, "") if label else (NO_LABEL, "answers without a run label")
-            for label in recent
+            (label, "") if label else (NO_LABEL, "answers without a run label") for label in recent
         ]
 
     def filters(self) -> AnswerFilters:

@@ -150,7 +150,7 @@ def test_the_run_label_is_typed_with_the_latest_labels_offered(client, reviewer,
 
 
 def test_answers_without_a_run_label_are_offered_as_a_dash(client, reviewer, judged):
-    data, agent = judged
+    data, _ = judged
     client.force_login(reviewer)
     response = client.get(reverse("dataset-answers", args=[data.run.dataset_id]))
     offered = dict(response.context["filter_form"].recent_labels)
