@@ -183,11 +183,30 @@ def run() -> int:
                 process.kill()
 
 
+# manage.py commands `manage` runs without migrating first: those that read or change the
+# migrations themselves (`manage migrate annotation 0010` goes back) and those that never
+# open the database (`manage check` stays quick, and works with no database at all).
+NO_MIGRATE_FIRST = frozenset(
+    {"migrate", "makemigrations", "showmigrations", "sqlmigrate", "squashmigrations",
+     "optimizemigration", "help", "check", "diffsettings", "collectstatic", "spectacular",
+     "version"}
+)  # fmt: skip
+
+
 def manage_command(args: list[str]) -> int:
     """manage.py as `run` calls it: the project's venv, its environment (`dev_env`), the
-    same SQLite file and broker folder."""
+    same SQLite file and broker folder, and the database migrated first, as `run` does. On a
+    fresh clone, `dev.py manage import_kqa` (a README command) then works before `run` has
+    ever made the database; the migrate is a quick no-op on one that is up to date."""
     ensure_venv("")
     env = dev_env()
+    command = args[0] if args else "help"
+    if command not in NO_MIGRATE_FIRST and not command.startswith("-"):
+        migrated = subprocess.run(
+            [str(PYTHON), "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env
+        )
+        if migrated.returncode:
+            return migrated.returncode
     return subprocess.run([str(PYTHON), "manage.py", *args], cwd=ROOT, env=env).returncode
 
 

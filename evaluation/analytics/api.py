@@ -20,6 +20,7 @@ from config.ids import MAX_ID
 from evaluation.analytics import figures, summaries
 from evaluation.analytics.access import access_analytics
 from evaluation.metrics import analytics as am
+from evaluation.runs import scores
 from evaluation.runs.models import Run
 from evaluation.runs.selectors import choose_run, runs_of_system_answers
 
@@ -125,6 +126,7 @@ class AnalyticsView(APIView):
                     "items": page.items,
                 },
                 "scores": [c.as_dict() for c in page.cells],
+                "undecided": _undecided(run, page.cells),
                 "calibrated": [c.as_dict() for c in page.calibrated],
                 "panels": [o.as_dict() for o in page.panels],
                 "judge_agreement": [a.as_dict() for a in page.judges],
@@ -134,6 +136,14 @@ class AnalyticsView(APIView):
                 "calibrated_scale": page.scale,
             }
         )
+
+
+def _undecided(run: Run, cells: list[summaries.Cell]) -> list[dict]:
+    """Each system's undecided criteria beside its overall score (null until kept)."""
+    return [
+        {"system_id": c.system_id, "system": c.system, "undecided": n}
+        for c, n in figures.overall_undecided(run, cells)
+    ]
 
 
 class CompareQuerySerializer(serializers.Serializer):
@@ -170,8 +180,22 @@ class CompareView(APIView):
         comparison, _, _ = served.figures
         return Response(
             {
-                "a": {**_run_data(run_a), "system": comparison.system_a},
-                "b": {**_run_data(run_b), "system": comparison.system_b},
+                # Each side's undecided criteria, as the compare page shows them: the
+                # system's, or every system's when the side compares them all.
+                "a": {
+                    **_run_data(run_a),
+                    "system": comparison.system_a,
+                    "undecided": scores.kept_undecided_of(
+                        run_a, comparison.system_a if v.get("system_a") else None
+                    ),
+                },
+                "b": {
+                    **_run_data(run_b),
+                    "system": comparison.system_b,
+                    "undecided": scores.kept_undecided_of(
+                        run_b, comparison.system_b if v.get("system_b") else None
+                    ),
+                },
                 **served.facts(),
                 "test": comparison.test.as_dict(),
                 "queries": [

@@ -56,6 +56,7 @@ from evaluation.metrics import analytics as am
 from evaluation.metrics.agreement import Agreement, Kappa
 from evaluation.metrics.calibration import PanelOption
 from evaluation.metrics.overlap import Interval
+from evaluation.runs import scores
 from evaluation.runs.models import Run
 from evaluation.runs.selectors import choose_run, runs_of_system_answers
 
@@ -783,3 +784,13 @@ def comparison_is_fresh(run_a: Run, run_b: Run) -> bool:
     comparison is then drawn by the next view)? Queues what is missing."""
     fresh = [is_fresh(run_a, "queries"), is_fresh(run_b, "queries")]
     return all(fresh)
+
+
+def overall_undecided(
+    run: Run, cells: list[summaries.Cell]
+) -> list[tuple[summaries.Cell, int | None]]:
+    """Each system's overall score cell with its undecided criteria (issue 41: a score shows
+    how much of it is missing), as the analytics page and API show them: from the run's
+    kept scores, never counted in the request; None until they are kept."""
+    kept = scores.kept_undecided(run)
+    return [(c, None if kept is None else kept.get(c.system, 0)) for c in cells if c.group == "all"]

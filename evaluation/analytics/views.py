@@ -269,7 +269,7 @@ def dataset_analytics(request: HttpRequest, pk: int) -> HttpResponse:
 
 def _page_context(request: HttpRequest, selection: Selection, page: figures.Page) -> dict:
     dataset, bucket = selection.dataset, request.GET.get("bucket", "")
-    undecided = scores.kept_undecided(selection.run)
+    overall = figures.overall_undecided(selection.run, page.cells)
     curve, numeric = complexity_curve(request, page)
     by = {"complexity": curve.dimension} if curve.dimension else {}
     return {
@@ -278,12 +278,8 @@ def _page_context(request: HttpRequest, selection: Selection, page: figures.Page
         "data": page,
         # (cell, undecided criteria): how much of each score is missing, from the run's
         # kept scores (None until its end or its run page has counted them).
-        "overall": [
-            (c, None if undecided is None else undecided.get(c.system, 0))
-            for c in page.cells
-            if c.group == "all"
-        ],
-        "undecided_known": undecided is not None,
+        "overall": overall,
+        "undecided_known": all(n is not None for _, n in overall),  # kept, or no system
         "tables": _score_tables(page.cells, {b.key: b.label for b in page.curve.buckets}),
         "calibrated": page.calibrated,
         "panels": page.panels[:PANEL_OPTIONS],
@@ -427,22 +423,16 @@ def compare_runs(request: HttpRequest, pk: int) -> HttpResponse:
                 systems_a=systems_a,
                 systems_b=systems_b,
                 comparison=comparison,
-                undecided_a=_undecided_of(run_a, comparison.system_a if system_a else None),
-                undecided_b=_undecided_of(run_b, comparison.system_b if system_b else None),
+                undecided_a=scores.kept_undecided_of(
+                    run_a, comparison.system_a if system_a else None
+                ),
+                undecided_b=scores.kept_undecided_of(
+                    run_b, comparison.system_b if system_b else None
+                ),
                 regressions=[(d, texts.get(d.query_id, "")) for d in regressions],
                 gains=[(d, texts.get(d.query_id, "")) for d in gains],
             )
     return render(request, "evaluation/analytics/analytics_compare.html", context)
-
-
-def _undecided_of(run: Run, system: str | None) -> int | None:
-    """The undecided criteria behind one side of a comparison, from the run's kept scores:
-    the system's (by name), or every system's when the side compares them all; None until
-    the run's scores are counted."""
-    undecided = scores.kept_undecided(run)
-    if undecided is None:
-        return None
-    return sum(undecided.values()) if system is None else undecided.get(system, 0)
 
 
 @require_GET

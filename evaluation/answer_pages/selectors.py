@@ -17,6 +17,7 @@ from django.db.models import (
     Count,
     Exists,
     ExpressionWrapper,
+    Max,
     OuterRef,
     Q,
     QuerySet,
@@ -86,11 +87,12 @@ def systems_answers(dataset: Dataset) -> QuerySet[Answer]:
 
 
 def counts_by_system(dataset: Dataset) -> list[dict]:
-    """The dataset's answers counted per system and run label (one query)."""
+    """The dataset's answers counted per system and run label, with the id of each group's
+    newest answer (`latest`: which run labels are recent), in one query."""
     return list(
         systems_answers(dataset)
         .values("system_id", "system__name", "system__version", "run_label")
-        .annotate(n=Count("id"))
+        .annotate(n=Count("id"), latest=Max("id"))
         .order_by("system__name", "system__version", "run_label")
     )
 

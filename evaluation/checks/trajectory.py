@@ -164,13 +164,23 @@ def _choice(params: Mapping[str, Any], key: str, choices: tuple[str, ...]) -> li
 
 
 def scoring_of(params: Mapping[str, Any], threshold: float | None) -> str:
-    """How a sequence check scores. A check saved before `scoring` existed has none: it
-    gave partial credit, so one with a threshold below 1 keeps it (its verdicts do not
-    change); at the default threshold 1 both readings give the same verdict, and it takes
-    the default, pass/fail."""
+    """How a sequence check scores. A check saved before `scoring` existed has none (a
+    verdict's record of it, a file exported then): it gave partial credit, so one with a
+    threshold below 1 keeps it (its verdicts do not change); at the default threshold 1
+    both readings give the same verdict, and it takes the default, pass/fail. A check saved
+    now always names its scoring (with_scoring), so this reading never decides a new one."""
     if "scoring" in params:
         return params["scoring"]
     return "partial" if threshold is not None and threshold < 1 else "pass_fail"
+
+
+def with_scoring(kind: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """A sequence check's parameters as saved: its scoring named, pass/fail (AgentFlow's
+    reading) unless partial credit is asked for, whatever its threshold; other kinds'
+    parameters as given."""
+    if kind in ("tool_sequence", "step_order") and "scoring" not in params:
+        return {**params, "scoring": "pass_fail"}
+    return dict(params)
 
 
 def as_applied(check: Any, score: Any) -> dict[str, Any] | None:

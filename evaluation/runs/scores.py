@@ -681,6 +681,16 @@ def kept_undecided(run: Run) -> dict[str, int] | None:
     return {s["system"]: s["undecided"] for s in found[0]["systems"]}
 
 
+def kept_undecided_of(run: Run, system: str | None) -> int | None:
+    """The undecided criteria behind one side of a comparison (the analytics compare page
+    and API), from the run's kept scores: the system's (by name), or every system's when the
+    side compares them all; None until the run's scores are counted."""
+    undecided = kept_undecided(run)
+    if undecided is None:
+        return None
+    return sum(undecided.values()) if system is None else undecided.get(system, 0)
+
+
 def _revalidate(run: Run, *, after: datetime) -> bool:
     """Queue the refresh of the run's scores (once for every reader; no sooner than the
     refresh spacing after `after`, when the scores served were computed); True when the

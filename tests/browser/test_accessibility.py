@@ -78,6 +78,8 @@ def main_pages(dataset, run, answer, criterion) -> dict[str, list[str]]:
         reverse("run-answer", args=[run.pk, answer.pk]),
         reverse("verdict-prompt-page", args=[run.verdicts.order_by("pk").first().pk]),
         reverse("dataset-analytics", args=[d]),
+        # Issue 41: the compare page shows each side's undecided criteria.
+        reverse("analytics-compare", args=[d]) + f"?a={run.pk}&b={run.pk}",
         reverse("dataset-cross-evaluation", args=[d]),
         reverse("dataset-answers", args=[d]),
         reverse("dataset-answers", args=[d]) + "?q=a&labelled=no&sort=longest",
@@ -88,6 +90,8 @@ def main_pages(dataset, run, answer, criterion) -> dict[str, list[str]]:
         "alice": [
             *shared,
             reverse("checklist-detail", args=[checklist.pk]),
+            # Issue 41: a criterion's check page (scoring and tokenizer in its parameters).
+            reverse("criterion-check", args=[checklist.criteria.order_by("pk").first().pk]),
             reverse("perfect-answer", args=[checklist.pk]),
         ],
         "admin": [

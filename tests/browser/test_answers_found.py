@@ -47,7 +47,8 @@ def test_an_answer_posted_through_the_api_is_found_opened_and_read_everywhere(
     status, posted = call(
         f"{live_server.url}/api/answers/", key, method="POST",
         body={"query": made.query.pk, "system": "Solavex agent", "text": "Revenue was "
-              "$4.12 billion (quokkaberry check).", "turns": TURNS, "context": CONTEXT},
+              "$4.12 billion (quokkaberry check).", "turns": TURNS, "context": CONTEXT,
+              "run_label": "nightly-2026-11-29"},
     )  # fmt: skip
     assert status == 201, posted
     answer_id = posted["id"]
@@ -68,6 +69,17 @@ def test_an_answer_posted_through_the_api_is_found_opened_and_read_everywhere(
     expect(rows).to_have_count(1)
     expect(rows.first.locator("[data-has-tool-calls]")).to_be_visible()
     expect(rows.first.locator("[data-has-context]")).to_be_visible()
+    # The run label is typed (a label a night), the latest labels offered beside it.
+    run_label = page.get_by_label("Run label")
+    expect(run_label).to_have_attribute("list", "run-labels")
+    expect(page.locator("#run-labels option[value='nightly-2026-11-29']")).to_have_count(1)
+    run_label.fill("nightly-2026-11-28")
+    page.get_by_role("button", name="Find").click()
+    expect(page.locator("[data-empty]")).to_contain_text("No answer matches these filters")
+    page.get_by_label("Run label").fill("nightly-2026-11-29")
+    page.get_by_role("button", name="Find").click()
+    expect(rows).to_have_count(1)
+    expect(page.get_by_label("Search the text")).to_have_value("QUOKKABERRY")
     assert serious_violations(page) == []
     snap(page, "answers-list")
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import csv
 import os
+import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from itertools import combinations
 from pathlib import Path
 
@@ -116,22 +118,44 @@ def test_command_is_idempotent_and_lists_skipped_rows(db, owner, capsys):
     assert "0 new queries" in second and "Human labels: 0 new, 0 changed" in second
 
 
-def test_the_readme_command_with_no_argument_imports_the_files_in_the_repository(
-    transactional_db,
-):
-    """`python3.11 dev.py manage import_kqa`, as the README gives it, on a fresh clone: no
-    argument, the files found in the repository (evaluation/fixtures/kqa/), from any working
-    directory. Run as a separate process against this test's database."""
-    env = {**os.environ, "DATABASE_URL": database_url(connection.settings_dict)}
+def readme_import_kqa(env: dict[str, str]) -> None:
+    """`python3.11 dev.py manage import_kqa` in its own process, from another directory."""
     done = subprocess.run(
         [sys.executable, str(ROOT / "dev.py"), "manage", "import_kqa"],
         cwd="/", env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert "201 new queries" in done.stdout, done.stdout[:2000]
+
+
+def test_the_readme_command_with_no_argument_imports_the_files_in_the_repository(
+    transactional_db,
+):
+    """`python3.11 dev.py manage import_kqa`, as the README gives it, on a fresh clone: no
+    argument, the files found in the repository (evaluation/fixtures/kqa/), from any working
+    directory. Run as a separate process against this test's database."""
+    readme_import_kqa({**os.environ, "DATABASE_URL": database_url(connection.settings_dict)})
     dataset = Dataset.objects.get(name=DATASET_NAME)
     assert dataset.queries.count() == 201
     # Each question is named by its line in the file, the same on every import.
     first = dataset.queries.get(external_id="kqa-1")
     assert first.text.startswith("Alright so I dont know much about Lexapro")
     assert HumanLabel.objects.filter(answer__query__dataset=dataset).count() > 1000
+
+
+def test_the_readme_command_works_before_any_database_exists(tmp_path):
+    """A fresh clone has no database until something migrates it: `dev.py manage` migrates
+    first, as `dev.py run` does, so `python3.11 dev.py manage import_kqa` is the first
+    command one may type. Run as a separate process, with none of the test run's settings,
+    on SQLite in an empty folder (where `dev.py run` would keep it: VAR_DIR)."""
+    test_only = {"PYTEST_VERSION", "DJANGO_ALLOW_ASYNC_UNSAFE", "DEBUG", "SECRET_KEY",
+                 "DATABASE_URL", "CELERY_BROKER_URL", "VAR_DIR"}  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k not in test_only}
+    readme_import_kqa({**env, "VAR_DIR": str(tmp_path)})
+    with closing(sqlite3.connect(tmp_path / "db.sqlite3")) as made:
+        (queries,) = made.execute(
+            "SELECT count(*) FROM annotation_query q JOIN annotation_dataset d"
+            " ON q.dataset_id = d.id WHERE d.name = ?",
+            [DATASET_NAME],
+        ).fetchone()
+    assert queries == 201

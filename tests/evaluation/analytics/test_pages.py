@@ -297,7 +297,9 @@ def test_api_criterion_health_is_paged_and_filtered_by_flag(
     assert owner_api.get(url, {"page": "x"}).status_code == 400
 
 
-def test_system_scores_show_the_runs_undecided_criteria(known, reviewed_dataset, client, owner):
+def test_system_scores_show_the_runs_undecided_criteria(
+    known, reviewed_dataset, client, owner, owner_api
+):
     """Issue 41: a score shows how much of it is missing. The count comes from the run's
     kept scores (never counted in the analytics request): '—' until they are kept."""
     from evaluation.kept.models import KeptFigure
@@ -324,6 +326,9 @@ def test_system_scores_show_the_runs_undecided_criteria(known, reviewed_dataset,
 
     html = client.get(url).content.decode()
     assert "Their count shows once the run's scores are counted" in html
+    api = f"/api/datasets/{reviewed_dataset.pk}/analytics/"
+    listed = owner_api.get(api, {"run": run.pk}).json()["undecided"]
+    assert listed and all(s["undecided"] is None for s in listed)  # not counted yet
 
     scores.keep_scores(run)
     expected = {s.system: s.undecided for s in scores.run_report(run).systems}
@@ -334,3 +339,8 @@ def test_system_scores_show_the_runs_undecided_criteria(known, reviewed_dataset,
         assert f"<tr><td>{name}</td>" in html
         row = html.split(f"<tr><td>{name}</td>", 1)[1].split("</tr>", 1)[0]
         assert f"<td data-undecided>{count}</td>" in row
+    # The API gives each system's count beside its overall score, as the page does.
+    body = owner_api.get(api, {"run": run.pk}).json()
+    assert {s["system"]: s["undecided"] for s in body["undecided"]} == expected
+    overall = {s["system_id"] for s in body["scores"] if s["group"] == "all"}
+    assert {s["system_id"] for s in body["undecided"]} == overall

@@ -116,6 +116,48 @@ def test_search_filters_and_sort(client, reviewer, judged):
     assert lengths == sorted(lengths, reverse=True) and lengths[0] == len(agent.text)
 
 
+def test_the_run_label_is_typed_with_the_latest_labels_offered(client, reviewer, judged):
+    """A label a night: 25 nights of one system are too many for a select. The field is
+    text with a datalist of the 20 latest labels (the newest answers' first, and "-" for the
+    answers without one while they are among the latest); an older label typed still finds
+    its answers, and one no answer carries lists nothing, without an error."""
+    data, agent = judged
+    nightly = System.objects.create(name="Nightly")
+    nights = [f"nightly-2026-11-{day:02d}" for day in range(1, 26)]
+    for label in nights:
+        Answer.objects.create(system=nightly, query=agent.query, text="Night.", run_label=label)
+    client.force_login(reviewer)
+    url = reverse("dataset-answers", args=[data.run.dataset_id])
+    response = client.get(url)
+    html = response.content.decode()
+    field = html[html.index('name="run_label"') - 200 : html.index('name="run_label"') + 200]
+    assert 'type="text"' in field and 'list="run-labels"' in field and "<select" not in field
+    offered = [value for value, _ in response.context["filter_form"].recent_labels]
+    assert offered == nights[::-1][:20]  # the oldest five and "-", "nightly" not offered
+    datalist = html[html.index('<datalist id="run-labels"') : html.index("</datalist>")]
+    assert datalist.count("<option") == 20 and f'value="{nights[-1]}"' in datalist
+    assert nights[0] not in datalist
+    oldest = Answer.objects.get(run_label=nights[0])
+    assert listed(client.get(url, {"run_label": nights[0]})) == [oldest.pk]
+    assert listed(client.get(url, {"run_label": f"  {nights[0]} "})) == [oldest.pk]
+    unknown = client.get(url, {"run_label": "nightly-1999-01-01"})
+    assert unknown.status_code == 200 and listed(unknown) == []
+    assert "These filters were not applied" not in unknown.content.decode()
+    assert "No answer matches these filters" in unknown.content.decode()
+    too_long = client.get(url, {"run_label": "x" * 101})
+    assert "These filters were not applied: run_label" in too_long.content.decode()
+    assert len(listed(too_long)) == 7 + len(nights)
+
+
+def test_answers_without_a_run_label_are_offered_as_a_dash(client, reviewer, judged):
+    data, _ = judged
+    client.force_login(reviewer)
+    response = client.get(reverse("dataset-answers", args=[data.run.dataset_id]))
+    offered = dict(response.context["filter_form"].recent_labels)
+    assert offered == {"nightly": "", "-": "answers without a run label"}
+    assert 'value="-" label="answers without a run label"' in response.content.decode()
+
+
 def test_a_bad_filter_is_named_and_ignored(client, reviewer, judged):
     data, _ = judged
     client.force_login(reviewer)
@@ -281,6 +323,13 @@ def test_every_score_shows_its_undecided_count(client, reviewer, judged, eager_r
     scores.keep_scores(again)  # counted and kept, as at the run's end
     page = client.get(url, params)
     assert page.context["undecided_b"] == 0  # every criterion decided: a vote of fail
+    # The compare API says the same of each side; without a system, a side counts every
+    # system's undecided criteria.
+    api = f"/api/datasets/{data.run.dataset_id}/analytics/compare/"
+    body = client.get(api, params).json()
+    assert (body["a"]["undecided"], body["b"]["undecided"]) == (1, 0)
+    body = client.get(api, {"a": data.run.pk, "b": again.pk}).json()
+    assert body["a"]["undecided"] == sum(scores.kept_undecided(data.run).values()) == 1
 
 
 def test_run_answer_page_shows_the_trajectory_and_a_penalty_avoided(client, reviewer, judged):

@@ -79,6 +79,13 @@ def scores_of(tmp_path, client, admin, files) -> dict:
     return client.get(f"/api/runs/{run.pk}/scores/").json()["answers"][0]
 
 
+def excluded_dir(tmp_path):
+    """A second folder for the same case imported again under `excluded`."""
+    other = tmp_path / "excluded"
+    other.mkdir()
+    return other
+
+
 @pytest.fixture
 def admin(django_user_model):
     return django_user_model.objects.create_superuser("root", "root@example.com", "pw")
@@ -105,9 +112,7 @@ def test_axions_strategies_through_the_import_and_the_api(
     assert checklist["value"] == pytest.approx(expected(axion_aspects()))
     assert answer["undecided"] == 2 and checklist["score"]["undecided"] == 2
     # Excluded (the dataset.json says nothing): the figure of before.
-    other = tmp_path / "excluded"
-    other.mkdir()
-    answer = scores_of(other, client, admin, aspect_case(strategy, None, "Before"))
+    answer = scores_of(excluded_dir(tmp_path), client, admin, aspect_case(strategy, None, "Before"))
     assert answer["checklists"][0]["undecided_as"] == "excluded"
     assert answer["value"] == pytest.approx(before)
 
@@ -126,6 +131,15 @@ def test_paperbench_tree_through_the_import_and_the_api(tmp_path, client, admin)
     facts = answer["checklists"][0]["groups"][0]
     assert (facts["met"], facts["missing"], facts["undecided"]) == (2, 0, 1)
     assert facts["score"] == pytest.approx(0.5)
+    # Excluded (the dataset.json says nothing): the figure of before, PaperBench's on the
+    # decided leaves.
+    before = scores_of(
+        excluded_dir(tmp_path), client, admin,
+        tables(groups, criteria, scoring="tree", undecided=None, name="Before"),
+    )  # fmt: skip
+    assert before["checklists"][0]["undecided_as"] == "excluded"
+    assert before["value"] == pytest.approx(peers.paperbench(peers.decided_only(root)))
+    assert before["value"] == pytest.approx(0.875) and before["undecided"] == 1
 
 
 def test_healthbench_points_through_the_import_and_the_api(tmp_path, client, admin):
@@ -133,9 +147,19 @@ def test_healthbench_points_through_the_import_and_the_api(tmp_path, client, adm
     answer = scores_of(
         tmp_path, client, admin, tables([], criteria, scoring="points", undecided="not_met")
     )
-    expected = peers.healthbench_clipped([peers.Criterion(w, grade(o)) for w, o in POINTS])
+    listed = [peers.Criterion(w, grade(o)) for w, o in POINTS]
+    expected = peers.healthbench_clipped(listed)
     assert answer["value"] == pytest.approx(expected) == pytest.approx(0.3)
     assert answer["undecided"] == 2
+    # Excluded: the figure of before, HealthBench's on the decided criteria.
+    before = scores_of(
+        excluded_dir(tmp_path), client, admin,
+        tables([], criteria, scoring="points", undecided=None, name="Before"),
+    )  # fmt: skip
+    assert before["checklists"][0]["undecided_as"] == "excluded"
+    decided = [c for c in listed if c.grade is not None]
+    assert before["value"] == pytest.approx(peers.healthbench_clipped(decided))
+    assert before["value"] == pytest.approx(0.375) and before["undecided"] == 2
 
 
 def test_the_settings_round_trip_through_the_export(tmp_path):

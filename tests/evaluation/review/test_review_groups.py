@@ -31,6 +31,8 @@ def test_group_headings_in_reading_order_and_penalties_marked(client, reviewed_d
         criterion.save(update_fields=["group"])
     c[3].weight = Decimal(-2)
     c[3].save(update_fields=["weight"])
+    c[0].weight = Decimal(3)  # a positive weight shows where penalties do (issue 40 point 4)
+    c[0].save(update_fields=["weight"])
     panel = PanelFactory(judges=external_judges(1))
     finished_run(reviewed_dataset, panel, {(made.answers[0], x): ("pass",) for x in c})
     client.force_login(reviewer)
@@ -46,4 +48,7 @@ def test_group_headings_in_reading_order_and_penalties_marked(client, reviewed_d
     ]  # fmt: skip
     assert page.count("data-group-heading") == 3
     assert 'data-penalty title="A pitfall' in page and "Penalty -2.00" in page
+    loose = page[at["loose"] : at["facts"]]
+    assert "data-weight" in loose and "Weight 3.00" in loose
+    assert page.count("data-weight") == 1  # weight 1 and penalties carry no weight badge
     assert "Penalty criterion by" in page

@@ -74,6 +74,19 @@ def test_differing_criteria_first_with_the_kept_scores(client, reviewer, two_run
     assert f'href="{reverse("run-answer", args=[data.run_b.pk, data.new_answers[0].pk])}"' in html
 
 
+def test_weights_and_penalties_show_beside_the_criteria(client, reviewer, two_runs):
+    """As on every page that shows a penalty, a weight other than 1 is shown too."""
+    data = two_runs
+    weighted = data.criteria[0][0]
+    weighted.weight = 3
+    weighted.save(update_fields=["weight"])
+    client.force_login(reviewer)
+    html = client.get(url(data, **sides(data), sort="query")).content.decode()
+    row = html[html.index(f'data-criterion="{weighted.pk}"') :]
+    assert "data-weight>weight 3.00<" in row[: row.index("</tr>")]
+    assert "data-penalty>penalty -1.00<" in html
+
+
 def test_largest_difference_first_by_default(client, reviewer, two_runs):
     data = two_runs
     client.force_login(reviewer)
