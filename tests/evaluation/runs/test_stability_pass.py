@@ -156,7 +156,11 @@ def test_a_pass_on_a_scripted_flipping_judge_reports_the_known_share(
     assert page.count(">unstable</span>") == len(unstable) == 2
     # A pass measures its run's judge: not a run that systems are scored or alerted on.
     assert [r.pk for r in runs_of_system_answers(dataset)] == [run.pk]
-    assert previous_run(second, run.verdicts.first().answer.system_id) is None
+    later = runs.wait_for(
+        runs.run_create_and_start(dataset=dataset, panel=panel, by=owner), timeout=120
+    )
+    assert later.finished_at > second.finished_at
+    assert previous_run(later, run.verdicts.first().answer.system_id) == run
 
 
 def test_bad_requests_are_refused_naming_the_field_and_create_nothing(
