@@ -26,7 +26,7 @@ def finished(dataset, panel, judge, items) -> Run:
     Verdict.objects.bulk_create(
         Verdict(
             run=run, answer_id=a, criterion_id=c, judge=judge, outcome="pass", cache_key=f"{a}-{c}"
-        )  # fmt: skip
+        )
         for a, c in items
     )
     return run

@@ -185,9 +185,12 @@ def test_bad_requests_are_refused_naming_the_field_and_create_nothing(
         answer = owner_api.post(url, body, format="json")
         assert answer.status_code == 400, body
         assert list(answer.json()) == [field], answer.json()
-    assert "Judge 0" in owner_api.post(
-        url, {"judge": other.pk, "k": 3, "items": 10}, format="json"
-    ).json()["judge"][0]
+    assert (
+        "Judge 0"
+        in owner_api.post(url, {"judge": other.pk, "k": 3, "items": 10}, format="json").json()[
+            "judge"
+        ][0]
+    )
     # Only the dataset's admins; a non-member does not learn the run exists.
     assert collaborator_api.post(url, {"judge": judge.pk, "k": 3, "items": 10},
                                  format="json").status_code == 403  # fmt: skip
@@ -249,7 +252,7 @@ def test_the_run_page_asks_for_a_pass_and_follows_its_progress(
 
     with django_assert_max_num_queries(45):
         page = owner_client.get(page_url).content.decode()
-    assert f'data-stability-pass="running"' in page and "data-stability-pass-progress" in page
+    assert 'data-stability-pass="running"' in page and "data-stability-pass-progress" in page
     assert 'hx-target="#stability-pass"' in page
     poll = owner_client.get(page_url, headers={"HX-Request": "true", "HX-Target": "stability-pass"})
     assert "0</strong> / 21 verdicts" in poll.content.decode()
@@ -263,6 +266,7 @@ def test_the_run_page_asks_for_a_pass_and_follows_its_progress(
     page = owner_client.get(page_url).content.decode()
     assert 'data-stability-pass="done"' in page and "data-stability-from-pass" in page
     # The pass's own page says what it is.
-    assert "data-stability-pass-of" in owner_client.get(
-        reverse("run-detail", args=[made.pk])
-    ).content.decode()
+    assert (
+        "data-stability-pass-of"
+        in owner_client.get(reverse("run-detail", args=[made.pk])).content.decode()
+    )
