@@ -131,13 +131,14 @@ def _read(state: readers.State) -> Served:
     return Served(cells, key == state.key, computed_at)
 
 
-def served(run: Run) -> Served:
+def served(run: Run, *, source: Run | None = None) -> Served:
     """The run's stability figures for a page or the API, never counted here but where
     the cold rule says so (evaluation.kept.cold: the test suite, a read-only export):
     kept for the run's state, else the earlier state's marked updating, else a
     placeholder, a refresh being queued either way (once for every reader). Those of its
-    finished stability pass when it has one (`measured_on`); `source` says which run."""
-    source = measured_on(run)
+    finished stability pass when it has one (`measured_on`, or `source` when the caller
+    has found it already); the answer's `source` says which run."""
+    source = source or measured_on(run)
     return replace(_served(source), source=source)
 
 

@@ -26,6 +26,7 @@ from evaluation.runs.access import (
 from evaluation.runs.answer_block import answer_in_run
 from evaluation.runs.estimate import estimate_selection, panel_members, run_estimate
 from evaluation.runs.forms import QUERY_OPTIONS, RunForm, StabilityPassForm
+from evaluation.runs.models import Run
 from evaluation.runs.overview import run_overview
 from evaluation.runs.preflight import panel_setup_problems
 
@@ -141,7 +142,11 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         return _scores_watch(request, report)
     context["report"] = report
     context["reliability"] = scores.reliability_shown(report)
-    judged_twice = stability.served(run)
+    # The latest pass, read for its section, is the one that measures the run once it has
+    # finished; without any pass the run measures itself (no query either way).
+    latest = context["stability_pass"]["latest"]
+    source = run if latest is None else latest if latest.status in Run.FINISHED else None
+    judged_twice = stability.served(run, source=source)
     context["stability"] = stability.stability_shown(judged_twice.figures)
     context["stability_served"] = judged_twice
     context["canary"] = canary.shown(run)
@@ -163,7 +168,7 @@ def _stability_pass(run, *, can_manage: bool) -> dict:
     it runs, and the form to ask for one (admins, a finished run of judges it may call)."""
     latest = stability_pass.latest(run)
     offered = (
-        can_manage and run.status in run.FINISHED and run.kind != run.Kind.IMPORTED
+        can_manage and run.status in Run.FINISHED and run.kind != Run.Kind.IMPORTED
         and not run.past_the_cache and bool(stability_pass.judges_of(run))
     )  # fmt: skip
     return {
