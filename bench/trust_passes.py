@@ -115,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     from evaluation.runs.models import Run
     from evaluation.runs.stability import run_stability
     from evaluation.schedules import services as schedules
+    from evaluation.schedules.models import RunSchedule
     from loopback import LoopbackOpenAI
 
     settings.FIGURES_COLD_IN_REQUEST = False  # production's rule: pages never count cold
@@ -168,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         dataset=dataset, name="Bench night", system=night.verdicts.first().answer.system,
         panel=measured.panel, at=dt.time(2, 30), days="*", enabled=False, by=None,
         canary=True, canary_items=args.canary_items,
+        schedule=RunSchedule.objects.filter(dataset=dataset, name="Bench night").first(),
     )  # fmt: skip
     client = Client()
     from django.contrib.auth import get_user_model
