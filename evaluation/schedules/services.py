@@ -28,11 +28,10 @@ from annotation.models import Dataset
 from evaluation import task_names
 from evaluation.answers.models import Answer, System
 from evaluation.judges.models import Panel
-from evaluation.runs import estimate, preflight, sampling
+from evaluation.runs import preflight, sampling
 from evaluation.runs import services as run_services
 from evaluation.runs.models import Run
 from evaluation.runs.preflight import RunRefused
-from evaluation.runs.scope import Selection
 from evaluation.schedules import timing
 from evaluation.schedules.forms import DAYS
 from evaluation.schedules.models import RunSchedule
@@ -191,18 +190,22 @@ def schedule_save(
     return schedule
 
 
-def canary_estimate(schedule: RunSchedule) -> dict:
-    """What the schedule's canary grades and costs each night, as its run would count it:
-    the items (its sample, or every labelled item), of how many labelled, and the estimate
-    (evaluation.runs.estimate) of its calls with the schedule's panel as it is now."""
-    labelled = sampling.labelled_of(schedule.dataset_id)
-    items = sampling.canary_sample(schedule.dataset_id, schedule.canary_items, labelled=labelled)
-    found = estimate.run_estimate(
-        Selection(dataset_id=schedule.dataset_id, scope=Run.Scope.LISTED),
-        estimate.panel_members(schedule.panel),
-        items=set(items),
+def last_canary(schedule: RunSchedule) -> dict | None:
+    """What the schedule's latest canary graded and was estimated to call, as its run kept
+    them at start (Run.estimate): the Schedules page shows it (one query). Not counted
+    anew: drawing the sample reads every labelled item, 17 s with 100,000 of them
+    (docs/benchmarks.md#canary-and-stability-pass-at-scale), too slow for a page."""
+    found = (
+        Run.objects.filter(canary_for__dataset=schedule.dataset_id, canary_for__name=schedule.name)
+        .order_by("-pk")
+        .values("pk", "estimate", "scope")
+        .first()
     )
-    return {"items": len(items), "labelled": len(labelled), "estimate": found}
+    if found is None or not found["estimate"]:
+        return None
+    return {"run": found["pk"], "items": found["estimate"].get("items"),
+            "calls": found["estimate"].get("calls"),
+            "sampled": found["scope"] == Run.Scope.LISTED}  # fmt: skip
 
 
 @transaction.atomic

@@ -37,10 +37,10 @@ def dataset_schedules(request: HttpRequest, pk: int) -> HttpResponse:
     found = RunSchedule.objects.filter(dataset=dataset).select_related(
         "task__crontab", "system", "panel"
     )
-    # Each with what its canary grades and costs a night: a few queries per canary.
+    # Each with what its latest canary graded and was estimated to call (one query each).
     rows = [
         (s, schedules.describe(s.task), schedules.next_run(s.task),
-         schedules.canary_estimate(s) if s.canary else None)
+         schedules.last_canary(s) if s.canary else None)
         for s in found.order_by("name")
     ]  # fmt: skip
     names = [s.name for s, *_ in rows]

@@ -90,11 +90,11 @@ def test_a_canary_of_a_sample_grades_the_same_items_every_night(
         expected
     )
 
-    # The Schedules page says what the canary grades and what it calls a night.
+    # The Schedules page says what the canary grades and what its last night called.
     page = owner_client.get(reverse("dataset-schedules", args=[dataset.pk])).content.decode()
     row = page.split("data-canary-estimate>")[1].split("</td>")[0]
-    assert f"{SIZE} of {len(items)} labelled items (a fixed sample)" in row
-    assert f"about {SIZE * 2} calls a night" in row
+    assert f"a fixed sample of {SIZE} labelled items" in row
+    assert f"{SIZE} items, {SIZE * 2} calls estimated" in row and f"/runs/{second.pk}/" in row
 
 
 def test_a_blank_size_grades_every_labelled_item(dataset, owner, labelled, loopback_openai):
@@ -107,9 +107,9 @@ def test_a_blank_size_grades_every_labelled_item(dataset, owner, labelled, loopb
     _, checked_by = night(dataset, panel, system, "Nightly")
     assert checked_by.scope == Run.Scope.LABELLED and not RunItem.objects.exists()
     assert checked_by.expected == len(items) == checked_by.estimate["calls"]
-    estimate = schedules.canary_estimate(RunSchedule.objects.get())
-    assert (estimate["items"], estimate["labelled"]) == (len(items), len(items))
-    assert estimate["estimate"].calls == len(items)
+    assert schedules.last_canary(RunSchedule.objects.get()) == {
+        "run": checked_by.pk, "items": len(items), "calls": len(items), "sampled": False
+    }  # fmt: skip
 
 
 def test_the_form_sets_the_size_and_refuses_a_bad_one_naming_it(
