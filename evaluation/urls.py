@@ -183,6 +183,16 @@ urlpatterns = [
     path("runs/<int:pk>/comparison/", trials_views.run_comparison, name="run-comparison"),
     path("runs/<int:pk>/use-judge/", trials_views.run_use_judge, name="run-use-judge"),
     path(
+        "runs/<int:pk>/stability-pass/",
+        runs_views.run_stability_pass,
+        name="run-stability-pass",
+    ),
+    path(
+        "runs/<int:pk>/stability-pass/estimate/",
+        runs_views.run_stability_pass_estimate,
+        name="run-stability-pass-estimate",
+    ),
+    path(
         "runs/<int:pk>/<str:action>/",
         runs_views.run_action,
         name="run-action",

@@ -81,10 +81,10 @@ def alert_delete(*, alert: RegressionAlert) -> None:
 
 def previous_run(run: Run, system_id: int) -> Run | None:
     """The dataset's latest run that ended before this one and graded this system (a judge
-    canary grades only labelled items: never one)."""
+    canary or a stability pass checks another run: never one)."""
     return (
         Run.objects.filter(dataset=run.dataset_id, status__in=Run.FINISHED)
-        .filter(canary_for__isnull=True)
+        .not_checks()
         .exclude(kind=Run.Kind.CROSS_EVALUATION)
         .exclude(pk=run.pk)
         .filter(finished_at__lte=run.finished_at, verdicts__answer__system=system_id)
@@ -109,6 +109,8 @@ def check_run(run: Run, *, base_url: str = "") -> list[AlertEvent]:
         return check_run(checked, base_url=base_url)
     if run.status not in Run.FINISHED or run.kind == Run.Kind.CROSS_EVALUATION:
         return []
+    if run.stability_for_id is not None:
+        return []  # a stability pass measures its run's judge; it is no system's run
     if run.canaries.filter(status__in=(Run.Status.PENDING, Run.Status.RUNNING)).exists():
         return []  # its end checks this run
     alerts = list(RegressionAlert.objects.filter(dataset=run.dataset_id, active=True))

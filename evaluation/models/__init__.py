@@ -11,7 +11,7 @@ criteria verdicts into the answer's score (evaluation.metrics.scoring).
 | evaluation.datasets.models | DatasetExport |
 | evaluation.judges.models | Judge, JudgeTuning, JudgeVersion, Panel, PanelMember |
 | evaluation.formality.models | FormalityAdvice |
-| evaluation.runs.models | Run, JudgeCall, Verdict, GradedScore, RunTask, RunArchive |
+| evaluation.runs.models | Run, JudgeCall, Verdict, GradedScore, RunTask, RunItem, RunArchive |
 | evaluation.labels.models | Label, HumanLabel, Adjudication, ReviewAssignment |
 | evaluation.cross_evaluation.models | CrossEvaluationSettings |
 | evaluation.checks.models | CriterionCheck |
@@ -40,7 +40,15 @@ from evaluation.pairwise.models import (
     PairwiseVote,
 )
 from evaluation.rewards.models import RewardAudit, RewardBatch, RewardVerdict
-from evaluation.runs.models import GradedScore, JudgeCall, Run, RunArchive, RunTask, Verdict
+from evaluation.runs.models import (
+    GradedScore,
+    JudgeCall,
+    Run,
+    RunArchive,
+    RunItem,
+    RunTask,
+    Verdict,
+)
 from evaluation.schedules.models import RunSchedule
 
 __all__ = [
@@ -51,5 +59,5 @@ __all__ = [
     "PairwiseVote",
     "Panel", "PanelMember", "RegressionAlert",
     "ReviewAssignment", "ReviewRevision", "RewardAudit", "RewardBatch", "RewardVerdict", "Run",
-    "RunArchive", "RunSchedule", "RunTask", "System", "Verdict",
+    "RunArchive", "RunItem", "RunSchedule", "RunTask", "System", "Verdict",
 ]  # fmt: skip

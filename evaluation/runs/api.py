@@ -16,6 +16,7 @@ from annotation import access, roles
 from config.pagination import CountlessPagination
 from evaluation.runs import serializers as s
 from evaluation.runs import services as runs
+from evaluation.runs import stability_pass
 from evaluation.runs.access import access_run, access_verdict, runs_for_user
 from evaluation.runs.estimate import estimate_selection, panel_members, run_estimate
 from evaluation.runs.models import Run, Verdict
@@ -32,7 +33,7 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         return runs_for_user(self.request.user).order_by("-created_at", "-id")
 
     def get_object(self) -> Run:
-        manage = self.action in ("cancel", "resume", "retry_failed")
+        manage = self.action in ("cancel", "resume", "retry_failed", "stability_pass")
         return access_run(self.request.user, self.kwargs["pk"], manage=manage)
 
     def _start_request(self, request: Request) -> tuple[dict, dict]:
@@ -111,6 +112,33 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         """Continue a cancelled or failed run. On a running run: queue again, at once, the
         tasks that no live worker holds (the sweep does it by itself within a minute)."""
         return self._act(runs.run_resume)
+
+    @extend_schema(
+        request=s.StabilityPassSerializer,
+        responses={201: s.RunSerializer, 200: s.EstimateSerializer, 409: s.PassRunningSerializer},
+    )
+    @action(detail=True, methods=["post"], url_path="stability-pass")
+    def stability_pass(self, request: Request, pk: int) -> Response:
+        """Start a stability pass of this finished run: `items` of its items graded `k`
+        times by `judge`, one of its panel's LLM judges, past the cache; for the dataset's
+        admins (docs/judging.md#stability-pass). `"estimate_only": true` answers its
+        estimate and creates nothing. 409 while a pass of the run is pending or running."""
+        run = self.get_object()
+        payload = s.StabilityPassSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        data = payload.validated_data
+        asked = stability_pass.PassRequest(judge_id=data["judge"], k=data["k"], items=data["items"])
+        try:
+            if data.get("estimate_only"):
+                return Response(stability_pass.pass_estimate(run, asked).as_json())
+            found = stability_pass.stability_pass_start(run=run, asked=asked, by=request.user)
+        except runs.RunRefused as refused:
+            raise ValidationError({refused.field or "non_field_errors": refused.problems}) from None
+        except stability_pass.PassRunning as busy:
+            return Response(
+                {"detail": str(busy), "running": busy.running.pk}, status=status.HTTP_409_CONFLICT
+            )
+        return Response(s.RunSerializer(found).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=None, responses={200: s.RunSerializer, 409: s.DetailSerializer})
     @action(detail=True, methods=["post"], url_path="retry-failed")

@@ -20,7 +20,8 @@ The rule (docs/trials.md#cost-before-you-spend):
 
 Sizes are summed in the database (Length sums per query), so a dataset of 100,000 answers
 costs a handful of queries. A trial (scope "labelled") reads its items one by one: as many
-as people labelled.
+as people labelled; a run of listed items (a canary's or a stability pass's sample), as
+many as it lists.
 """
 
 from __future__ import annotations
@@ -179,9 +180,15 @@ def estimate_selection(fields: dict) -> Selection:
     )
 
 
-def run_estimate(selection: Selection, panel: PanelSnapshot) -> Estimate:
-    """The estimate of a run of `panel` over `selection` (a handful of queries)."""
-    groups = _labelled_groups(selection) if selection.labelled else _query_groups(selection)
+def run_estimate(
+    selection: Selection, panel: PanelSnapshot, *, items: set[tuple[int, int]] | None = None
+) -> Estimate:
+    """The estimate of a run of `panel` over `selection` (a handful of queries), or over
+    `items` when given: the (answer, criterion) items a run not created yet will list (a
+    judge canary's sample, a stability pass's)."""
+    if items is None:
+        items = scope.items_of(selection)
+    groups = _query_groups(selection) if items is None else _item_groups(items)
     judges = Judge.objects.in_bulk([m.judge_id for m in panel.members])
     tunings = current_of(judges.values(), selection.dataset_id)
     rows = []
@@ -318,9 +325,8 @@ def _query_sizes(query_ids) -> dict[int, tuple[int, int]]:
     return {pk: (q or 0, r or 0) for pk, q, r in rows}
 
 
-def _labelled_groups(selection: Selection) -> list[Group]:
-    """A trial: one group per labelled answer, over its labelled items only."""
-    items = scope.labelled_items(selection)
+def _item_groups(items: set[tuple[int, int]]) -> list[Group]:
+    """A trial, or a run of listed items: one group per answer, over its items only."""
     if not items:
         return []
     by_answer: dict[int, list[int]] = defaultdict(list)

@@ -7,6 +7,7 @@ from annotation.models import Dataset, Query
 from config.ids import parse_id
 from evaluation.answers.models import System
 from evaluation.judges.models import Panel
+from evaluation.runs import stability_pass
 from evaluation.runs.models import Run
 
 # The start-run form lists at most this many queries as options (a search finds others).
@@ -44,7 +45,7 @@ class RunForm(forms.Form):
     )
     concurrency = forms.IntegerField(min_value=1, max_value=256, initial=16)
     scope = forms.ChoiceField(
-        choices=Run.Scope.choices,
+        choices=[(v, label) for v, label in Run.Scope.choices if v in Run.STARTED_SCOPES],
         initial=Run.Scope.ALL,
         required=False,  # a form posted without it (a script, an older page): every answer
         widget=forms.RadioSelect,
@@ -69,6 +70,7 @@ class RunForm(forms.Form):
         finished = (
             dataset.runs.filter(status__in=Run.FINISHED)
             .exclude(kind=Run.Kind.CROSS_EVALUATION)
+            .not_checks()
             .order_by("-created_at", "-pk")
         )
         self.fields["baseline"].queryset = finished.filter(
@@ -98,3 +100,30 @@ class RunForm(forms.Form):
         if chosen:
             rows = sorted([*rows, *queries.filter(pk__in=chosen).values_list("pk", "text")])
         field.widget.choices = [(pk, QueryChoices.label(pk, text)) for pk, text in rows]
+
+
+class StabilityPassForm(forms.Form):
+    """A stability pass of a finished run (evaluation.runs.stability_pass): which of its
+    panel's LLM judges, k calls per item, how many items."""
+
+    judge = forms.TypedChoiceField(coerce=int, choices=())
+    k = forms.IntegerField(
+        label="k (calls per item)",
+        min_value=stability_pass.MIN_K,
+        max_value=stability_pass.MAX_K,
+        initial=stability_pass.DEFAULT_K,
+    )
+    items = forms.IntegerField(
+        min_value=1,
+        max_value=stability_pass.MAX_ITEMS,
+        initial=stability_pass.DEFAULT_ITEMS,
+        help_text="A fixed sample of the run's items the judge graded.",
+    )
+
+    def __init__(self, *args: object, run: Run, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["judge"].choices = [(m.judge_id, m.name) for m in stability_pass.judges_of(run)]
+
+    def asked(self) -> stability_pass.PassRequest:
+        data = self.cleaned_data
+        return stability_pass.PassRequest(judge_id=data["judge"], k=data["k"], items=data["items"])

@@ -9,6 +9,15 @@ from evaluation.answers.models import Answer, System
 from evaluation.judges.models import Judge, Panel
 
 
+class RunQuerySet(models.QuerySet):
+    def not_checks(self) -> RunQuerySet:
+        """Runs graded for their own sake: neither a judge canary (`canary_for`) nor a
+        stability pass (`stability_for`), which grade another run's items again to check
+        its judges and show on that run. The one rule every list of runs that systems are
+        scored, compared or alerted on applies (analytics, agreement, regressions)."""
+        return self.filter(canary_for__isnull=True, stability_for__isnull=True)
+
+
 class Run(models.Model):
     """Grading answers of a dataset's queries against their submitted checklists."""
 
@@ -49,6 +58,12 @@ class Run(models.Model):
     class Scope(models.TextChoices):
         ALL = "all", "Every answer"
         LABELLED = "labelled", "Only items with human labels or adjudications (a trial)"
+        # A stability pass's sample, or a judge canary's sample of the labelled items: the
+        # items are listed in RunItem when the run is created (evaluation.runs.sampling).
+        LISTED = "listed", "Only the items listed for it (a sample)"
+
+    # What a person or a start request may ask for; "listed" runs are made by services.
+    STARTED_SCOPES = (Scope.ALL, Scope.LABELLED)
 
     scope = models.CharField(max_length=10, choices=Scope.choices, default=Scope.ALL)
     # A trial run is compared with this run of the current judge on the same items.
@@ -63,6 +78,13 @@ class Run(models.Model):
         "self", null=True, blank=True, on_delete=models.CASCADE, related_name="canaries"
     )
     canary_result = models.JSONField(default=dict, blank=True)
+    # A stability pass (docs/judging.md#stability-pass): a sample of this run's items graded
+    # k times by one judge of its panel, every call past the cache, asked for by an admin
+    # once the run ended. Its verdicts give the run's judge stability figures
+    # (evaluation.runs.stability).
+    stability_for = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="stability_passes"
+    )
     # The calls, tokens and cost estimated before the run started (evaluation.runs.costs).
     estimate = models.JSONField(default=dict, blank=True)
     concurrency = models.PositiveSmallIntegerField(
@@ -90,6 +112,8 @@ class Run(models.Model):
     # figures kept when it was archived, and nothing counts its (absent) verdicts again.
     archived_at = models.DateTimeField(null=True, blank=True)
 
+    objects = RunQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at", "-id"]
 
@@ -113,6 +137,12 @@ class Run(models.Model):
     @property
     def ended(self) -> bool:
         return self.status in self.ENDED
+
+    @property
+    def past_the_cache(self) -> bool:
+        """A judge canary or a stability pass asks its judges again: every call it makes
+        misses the cached verdicts of other runs (evaluation.judging.plan, `fresh`)."""
+        return self.canary_for_id is not None or self.stability_for_id is not None
 
 
 class JudgeCall(models.Model):
@@ -284,6 +314,24 @@ class RunTask(models.Model):
 
     def __str__(self) -> str:
         return f"Run {self.run_id}: answer {self.answer_id} × judge {self.judge_id}"
+
+
+class RunItem(models.Model):
+    """An (answer, criterion) item a run of scope "listed" grades: its sample, drawn once
+    when the run is created (evaluation.runs.sampling), so that its tasks, its estimate and
+    a resume all grade the same items."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="items")
+    answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="+")
+    criterion = models.ForeignKey(Criterion, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "answer", "criterion"], name="one_run_item")
+        ]
+
+    def __str__(self) -> str:
+        return f"Run {self.run_id}: answer {self.answer_id} × criterion {self.criterion_id}"
 
 
 class RunArchive(models.Model):

@@ -1,9 +1,11 @@
 """What a run covers: its answers and, per query, the criteria that are graded.
 
-A run's scope is "all" (every scored criterion of every matching answer) or "labelled" (a
+A run's scope is "all" (every scored criterion of every matching answer), "labelled" (a
 trial, issue 25): only the (answer, criterion) items that carry a human label or an
-adjudication; an answer with no such item is not graded at all. Deterministic checks
-decide their criteria as usual in both.
+adjudication; an answer with no such item is not graded at all, or "listed": only the items
+listed for the run in RunItem when it was created (a stability pass's sample, a judge
+canary's sample of the labelled items: evaluation.runs.sampling). Deterministic checks
+decide their criteria as usual in all three.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from django.db.models import Exists, F, OuterRef, QuerySet
 from annotation.models import Checklist, Criterion
 from evaluation.answers.models import Answer
 from evaluation.labels.models import Adjudication, HumanLabel
-from evaluation.runs.models import Run
+from evaluation.runs.models import Run, RunItem
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,7 @@ class Selection:
     system_ids: tuple[int, ...] = ()
     answer_run_label: str = ""
     scope: str = Run.Scope.ALL
+    run_id: int | None = None  # a run of scope "listed": whose RunItem rows
 
     @classmethod
     def of(cls, run: Run) -> Selection:
@@ -41,11 +44,16 @@ class Selection:
             system_ids=tuple(run.systems.values_list("pk", flat=True)),
             answer_run_label=run.answer_run_label,
             scope=run.scope,
+            run_id=run.pk,
         )
 
     @property
     def labelled(self) -> bool:
         return self.scope == Run.Scope.LABELLED
+
+    @property
+    def listed(self) -> bool:
+        return self.scope == Run.Scope.LISTED
 
 
 def run_answers(run: Run) -> QuerySet[Answer]:
@@ -64,6 +72,10 @@ def answers_of(selection: Selection) -> QuerySet[Answer]:
         answers = answers.filter(system__in=selection.system_ids)
     if selection.answer_run_label:
         answers = answers.filter(run_label=selection.answer_run_label)
+    if selection.listed:
+        answers = answers.filter(
+            pk__in=RunItem.objects.filter(run=selection.run_id).values("answer_id")
+        )
     if selection.labelled:
         answer = OuterRef("pk")
         answers = answers.filter(
@@ -92,6 +104,21 @@ def labelled_items(selection: Selection) -> set[tuple[int, int]]:
     return items
 
 
+def listed_items(run_id: int) -> set[tuple[int, int]]:
+    """The (answer id, criterion id) items listed for a run of scope "listed" (one query)."""
+    return set(RunItem.objects.filter(run=run_id).values_list("answer_id", "criterion_id"))
+
+
+def items_of(selection: Selection) -> set[tuple[int, int]] | None:
+    """The items a run of scope "labelled" or "listed" grades; None for scope "all" (every
+    scored criterion of its answers, counted per query instead)."""
+    if selection.listed:
+        return listed_items(selection.run_id) if selection.run_id is not None else set()
+    if selection.labelled:
+        return labelled_items(selection)
+    return None
+
+
 def scored_criteria() -> QuerySet[Criterion]:
     """Criteria that runs grade: enabled, not archived, in submitted checklists."""
     return Criterion.objects.active().filter(
@@ -112,6 +139,11 @@ def answer_criteria(run: Run, answer: Answer) -> list[Criterion]:
     """The criteria the run grades on this answer: its query's scored criteria, and in a
     labelled run only those the answer has a label or an adjudication on."""
     criteria = criteria_of([answer.query_id]).get(answer.query_id, [])
+    if run.scope == Run.Scope.LISTED:
+        listed = set(
+            RunItem.objects.filter(run=run, answer=answer).values_list("criterion_id", flat=True)
+        )
+        return [c for c in criteria if c.pk in listed]
     if run.scope != Run.Scope.LABELLED:
         return criteria
     labelled = set(

@@ -28,11 +28,12 @@ OFFERED_RUNS = 50
 def runs_of_system_answers(dataset: Dataset) -> list[Run]:
     """The dataset's runs that grade system answers or hold imported verdicts, newest first:
     the runs the agreement and analytics pages offer. Cross-evaluation runs grade perfect
-    answers, which reviewers do not label and analytics do not score; a judge canary
-    grades the labelled items again to check the judges, and shows on the run it checks."""
+    answers, which reviewers do not label and analytics do not score; a judge canary and a
+    stability pass grade items again to check the judges, and show on the run they check
+    (Run.objects.not_checks)."""
     return list(
         dataset.runs.exclude(kind=Run.Kind.CROSS_EVALUATION)
-        .filter(canary_for__isnull=True)
+        .not_checks()
         .select_related("panel")
         .order_by("-created_at", "-id")[:OFFERED_RUNS]
     )

@@ -7,6 +7,7 @@ from annotation.models import Dataset, Query
 from evaluation.answers.models import System
 from evaluation.checks import trajectory
 from evaluation.judges.models import Panel
+from evaluation.runs import stability_pass
 from evaluation.runs.access import raw_output_shown
 from evaluation.runs.models import Run, Verdict
 
@@ -24,7 +25,7 @@ class RunCreateSerializer(serializers.Serializer):
     answer_run_label = serializers.CharField(required=False, allow_blank=True, max_length=100)
     concurrency = serializers.IntegerField(required=False, min_value=1, max_value=256)
     scope = serializers.ChoiceField(
-        choices=Run.Scope.choices,
+        choices=[(v, label) for v, label in Run.Scope.choices if v in Run.STARTED_SCOPES],
         required=False,
         help_text="`labelled`: a trial, grading only the items with a human label or an "
         "adjudication (docs/trials.md).",
@@ -106,14 +107,36 @@ class RunSerializer(serializers.ModelSerializer):
         model = Run
         fields = [
             "id", "name", "dataset", "panel", "kind", "status", "reason", "attempt", "expected",
-            "concurrency", "answer_run_label", "scope", "baseline", "estimate", "snapshot",
-            "created_at", "started_at", "finished_at",
+            "concurrency", "answer_run_label", "scope", "baseline", "canary_for",
+            "stability_for", "estimate", "snapshot", "created_at", "started_at", "finished_at",
         ]  # fmt: skip
         read_only_fields = fields
 
 
 class DetailSerializer(serializers.Serializer):
     detail = serializers.CharField()
+
+
+class PassRunningSerializer(DetailSerializer):
+    running = serializers.IntegerField(help_text="The stability pass pending or running.")
+
+
+class StabilityPassSerializer(serializers.Serializer):
+    """A stability pass asked for (docs/judging.md#stability-pass); the bounds are the
+    service's (evaluation.runs.stability_pass), which checks them again."""
+
+    judge = serializers.IntegerField(help_text="One of the run's panel's LLM judges, by id.")
+    k = serializers.IntegerField(
+        min_value=stability_pass.MIN_K, max_value=stability_pass.MAX_K,
+        help_text="Calls per item, 2 to 10.",
+    )  # fmt: skip
+    items = serializers.IntegerField(
+        min_value=1, max_value=stability_pass.MAX_ITEMS,
+        help_text="How many of the run's items the pass grades: a fixed sample.",
+    )  # fmt: skip
+    estimate_only = serializers.BooleanField(
+        required=False, default=False, help_text="Answer the estimate; create nothing."
+    )
 
 
 class VerdictCheckSerializer(serializers.Serializer):

@@ -21,7 +21,7 @@ from annotation.models import Dataset, Query
 from evaluation.answers.models import System
 from evaluation.judges.models import Judge, Panel
 from evaluation.runs import baselines, estimate, lifecycle, preflight, queue, scope, snapshot
-from evaluation.runs.models import GradedScore, Run, RunTask, Verdict
+from evaluation.runs.models import GradedScore, Run, RunItem, RunTask, Verdict
 from evaluation.runs.preflight import RunRefused
 
 __all__ = ["RunRefused", "RunStateError"]
@@ -46,11 +46,17 @@ def run_create(
     scope: Run.Scope = Run.Scope.ALL,
     baseline: Run | None = None,
     canary_for: Run | None = None,
+    stability_for: Run | None = None,
+    items: Sequence[tuple[int, int]] = (),
+    snapshot_of: dict | None = None,
 ) -> Run:
     """A trial (scope "labelled") grades only the labelled items and is compared with
     `baseline`, by default the dataset's latest finished run (baselines.default_baseline).
     A judge canary (`canary_for`: the run whose judges it checks) grades them too, past the
-    cache, and is compared with the previous canary instead (evaluation.agreement.canary)."""
+    cache, and is compared with the previous canary instead (evaluation.agreement.canary),
+    or grades a sample of them (scope "listed", its `items`). A stability pass
+    (`stability_for`, evaluation.runs.stability_pass) grades the `items` it sampled with the
+    panel it was given (`snapshot_of`), which its start keeps."""
     foreign = [q.pk for q in queries if q.dataset_id != dataset.pk]
     if foreign:
         raise ValueError(f"Queries {foreign} are not in dataset {dataset.pk}.")
@@ -58,17 +64,23 @@ def run_create(
         raise RunRefused(["Only a run of system answers can be a trial."], field="scope")
     if baseline is not None and (problem := baselines.baseline_problem(dataset, baseline)):
         raise RunRefused([problem], field="baseline")
-    if canary_for is not None and scope != Run.Scope.LABELLED:
+    if canary_for is not None and scope not in (Run.Scope.LABELLED, Run.Scope.LISTED):
         raise RunRefused(["A judge canary grades the labelled items only."], field="scope")
+    if (scope == Run.Scope.LISTED) != bool(items):
+        raise RunRefused(["A run of listed items needs its items, and only it."], field="scope")
     if baseline is None and scope == Run.Scope.LABELLED and canary_for is None:
         baseline = baselines.default_baseline(dataset)
     run = Run.objects.create(
         dataset=dataset, panel=panel, created_by=by, name=name, kind=kind,
         answer_run_label=answer_run_label, concurrency=concurrency, scope=scope,
-        baseline=baseline, canary_for=canary_for,
+        baseline=baseline, canary_for=canary_for, stability_for=stability_for,
+        snapshot=snapshot_of or {},
     )  # fmt: skip
     run.queries.set(queries)
     run.systems.set(systems)
+    RunItem.objects.bulk_create(
+        (RunItem(run=run, answer_id=a, criterion_id=c) for a, c in items), batch_size=1000
+    )
     return run
 
 
@@ -94,8 +106,8 @@ class Plan:
 def _plan(run: Run) -> Plan:
     selection = scope.Selection.of(run)
     panel = snapshot.of(run)
-    if selection.labelled:  # a trial: its labelled items only
-        items = scope.labelled_items(selection)
+    items = scope.items_of(selection)
+    if items is not None:  # a trial's labelled items, or the items listed for the run
         return Plan(
             answers=sorted({a for a, _ in items}),
             judges=[m.judge_id for m in panel.members],
@@ -126,7 +138,9 @@ def run_start(*, run: Run) -> Run:
         raise RunStateError(f"The run is already {run.get_status_display().lower()}.")
     if run.kind == Run.Kind.IMPORTED:
         raise RunStateError("An imported run holds verdicts made elsewhere: it is never run.")
-    run.snapshot = snapshot.take(run.panel, run.dataset_id)
+    if run.stability_for_id is None:
+        run.snapshot = snapshot.take(run.panel, run.dataset_id)
+    # else a stability pass: the one judge and its k calls it was created with
     preflight.check_judges(snapshot.of(run))
     plan = _plan(run)
     preflight.check_work(run, answers=len(plan.answers), expected=plan.expected)

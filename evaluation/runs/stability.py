@@ -1,6 +1,8 @@
 """A run's judge stability: the items (answer, criterion) one judge graded several times in
 the run (a panel member's samples), read as flip rates per criterion and a test–retest κ
-(evaluation.metrics.stability).
+(evaluation.metrics.stability). A run with a finished stability pass
+(evaluation.runs.stability_pass: a sample of its items graded k times by one judge) is
+measured on the pass's verdicts instead (`measured_on`): every reader below goes through it.
 
 The verdicts are counted in the database, one row per repeated item; the figure is kept
 (evaluation.kept) under the run's state. Pages and the API read it through `served`, which
@@ -51,6 +53,15 @@ def _repeated_items(run: Run) -> list[stability.RepeatedItem]:
         ]
 
 
+def measured_on(run: Run) -> Run:
+    """The run whose repeated calls measure this run's judge stability: its latest stability
+    pass that finished, else the run itself (its panel members' samples). One query, none
+    for a pass or a canary (they have no pass)."""
+    if run.stability_for_id is not None or run.canary_for_id is not None:
+        return run
+    return run.stability_passes.filter(status__in=Run.FINISHED).order_by("-pk").first() or run
+
+
 def _state(run: Run) -> readers.State:
     return readers.state(run.dataset_id, readers.JUDGE_STABILITY, run=run,
                          facts=readers.run_facts(run))  # fmt: skip
@@ -59,7 +70,9 @@ def _state(run: Run) -> readers.State:
 def run_stability(run: Run) -> dict:
     """The run's stability figures (metrics.stability.Stability.as_dict), kept for the
     run's state (its verdicts change only while it runs or is resumed); counted and kept
-    here when they are not: for the refresh task, never for a request (`served`)."""
+    here when they are not: for the refresh task, never for a request (`served`). Those of
+    its stability pass when it has one (`measured_on`)."""
+    run = measured_on(run)
     return remembered(_state(run), lambda: _counted(run))
 
 
@@ -68,8 +81,8 @@ def _counted(run: Run) -> dict:
 
 
 def stability_kept(run: Run) -> bool:
-    """The figure is kept for the run's current state (the warm-up asks; one query)."""
-    state = _state(run)
+    """The figure is kept for the run's current state (the warm-up asks; two queries)."""
+    state = _state(measured_on(run))
     return kept_figures.slot(state).filter(key=state.key).exists()
 
 
@@ -82,6 +95,12 @@ class Served:
     fresh: bool
     computed_at: datetime | None = None
     failure: refresh.Failure | None = None
+    # The run whose verdicts the figures count (measured_on): the run itself, or its pass.
+    source: Run | None = None
+
+    @property
+    def from_pass(self) -> bool:
+        return self.source is not None and self.source.stability_for_id is not None
 
     @property
     def updating(self) -> bool:
@@ -112,11 +131,18 @@ def _read(state: readers.State) -> Served:
     return Served(cells, key == state.key, computed_at)
 
 
-def served(run: Run) -> Served:
+def served(run: Run, *, source: Run | None = None) -> Served:
     """The run's stability figures for a page or the API, never counted here but where
     the cold rule says so (evaluation.kept.cold: the test suite, a read-only export):
     kept for the run's state, else the earlier state's marked updating, else a
-    placeholder, a refresh being queued either way (once for every reader)."""
+    placeholder, a refresh being queued either way (once for every reader). Those of its
+    finished stability pass when it has one (`measured_on`, or `source` when the caller
+    has found it already); the answer's `source` says which run."""
+    source = source or measured_on(run)
+    return replace(_served(source), source=source)
+
+
+def _served(run: Run) -> Served:
     state = _state(run)
     found = _read(state)
     if found.fresh:

@@ -15,7 +15,7 @@ from annotation.access import access_dataset, dataset_permissions
 from annotation.models import Query
 from evaluation.answers.models import Answer
 from evaluation.answers.view import answer_view
-from evaluation.runs import canary, rebuild, scores, snapshot, stability
+from evaluation.runs import canary, rebuild, scores, snapshot, stability, stability_pass
 from evaluation.runs import services as runs
 from evaluation.runs.access import (
     access_run,
@@ -25,7 +25,8 @@ from evaluation.runs.access import (
 )
 from evaluation.runs.answer_block import answer_in_run
 from evaluation.runs.estimate import estimate_selection, panel_members, run_estimate
-from evaluation.runs.forms import QUERY_OPTIONS, RunForm
+from evaluation.runs.forms import QUERY_OPTIONS, RunForm, StabilityPassForm
+from evaluation.runs.models import Run
 from evaluation.runs.overview import run_overview
 from evaluation.runs.preflight import panel_setup_problems
 
@@ -113,6 +114,15 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "panel": snapshot.of(run),
         "can_manage": roles.CHANGE in perms,
     }
+    context["stability_pass"] = _stability_pass(run, can_manage=context["can_manage"])
+    if request.htmx and request.htmx.target == "stability-pass":
+        # The pass section's poll while its pass runs: reload the page once it has ended,
+        # for the figures it measured.
+        response = render(request, "evaluation/runs/_stability_pass.html#pass", context)
+        latest = context["stability_pass"]["latest"]
+        if latest is None or latest.ended:
+            response["HX-Refresh"] = "true"
+        return response
     if request.htmx and request.htmx.target == "run-progress":
         response = render(request, "evaluation/runs/run_detail.html#progress", context)
         if run.ended:
@@ -132,7 +142,11 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         return _scores_watch(request, report)
     context["report"] = report
     context["reliability"] = scores.reliability_shown(report)
-    judged_twice = stability.served(run)
+    # The latest pass, read for its section, is the one that measures the run once it has
+    # finished; without any pass the run measures itself (no query either way).
+    latest = context["stability_pass"]["latest"]
+    source = run if latest is None else latest if latest.status in Run.FINISHED else None
+    judged_twice = stability.served(run, source=source)
     context["stability"] = stability.stability_shown(judged_twice.figures)
     context["stability_served"] = judged_twice
     context["canary"] = canary.shown(run)
@@ -147,6 +161,66 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 ANSWERS_PER_PAGE = 100
+
+
+def _stability_pass(run, *, can_manage: bool) -> dict:
+    """The run page's stability pass section: the run's latest pass and its progress while
+    it runs, and the form to ask for one (admins, a finished run of judges it may call)."""
+    latest = stability_pass.latest(run)
+    offered = (
+        can_manage and run.status in Run.FINISHED and run.kind != Run.Kind.IMPORTED
+        and not run.past_the_cache and bool(stability_pass.judges_of(run))
+    )  # fmt: skip
+    return {
+        "latest": latest,
+        "progress": stability_pass.progress(latest) if latest and not latest.ended else None,
+        "form": StabilityPassForm(run=run) if offered else None,
+    }
+
+
+@require_POST
+@login_required
+def run_stability_pass(request: HttpRequest, pk: int) -> HttpResponse:
+    """Start a stability pass of the run (its admins), then back to the run page, which
+    follows its progress; a refusal is said there, naming the field."""
+    run = access_run(request.user, pk, manage=True)
+    form = StabilityPassForm(request.POST, run=run)
+    if not form.is_valid():
+        for name, errors in form.errors.items():
+            label = form.fields[name].label or name if name in form.fields else "Stability pass"
+            messages.error(request, f"{label}: {' '.join(errors)}")
+        return redirect("run-detail", pk=run.pk)
+    try:
+        found = stability_pass.stability_pass_start(run=run, asked=form.asked(), by=request.user)
+    except runs.RunRefused as refused:
+        field = form.fields.get(refused.field or "")
+        label = (field.label or refused.field) if field else "Stability pass"
+        messages.error(request, f"{label}: {' '.join(refused.problems)}")
+    except stability_pass.PassRunning as busy:
+        messages.error(request, str(busy))
+    else:
+        messages.success(request, f"{found} started: {found.expected} verdicts to collect.")
+    return redirect("run-detail", pk=run.pk)
+
+
+@require_GET
+@login_required
+def run_stability_pass_estimate(request: HttpRequest, pk: int) -> HttpResponse:
+    """What the stability pass the form describes would cost (its fields as GET
+    parameters): the form's htmx fragment, or a page of its own without JavaScript."""
+    run = access_run(request.user, pk, manage=True)
+    form = StabilityPassForm(request.GET if request.GET.get("judge") else None, run=run)
+    found, refused = None, []
+    if form.is_bound and form.is_valid():
+        try:
+            found = stability_pass.pass_estimate(run, form.asked())
+        except runs.RunRefused as exc:
+            refused = exc.problems
+    context = {"run": run, "dataset": run.dataset, "form": form, "estimate": found,
+               "refused": refused}  # fmt: skip
+    if request.htmx:
+        return render(request, "evaluation/runs/stability_pass_estimate.html#estimate", context)
+    return render(request, "evaluation/runs/stability_pass_estimate.html", context)
 
 
 def _scores_watch(request: HttpRequest, report: scores.RunScores) -> HttpResponse:

@@ -232,8 +232,9 @@ def _judge_with_llm(
     )  # fmt: skip
     # The tuning the run started with (its snapshot's version), whatever the judge has now.
     tuning = tuning_of(judge, member.prompt_version, run.dataset_id)
-    # A judge canary asks its judges again: its calls miss the cache (plan.plan_vote).
-    fresh = str(run.pk) if run.canary_for_id else ""
+    # A judge canary or a stability pass asks its judges again: its calls miss the cache
+    # (plan.plan_vote); each of a pass's k calls has its own sample index, so its own key.
+    fresh = str(run.pk) if run.past_the_cache else ""
     calls = []
     turn_of: dict[str, int] = {}  # a call's cache key -> the turn it grades
     refused: list[engine.CallResult] = []

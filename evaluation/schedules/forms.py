@@ -34,6 +34,15 @@ class ScheduleForm(forms.Form):
         "counted in the run's calls) and warn \u201cjudge changed?\u201d when a judge agrees "
         "with the human labels less than last time.",
     )
+    canary_items = forms.IntegerField(
+        label="Canary items",
+        required=False,
+        min_value=1,
+        max_value=100_000,
+        help_text="How many labelled items the canary grades: a fixed sample, the same every "
+        "night while the labels stay, so that two nights compare the same items. Blank: "
+        "all of them.",
+    )
 
     def __init__(self, *args, dataset, **kwargs) -> None:
         super().__init__(*args, **kwargs)

@@ -26,6 +26,15 @@ class RunSchedule(models.Model):
         help_text="With each run, grade the dataset's labelled items again, past the cache, "
         "and warn when a judge agrees with the human labels less than last time.",
     )
+    # The canary's size: a fixed sample of the labelled items (evaluation.runs.sampling,
+    # the same items every night while the labels stay); blank, every labelled item.
+    canary_items = models.PositiveIntegerField(
+        "Canary items",
+        null=True,
+        blank=True,
+        help_text="How many labelled items the canary grades: a fixed sample, the same "
+        "every night. Blank: all of them.",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )

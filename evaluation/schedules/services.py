@@ -28,7 +28,7 @@ from annotation.models import Dataset
 from evaluation import task_names
 from evaluation.answers.models import Answer, System
 from evaluation.judges.models import Panel
-from evaluation.runs import preflight
+from evaluation.runs import preflight, sampling
 from evaluation.runs import services as run_services
 from evaluation.runs.models import Run
 from evaluation.runs.preflight import RunRefused
@@ -76,19 +76,23 @@ def scheduled_run(*, dataset_id: int, panel_id: int, system_id: int, name: str =
     run = run_services.run_create_and_start(
         dataset=dataset, panel=panel, systems=[system], answer_run_label=label, name=name
     )
-    if RunSchedule.objects.filter(dataset=dataset, name=name, canary=True).exists():
-        _start_canary(run)
+    schedule = RunSchedule.objects.filter(dataset=dataset, name=name, canary=True).first()
+    if schedule is not None:
+        _start_canary(run, schedule.canary_items)
     return run
 
 
-def _start_canary(run: Run) -> Run | None:
-    """The judge canary beside the run: the dataset's labelled items graded again by the
-    run's panel, past the cache (docs/judging.md#judge-canary). A dataset with nothing
-    labelled yet has no canary; the run goes on without one."""
+def _start_canary(run: Run, size: int | None = None) -> Run | None:
+    """The judge canary beside the run: the dataset's labelled items, or a fixed sample of
+    `size` of them (evaluation.runs.sampling), graded again by the run's panel, past the
+    cache (docs/judging.md#judge-canary). A dataset with nothing labelled yet has no
+    canary; the run goes on without one."""
+    items = [] if size is None else sampling.canary_sample(run.dataset_id, size)
     try:
         with transaction.atomic():
             return run_services.run_create_and_start(
-                dataset=run.dataset, panel=run.panel, scope=Run.Scope.LABELLED, canary_for=run,
+                dataset=run.dataset, panel=run.panel, canary_for=run,
+                scope=Run.Scope.LISTED if items else Run.Scope.LABELLED, items=items,
                 name=f"{run.name} \u00b7 canary",
             )  # fmt: skip
     except RunRefused as refused:
@@ -134,6 +138,7 @@ def schedule_save(
     by: AbstractBaseUser | None,
     schedule: RunSchedule | None = None,
     canary: bool = False,
+    canary_items: int | None = None,
 ) -> RunSchedule:
     """Create or change a dataset's scheduled run: beat's task (its crontab and the
     task's arguments) and the row that ties it to the dataset, in one transaction.
@@ -169,6 +174,7 @@ def schedule_save(
             panel=panel,
             created_by=by,
             canary=canary,
+            canary_items=canary_items,
         )
     task = PeriodicTask.objects.get(pk=schedule.task_id)
     if (task.crontab_id, task.enabled) != (crontab.pk, enabled):
@@ -179,9 +185,27 @@ def schedule_save(
     PeriodicTask.objects.filter(pk=task.pk).update(**fields)
     PeriodicTasks.update_changed()  # .update() skips the signal that tells beat to reload
     schedule.name, schedule.system, schedule.panel = name, system, panel
-    schedule.canary = canary
-    schedule.save(update_fields=["name", "system", "panel", "canary"])
+    schedule.canary, schedule.canary_items = canary, canary_items
+    schedule.save(update_fields=["name", "system", "panel", "canary", "canary_items"])
     return schedule
+
+
+def last_canary(schedule: RunSchedule) -> dict | None:
+    """What the schedule's latest canary graded and was estimated to call, as its run kept
+    them at start (Run.estimate): the Schedules page shows it (one query). Not counted
+    anew: drawing the sample reads every labelled item, 17 s with 100,000 of them
+    (docs/benchmarks.md#canary-and-stability-pass-at-scale), too slow for a page."""
+    found = (
+        Run.objects.filter(canary_for__dataset=schedule.dataset_id, canary_for__name=schedule.name)
+        .order_by("-pk")
+        .values("pk", "estimate", "scope")
+        .first()
+    )
+    if found is None or not found["estimate"]:
+        return None
+    return {"run": found["pk"], "items": found["estimate"].get("items"),
+            "calls": found["estimate"].get("calls"),
+            "sampled": found["scope"] == Run.Scope.LISTED}  # fmt: skip
 
 
 @transaction.atomic

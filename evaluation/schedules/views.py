@@ -37,9 +37,12 @@ def dataset_schedules(request: HttpRequest, pk: int) -> HttpResponse:
     found = RunSchedule.objects.filter(dataset=dataset).select_related(
         "task__crontab", "system", "panel"
     )
+    # Each with what its latest canary graded and was estimated to call (one query each).
     rows = [
-        (s, schedules.describe(s.task), schedules.next_run(s.task)) for s in found.order_by("name")
-    ]
+        (s, schedules.describe(s.task), schedules.next_run(s.task),
+         schedules.last_canary(s) if s.canary else None)
+        for s in found.order_by("name")
+    ]  # fmt: skip
     names = [s.name for s, *_ in rows]
     runs = (
         Run.objects.filter(dataset=dataset, name__in=names).order_by("-created_at", "-pk")
@@ -80,7 +83,7 @@ def schedule_edit(request: HttpRequest, pk: int, schedule_pk: int) -> HttpRespon
         "name": schedule.name, "system": schedule.system_id, "panel": schedule.panel_id,
         "at": _time(schedule),
         "days": schedule.task.crontab.day_of_week, "enabled": schedule.task.enabled,
-        "canary": schedule.canary,
+        "canary": schedule.canary, "canary_items": schedule.canary_items,
     }  # fmt: skip
     form = ScheduleForm(posted(request), initial=initial, dataset=dataset)
     if request.method == "POST" and _saved(form, dataset, request, schedule):
@@ -118,7 +121,7 @@ def _saved(form: ScheduleForm, dataset, request: HttpRequest, schedule) -> bool:
         schedules.schedule_save(
             dataset=dataset, name=data["name"], system=data["system"], panel=data["panel"],
             at=data["at"], days=data["days"], enabled=data["enabled"], by=request.user,
-            schedule=schedule, canary=data["canary"],
+            schedule=schedule, canary=data["canary"], canary_items=data["canary_items"],
         )  # fmt: skip
     except schedules.ScheduleError as error:
         form.add_error(error.field, str(error))

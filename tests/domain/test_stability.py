@@ -76,3 +76,45 @@ def test_items_with_fewer_than_two_valid_verdicts_are_left_out():
     found = stability([RepeatedItem(1, 1, 1, 0), RepeatedItem(1, 1, 0, 0)])
     assert found.items == 0 and found.criteria == () and found.kappa is None
     assert found.flips.rate is None
+
+
+# --- the fixed samples of items (evaluation.metrics.sampling) ------------------------------
+
+
+def test_a_sample_is_the_same_whatever_order_the_items_come_in():
+    from evaluation.metrics.sampling import sample_items
+
+    items = [(a, c) for a in range(1, 30) for c in range(100, 110)]
+    found = sample_items(items, 25, seed="canary:7")
+    assert len(found) == 25 == len(set(found)) and set(found) <= set(items)
+    assert found == sorted(found)
+    assert sample_items(list(reversed(items)), 25, seed="canary:7") == found
+    assert sample_items(items, 25, seed="canary:8") != found  # another seed, another draw
+    assert sample_items(items, None, seed="x") == sorted(items)
+    assert sample_items(items, 10_000, seed="x") == sorted(items)
+
+
+def test_an_item_added_later_displaces_at_most_one_item_of_the_sample():
+    from evaluation.metrics.sampling import sample_items
+
+    items = [(a, c) for a in range(1, 40) for c in range(1, 6)]
+    before = set(sample_items(items, 20, seed="canary:1"))
+    for extra in [(100, 1), (100, 2), (101, 3)]:
+        after = set(sample_items([*items, extra], 20, seed="canary:1"))
+        assert len(before - after) <= 1 and len(after - before) <= 1
+        assert after - before <= {extra}
+
+
+def test_the_sample_is_a_fair_draw():
+    """Over many seeds, every item is drawn about size/n of the time (a simple random
+    sample): 2,000 draws of 10 of 40 items, each item's share near 1/4."""
+    from collections import Counter
+
+    from evaluation.metrics.sampling import sample_items
+
+    items = [(a, 1) for a in range(40)]
+    drawn: Counter = Counter()
+    for seed in range(2000):
+        drawn.update(sample_items(items, 10, seed=str(seed)))
+    shares = [drawn[i] / 2000 for i in items]
+    assert all(0.19 < s < 0.31 for s in shares), shares
