@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('annotation', '0013_answers_fix_external_ids'),
-        ('evaluation', '0032_judge_canary'),
+        ('evaluation', '0033_sequence_checks_name_their_scoring'),
     ]
 
     operations = [
