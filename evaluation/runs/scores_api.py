@@ -88,6 +88,17 @@ class RunProgressSerializer(ProgressSerializer):
         help_text="Judges the running run waits for: their endpoint is down (circuit open); "
         "their calls resume by themselves when a probe gets an answer.",
     )
+    updating = serializers.BooleanField(
+        help_text="An ended run's counts served were counted before its latest change, or "
+        "none is yet (`computed_at` null, every count 0): fresh ones are being counted "
+        "(ask again in a few seconds). False for a running run, counted live."
+    )
+    computed_at = serializers.DateTimeField(
+        allow_null=True, help_text="When an ended run's counts served were counted."
+    )
+    refresh_failed = serializers.DictField(
+        allow_null=True, help_text="The last try to count them failed (as for scores)."
+    )
 
 
 def progress_data(run, overview: RunOverview) -> dict:
@@ -100,6 +111,9 @@ def progress_data(run, overview: RunOverview) -> dict:
         "errors_first": ErrorGroupSerializer(overview.errors, many=True).data,
         "actions": overview.actions,
         "waiting": WaitingSerializer(overview.waiting, many=True).data,
+        # An ended run's counts are kept and never counted in the request: while they are
+        # counted, `updating` with `computed_at` null and every count 0 (runs.overview).
+        **overview.facts(),
     }
 
 

@@ -11,14 +11,12 @@ the figure of the run's earlier state marked updating.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from datetime import datetime
+from dataclasses import replace
 
 from django.db import connection
-from django.db.models import Case, IntegerField, Value, When
 
 from annotation.models import Criterion
-from evaluation.kept import cold, readers, refresh
+from evaluation.kept import cold, readers
 from evaluation.kept import figures as kept_figures
 from evaluation.kept.figures import remembered
 from evaluation.metrics import stability
@@ -73,76 +71,17 @@ def stability_kept(run: Run) -> bool:
     return kept_figures.slot(state).filter(key=state.key).exists()
 
 
-@dataclass(frozen=True)
-class Served:
-    """The figure as a request gets it: `figures` None while it is counted for the first
-    time; `fresh` False while an earlier state's figure (or none) is served."""
-
-    figures: dict | None
-    fresh: bool
-    computed_at: datetime | None = None
-    failure: refresh.Failure | None = None
-
-    @property
-    def updating(self) -> bool:
-        return not self.fresh
-
-    def facts(self) -> dict:
-        """What the API answers carry about the state of the figure (as scores' facts)."""
-        return refresh.facts(
-            updating=self.updating, computed_at=self.computed_at, failure=self.failure
-        )
-
-
-def _read(state: readers.State) -> Served:
-    """The row kept for `state` (fresh), else the latest of the slot, kept for an earlier
-    state of the run (stale), else nothing: one query."""
-    found = (
-        kept_figures.slot(state)
-        .order_by(
-            Case(When(key=state.key, then=Value(0)), default=Value(1), output_field=IntegerField()),
-            "-computed_at",
-        )
-        .values_list("key", "cells", "computed_at")
-        .first()
-    )
-    if found is None:
-        return Served(None, False)
-    key, cells, computed_at = found
-    return Served(cells, key == state.key, computed_at)
-
-
-def served(run: Run) -> Served:
+def served(run: Run) -> cold.Served:
     """The run's stability figures for a page or the API, never counted here but where
     the cold rule says so (evaluation.kept.cold: the test suite, a read-only export):
     kept for the run's state, else the earlier state's marked updating, else a
     placeholder, a refresh being queued either way (once for every reader)."""
     state = _state(run)
-    found = _read(state)
-    if found.fresh:
-        return found
     if run.archived_at is not None:
         # Its verdicts are in a Parquet file (evaluation.archive) and a recount would find
         # none: the figure kept when it was archived is current for good.
-        return replace(found, fresh=True)
-    if found.figures is not None:
-        if refresh.ensure(run.dataset_id, run.pk, REFRESH_GROUP, after=found.computed_at) and (
-            refresh.eager()
-        ):
-            found = _read(state)
-    else:
-        read_only = kept_figures.writes_refused()
-        decided = cold.fill(run.dataset_id, run.pk, REFRESH_GROUP, read_only=read_only)
-        if decided is cold.Cold.COMPUTE:  # found missing just now: no second read
-            figures = _counted(run)
-            kept_figures.store(state, figures)
-            return Served(figures, True)
-        if decided is cold.Cold.KEPT:
-            found = _read(state)
-    if found.fresh:
-        return found
-    return Served(found.figures, False, found.computed_at,
-                  refresh.failure(run.dataset_id, run.pk, REFRESH_GROUP))  # fmt: skip
+        return replace(cold.latest(state), fresh=True)
+    return cold.served(state, REFRESH_GROUP, lambda: _counted(run))
 
 
 def stability_shown(found: dict | None) -> dict | None:
