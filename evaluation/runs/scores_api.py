@@ -268,6 +268,11 @@ class RunScoresSerializer(serializers.Serializer):
         help_text="The last try to compute fresh scores failed: when, why "
         "(the exception's kind), tries in a row and the next try.",
     )
+    frozen_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="The run is archived: its scores were frozen then and follow no "
+        "adjudication, weight or threshold change made since, until it is restored.",
+    )
 
 
 class RunScoresView(APIView):
@@ -310,6 +315,7 @@ class RunScoresView(APIView):
                 "previous": replace_query_param(url, "page", number - 1) if number > 1 else None,
                 "answers": answers,
                 "reliability": report.reliability,
+                "frozen_at": report.frozen_at,
                 **report.facts(),
             }
         ).data
