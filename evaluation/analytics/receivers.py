@@ -14,7 +14,7 @@ from evaluation import task_names
 from evaluation.analytics import warmup
 from evaluation.kept import readers, refresh
 from evaluation.kept.models import KeptFigure
-from evaluation.runs import scores
+from evaluation.runs import overview, scores
 from evaluation.runs.models import Run
 from evaluation.runs.signals import run_ended
 
@@ -36,6 +36,9 @@ def warm_figures_on_end(sender: object, run_id: int, **kwargs: object) -> None:
             # Its scores too: counted in a request, the first read of a run of a million
             # votes over grouped checklists took 17 s (docs/benchmarks.md, issue 23).
             refresh.ensure(run.dataset_id, run.pk, scores.REFRESH_GROUP)
+            # And the counts of its verdicts by outcome, tokens and errors (its page's
+            # progress): never counted in a request once it has ended (runs.overview).
+            refresh.ensure(run.dataset_id, run.pk, overview.REFRESH_GROUP)
     except Exception:  # as above: the run ended whatever happens here
         logger.exception("Could not queue the analytics figures of run %s", run_id)
 

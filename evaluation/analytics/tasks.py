@@ -11,7 +11,7 @@ from evaluation import task_names
 from evaluation.agreement import kept as agreement_kept
 from evaluation.analytics import figures, warmup
 from evaluation.kept import refresh
-from evaluation.runs import scores, stability
+from evaluation.runs import overview, scores, stability
 from evaluation.runs.models import Run
 
 logger = logging.getLogger(__name__)
@@ -41,7 +41,8 @@ def warm_figures(dataset_id: int | None = None) -> dict:
 def refresh_analytics(run_id: int, group: str = refresh.DEFAULT) -> bool:
     """Recompute a run's analytics figures (or, for the group `scores.REFRESH_GROUP`, its
     kept scores) for the current state, queued by the first reader who found them stale
-    (`evaluation.kept.refresh`; the group `stability.REFRESH_GROUP`: its judge stability).
+    (`evaluation.kept.refresh`; the group `stability.REFRESH_GROUP`: its judge stability;
+    `overview.REFRESH_GROUP`: an ended run's verdict counts).
     False when the run is gone or the recompute failed:
     logged, the old figures stay served, and the marker records the failure, so that
     readers try again after its backoff, not at once."""
@@ -57,6 +58,8 @@ def refresh_analytics(run_id: int, group: str = refresh.DEFAULT) -> bool:
         return _recompute(run, group, lambda: scores.refresh_scores(run))
     if group == stability.REFRESH_GROUP:
         return _recompute(run, group, lambda: stability.run_stability(run))
+    if group == overview.REFRESH_GROUP:
+        return _recompute(run, group, lambda: overview.keep_counts(run))
     if group == agreement_kept.REFRESH_GROUP:
         return _recompute(run, group, lambda: agreement_kept.keep_cells(run.dataset, run))
     return _recompute(run, group, lambda: figures.refresh_group(run, group))

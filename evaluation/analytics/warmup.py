@@ -7,7 +7,8 @@ figure's version, runs it), by each start of the web server (config/gunicorn.py)
 seeders (bench.seed_scale) and by `manage.py warm_figures`. Run by the warm-up task
 (evaluation.analytics.tasks.warm_figures), per dataset:
 
-- every ended run, newest first: its run scores and its analytics figures. Not computed
+- every ended run, newest first: its run scores, its analytics figures, its judge
+  stability and its verdict counts (the run page's progress, runs.overview). Not computed
   here but queued as the runs' own refreshes (evaluation.kept.refresh): one marker per run
   and group, so a reader arriving meanwhile queues no second count, several workers share
   the runs, and a failure backs off as any refresh's does;
@@ -34,7 +35,7 @@ from evaluation.agreement import selectors as agreement
 from evaluation.analytics import figures
 from evaluation.kept import refresh
 from evaluation.review import selectors as review
-from evaluation.runs import scores, stability
+from evaluation.runs import overview, scores, stability
 from evaluation.runs.models import Run
 from evaluation.runs.selectors import runs_of_system_answers
 
@@ -70,6 +71,8 @@ def cold_groups(run: Run) -> list[str]:
         found.append(refresh.DEFAULT)
     if not stability.stability_kept(run):
         found.append(stability.REFRESH_GROUP)
+    if not overview.counts_kept(run):
+        found.append(overview.REFRESH_GROUP)
     return found
 
 

@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from evaluation.analytics import figures
 from evaluation.archive import parquet
-from evaluation.runs import scores, stability
+from evaluation.runs import overview, scores, stability
 from evaluation.runs.models import Run, RunArchive, Verdict
 
 logger = logging.getLogger(__name__)
@@ -37,6 +37,11 @@ logger = logging.getLogger(__name__)
 
 class ArchiveError(Exception):
     """A run that cannot be archived or restored, and why (shown as is to the admin)."""
+
+
+class ArchiveMissing(ArchiveError):
+    """An archived run's Parquet file is not where its archive row says: what reads its
+    verdicts (a dataset export) refuses before writing anything, naming the run and file."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,27 @@ def archive_dir() -> Path:
 def file_of(run: Run) -> Path:
     """Where the run's archive goes, relative to archive_dir()."""
     return Path(f"dataset-{run.dataset_id}") / f"run-{run.pk}-verdicts.parquet"
+
+
+def check_files(dataset_id: int) -> None:
+    """Refuse (ArchiveMissing) when the file of any archived run of the dataset is missing:
+    its verdicts exist nowhere else, and an export without them would look complete. Says
+    which run and file, and how to get them back."""
+    archives = RunArchive.objects.filter(run__dataset_id=dataset_id).select_related("run")
+    missing = [
+        (archive.run, archive_dir() / archive.path)
+        for archive in archives.order_by("run_id")
+        if not (archive_dir() / archive.path).is_file()
+    ]
+    if not missing:
+        return
+    named = "; ".join(f"run {run.pk} ({run}): {path}" for run, path in missing)
+    raise ArchiveMissing(
+        f"The verdicts of {len(missing)} archived run{'s' if len(missing) > 1 else ''} are "
+        f"missing from RUN_ARCHIVE_DIR ({named}). Nothing was exported. Put each file back at "
+        "that path from your backup of RUN_ARCHIVE_DIR (or mount the store that holds it "
+        "there), then export again; or export without verdicts."
+    )
 
 
 def _postgresql_only() -> None:
@@ -110,6 +136,7 @@ def archive_run(run: Run, *, by=None) -> RunArchive:
     if not figures.default_kept(run):
         figures.warm(run)
     stability.run_stability(run)  # kept now, if it was not: the repeated calls move too
+    overview.keep_counts(run)  # the run page's verdict counts by outcome, tokens, errors
     before = checksum(run.pk)
     relative = file_of(run)
     path = archive_dir() / relative

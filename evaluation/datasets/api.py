@@ -15,9 +15,10 @@ from rest_framework.views import APIView
 from annotation import roles
 from annotation.access import access_dataset
 from annotation.models import Dataset, Guideline
+from evaluation.archive.services import ArchiveMissing
 from evaluation.datasets import services
 from evaluation.datasets.access import access_export, check_import
-from evaluation.datasets.export import ExportOptions
+from evaluation.datasets.export import ExportOptions, check_archives
 from evaluation.datasets.import_target import NAME_MAX, NameTaken
 from evaluation.datasets.importer import ImportOptions, ImportRejected, import_dataset
 from evaluation.datasets.models import DatasetExport
@@ -84,6 +85,8 @@ class DatasetExportView(APIView):
         responses={
             200: OpenApiResponse(OpenApiTypes.BINARY, description="The zip, streamed."),
             202: ExportSerializer,
+            409: OpenApiResponse(description="An archived run's verdicts file is missing: "
+                                 "`detail` names the run and the file, and how to restore it."),
         },
     )  # fmt: skip
     def get(self, request: Request, pk: int) -> HttpResponse:
@@ -98,9 +101,13 @@ class DatasetExportView(APIView):
         except ValueError as exc:
             raise ValidationError({"detail": str(exc)}) from None
         job = request.query_params.get("job", "").lower() in ("1", "true", "yes")
-        if not job and services.should_stream(dataset, options):
-            return stream_response(dataset, options, request.user)
-        export = services.export_start(dataset=dataset, by=request.user, options=options)
+        try:
+            if not job and services.should_stream(dataset, options):
+                check_archives(dataset, options)  # before the response's first byte
+                return stream_response(dataset, options, request.user)
+            export = services.export_start(dataset=dataset, by=request.user, options=options)
+        except ArchiveMissing as missing:
+            return Response({"detail": str(missing)}, status=status.HTTP_409_CONFLICT)
         data = ExportSerializer(export, context={"request": request}).data
         return Response(data, status=status.HTTP_202_ACCEPTED)
 

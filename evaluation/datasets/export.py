@@ -242,6 +242,15 @@ class ExportOptions:
         )
 
 
+def check_archives(dataset: Dataset, options: ExportOptions) -> None:
+    """An export of verdicts reads archived runs' from their Parquet files: refuse it
+    (archive_services.ArchiveMissing, naming the run and file) when one is missing. The
+    pages, the API and the command ask before answering; the export asks again when it
+    starts (a job's file may go meanwhile)."""
+    if "verdicts" in options.include:
+        archive_services.check_files(dataset.pk)
+
+
 def file_name(dataset: Dataset, when: dt.datetime | None = None) -> str:
     when = when or timezone.now()
     return f"{slugify(dataset.name) or 'dataset'}-{when:%Y%m%d-%H%M%S}.zip"
@@ -292,6 +301,9 @@ class Exporter:
 
     def chunks(self) -> Iterator[bytes]:
         """The zip, chunk by chunk. On PostgreSQL every table is read from one snapshot."""
+        # An archived run whose file is gone: refused before the first byte (and before
+        # the external ids are fixed below), naming the run and the file.
+        check_archives(self.dataset, self.options)
         consistent = connection.vendor == "postgresql" and not connection.in_atomic_block
         # The file will name every query by its external id: from now on they may not
         # change. Written before the read-only snapshot below (which allows no write).

@@ -26,7 +26,13 @@ from django.utils import timezone
 from annotation.models import Dataset
 from evaluation import task_names
 from evaluation.datasets import storage
-from evaluation.datasets.export import ExportOptions, count_rows, export_chunks, file_name
+from evaluation.datasets.export import (
+    ExportOptions,
+    check_archives,
+    count_rows,
+    export_chunks,
+    file_name,
+)
 from evaluation.datasets.models import DatasetExport
 
 if TYPE_CHECKING:
@@ -57,7 +63,9 @@ def export_start(
     *, dataset: Dataset, by: AbstractBaseUser, options: ExportOptions
 ) -> DatasetExport:
     """Record an export job and queue it once the record is committed. The caller has
-    checked that `by` administers the dataset."""
+    checked that `by` administers the dataset. An archived run whose file is missing is
+    refused here (ArchiveMissing), before any job is recorded."""
+    check_archives(dataset, options)
     export = DatasetExport.objects.create(
         dataset=dataset,
         requested_by=by,

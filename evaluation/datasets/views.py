@@ -11,9 +11,10 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from annotation import roles, selectors
 from annotation.access import access_dataset
+from evaluation.archive.services import ArchiveMissing
 from evaluation.datasets import services
 from evaluation.datasets.access import access_export, check_import
-from evaluation.datasets.export import ExportOptions, export_chunks, file_name
+from evaluation.datasets.export import ExportOptions, check_archives, export_chunks, file_name
 from evaluation.datasets.forms import ExportForm, ImportForm
 from evaluation.datasets.import_target import NameTaken
 from evaluation.datasets.importer import ImportOptions, ImportRejected, import_dataset
@@ -40,14 +41,24 @@ def dataset_export(request: HttpRequest, pk: int) -> HttpResponse:
     form = ExportForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         options = ExportOptions.parse(form.cleaned_data["include"], form.cleaned_data["formats"])
-        if not form.cleaned_data["job"] and services.should_stream(dataset, options):
-            return stream_response(dataset, options, request.user)
-        services.export_start(dataset=dataset, by=request.user, options=options)
-        messages.success(request, "The export is being prepared; its download link appears below.")
-        return redirect("dataset-export", pk=dataset.pk)
+        try:
+            if not form.cleaned_data["job"] and services.should_stream(dataset, options):
+                check_archives(dataset, options)  # before the response's first byte
+                return stream_response(dataset, options, request.user)
+            services.export_start(dataset=dataset, by=request.user, options=options)
+        except ArchiveMissing as missing:
+            form.add_error(None, str(missing))
+        else:
+            messages.success(
+                request, "The export is being prepared; its download link appears below."
+            )
+            return redirect("dataset-export", pk=dataset.pk)
     exports = DatasetExport.objects.filter(dataset=dataset).select_related("requested_by")[:10]
     context = {"dataset": dataset, "form": form, "exports": exports}
-    return render(request, "evaluation/datasets/dataset_export.html", context)
+    refused = request.method == "POST" and form.errors
+    return render(
+        request, "evaluation/datasets/dataset_export.html", context, status=409 if refused else 200
+    )
 
 
 @require_GET

@@ -50,6 +50,9 @@ SATURATED = Figure("saturated-queries", (Counter.SCORES,))
 # Verdicts only: the runs' states say when they move.
 QUEUE_VOTES = Figure("queue-votes")
 PROGRESS = Figure("progress")
+# An ended run's counts over its verdicts, in one row: what its page and progress API show
+# (runs.overview); PROGRESS, TOKENS and ERRORS are a running run's, per live window.
+RUN_COUNTS = Figure("run-counts")
 TOKENS = Figure("tokens")
 ERRORS = Figure("errors")
 VERDICT_TOKENS = Figure("verdict-tokens")

@@ -32,14 +32,20 @@ def sums_of(run: Run) -> list[list[int]]:
     return rows
 
 
-def run_cost_estimate(run: Run, *, done: int, expected: int) -> CostEstimate:
-    """`done` / `expected`: the run's verdicts and grades so far and in all."""
+def run_cost_estimate(
+    run: Run, *, done: int, expected: int, sums: list[list[int]] | None = None
+) -> CostEstimate:
+    """`done` / `expected`: the run's verdicts and grades so far and in all. `sums`: the
+    token sums (sums_of) when the caller has them (an ended run's kept counts,
+    runs.overview)."""
     tokens: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0])
-    # A scan of every verdict: an ended run's sums are kept while its state does not move, a
-    # running run's for a few seconds (readers.live_window), as its progress counts are: its
-    # page and the progress poll of every viewer read them while its worker writes.
-    state = readers.state(run.dataset_id, readers.TOKENS, run=run, facts=readers.run_facts(run))
-    sums = remembered(state, lambda: sums_of(run))
+    if sums is None:
+        # A scan of every verdict: a running run's sums are kept for a few seconds
+        # (readers.live_window), as its progress counts are: its page and the progress
+        # poll of every viewer read them while its worker writes.
+        facts = readers.run_facts(run)
+        state = readers.state(run.dataset_id, readers.TOKENS, run=run, facts=facts)
+        sums = remembered(state, lambda: sums_of(run))
     for judge_id, prompt, completion, *cached in sums:  # rows kept before: no cached tokens
         tokens[judge_id][0] += prompt or 0
         tokens[judge_id][1] += completion or 0

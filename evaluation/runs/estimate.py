@@ -369,19 +369,20 @@ def _item_groups(items: set[tuple[int, int]]) -> list[Group]:
 
 
 def requests_made(run: Run) -> int:
+    """The requests the run sent to its judges (count_requests), kept once the run has
+    ended and for a live window while it runs, as its token sums are."""
+    facts = readers.run_facts(run)  # as the token sums (runs.costs)
+    state = readers.state(run.dataset_id, readers.TOKENS, run=run, part="requests", facts=facts)
+    return remembered(state, lambda: count_requests(run))
+
+
+def count_requests(run: Run) -> int:
     """The requests the run sent to its judges, retries included: the attempts of its votes
     and grades not answered from the cache (checks and no-LLM judges make none; a batched
     call's attempts are shared out over its verdicts, so they sum to the call's). A scan of
-    the run's votes: kept once the run has ended, and for a live window while it runs, as
-    its token sums are."""
-
-    def count() -> int:
-        made = Q(cache_hit=False, attempts__gt=0)
-        return sum(
-            model.objects.filter(run=run).filter(made).aggregate(n=Sum("attempts"))["n"] or 0
-            for model in (Verdict, GradedScore)
-        )
-
-    facts = readers.run_facts(run)  # as the token sums (runs.costs)
-    state = readers.state(run.dataset_id, readers.TOKENS, run=run, part="requests", facts=facts)
-    return remembered(state, count)
+    the run's votes."""
+    made = Q(cache_hit=False, attempts__gt=0)
+    return sum(
+        model.objects.filter(run=run).filter(made).aggregate(n=Sum("attempts"))["n"] or 0
+        for model in (Verdict, GradedScore)
+    )

@@ -25,6 +25,7 @@ from annotation.models import Checklist
 from evaluation.answers.models import Answer
 from evaluation.kept import cold, readers, refresh
 from evaluation.kept import figures as kept_figures
+from evaluation.labels.models import Adjudication
 from evaluation.metrics import reliability, rubrics, rubrics_sql, votes_sql
 from evaluation.metrics.rubrics import GroupScore
 from evaluation.metrics.scoring import AnswerScore, mean_score, passes_threshold, share_score
@@ -228,10 +229,14 @@ def _archived_scores(run: Run) -> RunScores:
     cells, archived_at = found
     rows = cells["answers"]
     by_id = {row["answer_id"]: row for row in rows}
+    decided_since = Adjudication.objects.filter(
+        answer_id__in=list(by_id), decided_at__gt=archived_at
+    )
     return RunScores(
         cells["threshold"], [SystemReport(**s) for s in cells["systems"]], len(rows),
         lambda start, stop: _with_authors(rows[start:stop]), computed_at=archived_at,
         _find=lambda ids: {pk: _answer_from(by_id[pk], {}) for pk in ids if pk in by_id},
+        frozen_at=archived_at, _decided_since=decided_since.count,
     )  # fmt: skip
 
 
@@ -442,6 +447,15 @@ class RunScores:
     _briefs: Callable[[], list[AnswerBrief] | None] | None = None
     # ScoreReport.reliability(): per system, and per query answered several times.
     reliability: dict | None = None
+    # An archived run's: when its scores were frozen (they follow nothing decided since),
+    # and how many adjudications of its answers were decided after that (one query, asked).
+    frozen_at: datetime | None = None
+    _decided_since: Callable[[], int] | None = None
+
+    def adjudicated_since_frozen(self) -> int:
+        """Adjudications of the archived run's answers decided after it was archived: its
+        frozen scores do not count them (the run page says so; a restore counts them)."""
+        return self._decided_since() if self._decided_since is not None else 0
 
     def briefs(self) -> list[AnswerBrief]:
         """Every answer's score in a few numbers, in the rows' order: for readers that pick

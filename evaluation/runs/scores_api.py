@@ -88,6 +88,17 @@ class RunProgressSerializer(ProgressSerializer):
         help_text="Judges the running run waits for: their endpoint is down (circuit open); "
         "their calls resume by themselves when a probe gets an answer.",
     )
+    updating = serializers.BooleanField(
+        help_text="An ended run's counts served were counted before its latest change, or "
+        "none is yet (`computed_at` null, every count 0): fresh ones are being counted "
+        "(ask again in a few seconds). False for a running run, counted live."
+    )
+    computed_at = serializers.DateTimeField(
+        allow_null=True, help_text="When an ended run's counts served were counted."
+    )
+    refresh_failed = serializers.DictField(
+        allow_null=True, help_text="The last try to count them failed (as for scores)."
+    )
 
 
 def progress_data(run, overview: RunOverview) -> dict:
@@ -100,6 +111,9 @@ def progress_data(run, overview: RunOverview) -> dict:
         "errors_first": ErrorGroupSerializer(overview.errors, many=True).data,
         "actions": overview.actions,
         "waiting": WaitingSerializer(overview.waiting, many=True).data,
+        # An ended run's counts are kept and never counted in the request: while they are
+        # counted, `updating` with `computed_at` null and every count 0 (runs.overview).
+        **overview.facts(),
     }
 
 
@@ -254,6 +268,11 @@ class RunScoresSerializer(serializers.Serializer):
         help_text="The last try to compute fresh scores failed: when, why "
         "(the exception's kind), tries in a row and the next try.",
     )
+    frozen_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="The run is archived: its scores were frozen then and follow no "
+        "adjudication, weight or threshold change made since, until it is restored.",
+    )
 
 
 class RunScoresView(APIView):
@@ -296,6 +315,7 @@ class RunScoresView(APIView):
                 "previous": replace_query_param(url, "page", number - 1) if number > 1 else None,
                 "answers": answers,
                 "reliability": report.reliability,
+                "frozen_at": report.frozen_at,
                 **report.facts(),
             }
         ).data

@@ -95,14 +95,15 @@ class Progress:
 
 
 def _verdict_totals(run: Run) -> dict:
-    """Counts over the run's verdicts: a scan of all of them, so an ended run's are kept in
-    the figure cache (they change only with the run's state), and a running run's for a
-    few seconds (readers.live_window): its page polls them while its worker writes."""
+    """Counts over the run's verdicts: a scan of all of them, so a running run's are kept
+    for a few seconds (readers.live_window): its page polls them while its worker writes.
+    An ended run's pages read them from its kept counts (runs.overview: never counted in
+    a request); this is the way of the command line and of a running run's page."""
     state = readers.state(run.dataset_id, readers.PROGRESS, run=run, facts=readers.run_facts(run))
-    return remembered(state, lambda: _count_verdicts(run))
+    return remembered(state, lambda: count_verdicts(run))
 
 
-def _count_verdicts(run: Run) -> dict:
+def count_verdicts(run: Run) -> dict:
     totals = Verdict.objects.filter(run=run).aggregate(
         done=Count("pk"),
         passed=Count("pk", filter=Q(outcome=Verdict.Outcome.PASS)),
@@ -122,9 +123,10 @@ def _count_verdicts(run: Run) -> dict:
     return totals
 
 
-def run_progress(run: Run) -> Progress:
-    """Read from the database, so any web process shows the same figures."""
-    totals = _verdict_totals(run)
+def run_progress(run: Run, totals: dict | None = None) -> Progress:
+    """Read from the database, so any web process shows the same figures. `totals`: the
+    verdict counts when the caller has them (an ended run's kept counts, runs.overview)."""
+    totals = _verdict_totals(run) if totals is None else totals
     by_kind = totals["by_kind"]
     tasks = RunTask.objects.filter(run=run).aggregate(
         total=Count("pk"),
@@ -155,20 +157,29 @@ class ErrorGroup:
 
 
 def run_errors(
-    run: Run, *, limit: int = 5, calls: bool = True, grades: bool = True, tasks: bool = True
+    run: Run,
+    *,
+    limit: int = 5,
+    calls: bool = True,
+    grades: bool = True,
+    tasks: bool = True,
+    counted: list[list] | None = None,
 ) -> list[ErrorGroup]:
     """The most frequent error messages of the run's failed calls and tasks. `calls`,
     `grades`, `tasks`: False when the caller's counts show none of that kind failed (the
-    run page's progress), so that they are not grouped."""
+    run page's progress), so that they are not grouped. `counted`: the failed calls'
+    groups when the caller has them (call_errors, kept for an ended run: runs.overview)."""
     groups: dict[tuple[str, str], int] = defaultdict(int)
     # The failed calls are grouped over every verdict of the run (5,000 errors among
     # 1,000,000 verdicts: tens of ms on each run page): an ended run's are kept, as its
     # progress counts, until its state moves; a running run's for a live window. The tasks'
     # errors are read live, as their counts in run_progress.
     kinds = (calls, grades)
-    facts = [limit, kinds, *readers.run_facts(run)]
-    state = readers.state(run.dataset_id, readers.ERRORS, run=run, facts=facts)
-    found = remembered(state, lambda: _call_errors(run, limit, kinds))
+    found = counted
+    if found is None:
+        facts = [limit, kinds, *readers.run_facts(run)]
+        state = readers.state(run.dataset_id, readers.ERRORS, run=run, facts=facts)
+        found = remembered(state, lambda: call_errors(run, limit, kinds))
     for kind, message, n in found:
         groups[kind, message] += n
     if tasks:
@@ -185,7 +196,7 @@ def run_errors(
     return [ErrorGroup(kind, message, n) for (kind, message), n in ranked]
 
 
-def _call_errors(run: Run, limit: int, kinds: tuple[bool, bool]) -> list[list]:
+def call_errors(run: Run, limit: int, kinds: tuple[bool, bool]) -> list[list]:
     """[error kind, message, calls] of the most frequent failed verdicts and grades."""
     found: list[list] = []
     both = ((Verdict, Verdict.Outcome.ERROR), (GradedScore, "error"))

@@ -13,14 +13,12 @@ the figure of the run's earlier state marked updating.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from datetime import datetime
+from dataclasses import dataclass, fields, replace
 
 from django.db import connection
-from django.db.models import Case, IntegerField, Value, When
 
 from annotation.models import Criterion
-from evaluation.kept import cold, readers, refresh
+from evaluation.kept import cold, readers
 from evaluation.kept import figures as kept_figures
 from evaluation.kept.figures import remembered
 from evaluation.metrics import stability
@@ -87,48 +85,15 @@ def stability_kept(run: Run) -> bool:
 
 
 @dataclass(frozen=True)
-class Served:
-    """The figure as a request gets it: `figures` None while it is counted for the first
-    time; `fresh` False while an earlier state's figure (or none) is served."""
+class Served(cold.Served):
+    """The kept figure as a request gets it (evaluation.kept.cold.Served), and the run
+    whose verdicts it counts (`measured_on`): the run itself, or its stability pass."""
 
-    figures: dict | None
-    fresh: bool
-    computed_at: datetime | None = None
-    failure: refresh.Failure | None = None
-    # The run whose verdicts the figures count (measured_on): the run itself, or its pass.
     source: Run | None = None
 
     @property
     def from_pass(self) -> bool:
         return self.source is not None and self.source.stability_for_id is not None
-
-    @property
-    def updating(self) -> bool:
-        return not self.fresh
-
-    def facts(self) -> dict:
-        """What the API answers carry about the state of the figure (as scores' facts)."""
-        return refresh.facts(
-            updating=self.updating, computed_at=self.computed_at, failure=self.failure
-        )
-
-
-def _read(state: readers.State) -> Served:
-    """The row kept for `state` (fresh), else the latest of the slot, kept for an earlier
-    state of the run (stale), else nothing: one query."""
-    found = (
-        kept_figures.slot(state)
-        .order_by(
-            Case(When(key=state.key, then=Value(0)), default=Value(1), output_field=IntegerField()),
-            "-computed_at",
-        )
-        .values_list("key", "cells", "computed_at")
-        .first()
-    )
-    if found is None:
-        return Served(None, False)
-    key, cells, computed_at = found
-    return Served(cells, key == state.key, computed_at)
 
 
 def served(run: Run, *, source: Run | None = None) -> Served:
@@ -139,36 +104,17 @@ def served(run: Run, *, source: Run | None = None) -> Served:
     finished stability pass when it has one (`measured_on`, or `source` when the caller
     has found it already); the answer's `source` says which run."""
     source = source or measured_on(run)
-    return replace(_served(source), source=source)
+    found = _served(source)
+    return Served(**{f.name: getattr(found, f.name) for f in fields(found)}, source=source)
 
 
-def _served(run: Run) -> Served:
+def _served(run: Run) -> cold.Served:
     state = _state(run)
-    found = _read(state)
-    if found.fresh:
-        return found
     if run.archived_at is not None:
         # Its verdicts are in a Parquet file (evaluation.archive) and a recount would find
         # none: the figure kept when it was archived is current for good.
-        return replace(found, fresh=True)
-    if found.figures is not None:
-        if refresh.ensure(run.dataset_id, run.pk, REFRESH_GROUP, after=found.computed_at) and (
-            refresh.eager()
-        ):
-            found = _read(state)
-    else:
-        read_only = kept_figures.writes_refused()
-        decided = cold.fill(run.dataset_id, run.pk, REFRESH_GROUP, read_only=read_only)
-        if decided is cold.Cold.COMPUTE:  # found missing just now: no second read
-            figures = _counted(run)
-            kept_figures.store(state, figures)
-            return Served(figures, True)
-        if decided is cold.Cold.KEPT:
-            found = _read(state)
-    if found.fresh:
-        return found
-    return Served(found.figures, False, found.computed_at,
-                  refresh.failure(run.dataset_id, run.pk, REFRESH_GROUP))  # fmt: skip
+        return replace(cold.latest(state), fresh=True)
+    return cold.served(state, REFRESH_GROUP, lambda: _counted(run))
 
 
 def stability_shown(found: dict | None) -> dict | None:

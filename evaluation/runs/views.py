@@ -125,8 +125,9 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         return response
     if request.htmx and request.htmx.target == "run-progress":
         response = render(request, "evaluation/runs/run_detail.html#progress", context)
-        if run.ended:
-            # The run ended while the page polled: reload it whole, for status and scores.
+        if run.ended and not overview.updating:
+            # The run ended while the page polled, or its counts were being counted and
+            # are kept now: reload it whole, for status and scores.
             response["HX-Refresh"] = "true"
         return response
     report = scores.run_scores(run)

@@ -18,7 +18,8 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Dataset
-from evaluation.datasets.export import ExportOptions, export_chunks
+from evaluation.archive.services import ArchiveMissing
+from evaluation.datasets.export import ExportOptions, check_archives, export_chunks
 
 
 def _list(value: str) -> list[str]:
@@ -58,6 +59,10 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(str(exc), returncode=2) from exc
         out: Path = options["out"]
+        try:
+            check_archives(dataset, export)  # before any byte is written
+        except ArchiveMissing as missing:
+            raise CommandError(str(missing)) from None
         partial = out.with_name(out.name + ".partial")
         started = time.monotonic()
         try:

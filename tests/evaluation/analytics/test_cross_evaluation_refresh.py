@@ -15,7 +15,7 @@ from evaluation.analytics import figures
 from evaluation.analytics.tasks import refresh_analytics
 from evaluation.kept import refresh
 from evaluation.kept.models import KeptRefresh
-from evaluation.runs import scores
+from evaluation.runs import overview, scores
 from evaluation.runs.models import Run
 from evaluation.runs.signals import run_ended
 from tests.evaluation.cross_evaluation.two_queries import grade_directly, two_queries
@@ -107,6 +107,12 @@ def test_a_cross_evaluations_end_refreshes_only_runs_with_kept_figures(
     assert _refreshes(sent, known.run) == []
     figures.warm(known.run)
     run_ended.send(sender=Run, run_id=known.run.pk)  # a system run: the warm task instead
-    # ... and the count of its scores, kept for their first reader (no analytics refresh).
-    assert [args for _, args, _ in sent] == [(known.run.pk,), (known.run.pk, scores.REFRESH_GROUP)]
-    assert [name for name, _, _ in sent] == [task_names.WARM_TASK, task_names.REFRESH_TASK]
+    # ... and the count of its scores and of its verdicts (its page's progress), kept for
+    # their first reader (no analytics refresh).
+    assert [args for _, args, _ in sent] == [
+        (known.run.pk,), (known.run.pk, scores.REFRESH_GROUP),
+        (known.run.pk, overview.REFRESH_GROUP),
+    ]  # fmt: skip
+    assert [name for name, _, _ in sent] == [
+        task_names.WARM_TASK, task_names.REFRESH_TASK, task_names.REFRESH_TASK
+    ]  # fmt: skip

@@ -22,7 +22,7 @@ from evaluation.analytics import figures, receivers, warmup
 from evaluation.analytics.tasks import refresh_analytics
 from evaluation.kept import refresh
 from evaluation.kept.models import KeptFigure, KeptRefresh
-from evaluation.runs import scores, stability
+from evaluation.runs import overview, scores, stability
 from evaluation.runs.models import Run
 from tests.evaluation.agreement.labelled import build_labelled
 from tests.support.beat import wait_for
@@ -61,15 +61,6 @@ def counts_no_verdict(captured) -> bool:
     return not any("evaluation_verdict" in q["sql"] for q in captured.captured_queries)
 
 
-def counts_no_score(captured) -> bool:
-    """No count of the run's votes into scores (runs.scores._COUNTS_SQL). The run page's
-    overview still counts its verdicts by outcome when that figure is cold (one index range
-    of the run; not yet under the rule: docs/operations.md)."""
-    return not any(
-        "GROUP BY answer_id, checklist_id, group_id" in q["sql"] for q in captured.captured_queries
-    )
-
-
 def equal_to_the_whole_report(run: Run) -> None:
     whole = scores.run_report(fresh(run))
     kept = scores.run_scores(fresh(run))
@@ -93,8 +84,10 @@ def test_after_a_version_bump_pages_serve_a_placeholder_and_a_real_worker_fills_
         django_assert_max_num_queries(PAGE_QUERIES),
     ):
         page = client.get(reverse("run-detail", args=[run.pk]))
-    assert page.status_code == 200 and counts_no_score(page_read)
-    assert "Computing." in page.content.decode()
+    # Nothing counted over the run's verdicts: not its scores, not its verdict counts by
+    # outcome (runs.overview), not its judge stability.
+    assert page.status_code == 200 and counts_no_verdict(page_read)
+    assert "Computing." in page.content.decode() and "data-counting" in page.content.decode()
 
     # The reader's refresh, run by the real worker: then the page serves the fresh scores.
     wait_for(
@@ -118,7 +111,7 @@ def test_the_warm_up_task_fills_every_cold_figure_before_the_first_reader(
     assert warmup.queue(why="test") is True  # what migrate, gunicorn and the seeders do
     wait_for(
         lambda: scores.scores_kept(fresh(run)) and figures.default_kept(fresh(run))
-        and stability.stability_kept(fresh(run))
+        and stability.stability_kept(fresh(run)) and overview.counts_kept(fresh(run))
         and not KeptRefresh.objects.filter(run_id=run.pk).exists(),
         60, lambda: "warm-up never finished:\n" + celery_worker.log()[-3000:],
     )  # fmt: skip

@@ -117,7 +117,8 @@ def test_an_ended_runs_errors_are_kept_until_it_runs_again(client, owner, keyles
     keyless_run.refresh_from_db()
     client.force_login(owner)
     assert "missing_key" in page(client, keyless_run).split("data-errors", 1)[1]
-    assert KeptFigure.objects.filter(kind="errors", run_id=keyless_run.pk).exists()
+    # Kept with the run's other counts over its verdicts (runs.overview).
+    assert KeptFigure.objects.filter(kind="run-counts", run_id=keyless_run.pk).exists()
     monkeypatch.setenv(VARIABLE, "sk-test")
     run = runs.run_retry_failed(run=keyless_run)
     deliver_all(run)

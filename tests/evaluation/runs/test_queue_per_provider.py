@@ -52,7 +52,8 @@ def test_a_run_is_split_across_two_providers_workers_and_ends_exact(
         run = runs.wait_for(run, timeout=120)
         logs = "\n".join(w.log()[-2000:] for w in workers.values())
         assert run.status == Run.Status.DONE, logs
-        assert first.call_count > 0 and second.call_count > 0
+        # Each provider got its own judge's calls, each once: 6 answers x 4 criteria.
+        assert first.call_count == second.call_count == 2 * 3 * 4, logs
 
     # Split: each judge's tasks were run by its provider's worker, and only by it.
     for judge in judges:

@@ -5,7 +5,9 @@ holds them, and a restore puts back every row exactly. On PostgreSQL, as in prod
 
 Failure paths: a running run, a cross-evaluation, a run archived twice, a tampered or
 missing file, a run that is not archived: each refused with a message naming the run, and
-nothing changed."""
+nothing changed. An export of a run whose file is missing is refused before its first
+byte, naming the run and the file; an adjudication after archiving moves none of the frozen
+figures, and the run page says they are frozen."""
 
 from __future__ import annotations
 
@@ -16,16 +18,21 @@ from datetime import timedelta
 
 import pyarrow.parquet as pq
 import pytest
+from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.db import connection
+from django.db.models import Count, Exists, OuterRef, Q
 from django.urls import reverse
 from django.utils import timezone
 
+from annotation.models import Criterion
 from bench.data_io.generate import generate
 from evaluation.analytics import figures
+from evaluation.answers.models import Answer
 from evaluation.archive import services
 from evaluation.datasets.export import ExportOptions, export_chunks
 from evaluation.kept.events import Event, bump
+from evaluation.labels.models import Adjudication
 from evaluation.runs import scores, stability
 from evaluation.runs.models import Run, RunArchive, Verdict
 from tests.support.compare import same
@@ -205,3 +212,113 @@ def test_the_admin_archives_and_restores_from_the_runs_list(old_run, archive_dir
     )
     assert f"Run {old_run.pk} restored." in answer.content.decode()
     assert Verdict.objects.filter(run_id=old_run.pk).exists()
+
+
+def test_an_export_whose_archived_file_is_missing_is_refused_before_any_byte(
+    old_run, archive_dir, client, tmp_path
+):
+    """The verdicts of an archived run exist only in its file: an export without them would
+    look complete. Every way in refuses before writing a byte (and before recording a job),
+    naming the run and the file and saying how to get them back."""
+    from evaluation.archive.services import ArchiveMissing
+    from evaluation.datasets.models import DatasetExport
+
+    services.archive_run(old_run)
+    path = archive_dir / RunArchive.objects.get(run_id=old_run.pk).path
+    kept_aside = tmp_path / "backup.parquet"
+    path.rename(kept_aside)
+    services_grant(old_run, client)
+    named = f"run {old_run.pk} ({old_run}): {path}"
+
+    with pytest.raises(ArchiveMissing, match="Nothing was exported") as refused:
+        next(iter(export_chunks(old_run.dataset, ExportOptions.parse(["verdicts"], ["jsonl"]))))
+    assert named in str(refused.value) and "backup of RUN_ARCHIVE_DIR" in str(refused.value)
+
+    url = reverse("dataset-export", args=[old_run.dataset_id])
+    for job in (False, True):  # streamed, and as a job
+        form = {"include": ["answers", "verdicts"], "formats": ["jsonl"], "job": job or ""}
+        page = client.post(url, form)
+        assert page.status_code == 409 and named in page.content.decode()
+    answer = client.get(f"/api/datasets/{old_run.dataset_id}/export/", {"include": "verdicts"})
+    assert answer.status_code == 409 and named in answer.json()["detail"]
+    out = tmp_path / "export.zip"
+    with pytest.raises(CommandError, match=f"run {old_run.pk} "):
+        call_command("export_dataset", str(old_run.dataset_id), "--out", str(out))
+    assert not out.exists() and not out.with_name("export.zip.partial").exists()
+    assert not DatasetExport.objects.exists()  # no job recorded
+
+    # Without verdicts nothing reads the file: the export goes ahead.
+    answer = client.get(
+        f"/api/datasets/{old_run.dataset_id}/export/", {"include": "answers", "formats": "csv"}
+    )
+    assert answer.status_code == 200 and b"".join(answer.streaming_content)[:2] == b"PK"
+
+    # The file back where it was: the export holds the run's verdicts again.
+    kept_aside.rename(path)
+    assert exported_verdicts(old_run, "jsonl")
+
+
+def test_a_job_whose_archived_file_goes_after_it_was_asked_fails_naming_the_run(
+    old_run, archive_dir
+):
+    from evaluation.datasets import services as exports
+    from evaluation.datasets.models import DatasetExport
+    from tests.factories import UserFactory
+
+    services.archive_run(old_run)
+    options = ExportOptions.parse(["verdicts"], ["jsonl"])
+    export = exports.export_start(dataset=old_run.dataset, by=UserFactory(), options=options)
+    (archive_dir / RunArchive.objects.get(run_id=old_run.pk).path).unlink()
+    exports.export_run(export_id=export.pk)
+    export.refresh_from_db()
+    assert export.status == DatasetExport.Status.FAILED
+    assert f"run {old_run.pk} " in export.error and "Nothing was exported" in export.error
+    assert not list(exports.export_dir().glob(f"{export.token}*"))  # no file, no partial
+
+
+def test_an_adjudication_after_archiving_leaves_the_frozen_scores_and_the_page_says_so(
+    old_run, archive_dir, client, django_capture_on_commit_callbacks
+):
+    """The choice (docs/operations.md, "Archiving old runs"): an archived run's figures are
+    frozen as of its archive date. An adjudication made since changes none of them, the run
+    page and the scores API say so (with how many), and a restore counts it."""
+    from evaluation.review.services import adjudicate
+
+    services_grant(old_run, client)
+    # An item every vote passed: an adjudication "fail" lowers its answer's score.
+    decided = Adjudication.objects.filter(
+        answer_id=OuterRef("answer_id"), criterion_id=OuterRef("criterion_id")
+    )
+    item = (
+        Verdict.objects.filter(run=old_run)
+        .values("answer_id", "criterion_id")
+        .annotate(fails=Count("pk", filter=~Q(outcome="pass")), votes=Count("pk"))
+        .filter(fails=0, votes__gt=0)
+        .exclude(Exists(decided))
+        .order_by("answer_id", "criterion_id")
+        .first()
+    )
+    before = scores.run_report(fresh(old_run)).answers
+    services.archive_run(old_run)
+    frozen = shown(old_run)
+    answer = Answer.objects.get(pk=item["answer_id"])
+    adjudicate(
+        answer=answer, criterion=Criterion.objects.get(pk=item["criterion_id"]),
+        by=User.objects.get(username="dataset-admin"), label="fail", expected_version=None,
+    )  # fmt: skip
+
+    same(frozen, shown(old_run))  # nothing recounted
+    html = client.get(reverse("run-detail", args=[old_run.pk])).content.decode()
+    assert "data-frozen" in html and "<span data-adjudicated-since>1</span>" in html
+    assert f"archive_runs --restore {old_run.pk}" in html
+    api = client.get(f"/api/runs/{old_run.pk}/scores/").json()
+    assert api["frozen_at"] is not None and api["updating"] is False
+
+    with django_capture_on_commit_callbacks(execute=True):
+        services.restore_run(fresh(old_run))
+    html = client.get(reverse("run-detail", args=[old_run.pk])).content.decode()
+    assert "data-frozen" not in html
+    assert client.get(f"/api/runs/{old_run.pk}/scores/").json()["frozen_at"] is None
+    after = {a.answer_id: a for a in scores.run_report(fresh(old_run)).answers}
+    was = {a.answer_id: a for a in before}
+    assert after[answer.pk].score < was[answer.pk].score
