@@ -7,9 +7,6 @@ health, the agreement page (test–retest κ beside judge–human κ) and
 
 from __future__ import annotations
 
-import threading
-from collections import Counter
-
 import pytest
 from celery.canvas import Signature
 from django.db import connection
@@ -24,8 +21,8 @@ from evaluation.runs import lifecycle, stability
 from evaluation.runs import services as runs
 from evaluation.runs.models import Run
 from evaluation.runs.stability import run_stability
-from loopback import verdict_responder
 from tests.factories import AnswerFactory, PanelFactory, loopback_judges, valid_criteria
+from tests.support.flipping import alternating_judge
 
 pytestmark = pytest.mark.django_db
 
@@ -41,22 +38,12 @@ SAMPLES = 3
 
 def _flipping_judge():
     """pass, fail, pass… on the repeated calls of a flipping item; pass on every other."""
-    calls: Counter[str] = Counter()
-    lock = threading.Lock()
-
-    def verdict(request) -> str:
-        text = request.last_user_text
-        flips = any(
+    return alternating_judge(
+        lambda text: any(
             criterion in text and any(f"Answer:\n{a}" in text for a in answers)
             for criterion, answers in FLIPPING.items()
         )
-        if not flips:
-            return "pass"
-        with lock:
-            calls[text] += 1
-            return "pass" if calls[text] % 2 else "fail"
-
-    return verdict_responder(verdict, failure_kind="missing")
+    )
 
 
 def _flipping_run(dataset, owner, collaborator, query, loopback_openai):

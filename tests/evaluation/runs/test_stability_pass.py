@@ -8,9 +8,6 @@ second request while a pass runs is refused, never two."""
 
 from __future__ import annotations
 
-import threading
-from collections import Counter
-
 import pytest
 from django.urls import reverse
 
@@ -22,9 +19,9 @@ from evaluation.runs import services as runs
 from evaluation.runs.models import Run, RunItem, Verdict
 from evaluation.runs.selectors import runs_of_system_answers
 from evaluation.runs.stability import measured_on, run_stability
-from loopback import verdict_responder
 from tests.factories import PanelFactory, loopback_judges
 from tests.support.builders import checklisted_query
+from tests.support.flipping import alternating_judge
 
 pytestmark = pytest.mark.django_db
 
@@ -35,25 +32,14 @@ FLIPPING = {0: set(range(ANSWERS)), 1: {0, 1}}
 
 
 def flipping_judge():
-    """pass, fail, pass, fail… on the repeated calls of a flipping item (whatever run makes
-    them); pass on every other item."""
-    calls: Counter[str] = Counter()
-    lock = threading.Lock()
-
-    def verdict(request) -> str:
-        text = request.last_user_text
-        flips = any(
+    """The scripted judge: it flips on the FLIPPING items, on every repeated call."""
+    return alternating_judge(
+        lambda text: any(
             f"States figure {c} of the query." in text
             and any(f"Answer {a}: revenue" in text for a in answers)
             for c, answers in FLIPPING.items()
         )
-        if not flips:
-            return "pass"
-        with lock:
-            calls[text] += 1
-            return "pass" if calls[text] % 2 else "fail"
-
-    return verdict_responder(verdict, failure_kind="missing")
+    )
 
 
 def world(dataset, server):
