@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from django.core.signals import request_finished, request_started
 
 from tests.factories import PASSWORD
 
@@ -63,8 +66,50 @@ def browser():
             os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
+class RequestsInFlight:
+    """Counts the live server's requests under way, so a test ends only once they are done.
+
+    Closing the browser does not stop a request the server thread is still answering (the
+    API docs' schema, a poll). Left running, it meets the database flush that ends the test:
+    a ContentType it looks up is re-created between the flush's read and its insert, the
+    flush fails on the unique key, and the next test on that worker finds no groups.
+    """
+
+    def __init__(self):
+        self.count = 0
+        self.changed = threading.Condition()
+
+    def started(self, **kwargs):
+        with self.changed:
+            self.count += 1
+
+    def finished(self, **kwargs):
+        with self.changed:
+            self.count -= 1
+            self.changed.notify_all()
+
+    def wait_until_none(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        with self.changed:
+            while self.count > 0 and (left := deadline - time.monotonic()) > 0:
+                self.changed.wait(left)
+        assert self.count <= 0, f"{self.count} live-server request(s) still open after {timeout}s"
+
+
 @pytest.fixture
-def page(request, browser, live_server) -> Iterator:
+def requests_in_flight() -> Iterator[RequestsInFlight]:
+    counter = RequestsInFlight()
+    request_started.connect(counter.started, weak=False)
+    request_finished.connect(counter.finished, weak=False)
+    try:
+        yield counter
+    finally:
+        request_started.disconnect(counter.started)
+        request_finished.disconnect(counter.finished)
+
+
+@pytest.fixture
+def page(request, browser, live_server, requests_in_flight) -> Iterator:
     """A fresh browser tab on the live server."""
     context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
     context.set_default_timeout(10_000)
@@ -86,6 +131,7 @@ def page(request, browser, live_server) -> Iterator:
         shots.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(shots / f"{request.node.name}.png"), full_page=True)
     context.close()
+    requests_in_flight.wait_until_none()
     if not getattr(request.node, "allows_csp_violations", False):
         assert not violations, f"Content-Security-Policy violations: {violations}"
 
