@@ -243,6 +243,11 @@ api_urlpatterns = [
         name="analytics-compare",
     ),
     path(
+        "datasets/<int:pk>/analytics/trend/",
+        analytics_api.TrendView.as_view(),
+        name="analytics-trend",
+    ),
+    path(
         "datasets/<int:pk>/side-by-side/",
         side_by_side_api.SideBySideView.as_view(),
         name="side-by-side",

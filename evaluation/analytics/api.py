@@ -20,7 +20,7 @@ from config.ids import MAX_ID
 from evaluation.analytics import figures, summaries
 from evaluation.analytics.access import access_analytics
 from evaluation.metrics import analytics as am
-from evaluation.runs import scores
+from evaluation.runs import scores, trend
 from evaluation.runs.models import Run
 from evaluation.runs.selectors import choose_run, runs_of_system_answers
 
@@ -151,6 +151,45 @@ class CompareQuerySerializer(serializers.Serializer):
     b = serializers.IntegerField(min_value=1, max_value=MAX_ID)
     system_a = serializers.IntegerField(min_value=1, max_value=MAX_ID, required=False)
     system_b = serializers.IntegerField(min_value=1, max_value=MAX_ID, required=False)
+
+
+class TrendView(APIView):
+    @extend_schema(parameters=[RUN], responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request, pk: int) -> Response:
+        """Each system's score across the ended runs of the run's panel, up to the run,
+        oldest first (at most 120), from their kept figures: a run whose scores are still
+        being counted has `systems: null` (its count is queued), an archived run its frozen
+        scores. docs/api.md#score-trend."""
+        dataset = _dataset(request, pk)
+        params = AnalyticsQuerySerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        run = _run(dataset, params.validated_data.get("run"))
+        found = trend.score_trend(run)
+        return Response(
+            {
+                "dataset": dataset.pk,
+                "run": _run_data(run),
+                "panel": run.panel_id,
+                "counting": found.counting,
+                "runs": [_trend_point(p) for p in found.points],
+            }
+        )
+
+
+def _trend_point(point: trend.RunPoint) -> dict:
+    return {
+        "id": point.run_id,
+        "name": point.name,
+        "finished_at": point.finished_at.isoformat() if point.finished_at else None,
+        "archived": point.archived,
+        "systems": None
+        if point.systems is None
+        else [
+            {"system": s.system, "value": s.value, "low": s.low, "high": s.high,
+             "pass_rate": s.pass_rate, "answers": s.answers, "undecided": s.undecided}
+            for s in point.systems.values()
+        ],
+    }  # fmt: skip
 
 
 class CompareView(APIView):

@@ -23,7 +23,7 @@ from evaluation.analytics.access import access_analytics
 from evaluation.charts.lines import PointInput, SeriesInput, line_chart
 from evaluation.metrics import analytics as am
 from evaluation.pairwise import figures as pairwise_figures
-from evaluation.runs import canary, scores, stability
+from evaluation.runs import canary, scores, stability, trend
 from evaluation.runs.models import Run
 from evaluation.runs.selectors import choose_run, runs_of_system_answers
 from evaluation.tables.formats import csv_safe
@@ -252,6 +252,12 @@ def dataset_analytics(request: HttpRequest, pk: int) -> HttpResponse:
                     dataset=dataset, kind=Run.Kind.CROSS_EVALUATION, status__in=Run.FINISHED
                 ).exists()
     if selection.run is not None:
+        # Each system across the panel's runs, from their kept figures (one query, and two
+        # more when there are two runs to draw).
+        found = trend.score_trend(selection.run, at_least=2)
+        if found.points:
+            context["trend"] = found
+            context["trend_chart"] = trend.chart(found)
         # The judge canary of the run's panel over time (docs/judging.md#judge-canary): kept
         # figures of the canary runs, two queries.
         newest = canary.latest(dataset.pk, selection.run.panel_id)

@@ -66,6 +66,14 @@ def slot(where: Basis | State) -> QuerySet[KeptFigure]:
     )
 
 
+def slots_of_runs(where: Basis, run_ids: list[int]) -> QuerySet[KeptFigure]:
+    """Every row kept in the slots of a figure's part for each of these runs (the basis's
+    own run is not read): what a reader of many runs' kept figures reads in one query."""
+    return KeptFigure.objects.filter(
+        dataset_id=where.dataset_id, kind=where.figure.kind, part=where.part, run_id__in=run_ids
+    )
+
+
 def row(state: State, cells: Any, piece: str = "") -> KeptFigure:
     """An unsaved row of `state` (one of its pieces)."""
     b = state.basis

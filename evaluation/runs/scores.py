@@ -211,6 +211,8 @@ def frozen(run: Run) -> dict:
         "threshold": report.threshold,
         "systems": [asdict(s) for s in report.systems],
         "answers": [_answer_row(a) for a in report.answers],
+        # Each system's mean with its interval over queries: the trend's whiskers.
+        "reliability": report.reliability(),
         "shape": _SHAPE,
     }
 
@@ -693,6 +695,34 @@ def kept_undecided(run: Run) -> dict[str, int] | None:
     if found is None:
         return None
     return {s["system"]: s["undecided"] for s in found[0]["systems"]}
+
+
+def systems_of_runs(dataset_id: int, runs: list[Run]) -> dict[int, dict]:
+    """Each run's per-system figures as last kept, without counting anything: the latest
+    kept summary of each live run, the frozen scores of each archived one. Two queries for
+    any number of runs, reading only the summaries' `systems` and the systems' intervals
+    (a summary also holds per-query reliability rows). A run missing from the answer has
+    no scores counted yet (or only in an earlier release's shape)."""
+    live = [r.pk for r in runs if r.archived_at is None]
+    archived = [r.pk for r in runs if r.archived_at is not None]
+    keys = ("cells__shape", "cells__systems", "cells__reliability__systems")
+    rows = []
+    if live:
+        at = readers.basis(dataset_id, readers.RUN_SCORES, part=SUMMARY)
+        rows += (
+            kept_figures.slots_of_runs(at, live)
+            .order_by("computed_at")  # the latest of a run last: it wins below
+            .values_list("run_id", *keys)
+        )
+    if archived:
+        rows += RunArchive.objects.filter(run_id__in=archived).values_list(
+            "run_id", *(key.replace("cells__", "scores__") for key in keys)
+        )
+    return {
+        run_id: {"systems": systems, "intervals": intervals or []}
+        for run_id, shape, systems, intervals in rows
+        if shape == _SHAPE
+    }
 
 
 def kept_undecided_of(run: Run, system: str | None) -> int | None:

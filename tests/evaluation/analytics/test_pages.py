@@ -199,7 +199,10 @@ def test_query_count_stays_flat_from_10_to_1000_answers(
         assert client.get(url).status_code == 200
     build_known(reviewed_dataset, sizes=(2,) * 500, seed=2, systems=("Gamma", "Delta"))
     assert reviewed_dataset.queries.count() >= 505
-    with django_assert_max_num_queries(len(small.captured_queries)):
+    # The second run makes the analytics page draw the score trend: one read of the runs'
+    # kept scores more, for two runs as for a hundred (tests/evaluation/runs/test_trend.py).
+    trend = 1 if name == "dataset-analytics" else 0
+    with django_assert_max_num_queries(len(small.captured_queries) + trend):
         assert client.get(url).status_code == 200
 
 

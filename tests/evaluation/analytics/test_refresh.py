@@ -45,8 +45,9 @@ def queued(monkeypatch):
 
 
 # The analytics page serving kept figures: at most this many queries whatever the data (one
-# of them since issue 43: the judge canary of the run's panel, if any).
-PAGE_QUERIES = 21
+# of them since issue 43: the judge canary of the run's panel, if any; one since issue 44:
+# the panel's runs for the score trend, whose kept scores are read when there are two).
+PAGE_QUERIES = 22
 
 
 def _label(known, reviewer) -> None:
