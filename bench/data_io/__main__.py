@@ -2,6 +2,7 @@
 
     DATABASE_URL=postgresql://postgres@127.0.0.1:5432/wt11bench DEBUG=1 \\
         .venv/bin/python -m bench.data_io [--verdicts 1000000] [--formats jsonl]
+    .venv/bin/python -m bench.data_io --dataset 2    # export a seeded dataset as it is
 
 1. Makes (once) a generated dataset of about N verdicts (bench/data_io/generate.py: 10
    systems, two experts × 25 criteria per query, 5 judges × 2 samples, labels on 10% of
@@ -172,8 +173,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--only", choices=("export", "import"), help="one direction (import: of --out)"
     )
+    parser.add_argument(
+        "--dataset", type=int,
+        help="export this dataset instead of a generated one (a seeded preset: the month "
+        "preset's 21.6 million verdicts); implies --only export",
+    )  # fmt: skip
     args = parser.parse_args(argv)
-    dataset_id = prepare(args.verdicts)
+    if args.dataset is not None:
+        dataset_id, args.only = args.dataset, "export"
+    else:
+        dataset_id = prepare(args.verdicts)
     load = os.getloadavg()[0]
     lines = [
         f"data I/O benchmark: formats {args.formats}, database "

@@ -111,6 +111,10 @@ def pages(dataset: int, agreement_dataset: int | None) -> list[tuple[str, str, i
             1,
             LIST_TARGET_MS,
         ),
+        # Issue 44: the analytics page with its score trend across the panel's runs (30 at
+        # the month preset), and the trend alone through the API.
+        ("analytics", f"/datasets/{d}/analytics/?run={r}", 1, LIST_TARGET_MS),
+        ("API score trend", f"/api/datasets/{d}/analytics/trend/?run={r}", 1, LIST_TARGET_MS),
         ("agreement", f"/datasets/{d}/agreement/", 2, LIST_TARGET_MS),
         ("agreement items", f"/datasets/{d}/agreement/items/?figure=panel", 1, LIST_TARGET_MS),
         ("cross-evaluation", f"/datasets/{d}/cross-evaluation/", 1, LIST_TARGET_MS),
