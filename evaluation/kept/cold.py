@@ -29,9 +29,8 @@ queues, the cross-evaluation figures, the agreement counts without a run) the da
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import Enum
@@ -58,26 +57,20 @@ class Cold(Enum):
     QUEUED = "queued"
 
 
-# Set inside `counting()`: a thread-local, as kept.figures.read_only, because the figure that
-# finds another cold may be deep inside one that a task computes.
-_background = threading.local()
+# Set inside `counting()`, as kept.figures.read_only: the figure that finds another cold may
+# be deep inside one that a task computes.
+_background = kept_figures.ThreadFlag()
 
 
-@contextmanager
-def counting() -> Iterator[None]:
+def counting() -> AbstractContextManager[None]:
     """Inside, a cold figure is counted where it is found (`fill` says COMPUTE): the
     refresh tasks and the warm-up, which are the background the rule sends counts to."""
-    before = getattr(_background, "on", False)
-    _background.on = True
-    try:
-        yield
-    finally:
-        _background.on = before
+    return _background.on()
 
 
 def counted_here() -> bool:
     """A cold figure is counted by its reader: the test suite's setting, or a task."""
-    return settings.FIGURES_COLD_IN_REQUEST or getattr(_background, "on", False)
+    return settings.FIGURES_COLD_IN_REQUEST or bool(_background)
 
 
 def fill(dataset_id: int, run_id: int | None, group: str, *, read_only: bool = False) -> Cold:
