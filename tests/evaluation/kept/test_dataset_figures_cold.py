@@ -30,6 +30,7 @@ from evaluation.runs.models import Run
 from tests.evaluation.agreement.labelled import build_labelled
 from tests.evaluation.cross_evaluation.two_queries import grade_directly, two_queries
 from tests.factories import DatasetFactory
+from tests.support.beat import wait_for
 
 pytestmark = pytest.mark.django_db
 
@@ -304,4 +305,37 @@ def test_the_warm_up_fills_the_datasets_own_figures(
         warm_figures(dataset.pk)
     assert not any(
         "INSERT INTO evaluation_keptqueuerow" in q["sql"] for q in again.captured_queries
+    )
+
+
+def test_with_an_eager_celery_the_first_reader_finds_the_order_kept(
+    reviewed_dataset, owner, client, no_cold_in_request, eager_refresh
+):
+    """A demo without a worker: the refresh the reader queued ran inside its request."""
+    build_labelled(reviewed_dataset, queries=2, criteria=3, systems=2, seed=113)
+    client.force_login(owner)
+    html = client.get(
+        reverse("review-queue", args=[reviewed_dataset.pk]), {"queue": "disagreement"}
+    ).content.decode()
+    assert "data-figures-cold" not in html and "Start reviewing" in html
+    assert not KeptRefresh.objects.filter(dataset=reviewed_dataset).exists()
+
+
+@pytest.mark.worker
+def test_a_real_worker_fills_a_cold_queue_and_the_page_then_serves_it(
+    celery_worker, reviewed_dataset, owner, client, no_cold_in_request, settings
+):
+    build_labelled(reviewed_dataset, queries=2, criteria=3, systems=2, seed=127)
+    client.force_login(owner)
+    url = reverse("review-queue", args=[reviewed_dataset.pk])
+    first = client.get(url, {"queue": "labelling"}).content.decode()
+    assert "data-computing" in first  # served before the worker can have counted it
+    wait_for(
+        lambda: not KeptRefresh.objects.filter(dataset=reviewed_dataset, run=None).exists()
+        and "data-figures-cold" not in client.get(url, {"queue": "labelling"}).content.decode(),
+        60, lambda: "queue never kept:\n" + celery_worker.log()[-3000:],
+    )  # fmt: skip
+    served = queue_keys(reviewed_dataset, owner, "labelling")
+    assert served and served == counted_in_the_request(
+        reviewed_dataset, owner, "labelling", settings
     )
