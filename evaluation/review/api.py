@@ -114,7 +114,7 @@ class QueueItemSerializer(serializers.Serializer):
     assignee = serializers.CharField(allow_null=True)
 
 
-def _with_freshness(response: Response, cold: selectors.Cold | None) -> Response:
+def _with_freshness(response: Response, cold: selectors.ColdOrder | None) -> Response:
     """Say in headers when the order served is not the current one (the cold rule,
     evaluation.kept.cold): `Figures-Updating: computing` (no order yet: no items) or
     `updating` (an earlier order), and `Figures-Retry-At` after a failed refresh

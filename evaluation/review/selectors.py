@@ -185,7 +185,7 @@ def load_answers(items) -> None:
 
 
 @dataclass(frozen=True)
-class Cold:
+class ColdOrder:
     """A queue whose order for the current state is not kept yet, counted in the background
     (evaluation.kept.cold): `computing` when no earlier order is served either (the
     placeholder: an empty queue), else the earlier order is served, updating; `failure`
@@ -205,7 +205,7 @@ class KeptQueue(Sequence):
 
     def __init__(
         self, rows: QuerySet[KeptQueueRow], make: Callable[[list[KeptQueueRow]], list],
-        total: int | None, systems: list[int] | None = None, cold: Cold | None = None,
+        total: int | None, systems: list[int] | None = None, cold: ColdOrder | None = None,
     ) -> None:  # fmt: skip
         # `total`: kept with the order for the whole queue; None for a filtered one.
         self.rows, self.make, self.total = rows.order_by("sort_key"), make, total
@@ -273,7 +273,7 @@ def _kept_header(
     dataset: Dataset, run: Run | None, runs: list[Run], *, figure: readers.Figure,
     facts: tuple[object, ...], fill: Callable[[int], dict], recent: bool, part: str = "",
     group: str,
-) -> tuple[KeptFigure | None, Cold | None]:  # fmt: skip
+) -> tuple[KeptFigure | None, ColdOrder | None]:  # fmt: skip
     """The kept order a queue reads (evaluation.review.kept), per queue `figure` and `run`,
     computed from `runs` (in their order) and `facts` (the policy): under `recent`, the
     latest one kept for the same runs and facts will do; else the one of the current review
@@ -296,11 +296,11 @@ def _kept_header(
     earlier = kept.newest(basis)
     failure = refresh.failure(dataset.pk, None, group)
     computed_at = earlier.computed_at if earlier is not None else None
-    return earlier, Cold(computing=earlier is None, failure=failure, computed_at=computed_at)
+    return earlier, ColdOrder(computing=earlier is None, failure=failure, computed_at=computed_at)
 
 
 def _queue(
-    header: KeptFigure | None, found: Cold | None, make: Callable[[list[KeptQueueRow]], list]
+    header: KeptFigure | None, found: ColdOrder | None, make: Callable[[list[KeptQueueRow]], list]
 ) -> KeptQueue:
     """The queue read from its kept order, or the placeholder (no order kept yet)."""
     if header is None:
