@@ -15,6 +15,10 @@ JUDGE_TASK = "evaluation.judge_answer"
 # (evaluation.analytics.tasks, queued by its receivers and evaluation.kept.refresh).
 WARM_TASK = "evaluation.warm_analytics"
 REFRESH_TASK = "evaluation.refresh_analytics"
+# A dataset's kept figures that belong to no run (the review queues, the cross-evaluation
+# figures, the agreement counts without a run), queued by the first reader who found them
+# cold (evaluation.kept.refresh, evaluation.kept.dataset_groups).
+DATASET_REFRESH_TASK = "evaluation.refresh_dataset_figures"
 # Every kept figure of every dataset (or one), before their first reader: queued by
 # migrate, the web server's start and the seeders (evaluation.analytics.warmup).
 WARM_FIGURES_TASK = "evaluation.warm_figures"

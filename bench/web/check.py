@@ -5,8 +5,8 @@ moved label by label during the load) against the same figures counted afresh, w
 dataset's kept agreement rows deleted; (b) the labelling and disagreement queues as their
 selectors return them now against the same after deleting their kept headers and rows, so
 that they are ordered afresh. The recounts run in one transaction that is rolled back:
-nothing kept changes. Only public selectors and models are used: iterating a queue gives
-items with `key` and `facts`.
+nothing kept changes; they are counted in place, whatever the cold rule says. Only public
+selectors and models are used: iterating a queue gives items with `key` and `facts`.
 """
 
 from __future__ import annotations
@@ -94,13 +94,16 @@ def check(dataset_id: int, username: str) -> dict:
     from django.db import transaction
 
     from annotation.models import Dataset
+    from evaluation.kept import cold
     from evaluation.kept.models import KeptFigure, KeptQueueRow
 
     dataset = Dataset.objects.get(pk=dataset_id)
     user = get_user_model().objects.get(username=username)
     served = _agreement(dataset)
     queues_now, adjudicated_now = _queues(dataset, user)
-    with transaction.atomic():
+    # Recounted here, not queued to a worker (the cold rule, evaluation.kept.cold): the
+    # recount is rolled back, and a refresh queued from it would count for nothing.
+    with transaction.atomic(), cold.counting():
         KeptFigure.objects.filter(dataset=dataset, kind=AGREEMENT).delete()
         recounted = _agreement(dataset)
         headers = KeptFigure.objects.filter(dataset=dataset, kind__in=QUEUES)

@@ -48,22 +48,25 @@ def excluded_of(run: Run | None) -> tuple[tuple[int, int], ...]:
     return tuple(sorted(excluded_items(run))) if run is not None else ()
 
 
-# The refresh group that counts a run's agreement cells in the background (kept.refresh).
+# The refresh group that counts a run's agreement cells in the background (kept.refresh);
+# without a run (labels and imported verdicts alone), the dataset's group of that name.
 REFRESH_GROUP = "agreement"
 
 
 def cells(dataset: Dataset, run: Run | None) -> list[Cell] | None:
     """The counted cells, as kept when nothing they depend on has changed since they were
-    counted; else counted now (evaluation.agreement.cells) and kept. None: cold for a run,
-    and counted in the background (evaluation.kept.cold): the page says "computing"."""
+    counted; else counted now (evaluation.agreement.cells) and kept. None: cold, and
+    counted in the background (evaluation.kept.cold; the run's refresh, or without a run
+    the dataset's): the page says "computing"."""
     state = kept_state(dataset.pk, run)
     stored = kept_figures.kept(state) if state.cacheable else None
     if stored is not None:
         return [Cell(*row) for row in stored]
-    if state.cacheable and run is not None:
+    if state.cacheable:
         decided = cold.fill(
-            dataset.pk, run.pk, REFRESH_GROUP, read_only=kept_figures.writes_refused()
-        )
+            dataset.pk, run.pk if run is not None else None, REFRESH_GROUP,
+            read_only=kept_figures.writes_refused(),
+        )  # fmt: skip
         if decided is cold.Cold.QUEUED:
             return None
     return keep_cells(dataset, run, state)

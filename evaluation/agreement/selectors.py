@@ -40,6 +40,7 @@ from evaluation.agreement import cells as sql
 from evaluation.agreement import kept
 from evaluation.agreement.cells import NO_VALUE, Cell
 from evaluation.answers.models import Answer
+from evaluation.kept import refresh
 from evaluation.labels.models import Adjudication, HumanLabel
 from evaluation.metrics import votes_sql
 from evaluation.metrics.agreement import (
@@ -142,6 +143,8 @@ class AgreementReport:
     # The run's counts were cold: counted in the background (evaluation.kept.cold), every
     # figure empty until then; the page says "computing".
     computing: bool = False
+    # Computing, and the last try of that count failed: when the next one starts.
+    refresh_failed: refresh.Failure | None = None
 
 
 def _agreement(counts: Mapping[tuple[str, str], int]) -> Agreement:
@@ -295,6 +298,11 @@ def agreement_report(dataset: Dataset, run_id: int | None = None) -> AgreementRe
         alpha_items=counts.get("alpha_items", 0),
         reviewers=_reviewers(dataset, found, raters),
         computing=counted is None,
+        refresh_failed=(
+            refresh.failure(dataset.pk, run.pk if run else None, kept.REFRESH_GROUP)
+            if counted is None
+            else None
+        ),
     )
 
 

@@ -48,6 +48,8 @@ def report_data(report: AgreementReport) -> dict:
         "counts": asdict(report.counts),
         # Cold counts being counted in the background: every figure empty until then.
         "computing": report.computing,
+        # The last try of that count failed: its kind and when the next starts.
+        "refresh_failed": report.refresh_failed.as_dict() if report.refresh_failed else None,
         "judge_vs_human": {
             "overall": figure_data(report.overall),
             "judges": [figure_data(f) for f in report.judges],

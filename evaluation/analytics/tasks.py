@@ -7,10 +7,11 @@ from collections.abc import Callable
 
 from celery import shared_task
 
+from annotation.models import Dataset
 from evaluation import task_names
 from evaluation.agreement import kept as agreement_kept
 from evaluation.analytics import figures, warmup
-from evaluation.kept import refresh
+from evaluation.kept import cold, refresh
 from evaluation.runs import overview, scores, stability
 from evaluation.runs.models import Run
 
@@ -33,7 +34,8 @@ def warm_analytics(run_id: int) -> bool:
 def warm_figures(dataset_id: int | None = None) -> dict:
     """Warm every kept figure of one dataset (or all) before their first reader; safe to
     run twice (what is kept already is read, not counted again)."""
-    warmed = warmup.warm(dataset_id)
+    with cold.counting():  # the background: what it finds cold, it counts
+        warmed = warmup.warm(dataset_id)
     return {"queued": warmed.queued, "datasets": warmed.datasets, "failed": warmed.failed}
 
 
@@ -65,9 +67,23 @@ def refresh_analytics(run_id: int, group: str = refresh.DEFAULT) -> bool:
     return _recompute(run, group, lambda: figures.refresh_group(run, group))
 
 
+@shared_task(name=task_names.DATASET_REFRESH_TASK, acks_late=True, reject_on_worker_lost=True)
+def refresh_dataset_figures(dataset_id: int, group: str) -> bool:
+    """Count a dataset's kept figure of refresh group `group` (a review queue's order, the
+    cross-evaluation figures of a source, the agreement counts without a run) for the
+    current state, queued by the first reader who found it cold (evaluation.kept.cold).
+    False when the dataset is gone or the count failed: logged, and the marker records the
+    failure, so that readers try again after its backoff."""
+    dataset = Dataset.objects.filter(pk=dataset_id).first()
+    if dataset is None:
+        return False
+    return warmup.recompute_dataset(dataset, group)
+
+
 def _recompute(run: Run, group: str, compute: Callable[[], None]) -> bool:
     try:
-        compute()
+        with cold.counting():  # a figure it reads that is cold is counted here
+            compute()
     except Exception as error:
         logger.exception("Analytics refresh of run %s (%s) failed", run.pk, group)
         failure = refresh.fail(run.dataset_id, run.pk, group, error)

@@ -12,8 +12,12 @@ seeders (bench.seed_scale) and by `manage.py warm_figures`. Run by the warm-up t
   here but queued as the runs' own refreshes (evaluation.kept.refresh): one marker per run
   and group, so a reader arriving meanwhile queues no second count, several workers share
   the runs, and a failure backs off as any refresh's does;
-- the agreement counts of the agreement page's default run, and the labelling and
-  disagreement queues over every run: computed here, under their own fill locks.
+- the agreement counts of the agreement page's default run (computed here, under its fill
+  lock), and the dataset's own figures (`dataset_groups`: the labelling and disagreement
+  queues over every run, the cross-evaluation figures, the agreement counts without a run
+  when the dataset has none): computed here under the dataset's refresh marker
+  (`recompute_dataset`), the one its readers take, so a reader meanwhile queues no second
+  count and a failure backs off.
 
 Cheap when everything is warm: one indexed read per figure, nothing counted. Safe to run
 twice or on several hosts at once (what it keeps is keyed by state; the refreshes are
@@ -33,7 +37,9 @@ from evaluation import task_names
 from evaluation.agreement import kept as agreement_kept
 from evaluation.agreement import selectors as agreement
 from evaluation.analytics import figures
-from evaluation.kept import refresh
+from evaluation.cross_evaluation import counted as cross_evaluation
+from evaluation.cross_evaluation.sources import Source
+from evaluation.kept import cold, readers, refresh
 from evaluation.review import selectors as review
 from evaluation.runs import overview, scores, stability
 from evaluation.runs.models import Run
@@ -76,18 +82,77 @@ def cold_groups(run: Run) -> list[str]:
     return found
 
 
+def dataset_groups(dataset: Dataset, *, with_agreement: bool) -> list[str]:
+    """The refresh groups of the dataset's own figures that the pages read first: the
+    labelling and disagreement queues over every run, the cross-evaluation figures of the
+    latest runs (the page's default source) and, `with_agreement` (the dataset has no run
+    for the agreement page to default to), the agreement counts without a run."""
+    found = [
+        review.refresh_group(readers.LABELLING_QUEUE, None),
+        review.refresh_group(readers.DISAGREEMENT_QUEUE, None),
+        cross_evaluation.refresh_group(Source("latest")),
+    ]
+    return [*found, agreement_kept.REFRESH_GROUP] if with_agreement else found
+
+
+def recompute_dataset(dataset: Dataset, group: str) -> bool:
+    """Count the dataset's figure of `group` for the current state, if it is not kept (the
+    dataset refresh task's work, and the warm-up's): counted here whatever the cold rule
+    says (`cold.counting`), then the dataset's marker released, or kept as a failure. The
+    caller holds the marker (a reader's `refresh.ensure`, the warm-up's `refresh.claim`)."""
+    try:
+        with cold.counting():
+            _count_dataset(dataset, group)
+    except Exception as error:
+        logger.exception("Refresh of dataset %s's figures (%s) failed", dataset.pk, group)
+        failure = refresh.fail(dataset.pk, None, group, error)
+        logger.warning(
+            "Refresh of dataset %s's figures (%s): %d failed tries in a row, next at %s",
+            dataset.pk, group, failure.tries, failure.retry_at.isoformat(),
+        )  # fmt: skip
+        return False
+    refresh.release(dataset.pk, None, group)
+    return True
+
+
+def _count_dataset(dataset: Dataset, group: str) -> None:
+    """What the readers of `group` would have counted: the same selectors, under counting."""
+    if group == agreement_kept.REFRESH_GROUP:
+        agreement_kept.keep_cells(dataset, None)
+        return
+    if (queue := review.queue_of_group(group)) is not None:
+        kind, perfect, run_id = queue
+        run = None
+        if run_id is not None:
+            run = Run.objects.select_related("panel").filter(pk=run_id, dataset=dataset).first()
+            if run is None:  # gone since the reader queued it: nothing to order
+                return
+        if kind == readers.LABELLING_QUEUE.kind:
+            review.labelling_queue(dataset, AnonymousUser(), run=run, perfect=perfect)
+        else:
+            review.disagreement_queue(dataset, AnonymousUser(), run=run)
+        return
+    if (source := cross_evaluation.source_of_group(group)) is not None:
+        cross_evaluation.figures(dataset, source)
+        return
+    raise ValueError(f"No figure of a dataset has the refresh group {group!r}.")
+
+
 def warm_dataset(dataset: Dataset, into: Warmed) -> None:
     for run in runs_to_warm(dataset):
         for group in cold_groups(run):
             if refresh.ensure(dataset.pk, run.pk, group):
                 into.queued.append((run.pk, group))
     # The pages every reviewer opens first: the agreement page (its default run) and the
-    # queues over every run. Each keeps its figure under its own fill lock.
+    # dataset's own figures (the queues over every run, cross-evaluation). The run's
+    # agreement counts are kept under their fill lock; the dataset's figures under its
+    # refresh markers (taken here unless a reader's refresh already holds one).
     default = agreement.default_run(dataset, runs_of_system_answers(dataset))
-    agreement_kept.keep_cells(dataset, default)
-    nobody = AnonymousUser()
-    review.labelling_queue(dataset, nobody)
-    review.disagreement_queue(dataset, nobody)
+    if default is not None:
+        agreement_kept.keep_cells(dataset, default)
+    for group in dataset_groups(dataset, with_agreement=default is None):
+        if refresh.claim(dataset.pk, None, group):
+            recompute_dataset(dataset, group)
     into.datasets.append(dataset.pk)
 
 

@@ -18,12 +18,16 @@ adjudications of system answers, which no figure here reads (criteria, queries, 
 answers' adjudications: the `cross_evaluation` counter; their labels, read by the source
 "human" only: the `perfect_labels` counter) and a fingerprint of the submitted checklists
 and perfect answers (count, ids, last change).
+
+Never counted in a reader's request when cold (evaluation.kept.cold): the reader queues the
+dataset's refresh of the source (`refresh_group`) and is served the figures of an earlier
+state, marked updating, or the placeholder (`placeholder`: every figure empty).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from django.db import connection, transaction
@@ -32,8 +36,7 @@ from django.db.models import Count, Max, Sum
 from annotation.models import Checklist, Dataset
 from evaluation.answers.models import Answer
 from evaluation.cross_evaluation.sources import Source, UnknownSource, cross_evaluation_runs
-from evaluation.kept import figures as kept_figures
-from evaluation.kept import readers
+from evaluation.kept import cold, readers
 from evaluation.metrics import overlap as om
 from evaluation.metrics import votes_sql
 from evaluation.runs.models import Run
@@ -231,12 +234,22 @@ def _rows(dataset: Dataset, source: Source) -> Iterator[tuple]:
 
 def compute(dataset: Dataset, source: Source) -> dict:
     """The figures as JSON (what the cache keeps)."""
+    return _shaped(_rows(dataset, source))
+
+
+def placeholder() -> dict:
+    """The figures of nothing counted yet: what a reader gets while they are counted in the
+    background (no mean, no interval, empty histogram and lists)."""
+    return _shaped(())
+
+
+def _shaped(found: Iterable[tuple]) -> dict:
     pairs: dict[int, list[om.PairOverlap]] = defaultdict(list)
     coverage: list[om.CriterionCoverage] = []
     sizes: dict[int, tuple[int, int]] = {}
     run_of: dict[int, int] = {}
     stale: set[int] = set()
-    for kind, key, a, b, total, passed, failed in _rows(dataset, source):
+    for kind, key, a, b, total, passed, failed in found:
         if kind == "p":
             passed, failed = int(passed), int(failed)
             pair = om.PairOverlap(a, b, passed, failed, int(total) - passed - failed)
@@ -307,12 +320,35 @@ def _state(dataset: Dataset, source: Source) -> readers.State | None:
     )  # fmt: skip
 
 
-def figures(dataset: Dataset, source: Source) -> dict:
-    """compute(), kept while nothing it depends on has changed."""
+def refresh_group(source: Source) -> str:
+    """The dataset's refresh group that counts the figures of `source` in the background
+    ("cross-evaluation.latest", "cross-evaluation.run:12"; `source_of_group` reads it)."""
+    return f"{readers.CROSS_EVALUATION.kind}.{source}"
+
+
+def source_of_group(group: str) -> Source | None:
+    """The source of a cross-evaluation refresh group; None for another group."""
+    kind, dot, rest = group.partition(".")
+    if kind != readers.CROSS_EVALUATION.kind or not dot:
+        return None
+    return Source.parse(rest)
+
+
+def served(dataset: Dataset, source: Source) -> tuple[dict, cold.Served | None]:
+    """The figures as a page gets them: compute(), kept while nothing it depends on has
+    changed; cold, under the rule (evaluation.kept.cold.served): an earlier state's, or the
+    placeholder, with their refresh queued. The second item says which (None while a
+    cross-evaluation runs: then counted for this request, as always)."""
     state = _state(dataset, source)
     if state is None:
-        return compute(dataset, source)
-    return kept_figures.remembered(state, lambda: compute(dataset, source))
+        return compute(dataset, source), None
+    found = cold.served(state, refresh_group(source), lambda: compute(dataset, source))
+    return (found.figures if found.figures is not None else placeholder()), found
+
+
+def figures(dataset: Dataset, source: Source) -> dict:
+    """The figures alone (`served`): the placeholder's while they are counted."""
+    return served(dataset, source)[0]
 
 
 @dataclass(frozen=True)

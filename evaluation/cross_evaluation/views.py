@@ -353,7 +353,9 @@ def dataset_cross_evaluation(request: HttpRequest, pk: int) -> HttpResponse:
         status = 400
     source = _source(request)
     try:
-        data = counted.figures(dataset, source)
+        # Cold (after seeding, a migration, a flush): an earlier state's figures or the
+        # placeholder, counted in the background (evaluation.kept.cold).
+        data, cold = counted.served(dataset, source)
     except sources.UnknownSource as exc:
         raise Http404(str(exc)) from None
     histogram = counted.histogram_of(data)
@@ -363,6 +365,8 @@ def dataset_cross_evaluation(request: HttpRequest, pk: int) -> HttpResponse:
     core, tail = _with_criteria(data["core"], data["tail"])
     context = {
         "dataset": dataset,
+        "cold": cold,
+        "cold_computing": cold is not None and cold.figures is None,
         "interval": counted.interval_of(data),
         "per_query": _query_rows(rows),
         "next_after": next_after,

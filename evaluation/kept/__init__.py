@@ -15,7 +15,9 @@ counted from human labels), analytics NUMBER, run-only figures none), and
 caller's facts. `figures` keeps a value per state in KeptFigure rows
 (columns: kind, run, part, revision; the key is the state's hash); a new state replaces
 the rows of the figure's slot. Queue orders are rows under such a header (review.kept);
-analytics refresh markers and back-off records are KeptRefresh rows (analytics.refresh).
+refresh markers and back-off records are KeptRefresh rows (kept.refresh), per run and
+group, or per dataset and group for the figures of no run (queues, cross-evaluation, the
+agreement without a run). A cold figure is never counted in a request (kept.cold).
 
 Consistency: `bump` is an upsert of the counter row inside the writer's transaction; it
 locks the row until commit, so the new counters commit with the write, and no other

@@ -16,11 +16,21 @@ and by the seeders.
 test suite, whose tests mostly read a figure once, right after writing its data, without a
 worker. With an eager Celery (a demo without a worker) the queued refresh has run by the
 time `fill` returns, and the reader finds the figure kept.
+
+The refresh tasks and the warm-up count inside `counting()`: a figure they compute may read
+another kept figure that is cold (a run's analytics read the cross-evaluation figures for
+their human line), and there it is counted, not served as a placeholder that would then be
+kept inside the figure that read it.
+
+Figures kept per run take the run's refresh marker; figures kept per dataset (the review
+queues, the cross-evaluation figures, the agreement counts without a run) the dataset's
+(`run_id` None, evaluation.kept.refresh).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import Enum
@@ -47,9 +57,26 @@ class Cold(Enum):
     QUEUED = "queued"
 
 
-def fill(dataset_id: int, run_id: int, group: str, *, read_only: bool = False) -> Cold:
-    """The rule, for a run's figure of refresh group `group` found cold by a reader."""
-    if read_only or settings.FIGURES_COLD_IN_REQUEST:
+# Set inside `counting()`, as kept.figures.read_only: the figure that finds another cold may
+# be deep inside one that a task computes.
+_background = kept_figures.ThreadFlag()
+
+
+def counting() -> AbstractContextManager[None]:
+    """Inside, a cold figure is counted where it is found (`fill` says COMPUTE): the
+    refresh tasks and the warm-up, which are the background the rule sends counts to."""
+    return _background.on()
+
+
+def counted_here() -> bool:
+    """A cold figure is counted by its reader: the test suite's setting, or a task."""
+    return settings.FIGURES_COLD_IN_REQUEST or bool(_background)
+
+
+def fill(dataset_id: int, run_id: int | None, group: str, *, read_only: bool = False) -> Cold:
+    """The rule, for a figure of refresh group `group` found cold by a reader: a run's, or
+    with `run_id` None a dataset's."""
+    if read_only or counted_here():
         return Cold.COMPUTE
     if refresh.ensure(dataset_id, run_id, group) and refresh.eager():
         return Cold.KEPT
@@ -108,7 +135,7 @@ def served(state: State, group: str, compute: Callable[[], Any]) -> Served:
         return found
     # The test suite (FIGURES_COLD_IN_REQUEST) counts a figure that is not current, as
     # every reader did before the rule; production serves the earlier state's meanwhile.
-    if found.figures is not None and not settings.FIGURES_COLD_IN_REQUEST:
+    if found.figures is not None and not counted_here():
         if refresh.ensure(dataset_id, run_id, group, after=found.computed_at) and refresh.eager():
             found = latest(state)
     else:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import zlib
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from django.db import connection, transaction
@@ -21,29 +21,44 @@ from django.db.models import QuerySet, Value
 from evaluation.kept.models import KeptFigure
 from evaluation.kept.readers import Basis, State
 
-# Set inside `read_only()`. A thread-local, not an argument: the figures of a dataset
-# export are computed deep inside readers shared with the pages (analytics, agreement,
-# scores), and every one of them would have to pass it down to `store`. One thread runs one
-# export's snapshot at a time, and the flag is restored on the way out.
-_reading = threading.local()
+
+class ThreadFlag:
+    """A flag of the current thread, set inside `on()` and restored on the way out. A
+    thread-local, not an argument: a figure that reads it is computed deep inside readers
+    shared with the pages, and every one of them would have to pass it down."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    @contextmanager
+    def on(self) -> Iterator[None]:
+        before = getattr(self._local, "on", False)
+        self._local.on = True
+        try:
+            yield
+        finally:
+            self._local.on = before
+
+    def __bool__(self) -> bool:
+        return getattr(self._local, "on", False)
 
 
-@contextmanager
-def read_only() -> Iterator[None]:
+# Set inside `read_only()`: the figures of a dataset export are computed deep inside readers
+# shared with the pages (analytics, agreement, scores). One thread runs one export's
+# snapshot at a time.
+_reading = ThreadFlag()
+
+
+def read_only() -> AbstractContextManager[None]:
     """Inside, figures are computed but never kept: the caller reads in a READ ONLY
     transaction (the dataset export's snapshot), where PostgreSQL refuses any write, a
     temporary table included (`writes_refused`)."""
-    before = getattr(_reading, "only", False)
-    _reading.only = True
-    try:
-        yield
-    finally:
-        _reading.only = before
+    return _reading.on()
 
 
 def writes_refused() -> bool:
     """Inside `read_only()`: the database refuses any write, a temporary table included."""
-    return getattr(_reading, "only", False)
+    return bool(_reading)
 
 
 def fill_lock(where: Basis | State) -> None:

@@ -129,6 +129,8 @@ class KeptRefresh(models.Model):
     """The one recompute of a run's analytics figures under way, or the failure of the last
     one (evaluation.kept.refresh): a single-flight marker that readers race to take,
     and the back-off that keeps a failing recompute from being tried by every reader.
+    Without a run, the marker is the dataset's: figures kept per dataset, not per run (the
+    review queues, the cross-evaluation figures, the agreement counts without a run).
 
     `claimed_at`: when the recompute was taken (a marker older than the refresh timeout
     belongs to a worker that died). After a failure, `error` is the exception's kind,
@@ -137,11 +139,13 @@ class KeptRefresh(models.Model):
     longer. The row goes when a recompute works."""
 
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="+")
-    # The unique constraint below leads with the run: no index of its own.
+    # The unique constraint below leads with the run: no index of its own. None: a
+    # dataset's figure (one marker per dataset and group, the second constraint).
     run = models.ForeignKey(
-        "evaluation.Run", on_delete=models.CASCADE, db_index=False, related_name="+"
+        "evaluation.Run", on_delete=models.CASCADE, db_index=False, null=True, related_name="+"
     )
-    # What one task computes from one load of the run (refresh.group_for).
+    # What one task computes from one load of the run (refresh.group_for), or of the
+    # dataset (evaluation.kept.dataset_groups).
     group = models.CharField(max_length=100)
     claimed_at = models.DateTimeField()
     error = models.CharField(max_length=200, blank=True)
@@ -151,8 +155,15 @@ class KeptRefresh(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["run", "group"], name="one_refresh_per_run_and_group")
-        ]
+            models.UniqueConstraint(fields=["run", "group"], name="one_refresh_per_run_and_group"),
+            # NULLs are distinct in the one above: a dataset's markers need their own.
+            models.UniqueConstraint(
+                fields=["dataset", "group"], condition=models.Q(run__isnull=True),
+                name="one_refresh_per_dataset_and_group",
+            ),
+        ]  # fmt: skip
 
     def __str__(self) -> str:
+        if self.run_id is None:
+            return f"Refresh of dataset {self.dataset_id}'s figures ({self.group})"
         return f"Analytics refresh of run {self.run_id} ({self.group})"

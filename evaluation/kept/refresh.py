@@ -19,7 +19,10 @@ group) whose `claimed_at` is when it was taken:
 
 A group is what one task computes from one load of the run: `DEFAULT` (every part for the
 default bucket edges, `figures.warm`), or `edges-10.20.30` (the page and bucket rows for
-custom edges). Plain module: it never imports the figures (they import it).
+custom edges). A figure kept per dataset, not per run (a review queue, the cross-evaluation
+figures, the agreement counts without a run) has a dataset's marker: `run_id` None, one per
+dataset and group, refreshed by the dataset's task (DATASET_REFRESH_TASK). Plain module: it
+never imports the figures (they import it).
 """
 
 from __future__ import annotations
@@ -96,11 +99,19 @@ def edges_of(group: str) -> tuple[int, ...]:
     return tuple(int(e) for e in group.removeprefix("edges-").split("."))
 
 
-def _marker(dataset_id: int, run_id: int, group: str) -> QuerySet[KeptRefresh]:
+def _marker(dataset_id: int, run_id: int | None, group: str) -> QuerySet[KeptRefresh]:
+    # run_id None: `run_id IS NULL`, the dataset's marker.
     return KeptRefresh.objects.filter(dataset_id=dataset_id, run_id=run_id, group=group)
 
 
-def claim(dataset_id: int, run_id: int, group: str) -> bool:
+def _signature(dataset_id: int, run_id: int | None, group: str):
+    """The task that refreshes the group: the run's, or the dataset's (run_id None)."""
+    if run_id is None:
+        return task_names.signature(task_names.DATASET_REFRESH_TASK, (dataset_id, group))
+    return task_names.signature(task_names.REFRESH_TASK, (run_id, group))
+
+
+def claim(dataset_id: int, run_id: int | None, group: str) -> bool:
     """Take the run's refresh marker; False when another reader holds a live one, or the
     last try failed and its backoff has not run out."""
     now = timezone.now()
@@ -127,12 +138,12 @@ def claim(dataset_id: int, run_id: int, group: str) -> bool:
     return taken.update(claimed_at=now, error="", failed_at=None, retry_at=None) == 1
 
 
-def release(dataset_id: int, run_id: int, group: str) -> None:
+def release(dataset_id: int, run_id: int | None, group: str) -> None:
     """The recompute worked: the marker goes, with its count of failed tries."""
     _marker(dataset_id, run_id, group).delete()
 
 
-def fail(dataset_id: int, run_id: int, group: str, error: BaseException) -> Failure:
+def fail(dataset_id: int, run_id: int | None, group: str, error: BaseException) -> Failure:
     """The recompute raised: keep the marker as a failure that blocks readers until its
     backoff runs out (written whether or not the marker is still there)."""
     now = timezone.now()
@@ -140,16 +151,16 @@ def fail(dataset_id: int, run_id: int, group: str, error: BaseException) -> Fail
     tries = (before.values_list("tries", flat=True).first() or 0) + 1
     failure = Failure(type(error).__name__, now, tries, now + backoff(tries))
     KeptRefresh.objects.update_or_create(
-        run_id=run_id, group=group,
+        dataset_id=dataset_id, run_id=run_id, group=group,
         defaults={
-            "dataset_id": dataset_id, "claimed_at": now, "error": failure.error,
+            "claimed_at": now, "error": failure.error,
             "failed_at": now, "tries": tries, "retry_at": failure.retry_at,
         },
     )  # fmt: skip
     return failure
 
 
-def failure(dataset_id: int, run_id: int, group: str) -> Failure | None:
+def failure(dataset_id: int, run_id: int | None, group: str) -> Failure | None:
     """The refresh's last try failed and the next has not started: what the pages and the
     API say (None: no failure, or a new try is running)."""
     return _failure(_marker(dataset_id, run_id, group).first())
@@ -170,7 +181,9 @@ def countdown(after: datetime | None, now: datetime | None = None) -> float:
     return max(0.0, (after + spacing - (now or timezone.now())).total_seconds())
 
 
-def ensure(dataset_id: int, run_id: int, group: str, *, after: datetime | None = None) -> bool:
+def ensure(
+    dataset_id: int, run_id: int | None, group: str, *, after: datetime | None = None
+) -> bool:
     """Queue the run's refresh unless one is queued or running; True when this call queued
     it (with CELERY_TASK_ALWAYS_EAGER it has then already run). `after`: when the figures
     served were computed; the refresh starts no sooner than FIGURES_REFRESH_SPACING after
@@ -180,17 +193,18 @@ def ensure(dataset_id: int, run_id: int, group: str, *, after: datetime | None =
     if not claim(dataset_id, run_id, group):
         return False
     try:
-        task_names.signature(task_names.REFRESH_TASK, (run_id, group)).apply_async(
-            countdown=countdown(after)
-        )
+        _signature(dataset_id, run_id, group).apply_async(countdown=countdown(after))
     except Exception:  # the reader still gets the figures kept; the next one retries
-        logger.exception("Could not queue the analytics refresh of run %s (%s)", run_id, group)
+        if run_id is None:
+            logger.exception("Could not queue the refresh of dataset %s (%s)", dataset_id, group)
+        else:
+            logger.exception("Could not queue the analytics refresh of run %s (%s)", run_id, group)
         release(dataset_id, run_id, group)
         return False
     return True
 
 
-def now(dataset_id: int, run_id: int, group: str) -> None:
+def now(dataset_id: int, run_id: int | None, group: str) -> None:
     """Queue the run's refresh at once, whatever marker there is: something the figures
     read has just changed for everyone (a cross-evaluation ended), and a refresh already
     queued may wait out the spacing after labels (`ensure`) or a failure's backoff. The
@@ -208,7 +222,7 @@ def now(dataset_id: int, run_id: int, group: str) -> None:
                 )
         except IntegrityError:  # a reader took it meanwhile: its refresh is queued too
             pass
-    task_names.signature(task_names.REFRESH_TASK, (run_id, group)).apply_async()
+    _signature(dataset_id, run_id, group).apply_async()
 
 
 def eager() -> bool:

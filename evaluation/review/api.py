@@ -114,6 +114,18 @@ class QueueItemSerializer(serializers.Serializer):
     assignee = serializers.CharField(allow_null=True)
 
 
+def _with_freshness(response: Response, cold: selectors.ColdOrder | None) -> Response:
+    """Say in headers when the order served is not the current one (the cold rule,
+    evaluation.kept.cold): `Figures-Updating: computing` (no order yet: no items) or
+    `updating` (an earlier order), and `Figures-Retry-At` after a failed refresh
+    (docs/api.md#queue-items). The body keeps its shape."""
+    if cold is not None:
+        response["Figures-Updating"] = "computing" if cold.computing else "updating"
+        if cold.failure is not None:
+            response["Figures-Retry-At"] = cold.failure.retry_at.isoformat()
+    return response
+
+
 def _queue_row(position: int, item) -> dict:
     assignee = item.assignment.assignee.get_username() if item.assignment else None
     base = {
@@ -389,5 +401,7 @@ class ReviewQueueViewSet(viewsets.GenericViewSet):
         selectors.load_answers([item for _, item in shown])
         rows = [_queue_row(n, item) for n, item in shown]
         if page is not None:
-            return self.get_paginated_response(QueueItemSerializer(rows, many=True).data)
-        return Response(QueueItemSerializer(rows, many=True).data)
+            response = self.get_paginated_response(QueueItemSerializer(rows, many=True).data)
+        else:
+            response = Response(QueueItemSerializer(rows, many=True).data)
+        return _with_freshness(response, items.cold)

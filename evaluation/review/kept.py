@@ -34,6 +34,7 @@ from django.db.models import Count, Q
 from evaluation.answers.models import Answer
 from evaluation.kept import counters, readers
 from evaluation.kept import figures as kept_figures
+from evaluation.kept.cold import Cold
 from evaluation.kept.models import KeptFigure, KeptQueueRow
 from evaluation.kept.readers import Basis, State
 from evaluation.review import disagreement_sql, order
@@ -70,9 +71,20 @@ def _newer(state: State) -> KeptFigure | None:
     return None
 
 
-def kept(state: State, fill: Callable[[int], dict]) -> KeptFigure:
+def newest(basis: Basis) -> KeptFigure | None:
+    """The newest order kept in the queue's slot, whatever it was ordered from: what a
+    reader is served, marked updating, while the order of the current state is computed in
+    the background (evaluation.kept.cold). Its rows stay until that order is kept."""
+    return kept_figures.slot(basis).order_by("-pk").first()
+
+
+def kept(
+    state: State, fill: Callable[[int], dict], cold: Callable[[], Cold] | None = None
+) -> KeptFigure | None:
     """The header of the queue kept for `state`, filling it first when it is not kept yet:
     `fill(header_id)` writes the rows and returns the header's figures (total, adjudicated).
+    `cold`: the rule for a cacheable order not kept yet (evaluation.kept.cold.fill); None
+    when it says the order is counted in the background (QUEUED), not here.
 
     An order that may change without its state moving (a running run's verdicts arrive
     without a new status) is not cacheable: it is computed for this request under a key of
@@ -86,6 +98,15 @@ def kept(state: State, fill: Callable[[int], dict]) -> KeptFigure:
         found = _newer(state)
     if found is not None:
         return found
+    if state.cacheable and cold is not None:
+        decided = cold()
+        if decided is Cold.QUEUED:
+            return None
+        if decided is Cold.KEPT:  # the refresh ran inside (eager Celery)
+            state = readers.state_of(state.basis)
+            found = KeptFigure.objects.filter(dataset_id=state.dataset_id, key=state.key).first()
+            if found is not None:
+                return found
     with transaction.atomic():
         # One filler at a time per slot, and no label committing while it fills: the order
         # it keeps is at the current counters, so the next label moves it (review.moves).

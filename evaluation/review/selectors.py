@@ -22,7 +22,8 @@ from guardian.shortcuts import get_users_with_perms
 from annotation import roles
 from annotation.models import Checklist, Criterion, Dataset
 from evaluation.answers.models import Answer
-from evaluation.kept import readers
+from evaluation.kept import cold, readers, refresh
+from evaluation.kept import figures as kept_figures
 from evaluation.kept.models import KeptQueueRow
 from evaluation.labels.models import HumanLabel, ReviewAssignment
 from evaluation.metrics.aggregation import CriterionVerdict, Vote, aggregate
@@ -183,24 +184,42 @@ def load_answers(items) -> None:
             item.criterion = criteria.get(item.key[1])
 
 
+@dataclass(frozen=True)
+class ColdOrder:
+    """A queue whose order for the current state is not kept yet, counted in the background
+    (evaluation.kept.cold): `computing` when no earlier order is served either (the
+    placeholder: an empty queue), else the earlier order is served, updating; `failure`
+    when the last refresh failed and waits out its back-off."""
+
+    computing: bool
+    failure: refresh.Failure | None = None
+    computed_at: dt.datetime | None = None  # when the earlier order served was
+
+
 class KeptQueue(Sequence):
     """A queue's items in order, read from its kept rows (evaluation.review.kept) a slice at
     a time: `len()` is the kept total (a count only when filtered), a slice is one indexed
     `ORDER BY sort_key LIMIT/OFFSET` read, and its items are made with the few per-page
-    facts that change without the order changing (assignments, the reader's own labels)."""
+    facts that change without the order changing (assignments, the reader's own labels).
+    `cold`: not None while the order served is an earlier state's, or none (cold rule)."""
 
     def __init__(
         self, rows: QuerySet[KeptQueueRow], make: Callable[[list[KeptQueueRow]], list],
-        total: int | None, systems: list[int] | None = None,
+        total: int | None, systems: list[int] | None = None, cold: ColdOrder | None = None,
     ) -> None:  # fmt: skip
         # `total`: kept with the order for the whole queue; None for a filtered one.
         self.rows, self.make, self.total = rows.order_by("sort_key"), make, total
         # The systems that answered in the dataset, kept with the order (filter_choices).
         self.systems = systems
+        self.cold = cold
+
+    @property
+    def updating(self) -> bool:
+        return self.cold is not None
 
     def narrowed(self, rows: QuerySet[KeptQueueRow]) -> KeptQueue:
         """The same queue with fewer rows (filters): counted when asked."""
-        return KeptQueue(rows, self.make, None, self.systems)
+        return KeptQueue(rows, self.make, None, self.systems, self.cold)
 
     def __len__(self) -> int:
         if self.total is None:
@@ -234,20 +253,62 @@ def _run_map(dataset: Dataset, run: Run | None) -> tuple[list[Run], dict[int, Ru
     return runs, {r.pk: r for r in runs}
 
 
+def refresh_group(figure: readers.Figure, run: Run | None, *, perfect: bool = False) -> str:
+    """The dataset's refresh group that orders a queue in the background (evaluation.kept.
+    cold): "labelling-queue", "labelling-queue.perfect", "disagreement-queue.run-12"...
+    (`queue_of_group` reads it back)."""
+    return figure.kind + (".perfect" if perfect else "") + (f".run-{run.pk}" if run else "")
+
+
+def queue_of_group(group: str) -> tuple[str, bool, int | None] | None:
+    """(queue kind, perfect, run id) of a queue's refresh group; None for another group."""
+    kind, *rest = group.split(".")
+    if kind not in (readers.LABELLING_QUEUE.kind, readers.DISAGREEMENT_QUEUE.kind):
+        return None
+    run_id = next((int(r.removeprefix("run-")) for r in rest if r.startswith("run-")), None)
+    return kind, "perfect" in rest, run_id
+
+
 def _kept_header(
     dataset: Dataset, run: Run | None, runs: list[Run], *, figure: readers.Figure,
     facts: tuple[object, ...], fill: Callable[[int], dict], recent: bool, part: str = "",
-) -> KeptFigure:  # fmt: skip
+    group: str,
+) -> tuple[KeptFigure | None, ColdOrder | None]:  # fmt: skip
     """The kept order a queue reads (evaluation.review.kept), per queue `figure` and `run`,
     computed from `runs` (in their order) and `facts` (the policy): under `recent`, the
     latest one kept for the same runs and facts will do; else the one of the current review
-    counters, `fill`ed when missing. With a run still going, the order is made for this
-    request alone (not cacheable: verdicts arrive without the runs' state moving)."""
+    counters, `fill`ed when missing, unless the cold rule sends the fill to the background
+    (the dataset's refresh `group`): then the newest order kept in the slot, marked
+    updating, or None (the placeholder). With a run still going, the order is made for
+    this request alone (not cacheable: verdicts arrive without the runs' state moving)."""
     basis = readers.basis(dataset.pk, figure, run=run, runs=runs, facts=facts, part=part)
     header = kept.latest(basis) if recent and basis.cacheable else None
+    if header is not None:
+        return header, None
+
+    def rule() -> cold.Cold:
+        read_only = kept_figures.writes_refused()
+        return cold.fill(dataset.pk, None, group, read_only=read_only)
+
+    header = kept.kept(readers.state_of(basis), fill, rule)
+    if header is not None:
+        return header, None
+    earlier = kept.newest(basis)
+    failure = refresh.failure(dataset.pk, None, group)
+    computed_at = earlier.computed_at if earlier is not None else None
+    return earlier, ColdOrder(computing=earlier is None, failure=failure, computed_at=computed_at)
+
+
+def _queue(
+    header: KeptFigure | None, found: ColdOrder | None, make: Callable[[list[KeptQueueRow]], list]
+) -> KeptQueue:
+    """The queue read from its kept order, or the placeholder (no order kept yet)."""
     if header is None:
-        header = kept.kept(readers.state_of(basis), fill)
-    return header
+        return KeptQueue(KeptQueueRow.objects.none(), make, 0, None, found)
+    return KeptQueue(
+        KeptQueueRow.objects.filter(kept=header, adjudicated=False), make,
+        header.cells["total"], header.cells.get("systems"), found,
+    )  # fmt: skip
 
 
 def _assigned(rows: list[KeptQueueRow], queue: str) -> dict:
@@ -369,19 +430,15 @@ def labelling_queue(
     by_pk = {r.pk: r for r in runs}
     answers = "perfect" if perfect else "system"
     policy = f"{dataset.label_policy}.{dataset.label_share!r}.at-least-{LABEL_FLOOR}.{answers}"
-    header = _kept_header(
+    header, found = _kept_header(
         dataset, run, sorted(runs, key=lambda r: r.pk), figure=readers.LABELLING_QUEUE,
         facts=(policy,), recent=recent, part="perfect" if perfect else "",
         fill=lambda header_id: kept.write_labelling(
             header_id, *_labelling_order(dataset, run, perfect)
         ),
+        group=refresh_group(readers.LABELLING_QUEUE, run, perfect=perfect),
     )  # fmt: skip
-    queue = KeptQueue(
-        KeptQueueRow.objects.filter(kept=header, adjudicated=False),
-        lambda rows: _labelling_items(rows, user, by_pk),
-        header.cells["total"],
-        header.cells.get("systems"),
-    )
+    queue = _queue(header, found, lambda rows: _labelling_items(rows, user, by_pk))
     return _mine(queue, user, LABELLING) if mine else queue
 
 
@@ -426,6 +483,10 @@ def _disagreement_items(rows: list[KeptQueueRow], by_pk: dict[int, Run]) -> list
     assigned = _assigned(rows, DISAGREEMENT)
     items = []
     for r in rows:
+        if r.run_id not in by_pk:
+            # An earlier order served while the current one is counted (the cold rule):
+            # its run has left the queue since (archived, not done any more).
+            continue
         facts = queues.ItemFacts(
             answer_id=r.answer_id, criterion_id=r.criterion_id, position=0,
             verdict=CriterionVerdict(
@@ -459,19 +520,16 @@ def disagreement_queue(
         return DisagreementQueue(items=empty)
     # In the ranked order, not the ids' order: it picks each answer's run.
     ranked = sorted(runs, key=lambda r: (r.finished_at or _EPOCH, r.pk))
-    header = _kept_header(
+    header, found = _kept_header(
         dataset, run, ranked, figure=readers.DISAGREEMENT_QUEUE, facts=(), recent=recent,
         fill=lambda header_id: kept.write_disagreements(dataset.pk, ranked, header_id),
+        group=refresh_group(readers.DISAGREEMENT_QUEUE, run),
     )  # fmt: skip
-    queue = KeptQueue(
-        KeptQueueRow.objects.filter(kept=header, adjudicated=False),
-        lambda rows: _disagreement_items(rows, by_pk),
-        header.cells["total"],
-        header.cells.get("systems"),
-    )
+    queue = _queue(header, found, lambda rows: _disagreement_items(rows, by_pk))
     if mine:
         queue = _mine(queue, user, DISAGREEMENT)
-    return DisagreementQueue(items=queue, adjudicated=header.cells["adjudicated"])
+    adjudicated = header.cells["adjudicated"] if header is not None else 0
+    return DisagreementQueue(items=queue, adjudicated=adjudicated)
 
 
 # --- review page ----------------------------------------------------------------------------

@@ -146,6 +146,8 @@ def review_queue(request: HttpRequest, pk: int) -> HttpResponse:
         "dataset": dataset, "queue": queue, "queues": QUEUES, "mine": mine, "run": run,
         "runs": dataset.runs.order_by("-created_at", "-id")[:50], "page": page,
         "total": len(items), "adjudicated": adjudicated, "can_assign": can_assign,
+        # The order is cold (the cold rule): an earlier one or none, counted meanwhile.
+        "cold": items.cold,
         "reviewers": selectors.dataset_reviewers(dataset) if can_assign else [],
         "filters": filters, "label_floor": selectors.LABEL_FLOOR,
         "choices": queue_filters.filter_choices(

@@ -128,6 +128,7 @@ class AgreementReport:
     alpha_items: int  # items labelled by two raters or more
     reviewers: list[RaterStats] = field(default_factory=list)
     computing: bool = False  # the oracle counts in place: never
+    refresh_failed: None = None  # nor fails in the background
 
 
 def candidate_runs(dataset: Dataset) -> list[Run]:
