@@ -380,11 +380,8 @@ class Served:
         }
 
     def retry_after(self) -> int:
-        """Seconds a client should wait before asking again: until the failed refresh's
-        next try, else a few (a refresh takes seconds)."""
-        if self.failure is None:
-            return 5
-        return max(1, int((self.failure.retry_at - timezone.now()).total_seconds()) + 1)
+        """Seconds a client should wait before asking again (refresh.retry_after)."""
+        return refresh.retry_after(self.failure)
 
     def with_figures(self, figures: Any) -> Served:
         return replace(self, figures=figures)

@@ -84,6 +84,14 @@ def facts(*, updating: bool, computed_at: datetime | None, failure: Failure | No
     }
 
 
+def retry_after(failure: Failure | None) -> int:
+    """Seconds an API client should wait before asking again for figures being counted:
+    until the failed refresh's next try, else a few (a refresh takes seconds)."""
+    if failure is None:
+        return 5
+    return max(1, int((failure.retry_at - timezone.now()).total_seconds()) + 1)
+
+
 def backoff(tries: int) -> timedelta:
     """The wait after `tries` failed tries in a row (the first failure waits FIRST_BACKOFF)."""
     return growing_wait(max(tries, 1) - 1, base=FIRST_BACKOFF, cap=LAST_BACKOFF)

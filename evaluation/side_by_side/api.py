@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 from rest_framework.views import APIView
 
+from evaluation.kept import refresh
 from evaluation.runs.scores_api import ChecklistScoreSerializer
 from evaluation.runs.selectors import runs_of_system_answers
 from evaluation.side_by_side import pairing
@@ -136,6 +137,8 @@ class SideBySideView(APIView):
             raise ValidationError(
                 {("non_field_errors" if k == "__all__" else k): v for k, v in form.errors.items()}
             )
+        if form.computing is not None:
+            return _computing(form.computing)
         number = request.query_params.get("page", "1")
         try:
             comparison = side_by_side(dataset, form, number, API_PAIRS_PER_PAGE, strict=True)
@@ -153,6 +156,17 @@ class SideBySideView(APIView):
             "pairs": comparison.details,
         }  # fmt: skip
         return Response(SideBySideSerializer(data).data)
+
+
+def _computing(kept) -> Response:
+    """A side's run scores are still being counted (right after seeding, a migration or a
+    new figure version): 202 while they are, 503 when the count failed, with Retry-After
+    either way (the analytics API's answer; docs/api.md)."""
+    return Response(
+        kept.facts(),
+        status=503 if kept.failure else 202,
+        headers={"Retry-After": str(refresh.retry_after(kept.failure))},
+    )
 
 
 def _previous(url: str, page) -> str | None:

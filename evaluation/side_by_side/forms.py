@@ -53,6 +53,9 @@ class SideBySideForm(forms.Form):
             (key, f"{name}: {value}") for key, (name, value) in self.dimensions.items()
         ]
         self.sides: tuple[Side, RunScores, Side, RunScores] | None = None
+        # A side whose run's scores are still being counted (the placeholder of the cold
+        # rule, evaluation.kept.cold): nothing to compare yet, and not the asker's error.
+        self.computing: RunScores | None = None
 
     def clean(self) -> dict:
         data = super().clean()
@@ -73,6 +76,9 @@ class SideBySideForm(forms.Form):
             return data
         kept_a = scores.run_scores(run_a)
         kept_b = kept_a if run_b.pk == run_a.pk else scores.run_scores(run_b)
+        self.computing = next((k for k in (kept_a, kept_b) if _being_counted(k)), None)
+        if self.computing is not None:
+            return data
         systems_a, systems_b = systems_of(kept_a), systems_of(kept_b)
         system_a = self._system("system_a", run_a, systems_a, data.get("system_a"), None)
         system_b = self._system(
@@ -129,3 +135,8 @@ class SideBySideForm(forms.Form):
 
     def ordering(self) -> str:
         return self.cleaned_data.get("sort") or pairing.DEFAULT_SORT
+
+
+def _being_counted(kept: RunScores) -> bool:
+    """The run's first scores are still being counted: the placeholder, no system yet."""
+    return kept.updating and not kept.systems and kept.computed_at is None

@@ -26,11 +26,13 @@ def dataset_side_by_side(request: HttpRequest, pk: int) -> HttpResponse:
     form = SideBySideForm(request.GET, dataset=dataset, runs=runs)
     context: dict = {
         "dataset": dataset, "runs": runs, "form": form, "comparison": None,
-        "labels": pairing.DIFFERENCE_LABELS,
+        "computing": None, "labels": pairing.DIFFERENCE_LABELS,
     }  # fmt: skip
     status = 200
     if not runs:
         pass  # nothing to compare yet: the page says so
+    elif form.is_valid() and form.computing is not None:
+        context["computing"] = form.computing  # the page says so; nothing to compare yet
     elif form.is_valid():
         comparison = side_by_side(dataset, form, request.GET.get("page"))
         context["comparison"] = comparison

@@ -115,3 +115,34 @@ def test_queries_do_not_grow_with_the_page(reviewer, reviewed_dataset,
             "pairs"]) == 4  # fmt: skip
     with django_assert_max_num_queries(19):
         assert len(client.get(endpoint(data), sides(data)).json()["pairs"]) == 10
+
+
+def test_a_run_whose_scores_are_being_counted_is_a_202_on_the_api_and_a_notice_on_the_page(
+    reviewer, two_runs, settings, client
+):
+    """Right after seeding or a release that changes how scores are kept, the runs' scores
+    are cold: they are counted in the background (evaluation.kept.cold), and the comparison
+    waits for them instead of refusing the asker ("has scored no answer yet", a 400)."""
+    from evaluation.kept.models import KeptFigure, KeptRefresh
+    from evaluation.runs import scores
+
+    settings.FIGURES_COLD_IN_REQUEST = False
+    data = two_runs
+    KeptFigure.objects.filter(kind=scores.readers.RUN_SCORES.kind).delete()
+    response = api_client(reviewer).get(endpoint(data), sides(data))
+    assert response.status_code == 202, response.content
+    assert response["Retry-After"] == "5"
+    assert response.json() == {"updating": True, "computed_at": None, "refresh_failed": None}
+    assert KeptRefresh.objects.filter(run_id=data.run_a.pk).exists()
+
+    client.force_login(reviewer)
+    page = client.get(reverse("dataset-side-by-side", args=[data.dataset.pk]), sides(data))
+    assert page.status_code == 200
+    body = page.content.decode()
+    assert "data-errors" not in body, body[body.find("data-errors") - 200 :][:600]
+    assert "data-computing" in body and "Computing." in body
+
+    # Counted (as the refresh task would): the comparison is served.
+    for run in (data.run_a, data.run_b):
+        scores.keep_scores(run)
+    assert api_client(reviewer).get(endpoint(data), sides(data)).status_code == 200
