@@ -215,8 +215,19 @@ def default_run(dataset: Dataset, runs: list[Run]) -> Run | None:
     finished = [r for r in runs if r.status in Run.FINISHED and r.archived_at is None]
     if len(finished) < 2:
         return choose_run(dataset, None, runs)
+
+    def latest(r: Run):
+        return (r.finished_at or r.created_at, r.pk)
+
+    # The latest run that graded every labelled answer wins whatever the others graded
+    # (none can grade more): two cheap queries where nightly runs grade the same answers,
+    # instead of an index probe per labelled answer for each of a month of runs (2.6 s
+    # at 30 runs of 720,000 verdicts, in every request of the agreement pages).
+    newest = max(finished, key=latest)
+    if labelled_overlap(dataset, [newest])[newest.pk] == _labelled_answers(dataset).count():
+        return newest
     overlap = labelled_overlap(dataset, finished)
-    return max(finished, key=lambda r: (overlap[r.pk], r.finished_at or r.created_at, r.pk))
+    return max(finished, key=lambda r: (overlap[r.pk], *latest(r)))
 
 
 def _run(dataset: Dataset, run_id: int | None, runs: list[Run]) -> Run | None:

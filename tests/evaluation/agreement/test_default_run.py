@@ -76,6 +76,24 @@ def test_a_run_that_graded_none_of_the_labels_says_so_and_names_the_run_to_pick(
     assert "graded 2 of the labelled answers" in html
 
 
+def test_nightly_runs_of_the_same_answers_open_on_the_newest_without_counting_each_run(
+    two_runs, reviewed_dataset, django_assert_num_queries
+):
+    """Runs that graded every labelled answer: the newest is shown, found in two queries
+    (its overlap, and how many answers are labelled) however many runs there are."""
+    labelled = two_runs["labelled"]
+    panel = labelled.panel
+    graded = {(v.answer, v.criterion): ("pass",) for v in labelled.verdicts.all()}
+    nights = [finished_run(reviewed_dataset, panel, graded) for _ in range(3)]
+    runs = runs_of_system_answers(reviewed_dataset)
+    with django_assert_num_queries(2):
+        assert default_run(reviewed_dataset, runs).pk == nights[-1].pk
+    # The same run as counting every run's overlap would pick.
+    overlap = labelled_overlap(reviewed_dataset, runs)
+    best = max(overlap.values())
+    assert overlap[nights[-1].pk] == best == 2
+
+
 def test_without_labels_the_latest_finished_run_is_shown(reviewed_dataset):
     panel = PanelFactory(judges=external_judges(1))
     made = checklisted_query(reviewed_dataset, criteria=1, answers=1)
@@ -107,8 +125,10 @@ def test_the_page_query_count_with_two_runs_stays_flat(
     client.force_login(reviewer)
     url = reverse("dataset-agreement", args=[reviewed_dataset.pk])
     client.get(url)  # counts and keeps the cells
-    # 13: the run's latest finished stability pass is one query (its judge stability).
-    with django_assert_max_num_queries(13) as small:
+    # 15: the run's latest finished stability pass is one query (its judge stability); the
+    # default run three (the newest graded not every labelled answer here: its overlap, the
+    # labelled count, then every run's overlap in one).
+    with django_assert_max_num_queries(15) as small:
         client.get(url)
     first = len(small.captured_queries)  # now: the connection's log is a bounded deque
     for _ in range(6):  # more labelled answers, runs and labels: the same queries
