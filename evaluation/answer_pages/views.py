@@ -78,6 +78,9 @@ def dataset_answers(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "evaluation/answers/dataset_answers.html", context, status=status)
 
 
+SCORE_CARDS = 10  # the newest runs that get a card with the answer's score
+
+
 @require_GET
 @login_required
 def answer_detail(request: HttpRequest, pk: int) -> HttpResponse:
@@ -87,11 +90,14 @@ def answer_detail(request: HttpRequest, pk: int) -> HttpResponse:
     those that judged it); the reviewers' labels and adjudications counted."""
     answer, _perms = access_answer(request.user, pk)
     runs = selectors.runs_of_answer(answer)
+    shown = _shown_run(request, runs)
+    # A card with its score for the newest runs and the one shown; older runs are links
+    # (four reads of kept scores a card: a month of nightly runs made this page 134 queries).
+    carded = runs[:SCORE_CARDS] + ([shown] if shown in runs[SCORE_CARDS:] else [])
     per_run = []
-    for run in runs:
+    for run in carded:
         kept = scores.run_scores(run)
         per_run.append((run, kept.of_answers([answer.pk]).get(answer.pk), kept.updating))
-    shown = _shown_run(request, runs)
     block = answer_in_run(request.user, shown, answer) if shown else {}
     labels = list(
         HumanLabel.objects.filter(answer=answer)
@@ -102,6 +108,7 @@ def answer_detail(request: HttpRequest, pk: int) -> HttpResponse:
     context = {
         "dataset": answer.query.dataset, "answer": answer, "view": answer_view(answer),
         "per_run": per_run, "labels": labels, "shown_run": shown, **block,
+        "older_runs": [r for r in runs[SCORE_CARDS:] if r != shown],
         "adjudications": Adjudication.objects.filter(answer=answer).count(),
     }  # fmt: skip
     return render(request, "evaluation/answers/answer_detail.html", context)

@@ -259,6 +259,37 @@ def test_answer_page_choosing_among_several_runs(client, reviewer, judged):
     assert f'data-verdicts-of="{data.run.pk}"' in page.content.decode()
 
 
+def test_a_month_of_runs_gives_cards_to_the_newest_and_links_the_rest(
+    client, reviewer, judged, django_assert_max_num_queries
+):
+    """Nightly runs judge the same answer every night: the page gives the newest ten a
+    card with the answer's score and lists the others as links, so its queries stay flat
+    (it read four per run: 134 queries at 30 runs of the month preset)."""
+    from evaluation.answer_pages.views import SCORE_CARDS
+
+    data, _ = judged
+    answer = data.run.verdicts.first().answer
+    nights = [build_labelled_again(data) for _ in range(SCORE_CARDS + 2)]  # 13 runs in all
+    client.force_login(reviewer)
+    url = reverse("answer-detail", args=[answer.pk])
+    client.get(url)  # every run's scores kept (the test settings count them)
+    with django_assert_max_num_queries(24 + 4 * (SCORE_CARDS - 1)):
+        page = client.get(url)
+    newest = sorted(nights, key=lambda r: (r.created_at, r.pk), reverse=True)
+    assert [r for r, _, _ in page.context["per_run"]] == newest[:SCORE_CARDS]
+    older = page.context["older_runs"]
+    assert older == [*newest[SCORE_CARDS:], data.run]
+    html = page.content.decode()
+    assert "3 older runs judged this answer" in html
+    for run in older:
+        assert f'href="?run={run.pk}#verdicts"' in html
+    # An older run asked for gets its card and its verdicts; it leaves the links.
+    page = client.get(url, {"run": data.run.pk})
+    assert page.context["per_run"][-1][0] == data.run
+    assert data.run not in page.context["older_runs"]
+    assert f'data-verdicts-of="{data.run.pk}"' in page.content.decode()
+
+
 def build_labelled_again(data):
     """A second finished run of the same dataset, panel and answers: a copy of the first's
     verdicts, every vote a failure (so the two runs' verdicts differ)."""
