@@ -319,6 +319,7 @@ MATRIX = {
     ("GET", "/api/datasets/{id}/analytics/"): "403 404 404 403 200 403 200 200",
     ("GET", "/api/datasets/{id}/analytics/compare/"): "403 404 404 403 400 403 400 400",
     ("GET", "/api/datasets/{id}/analytics/criteria/"): "403 404 404 403 403 403 200 200",
+    ("GET", "/api/datasets/{id}/analytics/trend/"): "403 404 404 403 200 403 200 200",
     ("GET", "analytics-compare"): "302 404 404 403 200 403 200 200",
     ("GET", "analytics-complexity-csv"): "302 404 404 403 200 403 200 200",
     ("GET", "analytics-complexity-svg"): "302 404 404 403 200 403 200 200",
