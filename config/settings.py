@@ -507,6 +507,10 @@ RUNS_DB_RETRY_FOR = envint("RUNS_DB_RETRY_FOR", 300)
 # FIGURES_REFRESH_SPACING seconds per run: a team labelling without pause would otherwise
 # keep a refresh (7 s of a core at the full scale preset) running back to back.
 FIGURES_REFRESH_SPACING = envint("FIGURES_REFRESH_SPACING", 0 if TESTING else 30)
+# ... and at least FIGURES_REFRESH_PAUSE times as long as the last refresh of the same
+# figures took (evaluation.kept.refresh.spacing): at 720,000 verdicts a run's analytics
+# take 20-37 s to count, and a fixed 30 s let labellers keep one of two cores busy with them.
+FIGURES_REFRESH_PAUSE = envint("FIGURES_REFRESH_PAUSE", 0 if TESTING else 4)
 # A kept figure that a page needs and nobody has computed yet (after seeding, a migration,
 # a deploy that changes a figure's version, a cache flush) is computed by the refresh task
 # while the page says "computing" (evaluation.kept.cold): a recount of a million verdicts

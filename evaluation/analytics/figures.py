@@ -39,6 +39,7 @@ into the same dataclasses: a cached page shows exactly what a computed one does
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -343,12 +344,20 @@ def _compute(part: str, data: summaries.RunData) -> Any:
 # Each row keeps the state it was computed for (its digest, the same for every part) and
 # its bucket edges, so that a reader who finds the figures of an earlier state can serve
 # them saying which (stale-while-revalidate, `served`), if they are of the same edges.
-def _wrap(state_: State, edges: tuple[int, ...], figures: Any) -> dict:
-    return {"v": VERSION, "state": state_.digest, "edges": list(edges), "figures": figures}
+def _wrap(state_: State, edges: tuple[int, ...], figures: Any, took: float = 0.0) -> dict:
+    """The row's JSON: the figures, the state and bucket edges they were computed for, and
+    how long the count of their group took (what the next refresh's spacing scales with:
+    evaluation.kept.refresh.spacing)."""
+    return {
+        "v": VERSION, "state": state_.digest, "edges": list(edges), "figures": figures,
+        "took": round(took, 3),
+    }  # fmt: skip
 
 
-def _store(state_: State, figures: Any, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> None:
-    kept_figures.store(state_, _wrap(state_, edges, figures))
+def _store(
+    state_: State, figures: Any, edges: tuple[int, ...] = am.DEFAULT_EDGES, took: float = 0.0
+) -> None:
+    kept_figures.store(state_, _wrap(state_, edges, figures, took))
 
 
 @dataclass(frozen=True)
@@ -365,6 +374,7 @@ class Served:
     # The refresh's last try failed and the next waits (refresh.fail): the page and the
     # API say so instead of "being computed".
     failure: refresh.Failure | None = None
+    took: float = 0.0  # seconds the count of these figures took (0: not recorded)
 
     @property
     def updating(self) -> bool:
@@ -397,39 +407,49 @@ def _read(
         kept_figures.slot(state_)
         .filter(cells__v=VERSION)
         .order_by(Case(When(key=state_.key, then=Value(0)), default=Value(1)), "-computed_at")
-        .values_list("key", "computed_at", "revision", "cells" if figures else "cells__edges")
     )
-    found = rows.first()
+    if not figures:
+        polled = rows.values_list("key", "computed_at", "revision", "cells__edges", "cells__took")
+        found = polled.first()
+        if found is None or found[3] != list(edges):
+            return Served(None, False)
+        key, computed_at, revision, _, took = found
+        return Served(None, key == state_.key, computed_at, revision=revision, took=took or 0.0)
+    found = rows.values_list("key", "computed_at", "revision", "cells").first()
     if found is None:
         return Served(None, False)
     found_key, computed_at, revision, cells = found
-    if (cells["edges"] if figures else cells) != list(edges):
+    if cells["edges"] != list(edges):
         return Served(None, False)  # kept for other bucket edges: not these figures
-    if not figures:
-        return Served(None, found_key == state_.key, computed_at, revision=revision)
-    return Served(cells["figures"], found_key == state_.key, computed_at, cells["state"], revision)
+    return Served(
+        cells["figures"], found_key == state_.key, computed_at, cells["state"], revision,
+        took=cells.get("took", 0.0),
+    )  # fmt: skip
 
 
 def _group(part: str, edges: tuple[int, ...]) -> str:
     return refresh.group_for(edges if part in ("page", "buckets") else am.DEFAULT_EDGES)
 
 
-def _revalidate(run: Run, group: str, after: datetime | None = None) -> bool:
-    """Queue the group's refresh (once for every reader; no sooner than the refresh
-    spacing after `after`, when the figures served were computed); True when its figures
-    have been computed meanwhile (an eager Celery runs the task inside the call)."""
-    return refresh.ensure(run.dataset_id, run.pk, group, after=after) and refresh.eager()
+def _revalidate(run: Run, group: str, spaced: Served | None = None) -> bool:
+    """Queue the group's refresh (once for every reader; when `spaced` gives the figures
+    served, no sooner than the refresh spacing after they were computed, which grows with
+    how long their count took); True when its figures have been computed meanwhile (an
+    eager Celery runs the task inside the call)."""
+    after, took = (spaced.computed_at, spaced.took) if spaced is not None else (None, 0.0)
+    ensured = refresh.ensure(run.dataset_id, run.pk, group, after=after, took=took)
+    return ensured and refresh.eager()
 
 
-def _spaced_from(found: Served, state_: State) -> datetime | None:
-    """When the spacing of a refresh counts from (`refresh.ensure`'s `after`): the time the
-    served figures were computed when labels moved them (their review revision is behind),
-    so that a team labelling without pause costs one refresh per spacing; None when the
-    revision is the same, so that what else moved them (a cross-evaluation or a run that
-    ended, a new label policy: one event, not a stream) refreshes them at once."""
+def _spaced_from(found: Served, state_: State) -> Served | None:
+    """What the spacing of a refresh counts from (`refresh.ensure`'s `after` and `took`):
+    the served figures when labels moved them (their review revision is behind), so that
+    a team labelling without pause costs one refresh per spacing; None when the revision
+    is the same, so that what else moved them (a cross-evaluation or a run that ended, a
+    new label policy: one event, not a stream) refreshes them at once."""
     if found.revision is not None and found.revision == state_.revision:
         return None
-    return found.computed_at
+    return found
 
 
 def served(run: Run, part: str, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> Served:
@@ -632,18 +652,19 @@ def _chunk(state_: State, flag: str, index: int) -> State:
     return state_.for_part(f"health-chunk-{flag or 'all'}-{index}")
 
 
-def _store_health_chunks(state_: State, every: list[list]) -> None:
+def _store_health_chunks(state_: State, every: list[list], took: float = 0.0) -> None:
     for flag in ("", *HEALTH_FLAGS):
         chosen = [r for r in every if flag in r[1]] if flag else every
         for n in range(0, max(len(chosen), 1), HEALTH_CHUNK):
             chunk = {"total": len(chosen), "rows": chosen[n : n + HEALTH_CHUNK]}
-            _store(_chunk(state_, flag, n // HEALTH_CHUNK), chunk)
+            _store(_chunk(state_, flag, n // HEALTH_CHUNK), chunk, took=took)
 
 
 def warm(run: Run) -> None:
     """Compute and keep every part for the default buckets from one load of the run (when
     a run ends, and as the refresh of the default group)."""
     edges = am.DEFAULT_EDGES
+    started = time.monotonic()
     state_ = state(run, edges)
     data = sel.load_run(run, edges=edges)
     health_rows_ = health_json(data)
@@ -654,19 +675,23 @@ def warm(run: Run) -> None:
         "health": health_rows_,
         "health-top": health_top(health_rows_),
     }
+    took = time.monotonic() - started
     for part, slot in _slots(edges).items():
-        _store(state_.for_part(slot), computed[part], edges)
-    _store_health_chunks(state_, health_rows_)
+        _store(state_.for_part(slot), computed[part], edges, took)
+    _store_health_chunks(state_, health_rows_, took)
     _store(saturated_state(run), computed["page"]["saturated"], edges)
 
 
 def warm_edges(run: Run, edges: tuple[int, ...]) -> None:
     """Compute and keep the page and bucket rows for custom bucket edges, from one load."""
+    started = time.monotonic()
     state_ = state(run, edges)
     data = sel.load_run(run, edges=edges, parts=(sel.LABELLED,))
     slots = _slots(edges)
-    _store(state_.for_part(slots["page"]), _compute("page", data), edges)
-    _store(state_.for_part(slots["buckets"]), _compute("buckets", data), edges)
+    page, buckets = _compute("page", data), _compute("buckets", data)
+    took = time.monotonic() - started
+    _store(state_.for_part(slots["page"]), page, edges, took)
+    _store(state_.for_part(slots["buckets"]), buckets, edges, took)
 
 
 def refresh_group(run: Run, group: str) -> None:

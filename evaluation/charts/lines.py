@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 LEFT = 48
 TOP = 16
@@ -76,6 +77,11 @@ class LineChart:
     ticks: tuple[tuple[float, str], ...]  # (y, label)
     series: tuple[Series, ...]
     reference: Reference | None
+
+
+def day_label(when: datetime | None, otherwise: str) -> str:
+    """A category named by its day (runs a night apart: month and day), else `otherwise`."""
+    return when.strftime("%m-%d") if when else otherwise
 
 
 def line_chart(

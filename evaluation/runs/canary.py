@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.db.models import QuerySet
 from django.urls import reverse
 
-from evaluation.charts.lines import LineChart, PointInput, SeriesInput, line_chart
+from evaluation.charts.lines import LineChart, PointInput, SeriesInput, day_label, line_chart
 from evaluation.runs.models import Run
 
 # Canaries in the chart of agreement over time, the newest last.
@@ -47,22 +47,21 @@ def chart(canaries: list[Run]) -> LineChart:
     """One line per judge: its agreement with the human labels at each canary, with its
     interval; each point links to the run the canary checked."""
     judges = sorted({name for run in canaries for name in run.canary_result.get("judges", {})})
+    links = [reverse("run-detail", args=[run.canary_for_id]) for run in canaries]
     categories = [
-        (run.finished_at.strftime("%m-%d") if run.finished_at else str(run.pk),
-         reverse("run-detail", args=[run.canary_for_id]))
-        for run in canaries
-    ]  # fmt: skip
+        (day_label(run.finished_at, str(run.pk)), href)
+        for run, href in zip(canaries, links, strict=True)
+    ]
     lines = []
     for name in judges:
         points = []
-        for run in canaries:
+        for run, href in zip(canaries, links, strict=True):
             figure = run.canary_result.get("judges", {}).get(name)
             if figure is None or figure["rate"] is None:
                 points.append(PointInput(None))
                 continue
             changed = name in run.canary_result.get("changed", ())
             note = f"{figure['agree']} of {figure['n']}" + (", judge changed?" if changed else "")
-            href = reverse("run-detail", args=[run.canary_for_id])
             points.append(PointInput(figure["rate"], figure["low"], figure["high"], href, note))
         lines.append(SeriesInput(name, points))
     return line_chart(

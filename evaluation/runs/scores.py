@@ -13,6 +13,7 @@ each checklist's setting says (its own, else the dataset's: excluded or not met)
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
@@ -445,6 +446,9 @@ class RunScores:
     computed_at: datetime | None = None
     revision: int | None = None
     failure: refresh.Failure | None = None
+    # The placeholder while the run's first scores are counted in the background
+    # (`_computing`): no system yet, and none of the figures above is a count.
+    computing: bool = False
     _find: Callable[[list[int]], dict[int, AnswerReport]] | None = None
     _briefs: Callable[[], list[AnswerBrief] | None] | None = None
     # ScoreReport.reliability(): per system, and per query answered several times.
@@ -572,7 +576,7 @@ def run_scores(run: Run) -> RunScores:
     state = _scores_state(run)
     found = _summary(state)
     if found is None and (stale := _summary(state, earlier=True)) is not None:
-        if not _revalidate(run, after=stale[1]):
+        if not _revalidate(run, after=stale[1], took=stale[0].get("took", 0.0)):
             # A running run's page says that its scores are partial, not "updating".
             failure = refresh.failure(run.dataset_id, run.pk, REFRESH_GROUP)
             return _kept_scores(run, state, *stale, updating=run.ended, failure=failure)
@@ -598,8 +602,9 @@ def _computing(run: Run) -> RunScores:
     say "computing", the API `updating: true, computed_at: null`)."""
     failure = refresh.failure(run.dataset_id, run.pk, REFRESH_GROUP)
     return RunScores(
-        run.dataset.pass_threshold, [], 0, lambda start, stop: [], updating=True, failure=failure
-    )
+        run.dataset.pass_threshold, [], 0, lambda start, stop: [],
+        updating=True, failure=failure, computing=True,
+    )  # fmt: skip
 
 
 def _whole(report: ScoreReport) -> RunScores:
@@ -619,6 +624,7 @@ def keep_scores(run: Run, state: readers.State | None = None) -> None:
 
     Counted afresh, not through the counts' own kept rows (run_report): the kept report
     takes their place for these pages, and keeping both would store the run twice."""
+    started = time.monotonic()
     state = state or _scores_state(run)
     report = _report(run, _counted(run))
     rows = [_answer_row(a) for a in report.answers]
@@ -639,6 +645,9 @@ def keep_scores(run: Run, state: readers.State | None = None) -> None:
         "fields": list(_BRIEF_FIELDS),
         "rows": [[getattr(a, name) for name in _BRIEF_FIELDS] for a in report.answers],
     }
+    # How long the count took: the next refresh after adjudications waits that much longer
+    # (evaluation.kept.refresh.spacing).
+    summary["took"] = round(time.monotonic() - started, 3)
     # One transaction: whoever finds the summary finds every piece, and the pieces of the
     # state before go with its summary.
     with transaction.atomic():
@@ -735,11 +744,12 @@ def kept_undecided_of(run: Run, system: str | None) -> int | None:
     return sum(undecided.values()) if system is None else undecided.get(system, 0)
 
 
-def _revalidate(run: Run, *, after: datetime) -> bool:
+def _revalidate(run: Run, *, after: datetime, took: float) -> bool:
     """Queue the refresh of the run's scores (once for every reader; no sooner than the
-    refresh spacing after `after`, when the scores served were computed); True when the
-    fresh ones have been kept meanwhile (an eager Celery runs the task inside the call)."""
-    ensured = refresh.ensure(run.dataset_id, run.pk, REFRESH_GROUP, after=after)
+    refresh spacing after `after`, when the scores served were computed, which grows with
+    `took`, how long their count took); True when the fresh ones have been kept meanwhile
+    (an eager Celery runs the task inside the call)."""
+    ensured = refresh.ensure(run.dataset_id, run.pk, REFRESH_GROUP, after=after, took=took)
     return ensured and refresh.eager()
 
 

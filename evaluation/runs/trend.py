@@ -17,7 +17,7 @@ from datetime import datetime
 
 from django.urls import reverse
 
-from evaluation.charts.lines import LineChart, PointInput, SeriesInput, line_chart
+from evaluation.charts.lines import LineChart, PointInput, SeriesInput, day_label, line_chart
 from evaluation.kept import cold
 from evaluation.kept import figures as kept_figures
 from evaluation.runs import scores
@@ -47,7 +47,7 @@ class RunPoint:
 
     @property
     def label(self) -> str:
-        return self.finished_at.strftime("%m-%d") if self.finished_at else f"run {self.run_id}"
+        return day_label(self.finished_at, f"run {self.run_id}")
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ def runs_of(run: Run) -> list[Run]:
         .not_checks()
         .filter(created_at__lte=run.created_at)
         .order_by("-created_at", "-id")
-        .only("pk", "name", "dataset_id", "finished_at", "archived_at", "status")
+        .only("pk", "name", "dataset_id", "finished_at", "archived_at")
     )
     return list(reversed(found[:RUNS]))
 
@@ -127,17 +127,17 @@ def _queue(run: Run) -> dict | None:
 def chart(trend: Trend) -> LineChart:
     """One line per system: its value at each run with its interval; a point links to the
     run's page."""
-    categories = [(p.label, reverse("run-detail", args=[p.run_id])) for p in trend.points]
+    links = [reverse("run-detail", args=[p.run_id]) for p in trend.points]
+    categories = [(p.label, href) for p, href in zip(trend.points, links, strict=True)]
     lines = []
     for name in trend.systems:
         points = []
-        for p in trend.points:
+        for p, href in zip(trend.points, links, strict=True):
             s = (p.systems or {}).get(name)
             if s is None or s.value is None:
                 points.append(PointInput(None))
                 continue
             note = f"{p.name}: {s.answers} answers" + (", archived" if p.archived else "")
-            href = reverse("run-detail", args=[p.run_id])
             points.append(PointInput(s.value, s.low, s.high, href, note))
         lines.append(SeriesInput(name, points))
     return line_chart(

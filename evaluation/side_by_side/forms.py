@@ -76,7 +76,7 @@ class SideBySideForm(forms.Form):
             return data
         kept_a = scores.run_scores(run_a)
         kept_b = kept_a if run_b.pk == run_a.pk else scores.run_scores(run_b)
-        self.computing = next((k for k in (kept_a, kept_b) if _being_counted(k)), None)
+        self.computing = next((k for k in (kept_a, kept_b) if k.computing), None)
         if self.computing is not None:
             return data
         systems_a, systems_b = systems_of(kept_a), systems_of(kept_b)
@@ -135,8 +135,3 @@ class SideBySideForm(forms.Form):
 
     def ordering(self) -> str:
         return self.cleaned_data.get("sort") or pairing.DEFAULT_SORT
-
-
-def _being_counted(kept: RunScores) -> bool:
-    """The run's first scores are still being counted: the placeholder, no system yet."""
-    return kept.updating and not kept.systems and kept.computed_at is None

@@ -397,6 +397,58 @@ def test_the_refresh_is_queued_with_its_countdown(
     assert args[1] == refresh.DEFAULT and 3500 < options["countdown"] <= 3600
 
 
+def test_the_spacing_grows_with_how_long_the_last_count_took(settings):
+    """At 720,000 verdicts a run's analytics take 20-37 s to count: after labels, the next
+    count waits FIGURES_REFRESH_PAUSE times that (when longer than the spacing), so that
+    labellers cannot keep a core busy counting beside the pages they use."""
+    import datetime as dt
+
+    settings.FIGURES_REFRESH_SPACING, settings.FIGURES_REFRESH_PAUSE = 30, 4
+    now = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.UTC)
+    assert refresh.spacing(0.0) == 30 and refresh.spacing(2.5) == 30  # a small run
+    assert refresh.spacing(30.0) == 120
+    assert refresh.countdown(now - dt.timedelta(seconds=10), now, took=30.0) == 110
+    assert refresh.countdown(now - dt.timedelta(seconds=10), now, took=1.0) == 20
+    assert refresh.countdown(None, now, took=30.0) == 0  # not after labels: at once
+    settings.FIGURES_REFRESH_PAUSE = 0
+    assert refresh.countdown(now - dt.timedelta(seconds=10), now, took=30.0) == 20
+
+
+def _count_took(run, seconds: float) -> None:
+    """Say that the kept analytics of `run` took `seconds` to count (a large run's)."""
+    for row in KeptFigure.objects.filter(kind="analytics", run_id=run.pk):
+        row.cells = {**row.cells, "took": seconds}
+        row.save(update_fields=["cells"])
+
+
+def test_a_count_keeps_how_long_it_took_and_the_refresh_after_labels_waits_for_it(
+    known, reviewed_dataset, reviewer, client, settings, monkeypatch
+):
+    sent = []
+    monkeypatch.setattr(
+        Signature, "apply_async", lambda self, *a, **kw: sent.append((self.args, kw))
+    )
+    figures.warm(known.run)
+    tooks = [
+        c["took"]
+        for c in KeptFigure.objects.filter(kind="analytics").values_list("cells", flat=True)
+    ]
+    assert tooks and all(isinstance(t, float) and t > 0 for t in tooks)  # measured, every part
+    _count_took(known.run, 50.0)
+    _label(known, reviewer)
+    settings.FIGURES_REFRESH_SPACING, settings.FIGURES_REFRESH_PAUSE = 30, 4
+    client.force_login(reviewer)
+    html = client.get(reverse("dataset-analytics", args=[reviewed_dataset.pk])).content
+    assert b"figures-updating" in html  # the figures from before the label, meanwhile
+    ((args, options),) = sent
+    assert args == (known.run.pk, refresh.DEFAULT) and 190 < options["countdown"] <= 200
+    # The poll (the page's "is it fresh yet?") reads the same time without the figures.
+    KeptRefresh.objects.all().delete()
+    poll = reverse("analytics-freshness", args=[reviewed_dataset.pk])
+    client.get(poll, {"part": "page", "run": known.run.pk}, HTTP_HX_REQUEST="true")
+    assert len(sent) == 2 and 190 < sent[1][1]["countdown"] <= 200
+
+
 def test_custom_bucket_edges_refresh_their_own_part(reviewed_dataset, client, reviewer, queued):
     known = build_known(reviewed_dataset)
     figures.warm(known.run)

@@ -244,6 +244,36 @@ def test_after_an_adjudication_readers_get_the_scores_before_it_until_one_refres
     assert client.get(f"/api/runs/{run.pk}/scores/").json()["updating"] is False
 
 
+def test_the_refresh_after_adjudications_waits_longer_when_the_count_took_long(
+    reviewed_dataset, reviewer, settings, monkeypatch
+):
+    """A run's scores keep how long their count took; after an adjudication the refresh
+    waits FIGURES_REFRESH_PAUSE times that when longer than the spacing
+    (evaluation.kept.refresh.spacing), so that reviewers adjudicating all day on a large
+    run cannot keep a core counting its scores."""
+    from celery.canvas import Signature
+
+    from evaluation.kept import refresh
+    from evaluation.labels.models import Adjudication
+
+    sent = []
+    monkeypatch.setattr(Signature, "apply_async", lambda self, *a, **kw: sent.append(kw))
+    data = build_labelled(reviewed_dataset, queries=2, criteria=3, systems=2, seed=54)
+    run = data.run
+    scores.run_scores(fresh(run))  # counted and kept (the tests count in the request)
+    (summary,) = KeptFigure.objects.filter(run_id=run.pk, part=scores.SUMMARY)
+    assert summary.cells["took"] > 0
+    summary.cells = {**summary.cells, "took": 45.0}  # as if the run were a large one
+    summary.save(update_fields=["cells"])
+    answer_id, criterion_id = next(iter(data.votes))
+    current = Adjudication.objects.filter(answer_id=answer_id, criterion_id=criterion_id).first()
+    review_adjudicate(reviewer, answer_id, criterion_id, current)
+    settings.FIGURES_REFRESH_SPACING, settings.FIGURES_REFRESH_PAUSE = 30, 4
+    assert scores.run_scores(fresh(run)).updating
+    (options,) = sent
+    assert 170 < options["countdown"] <= 180 and refresh.spacing(45.0) == 180
+
+
 def review_adjudicate(reviewer, answer_id, criterion_id, current) -> None:
     from evaluation.answers.models import Answer
     from evaluation.review import services as review
