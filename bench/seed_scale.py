@@ -87,6 +87,13 @@ PRESETS = {
         run_kind="systems", labelled_items=20_000, labels=24_000, adjudications=2_000,
         cross_evaluation=False, assignments=0, runs=30,
     ),
+    # One night of the month preset (720,000 verdicts): a run's recount at Criteria-Eval's
+    # size (20-37 s) beside readers and labellers, without seeding the other 29 nights.
+    "month-night": Preset(
+        queries=3000, experts=2, criteria=(20, 20), systems=2, judges=3, run_queries=3000,
+        run_kind="systems", labelled_items=20_000, labels=24_000, adjudications=2_000,
+        cross_evaluation=False, assignments=0, runs=1,
+    ),
     # The month preset at a tenth of its queries and three nights (216,000 verdicts): what
     # the archive benchmark (bench.run_archive) and a first load were measured on here.
     "month-tenth": Preset(

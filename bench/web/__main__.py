@@ -500,13 +500,19 @@ class AppWorker:
         self.worker = worker
 
     def summary(self) -> dict:
-        """Tasks the worker finished, by name, from its log."""
+        """Tasks the worker finished, by name, and the refreshes by group with the seconds
+        they took in all (warm-up included), from its log."""
         done: dict[str, int] = {}
+        groups: dict[str, list] = {}
         for line in self.worker.log().splitlines():
             found = re.search(r"Task ([\w.]+)\[[^]]+\] succeeded", line)
             if found:
                 done[found.group(1)] = done.get(found.group(1), 0) + 1
-        return {"tasks succeeded": done}
+            refreshed = re.search(r"Refreshed run \d+ \(([^)]+)\) in ([\d.]+) s", line)
+            if refreshed:
+                count, seconds = groups.get(refreshed.group(1), (0, 0.0))
+                groups[refreshed.group(1)] = [count + 1, round(seconds + float(refreshed[2]), 2)]
+        return {"tasks succeeded": done, "refreshes (count, seconds) by group": groups}
 
 
 def page_names(values: list[str], known: set[str]) -> set[str]:
