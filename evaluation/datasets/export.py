@@ -4,8 +4,9 @@
 `export_chunks` is a generator of bytes: the streamed download sends each chunk as it
 comes, the command and the Celery job write them to a file. Rows are read with server-side
 cursors (`iterator()`), written in chunks, and the zip is written forward only, so memory
-stays flat whatever the size. Only the lookups from ids to external keys (queries,
-criteria, answers: thousands, not millions) are held in memory.
+stays flat whatever the number of runs and verdicts. Only the lookups from ids to external
+keys (queries, criteria, answers: thousands, not millions) are held in memory, and they grow
+with the items: about 27 MB at 120,000 criteria (docs/benchmarks.md).
 
 Blind annotation: rows come from checklists the user may read (`checklists_for_user`, the
 rule every page and API uses); criteria, citations, perfect answers and every item of a
