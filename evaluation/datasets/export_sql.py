@@ -180,8 +180,9 @@ def verdict_bytes(keys, *, connection_shown: bool = True) -> Iterator[tuple[byte
     Python cost about 1 µs a line and held the GIL that deflating in another thread needs.
     Items of checklists the user may not read are left out, as the Python path does.
 
-    Runs in a transaction of its own (a savepoint inside the export's snapshot), so that the
-    settings holding the keys end with it."""
+    The settings last until the transaction ends (`transaction.atomic`: a transaction when
+    called outside one, else a savepoint, which does not end them): they are emptied after
+    the last run, so that the tables written after the verdicts do not keep them."""
     table = schema.TABLE["verdicts"]
     start = table.names.index(OWN[0])
     assert table.names[start:] == OWN, "the verdicts table's columns changed: update OWN"
@@ -203,6 +204,8 @@ def verdict_bytes(keys, *, connection_shown: bool = True) -> Iterator[tuple[byte
         for run_id, run_key in keys.runs.items():
             head = '{"run": ' + json.dumps(run_key, ensure_ascii=False)
             yield from _run_bytes(cursor.cursor, sql, {"head": head, "run": run_id})
+        for name in SETTINGS:
+            cursor.cursor.execute("SELECT set_config(%s, '', true)", [SETTING.format(name)])
 
 
 def _run_bytes(cursor, sql: str, params: dict) -> Iterator[tuple[bytes, int]]:

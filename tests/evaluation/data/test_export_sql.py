@@ -160,3 +160,6 @@ def test_the_maps_of_external_keys_go_to_the_server_in_pieces(monkeypatch):
         "criterion": key,
     }
     assert _python_lines(exporter) == _sql_lines(exporter)
+    with connection.cursor() as cursor:  # emptied after the last run
+        cursor.execute("SELECT current_setting(%s)", [export_sql.SETTING.format("criteria")])
+        assert cursor.fetchone()[0] == ""
