@@ -101,6 +101,21 @@ PRESETS = {
         run_kind="systems", labelled_items=4_000, labels=4_800, adjudications=400,
         cross_evaluation=False, assignments=0, runs=3,
     ),
+    # month-tenth with the month's 30 nights (2,160,000 verdicts): the same items a run, ten
+    # times the runs, to tell what grows with the number of runs (the export's peak RSS,
+    # docs/benchmarks.md) from what grows with the items.
+    "month-tenth-30": Preset(
+        queries=300, experts=2, criteria=(20, 20), systems=2, judges=3, run_queries=300,
+        run_kind="systems", labelled_items=4_000, labels=4_800, adjudications=400,
+        cross_evaluation=False, assignments=0, runs=30,
+    ),
+    # The month preset's items (720,000 verdicts a night) with three nights: as many verdicts
+    # as month-tenth-30 (2,160,000), ten times the items a run.
+    "month-3": Preset(
+        queries=3000, experts=2, criteria=(20, 20), systems=2, judges=3, run_queries=3000,
+        run_kind="systems", labelled_items=20_000, labels=24_000, adjudications=2_000,
+        cross_evaluation=False, assignments=0, runs=3,
+    ),
     # The month preset's shape at a small size: for its test.
     "month-tiny": Preset(
         queries=6, experts=2, criteria=(3, 3), systems=2, judges=3, run_queries=6,

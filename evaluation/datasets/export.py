@@ -4,8 +4,9 @@
 `export_chunks` is a generator of bytes: the streamed download sends each chunk as it
 comes, the command and the Celery job write them to a file. Rows are read with server-side
 cursors (`iterator()`), written in chunks, and the zip is written forward only, so memory
-stays flat whatever the size. Only the lookups from ids to external keys (queries,
-criteria, answers: thousands, not millions) are held in memory.
+stays flat whatever the number of runs and verdicts. Only the lookups from ids to external
+keys (queries, criteria, answers: thousands, not millions) are held in memory, and they grow
+with the items: about 27 MB at 120,000 criteria (docs/benchmarks.md).
 
 Blind annotation: rows come from checklists the user may read (`checklists_for_user`, the
 rule every page and API uses); criteria, citations, perfect answers and every item of a
@@ -124,6 +125,13 @@ def visible_checklists(dataset: Dataset, user: AnyUser | None):
     return checklists
 
 
+def visible_criteria(checklists):
+    """The criteria of these checklists: the rows of `Keys.criteria`. The tables of criteria
+    filter by this subquery, not by a list of the keys' ids, which made statements of
+    120,000 parameters (and their copies) at the month preset's size."""
+    return Criterion.objects.filter(checklist__in=checklists)
+
+
 def build_keys(dataset: Dataset, user: AnyUser | None, include: tuple[str, ...]) -> Keys:
     keys = Keys()
     keys.users = dict(get_user_model().objects.values_list("pk", "username"))
@@ -132,9 +140,11 @@ def build_keys(dataset: Dataset, user: AnyUser | None, include: tuple[str, ...])
     checklists = visible_checklists(dataset, user)
     for pk, query_id, author_id in checklists.values_list("pk", "query_id", "author_id"):
         keys.checklists[pk] = (keys.queries[query_id], keys.users[author_id])
-    for pk, checklist_id, external_id in Criterion.objects.filter(
-        checklist__in=checklists
-    ).values_list("pk", "checklist_id", "external_id"):
+    # Read in chunks (`iterator`): a list of every row beside the dict made from it
+    # raised the peak RSS by 17 MB at 120,000 criteria (docs/benchmarks.md), for a first
+    # byte some 50 ms later; chunks of 5,000 rows made it about 0.1 s later.
+    criteria = visible_criteria(checklists).values_list("pk", "checklist_id", "external_id")
+    for pk, checklist_id, external_id in criteria.iterator(chunk_size=20000):
         keys.criteria[pk] = (*keys.checklists[checklist_id], criterion_key(pk, external_id))
     if "answers" in include:
         answers = Answer.objects.filter(query__dataset=dataset).values_list(
@@ -146,7 +156,9 @@ def build_keys(dataset: Dataset, user: AnyUser | None, include: tuple[str, ...])
             "sample",
             "checklist_id",
         )
-        for pk, query_id, system, version, run_label, sample, checklist_id in answers:
+        for pk, query_id, system, version, run_label, sample, checklist_id in answers.iterator(
+            chunk_size=20000
+        ):
             if checklist_id is not None:  # a perfect answer: named by its checklist's author
                 if checklist_id not in keys.checklists:
                     continue
@@ -421,12 +433,14 @@ class Exporter:
             yield (g.name, g.version, g.description, g.config)
 
     def _source_types(self) -> Iterator[Row]:
-        criteria = Criterion.objects.filter(pk__in=list(self.keys.criteria))
-        slugs = set(criteria.values_list("source_types__slug", flat=True))
+        criteria = self._criteria_rows()
+        # distinct(): the few slugs, not one row per criterion and source type.
+        slugs = set(criteria.order_by().values_list("source_types__slug", flat=True).distinct())
         slugs |= set(
-            Citation.objects.filter(criterion__in=criteria).values_list(
-                "source_type__slug", flat=True
-            )
+            Citation.objects.filter(criterion__in=criteria)
+            .order_by()
+            .values_list("source_type__slug", flat=True)
+            .distinct()
         )
         for st in SourceType.objects.filter(slug__in=slugs - {None}).order_by("slug"):
             yield (st.slug, st.name, st.is_banned, st.description)
@@ -483,14 +497,20 @@ class Exporter:
                 description, float(weight), position,
             )  # fmt: skip
 
+    def _criteria_rows(self):
+        """The exported criteria (those of `keys.criteria`), as a subquery."""
+        return visible_criteria(visible_checklists(self.dataset, self.user))
+
     def _criteria(self) -> Iterator[Row]:
-        slugs: dict[int, list[str]] = {}
-        through = Criterion.source_types.through.objects.filter(
-            criterion_id__in=list(self.keys.criteria)
-        ).values_list("criterion_id", "sourcetype__slug")
-        for criterion_id, slug in through:
-            slugs.setdefault(criterion_id, []).append(slug)
-        criteria = Criterion.objects.filter(pk__in=list(self.keys.criteria)).order_by("pk")
+        # Each criterion's source types, read beside the criteria in the same order and
+        # merged: a dict of them for every criterion was held through the table.
+        through = (
+            Criterion.source_types.through.objects.filter(criterion__in=self._criteria_rows())
+            .order_by("criterion_id")
+            .values_list("criterion_id", "sourcetype__slug")
+        )
+        slugs = _grouped(through.iterator(5000))
+        criteria = self._criteria_rows().order_by("pk")
         rows = criteria.values_list(
             "pk", "position", "text", "kind", "notes", "weight", "is_core", "scoring_enabled",
             "archived_at", "previous_version_id", "group_id", "group__external_id",
@@ -509,8 +529,10 @@ class Exporter:
             group,
             group_external,
         ) in rows.iterator(5000):
+            if pk not in self.keys.criteria:
+                continue  # created after the keys were read (no snapshot: SQLite)
             yield (
-                *self.keys.criteria[pk], position, text, kind, sorted(slugs.get(pk, [])), notes,
+                *self.keys.criteria[pk], position, text, kind, sorted(slugs.of(pk)), notes,
                 float(weight), is_core, scoring, _iso(archived),
                 self.keys.criteria[previous][2] if previous in self.keys.criteria else "",
                 (group_external or f"group-{group}") if group else "", pk,
@@ -518,20 +540,24 @@ class Exporter:
 
     def _citations(self) -> Iterator[Row]:
         citations = (
-            Citation.objects.filter(criterion_id__in=list(self.keys.criteria))
+            Citation.objects.filter(criterion__in=self._criteria_rows())
             .order_by("pk")
             .values_list("criterion_id", "title", "url", "source_type__slug", "published_on")
         )
         for criterion_id, title, url, slug, published in citations.iterator(5000):
+            if criterion_id not in self.keys.criteria:
+                continue  # as in _criteria
             yield (*self.keys.criteria[criterion_id], title, url, slug or "", _iso(published))
 
     def _criterion_checks(self) -> Iterator[Row]:
         checks = (
-            CriterionCheck.objects.filter(criterion_id__in=list(self.keys.criteria))
+            CriterionCheck.objects.filter(criterion__in=self._criteria_rows())
             .order_by("criterion_id")
             .values_list("criterion_id", "kind", "params", "threshold", "evidence")
         )
         for criterion_id, kind, params, threshold, evidence in checks.iterator(5000):
+            if criterion_id not in self.keys.criteria:
+                continue  # as in _criteria
             yield (*self.keys.criteria[criterion_id], kind, params or None, threshold, evidence)
 
     def _perfect_answers(self) -> Iterator[Row]:
@@ -911,6 +937,23 @@ class _nothing:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+class _grouped:
+    """Values of (key, value) pairs sorted by key, asked for by keys in increasing order
+    (`of`): a merge of two ordered reads, holding one key's values at a time."""
+
+    def __init__(self, pairs: Iterator[tuple[int, Any]]) -> None:
+        self._pairs = pairs
+        self._next = next(pairs, None)
+
+    def of(self, key: int) -> list:
+        values = []
+        while self._next is not None and self._next[0] <= key:
+            if self._next[0] == key:
+                values.append(self._next[1])
+            self._next = next(self._pairs, None)
+        return values
 
 
 def _chunked(rows: Iterable[Row], size: int = CHUNK_ROWS) -> Iterator[list[Row]]:

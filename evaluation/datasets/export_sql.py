@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from django.db import connection
+from django.db import connection, transaction
 
 from evaluation.runs.access import RAW_OUTPUT_HIDDEN
 from evaluation.tables import schema
@@ -108,17 +108,81 @@ def hidden_connection(expressions: dict[str, str]) -> dict[str, str]:
     }
 
 
+# Where the external keys wait on the server for the COPYs of one export (set_config,
+# local to the transaction): see verdict_bytes.
+SETTINGS = ("answers", "criteria", "judges")
+SETTING = "workbench_export.{}"
+PIECE = 1 << 20  # characters of a map sent at a time
+
+
+def _lookup(name: str) -> str:
+    """SQL for a map of external keys kept in a setting, as jsonb: a scalar subquery, which
+    PostgreSQL runs once per statement (an InitPlan), not once per row."""
+    return f"(SELECT current_setting('{SETTING.format(name)}')::jsonb)"
+
+
+def _json_pieces(fragments: Iterator[tuple[int, str]]) -> Iterator[str]:
+    """A JSON object of text values keyed by id, in pieces of about PIECE characters cut
+    between two members: neither the whole text nor a dict of every fragment is held."""
+    piece, size, separator = ["{"], 1, ""
+    for pk, fragment in fragments:
+        member = f'{separator}"{pk}": {json.dumps(fragment, ensure_ascii=False)}'
+        piece.append(member)
+        size += len(member)
+        separator = ", "
+        if size >= PIECE:
+            yield "".join(piece)
+            piece, size = [], 0
+    piece.append("}")
+    yield "".join(piece)
+
+
+def _send_keys(cursor, keys) -> None:
+    """Put the maps from ids to JSON fragments of external keys into settings of this
+    transaction, once for the whole export, a piece at a time (PostgreSQL puts the pieces
+    together). Passed whole as parameters of each run's COPY instead, the criteria's map
+    (120,000 criteria: 9 MB of JSON) was escaped and copied into a new statement for every
+    run, beside the dicts it was made from: buffers of tens of MB each time, which the
+    allocator kept, so the export's peak RSS grew with the number of criteria (about 60 MB
+    at that size, docs/benchmarks.md). The raw cursor: with DEBUG on, Django's would keep
+    each statement in its query log."""
+    maps = {
+        "answers": (
+            (pk, _fragment(schema.ANSWER_KEY_NAMES, key)) for pk, key in keys.answers.items()
+        ),
+        "criteria": (
+            (pk, _fragment(("author", "criterion"), (author, key)))
+            for pk, (_query, author, key) in keys.criteria.items()
+        ),
+        "judges": ((pk, _fragment(("judge",), (name,)) + ", ") for pk, name in keys.judges.items()),
+    }
+    for name in SETTINGS:
+        setting = SETTING.format(name)
+        cursor.execute("SELECT set_config(%s, '', true)", [setting])
+        for piece in _json_pieces(maps[name]):
+            # length(): set_config returns the whole value, which libpq would receive and
+            # hold (its buffer grown to the size of the map) at every piece.
+            cursor.execute(
+                "SELECT length(set_config(%s, current_setting(%s) || %s, true))",
+                [setting, setting, piece],
+            )
+
+
 def verdict_bytes(keys, *, connection_shown: bool = True) -> Iterator[tuple[bytes, int]]:
     """The dataset's verdicts as JSON lines, in blocks of about BLOCK bytes with the number
     of lines in each, in the order `Exporter._verdicts` writes them. `keys` is the
     exporter's Keys. PostgreSQL makes every line whole: it formats each verdict's own
     columns (the text, the JSON, the timestamps) and puts the external keys in front from
-    JSON fragments made here once per answer, criterion and judge, passed as jsonb objects
-    keyed by id (a binary search per look-up, and the rows keep the index order, which a
-    join would not promise); a verdict whose answer or criterion is not among them comes
-    as an empty line and is dropped. Python only copies bytes: formatting the keys in Python cost
-    about 1 µs a line and held the GIL that deflating in another thread needs. Items of
-    checklists the user may not read are left out, as the Python path does."""
+    JSON fragments made here once per answer, criterion and judge, sent once as jsonb
+    objects keyed by id (a binary search per look-up, and the rows keep the index order,
+    which a join would not promise); a verdict whose answer or criterion is not among them
+    comes as an empty line and is dropped. Python only copies bytes: formatting the keys in
+    Python cost about 1 µs a line and held the GIL that deflating in another thread needs.
+    Items of checklists the user may not read are left out, as the Python path does.
+
+    The settings last until the transaction ends (`transaction.atomic`: a transaction when
+    called outside one, else a savepoint, which does not end them): they are emptied after
+    the last run, so that the tables written after the verdicts do not keep them."""
     table = schema.TABLE["verdicts"]
     start = table.names.index(OWN[0])
     assert table.names[start:] == OWN, "the verdicts table's columns changed: update OWN"
@@ -126,47 +190,39 @@ def verdict_bytes(keys, *, connection_shown: bool = True) -> Iterator[tuple[byte
     if not connection_shown:
         expressions = hidden_connection(expressions)
     tail = line_sql(table, expressions, start=start)
-    answers = {str(pk): _fragment(schema.ANSWER_KEY_NAMES, key) for pk, key in keys.answers.items()}
-    criteria = {
-        str(pk): _fragment(("author", "criterion"), (author, key))
-        for pk, (_query, author, key) in keys.criteria.items()
-    }
-    judges = {str(pk): _fragment(("judge",), (name,)) + ", " for pk, name in keys.judges.items()}
     order = ", ".join(f"v.{column}" for column in VERDICT_ORDER)
     sql = (
-        "SELECT %(head)s || (%(answers)s::jsonb ->> v.answer_id::text)"
-        " || (%(criteria)s::jsonb ->> v.criterion_id::text)"
-        f" || (%(judges)s::jsonb ->> v.judge_id::text) || {tail} "
+        f"SELECT %(head)s || ({_lookup('answers')} ->> v.answer_id::text)"
+        f" || ({_lookup('criteria')} ->> v.criterion_id::text)"
+        f" || ({_lookup('judges')} ->> v.judge_id::text) || {tail} "
         # No other condition: one on answer_id or criterion_id would join the index scan's
         # conditions, and PostgreSQL would then sort a million rows before sending one.
         f"FROM evaluation_verdict v WHERE v.run_id = %(run)s ORDER BY {order}"
     )
-    params = {
-        "answers": json.dumps(answers, ensure_ascii=False),
-        "criteria": json.dumps(criteria, ensure_ascii=False),
-        "judges": json.dumps(judges, ensure_ascii=False),
-    }
-    for run_id, run_key in keys.runs.items():
-        head = '{"run": ' + json.dumps(run_key, ensure_ascii=False)
-        # COPY, not a server-side cursor: PostgreSQL keeps sending rows while Python writes
-        # the zip (a cursor's FETCH makes each side wait for the other: no overlap).
-        with (
-            connection.cursor() as cursor,
-            cursor.cursor.copy(
-                f"COPY ({sql}) TO STDOUT {COPY_OPTIONS}", {**params, "head": head, "run": run_id}
-            ) as copy,
-        ):
-            blocks: list[memoryview] = []
-            size = 0
-            for block in copy:  # one row, newline included
-                if len(block) == 1:
-                    # NULL, an empty field: the answer or the criterion is not in the keys
-                    # (a checklist the user may not read), so a look-up gave NULL.
-                    continue
-                blocks.append(block)
-                size += len(block)
-                if size >= BLOCK:
-                    yield b"".join(blocks), len(blocks)
-                    blocks, size = [], 0
-            if blocks:
+    with transaction.atomic(), connection.cursor() as cursor:
+        _send_keys(cursor.cursor, keys)
+        for run_id, run_key in keys.runs.items():
+            head = '{"run": ' + json.dumps(run_key, ensure_ascii=False)
+            yield from _run_bytes(cursor.cursor, sql, {"head": head, "run": run_id})
+        for name in SETTINGS:
+            cursor.cursor.execute("SELECT set_config(%s, '', true)", [SETTING.format(name)])
+
+
+def _run_bytes(cursor, sql: str, params: dict) -> Iterator[tuple[bytes, int]]:
+    # COPY, not a server-side cursor: PostgreSQL keeps sending rows while Python writes
+    # the zip (a cursor's FETCH makes each side wait for the other: no overlap).
+    with cursor.copy(f"COPY ({sql}) TO STDOUT {COPY_OPTIONS}", params) as copy:
+        blocks: list[memoryview] = []
+        size = 0
+        for block in copy:  # one row, newline included
+            if len(block) == 1:
+                # NULL, an empty field: the answer or the criterion is not in the keys
+                # (a checklist the user may not read), so a look-up gave NULL.
+                continue
+            blocks.append(block)
+            size += len(block)
+            if size >= BLOCK:
                 yield b"".join(blocks), len(blocks)
+                blocks, size = [], 0
+        if blocks:
+            yield b"".join(blocks), len(blocks)

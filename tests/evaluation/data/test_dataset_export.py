@@ -149,3 +149,20 @@ def test_exports_read_checklists_through_the_blind_rule(dataset, owner, collabor
     assert [c["status"] for c in jsonl(data, "checklists.jsonl")] == ["submitted"]
     data = b"".join(export_chunks(dataset, user=owner))
     assert "nobody else" in members(data)["criteria.jsonl"].decode()
+
+
+def test_each_criterion_has_its_own_source_types(generated):
+    """The criteria table reads the source types beside the criteria and merges the two
+    reads (nothing held for every criterion): each row has its own, sorted, and a criterion
+    with none has none, wherever it falls between the others."""
+    from annotation.models import Criterion, SourceType
+
+    slugs = list(SourceType.objects.order_by("-slug").values_list("slug", flat=True)[:3])
+    criteria = list(Criterion.objects.filter(checklist__query__dataset=generated).order_by("pk"))
+    for i, criterion in enumerate(criteria):
+        criterion.source_types.set(SourceType.objects.filter(slug__in=slugs[: i % 4]))
+    rows = jsonl(_export(generated, include=[], formats=["jsonl"]), "criteria.jsonl")
+    assert [row["id"] for row in rows] == [c.pk for c in criteria]
+    assert [row["source_types"] for row in rows] == [
+        sorted(slugs[: i % 4]) for i in range(len(rows))
+    ]

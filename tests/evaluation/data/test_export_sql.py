@@ -124,3 +124,42 @@ def test_sql_lines_leave_out_items_the_user_may_not_read():
     python, sql = _python_lines(exporter), _sql_lines(exporter)
     assert python == sql
     assert 0 < sql.count(b"\n") < everything
+
+
+class _Recording:
+    """A cursor that notes the size of every statement's parameters."""
+
+    def __init__(self, cursor) -> None:
+        self.cursor = cursor
+        self.sizes: list[int] = []
+
+    def execute(self, sql, params):
+        self.sizes.append(sum(len(str(p)) for p in params))
+        return self.cursor.execute(sql, params)
+
+
+def test_the_maps_of_external_keys_go_to_the_server_in_pieces(monkeypatch):
+    """The maps from ids to external keys are sent once, in pieces of about PIECE
+    characters, never whole (at 120,000 criteria one was 9 MB, copied into every run's
+    statement), and PostgreSQL holds the whole map: the lines are the Python writer's."""
+    dataset = generate("SQL pieces", queries=3, systems=2, criteria=4, judges=2, samples=1)
+    exporter = Exporter(dataset, ExportOptions())
+    exporter.keys = build_keys(dataset, None, exporter.options.include)
+    monkeypatch.setattr(export_sql, "PIECE", 200)
+    with connection.cursor() as cursor:
+        recording = _Recording(cursor.cursor)
+        export_sql._send_keys(recording, exporter.keys)
+        cursor.execute("SELECT current_setting(%s)", [export_sql.SETTING.format("criteria")])
+        criteria = json.loads(cursor.fetchone()[0])
+    assert len(exporter.keys.criteria) == len(criteria) == 24
+    assert len(recording.sizes) > 2 * len(export_sql.SETTINGS)  # several pieces a map
+    assert max(recording.sizes) < 200 + 300  # a piece, one member past it, the names
+    pk, (_query, author, key) = next(iter(exporter.keys.criteria.items()))
+    assert json.loads("{" + criteria[str(pk)].lstrip(", ") + "}") == {
+        "author": author,
+        "criterion": key,
+    }
+    assert _python_lines(exporter) == _sql_lines(exporter)
+    with connection.cursor() as cursor:  # emptied after the last run
+        cursor.execute("SELECT current_setting(%s)", [export_sql.SETTING.format("criteria")])
+        assert cursor.fetchone()[0] == ""
