@@ -13,7 +13,7 @@ time with the openai client's own retries off, and retries only what is transien
 5xx, timeouts, dropped connections) with exponential backoff and full jitter, honouring
 Retry-After, both capped; every wait first passes the judge's shared rate limiter.
 
-openai 1.89 to 3.x: 3.x is built on httpx2 instead of httpx (see `http` below); the rest of
+openai 1.89 to 3.x: 3.x is built on httpx2 instead of httpx (see `http_library` below); the rest of
 what is used here (AsyncOpenAI.post, DefaultAioHttpClient, the exception classes) is the same.
 """
 
@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import collections
+import functools
 import importlib
 import json
 import logging
@@ -30,22 +31,33 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-import openai
-
 from config import egress
 from config.backoff import backoff
 from evaluation.judging import keys
 from evaluation.judging.circuit import Circuit, Unreachable, Waited, is_outage
 from evaluation.judging.ratelimit import RateLimiter, Unlimited
 
-# The HTTP library under the openai client: httpx2 from openai 3.x, which no longer installs
-# httpx; httpx before. Replies are asked for as its Response (see complete_json).
-http: Any = importlib.import_module(
-    "httpx2" if int(openai.__version__.split(".")[0]) >= 3 else "httpx"
-)
 
-# It logs every request at INFO: one line per judge call in a worker's log is noise.
-logging.getLogger(http.__name__).setLevel(logging.WARNING)
+def _sdk() -> Any:
+    """The openai package, imported at the first judge call rather than with this module:
+    every web worker and the dataset export import this module but never call a judge, and
+    the SDK with its HTTP stack costs about 38 MB of memory and 0.85 s of start-up in each
+    of them (the export's peak RSS, docs/benchmarks.md)."""
+    import openai
+
+    return openai
+
+
+@functools.cache
+def http_library() -> Any:
+    """The HTTP library under the openai client: httpx2 from openai 3.x, which no longer
+    installs httpx; httpx before. Replies are asked for as its Response (complete_json)."""
+    major = int(_sdk().__version__.split(".")[0])
+    http = importlib.import_module("httpx2" if major >= 3 else "httpx")
+    # It logs every request at INFO: one line per judge call in a worker's log is noise.
+    logging.getLogger(http.__name__).setLevel(logging.WARNING)
+    return http
+
 
 # Endpoints (base URL, model) known to refuse json_schema response formats.
 _NO_STRUCTURED_OUTPUTS: set[tuple[str, str]] = set()
@@ -183,7 +195,7 @@ class Session:
             raise HostRefused.of(refused) from None
         if (missing := missing_key(endpoint)) is not None:  # no key, or not one judges may read
             raise MissingApiKey(missing)
-        self._client = openai.AsyncOpenAI(
+        self._client = _sdk().AsyncOpenAI(
             base_url=endpoint.base_url,
             api_key=endpoint.api_key(),
             timeout=endpoint.timeout,
@@ -223,6 +235,7 @@ def _http_client(timeout: float) -> Any:
     up calling a host the address rule did not check: a redirect is a JudgeRejected of kind
     "redirect". The extra is httpx-aiohttp under openai 2.x and vendored in 3.x; both raise
     RuntimeError when aiohttp is missing, so asking is the one check that holds for both."""
+    openai = _sdk()
     try:
         return openai.DefaultAioHttpClient(timeout=timeout, follow_redirects=False)
     except RuntimeError:  # pragma: no cover - the extra is not installed
@@ -237,6 +250,7 @@ async def complete_json(
     schema: dict[str, Any],
     session: Session | None = None,
 ) -> Completion:
+    openai = _sdk()  # its errors are caught below
     own_session = session is None
     session = session or Session(endpoint)
     client = session._client
@@ -251,7 +265,8 @@ async def complete_json(
                 # The plain JSON body and reply, not chat.completions.create(): its typed
                 # transform and response models cost about a millisecond of CPU per call.
                 # Errors, retries, auth and timeouts are still the openai client's.
-                response = await client.post("/chat/completions", body=body, cast_to=http.Response)
+                reply = http_library().Response
+                response = await client.post("/chat/completions", body=body, cast_to=reply)
             except openai.BadRequestError as exc:
                 if (
                     mode == "json_schema"
@@ -345,6 +360,7 @@ def _content_and_usage(response: Any) -> tuple[str, dict[str, Any]]:
 
 
 def _kind(exc: Exception) -> str:
+    openai = _sdk()
     if isinstance(exc, openai.APITimeoutError) and not _refused(exc):
         return "timeout"
     if isinstance(exc, openai.RateLimitError):

@@ -16,7 +16,7 @@ from typing import Any
 import openai
 import pytest
 
-from evaluation.judging.client import http  # the openai client's: httpx2 from 3.x, else httpx
+from evaluation.judging.client import http_library
 from loopback import (
     ChatRequest,
     Fault,
@@ -27,6 +27,8 @@ from loopback import (
     sequence_responder,
     verdict_responder,
 )
+
+http = http_library()  # the openai client's: httpx2 from 3.x, else httpx
 
 MODEL = "judge-mini"
 USER = [{"role": "user", "content": "Does the answer cite a source?"}]
