@@ -74,6 +74,32 @@ def test_differing_criteria_first_with_the_kept_scores(client, reviewer, two_run
     assert f'href="{reverse("run-answer", args=[data.run_b.pk, data.new_answers[0].pk])}"' in html
 
 
+def test_a_checklist_scored_on_one_side_only_shows_a_dash_on_the_other(client, reviewer, two_runs):
+    """An expert added a second checklist to a query after the older run: the newer run
+    scored it, the older did not. Compared either way round, the page shows the checklist
+    with its score on one side and a dash on the other (it answered 500 with the newer run
+    as A: the template read the missing side's strategy)."""
+    from tests.support.builders import checklisted_query, finished_run
+
+    data = two_runs
+    query, answer = data.queries[0], data.old_answers[0]
+    second = checklisted_query(
+        query=query, criteria=["Names the fiscal year."], author=UserFactory(username="second")
+    )
+    votes = {(answer, c): ["pass"] for c in [*data.criteria[0], *second.criteria]}
+    newer = finished_run(data.dataset, data.run_a.panel, votes)
+    client.force_login(reviewer)
+    for a, b in ((newer, data.run_a), (data.run_a, newer)):
+        params = {"a": a.pk, "system_a": data.old.pk, "b": b.pk, "system_b": data.old.pk}
+        response = client.get(url(data, **params))
+        assert response.status_code == 200
+        (detail,) = [d for d in response.context["comparison"].details if d.query == query]
+        pair = next(c for c in detail.checklists if c.checklist_id == second.checklist.pk)
+        assert (pair.a is None) == (a == data.run_a) and (pair.b is None) == (b == data.run_a)
+        html = response.content.decode()
+        assert "Checklist by second" in html
+
+
 def test_weights_and_penalties_show_beside_the_criteria(client, reviewer, two_runs):
     """As on every page that shows a penalty, a weight other than 1 is shown too."""
     data = two_runs
