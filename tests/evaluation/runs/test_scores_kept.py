@@ -274,6 +274,33 @@ def test_the_refresh_after_adjudications_waits_longer_when_the_count_took_long(
     assert 170 < options["countdown"] <= 180 and refresh.spacing(45.0) == 180
 
 
+def test_answers_read_after_a_refresh_replaced_the_pieces_come_from_the_new_scores(
+    reviewed_dataset, reviewer
+):
+    """A page reads the run's summary, then its answers' rows: a refresh that commits in
+    between (an adjudication's) replaces the pieces, and the rows come from the scores it
+    kept, not an empty answer (side by side showed a side as not scored)."""
+    from evaluation.analytics.tasks import refresh_analytics
+    from evaluation.labels.models import Adjudication
+
+    data = build_labelled(reviewed_dataset, queries=2, criteria=3, systems=2, seed=55)
+    run = data.run
+    shown = scores.run_scores(fresh(run))  # the summary read by a request
+    answer_ids = sorted({answer_id for answer_id, _ in data.votes})
+    answer_id, criterion_id = next(iter(data.votes))
+    current = Adjudication.objects.filter(answer_id=answer_id, criterion_id=criterion_id).first()
+    review_adjudicate(reviewer, answer_id, criterion_id, current)
+    assert refresh_analytics(run.pk, scores.REFRESH_GROUP) is True  # the pieces replaced
+    found = shown.of_answers(answer_ids)
+    assert sorted(found) == answer_ids
+    whole = {a.answer_id: a for a in scores.run_report(fresh(run)).answers}
+    for pk, row in found.items():
+        expected = asdict(whole[pk])
+        for c in expected["checklists"]:
+            c["author"] = ""
+        same(expected, asdict(row), f"answer {pk}")
+
+
 def review_adjudicate(reviewer, answer_id, criterion_id, current) -> None:
     from evaluation.answers.models import Answer
     from evaluation.review import services as review
