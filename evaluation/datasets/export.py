@@ -663,6 +663,11 @@ class Exporter:
                 r.answer_run_label, self._portable(r.snapshot), _iso(r.created_at),
                 _iso(r.finished_at),
                 r.scope, self.keys.runs.get(r.baseline_id, ""), r.estimate,
+                # Which runs are canaries and stability passes, and of which run: else an
+                # import shows them as runs of their own, in the trend and the run lists.
+                self.keys.runs.get(r.canary_for_id, ""),
+                _keyed_previous(r.canary_result, self.keys.runs),
+                self.keys.runs.get(r.stability_for_id, ""),
             )  # fmt: skip
 
     def _verdicts(self) -> Iterator[Row]:
@@ -937,6 +942,14 @@ class _nothing:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+def _keyed_previous(result: dict, names: dict[int, str]) -> dict:
+    """A canary's result with the previous canary named by its run key, not this
+    installation's id (an import turns the key back into its own id)."""
+    if not result or result.get("previous") is None:
+        return result
+    return {**result, "previous": names.get(result["previous"])}
 
 
 class _grouped:

@@ -810,8 +810,12 @@ class _Writer:
                 started_at=row["created_at"], finished_at=row["finished_at"],
                 expected=row.get("expected") or 0, scope=row.get("scope") or Run.Scope.ALL,
                 estimate=row.get("estimate") or {},
-                # Runs are exported oldest first: a trial's baseline is in by now.
+                # Runs are exported oldest first: a trial's baseline, the run a canary or
+                # a stability pass checked, and the previous canary are in by now.
                 baseline_id=self.stored.runs.get(row.get("baseline") or ""),
+                canary_for_id=self.stored.runs.get(row.get("canary_for") or ""),
+                canary_result=self._canary_result(row.get("canary_result")),
+                stability_for_id=self.stored.runs.get(row.get("stability_for") or ""),
             )  # fmt: skip
             if row.get("expected") is None:
                 self.unsized.append(run.pk)
@@ -819,6 +823,12 @@ class _Writer:
                 Run.objects.filter(pk=run.pk).update(created_at=row["created_at"])
             self.stored.runs[row["run"]] = run.pk
             self.result.count("runs", created=1)
+
+    def _canary_result(self, result: dict | None) -> dict:
+        """A canary's result with the previous canary's key turned into its id here."""
+        if not result or result.get("previous") is None:
+            return result or {}
+        return {**result, "previous": self.stored.runs.get(result["previous"])}
 
     def _run_sizes(self) -> None:
         """A new run whose file does not say how many verdicts it expected (exports before

@@ -360,6 +360,22 @@ TABLES: tuple[Table, ...] = (
                 JSON,
                 "The calls, tokens and cost estimated at start (docs/trials.md); {} when none",
             ),
+            _c(
+                "canary_for",
+                doc="A judge canary: the key of the run whose judges it checked "
+                "(docs/judging.md#judge-canary); empty for other runs and in older exports",
+            ),
+            _c(
+                "canary_result",
+                JSON,
+                "A canary's agreement with the human labels, per judge, and the judges named "
+                "as changed (`previous`: the previous canary's key); {} for other runs",
+            ),
+            _c(
+                "stability_for",
+                doc="A stability pass: the key of the run whose items it graded again "
+                "(docs/judging.md#stability-pass); empty for other runs and in older exports",
+            ),
         ),
         include="verdicts",
     ),

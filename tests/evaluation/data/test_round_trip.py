@@ -194,6 +194,43 @@ def test_round_trip_keeps_the_grades_of_a_graded_run(tmp_path):
     )
 
 
+def test_round_trip_keeps_which_runs_are_canaries_and_stability_passes(tmp_path):
+    """A judge canary and a stability pass come back as what they were, of the run they
+    checked, with the canary's result and its previous canary named by the new ids: else
+    the import showed them as runs of their own (in the score trend, the run lists)."""
+    from evaluation.runs.models import Run
+
+    dataset = generate("Canary trip", queries=2, systems=2, criteria=3, judges=2, samples=1)
+    run = dataset.runs.get()
+    made = {"dataset": dataset, "panel": run.panel, "kind": run.kind,
+            "status": Run.Status.DONE, "snapshot": run.snapshot}  # fmt: skip
+    judges = {"judge-a": {"n": 12, "agree": 10, "rate": 0.83, "low": 0.55, "high": 0.95}}
+    first = Run.objects.create(
+        name="canary 1", canary_for=run, canary_result={"judges": judges, "previous": None}, **made
+    )
+    Run.objects.create(
+        name="canary 2", canary_for=run, **made,
+        canary_result={"judges": judges, "previous": first.pk, "changed": ["judge-a"]},
+    )  # fmt: skip
+    Run.objects.create(name="stability pass", stability_for=run, **made)
+    before, after = _round_trip(dataset, tmp_path)
+    assert before["runs.jsonl"] == after["runs.jsonl"]
+    copy = Run.objects.filter(dataset__name="Canary trip")
+    checked = copy.get(name=run.name)
+    canaries = {r.name: r for r in copy.filter(canary_for=checked)}
+    assert sorted(canaries) == ["canary 1", "canary 2"]
+    assert canaries["canary 2"].canary_result == {
+        "judges": judges,
+        "previous": canaries["canary 1"].pk,
+        "changed": ["judge-a"],
+    }
+    assert canaries["canary 1"].canary_result["previous"] is None
+    assert list(copy.filter(stability_for=checked).values_list("name", flat=True)) == [
+        "stability pass"
+    ]
+    assert list(copy.not_checks().values_list("name", flat=True)) == [run.name]
+
+
 def test_a_grade_out_of_range_is_refused_with_its_file_line_and_field(tmp_path):
     from evaluation.answers.models import Answer
     from evaluation.datasets.importer import ImportRejected
