@@ -19,6 +19,7 @@ from annotation.models import Dataset
 from config.ids import MAX_ID
 from evaluation.analytics import figures, summaries
 from evaluation.analytics.access import access_analytics
+from evaluation.kept import refresh
 from evaluation.metrics import analytics as am
 from evaluation.runs import scores, trend
 from evaluation.runs.models import Run
@@ -67,11 +68,9 @@ class AnalyticsQuerySerializer(serializers.Serializer):
 
 
 def _computing(head: dict, served: figures.Served) -> Response:
-    """The run's figures were never computed: 202 with the facts and Retry-After while a
-    refresh is queued or running; 503 when its last try failed, Retry-After saying when
-    the next starts (docs/api.md): a client polling on 202 never waits for ever."""
-    status = 503 if served.failure else 202
-    return Response(head, status=status, headers={"Retry-After": str(served.retry_after())})
+    """The run's figures were never computed: the facts, as `refresh.pending` answers."""
+    status, headers = refresh.pending(served.failure)
+    return Response(head, status=status, headers=headers)
 
 
 RUN = OpenApiParameter("run", int, description="Run id; default: the latest finished run.")

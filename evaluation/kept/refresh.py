@@ -92,6 +92,13 @@ def retry_after(failure: Failure | None) -> int:
     return max(1, int((failure.retry_at - timezone.now()).total_seconds()) + 1)
 
 
+def pending(failure: Failure | None) -> tuple[int, dict[str, str]]:
+    """The status and headers of an API answer whose figures are still being counted: 202
+    while the refresh is queued or running, 503 when its last try failed, with Retry-After
+    either way (docs/api.md): a client polling on 202 never waits for ever."""
+    return (503 if failure else 202), {"Retry-After": str(retry_after(failure))}
+
+
 def backoff(tries: int) -> timedelta:
     """The wait after `tries` failed tries in a row (the first failure waits FIRST_BACKOFF)."""
     return growing_wait(max(tries, 1) - 1, base=FIRST_BACKOFF, cap=LAST_BACKOFF)

@@ -160,13 +160,9 @@ class SideBySideView(APIView):
 
 def _computing(kept) -> Response:
     """A side's run scores are still being counted (right after seeding, a migration or a
-    new figure version): 202 while they are, 503 when the count failed, with Retry-After
-    either way (the analytics API's answer; docs/api.md)."""
-    return Response(
-        kept.facts(),
-        status=503 if kept.failure else 202,
-        headers={"Retry-After": str(refresh.retry_after(kept.failure))},
-    )
+    new figure version): their facts, as `refresh.pending` answers."""
+    status, headers = refresh.pending(kept.failure)
+    return Response(kept.facts(), status=status, headers=headers)
 
 
 def _previous(url: str, page) -> str | None:
