@@ -33,6 +33,10 @@ DATASET_LIMIT_REFUSAL = (
 )
 
 
+# The (user id, permissions) check_dataset found, kept on the dataset instance it checked.
+CHECKED_ATTRIBUTE = "_permissions_checked"
+
+
 def token_allows(user: AnyUser, dataset_id: int) -> bool:
     """False when the request's API token is limited to datasets this one is not among."""
     limited_to = getattr(user, LIMITED_DATASETS_ATTRIBUTE, None)
@@ -45,6 +49,11 @@ def dataset_permissions(user: AnyUser, dataset: Dataset) -> set[str]:
     either on a dataset outside the request's token's limit."""
     if dataset.deleting_since is not None or not token_allows(user, dataset.pk):
         return set()
+    checked = getattr(dataset, CHECKED_ATTRIBUTE, None)
+    if checked is not None and checked[0] == getattr(user, "pk", None):
+        # Found by check_dataset on this same instance, in this request: a page asking
+        # again (what the user may do there) cost two more of guardian's queries.
+        return set(checked[1])
     return held_permissions(user, dataset)
 
 
@@ -62,9 +71,10 @@ def check_dataset(
     `hidden` is the 404's message: the one a missing object of the kind asked for gets, so
     that an object in a dataset the user cannot see answers exactly as a missing one."""
     held = dataset_permissions(user, dataset)
-    # Kept on this instance (the request's own) for the page's navigation, which would
-    # otherwise ask again (known_permissions).
-    dataset._permissions_checked = (getattr(user, "pk", None), frozenset(held))
+    # Kept on this instance (the request's own) for the page itself and its navigation,
+    # which would otherwise ask again (dataset_permissions); a change of role drops it
+    # (forget_checked).
+    setattr(dataset, CHECKED_ATTRIBUTE, (getattr(user, "pk", None), frozenset(held)))
     if roles.VIEW not in held:
         if _member_outside_token(user, dataset):
             # The member may know the dataset: say why the token is refused.
@@ -75,13 +85,9 @@ def check_dataset(
     return held
 
 
-def known_permissions(user: AnyUser, dataset: Dataset) -> set[str]:
-    """The user's permissions on the dataset: those check_dataset found for this same
-    instance in this request, else asked anew. For display (the dataset's navigation)."""
-    checked = getattr(dataset, "_permissions_checked", None)
-    if checked is not None and checked[0] == getattr(user, "pk", None):
-        return set(checked[1])
-    return dataset_permissions(user, dataset)
+def forget_checked(dataset: Dataset) -> None:
+    """Drop the permissions check_dataset kept on this instance: a role changed."""
+    dataset.__dict__.pop(CHECKED_ATTRIBUTE, None)
 
 
 def _member_outside_token(user: AnyUser, dataset: Dataset) -> bool:
@@ -208,7 +214,9 @@ def access_checklist_with_perms(
 ) -> tuple[Checklist, set[str]]:
     """access_checklist, with the user's permissions on its dataset (read once)."""
     try:
-        checklist = Checklist.objects.select_related("query__dataset", "author").get(pk=pk)
+        checklist = Checklist.objects.select_related(
+            "query__dataset", "query__category", "author"
+        ).get(pk=pk)  # what the editor shows of them too (annotation.selectors.editor_checklist)
     except (Checklist.DoesNotExist, ValueError, TypeError):
         raise Http404("No such checklist.") from None
     perms = check_dataset(user, checklist.query.dataset, hidden="No such checklist.")

@@ -6,7 +6,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
+from django.db.models import (
+    Count,
+    Exists,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    prefetch_related_objects,
+)
 from guardian.shortcuts import get_objects_for_user, get_users_with_perms
 
 from annotation import roles
@@ -123,20 +131,32 @@ def checklists_visible(query: Query, user: AnyUser) -> QuerySet[Checklist]:
     )
 
 
+def _editor_prefetches() -> tuple[Prefetch, ...]:
+    return (
+        Prefetch(
+            "criteria",
+            queryset=Criterion.objects.active()
+            .prefetch_related("source_types", "citations__source_type", "formality_advice")
+            .order_by("position", "id"),
+        ),
+        Prefetch("groups", queryset=CriterionGroup.objects.order_by("position", "id")),
+    )
+
+
 def checklist_for_editor(checklist_pk: int) -> Checklist:
     return (
         Checklist.objects.select_related("query__dataset", "query__category", "author")
-        .prefetch_related(
-            Prefetch(
-                "criteria",
-                queryset=Criterion.objects.active()
-                .prefetch_related("source_types", "citations__source_type", "formality_advice")
-                .order_by("position", "id"),
-            ),
-            Prefetch("groups", queryset=CriterionGroup.objects.order_by("position", "id")),
-        )
+        .prefetch_related(*_editor_prefetches())
         .get(pk=checklist_pk)
     )
+
+
+def editor_checklist(checklist: Checklist) -> Checklist:
+    """The checklist a request has just loaded (with its query, dataset, category and
+    author: annotation.access), given what the editor reads, as checklist_for_editor
+    without loading it again."""
+    prefetch_related_objects([checklist], *_editor_prefetches())
+    return checklist
 
 
 def dataset_experts(dataset: Dataset) -> list:

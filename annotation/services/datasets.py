@@ -12,7 +12,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 from guardian.shortcuts import assign_perm, remove_perm
 
-from annotation import hooks, query_ids, roles, scoring
+from annotation import access, hooks, query_ids, roles, scoring
 from annotation.access import dataset_permissions
 from annotation.models import Dataset, DomainTag, Query, query_dimensions_problem
 
@@ -117,6 +117,7 @@ def dataset_set_role(
         remove_perm(f"annotation.{perm}", user, dataset)
     for perm in wanted:
         assign_perm(f"annotation.{perm}", user, dataset)
+    access.forget_checked(dataset)
 
 
 @transaction.atomic

@@ -7,7 +7,7 @@ from django import template
 
 from annotation import dataset_nav as nav
 from annotation import roles
-from annotation.access import known_permissions
+from annotation.access import dataset_permissions
 from annotation.models import Dataset
 
 register = template.Library()
@@ -31,5 +31,5 @@ def dataset_nav(context: template.Context) -> dict:
         or match.kwargs.get("pk") != dataset.pk
     ):
         return {"groups": []}
-    perms = known_permissions(request.user, dataset)
+    perms = dataset_permissions(request.user, dataset)
     return {"groups": nav.groups(dataset.pk, perms, match.url_name)}

@@ -94,8 +94,13 @@ def _group_tree(
     return own.get(None, []), tree, options
 
 
-def _editor_context(request: HttpRequest, checklist_pk: int, **extra: object) -> dict:
-    checklist = selectors.checklist_for_editor(checklist_pk)
+def _editor_context(request: HttpRequest, checklist: int | Checklist, **extra: object) -> dict:
+    """The editor's context for a checklist's id (loaded here, after a change), or for the
+    checklist the request's access check has just loaded (not loaded twice)."""
+    if isinstance(checklist, Checklist):
+        checklist = selectors.editor_checklist(checklist)
+    else:
+        checklist = selectors.checklist_for_editor(checklist)
     all_groups = list(checklist.groups.all())  # prefetched, by position
     sections = groups.reading_sections((g.pk, g.parent_id) for g in all_groups)
     section = {pk: index for index, pk in enumerate(sections)}
@@ -212,7 +217,7 @@ def checklist_detail(request: HttpRequest, pk: int) -> HttpResponse:
     checklist, perms = access.access_checklist_with_perms(request.user, pk)
     health = partial(hooks.checklist_health, request.user, checklist)  # computed if rendered
     context = _editor_context(
-        request, pk, criterion_health=health,
+        request, checklist, criterion_health=health,
         can_set_scoring=access.can_set_scoring(request.user, checklist, perms),
     )  # fmt: skip
     return render(request, TEMPLATE, context)

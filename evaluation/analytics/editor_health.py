@@ -36,6 +36,7 @@ class ChecklistHealth:
 def may_see(user, checklist: Checklist) -> bool:
     if checklist.author_id == user.pk:
         return checklist.first_submitted_at is not None
+    # The editor's access check has kept them on this dataset instance: not asked again.
     return can_see_runs(dataset_permissions(user, checklist.query.dataset))
 
 

@@ -20,7 +20,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation import roles
-from annotation.access import access_dataset, known_permissions
+from annotation.access import access_dataset, dataset_permissions
 from config.ids import is_id
 from evaluation.pairwise import figures, judging, selectors, services
 from evaluation.pairwise.access import access_session
@@ -285,7 +285,7 @@ class DatasetFiguresView(APIView):
     )
     def get(self, request: Request, pk: int) -> Response:
         dataset = access_dataset(request.user, pk, roles.REVIEW)
-        if roles.CHANGE not in known_permissions(request.user, dataset):
+        if roles.CHANGE not in dataset_permissions(request.user, dataset):
             raise PermissionDenied("The pairwise figures are for the dataset's admins.")
         chosen = request.query_params.get("run", "")
         run = None

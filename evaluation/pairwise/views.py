@@ -18,7 +18,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation import roles
-from annotation.access import access_dataset, known_permissions
+from annotation.access import access_dataset, dataset_permissions
 from config.form_pages import form_status, posted
 from config.ids import is_id
 from evaluation import task_names
@@ -33,7 +33,7 @@ from evaluation.pairwise.forms import SessionForm, VoteForm
 @login_required
 def dataset_pairwise(request: HttpRequest, pk: int) -> HttpResponse:
     dataset = access_dataset(request.user, pk, roles.REVIEW)
-    can_create = roles.CHANGE in known_permissions(request.user, dataset)
+    can_create = roles.CHANGE in dataset_permissions(request.user, dataset)
     form = SessionForm(posted(request), dataset=dataset) if can_create else None
     if request.method == "POST":
         if form is None:

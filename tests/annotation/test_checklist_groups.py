@@ -250,7 +250,7 @@ def test_editor_query_count_stays_flat_with_many_groups(
         parent = group(checklist, collaborator, f"Level {n}", parent=parent if n % 3 else top)
         CriterionFactory(checklist=checklist, group=parent, position=100 + n)
     assert count() == few
-    with django_assert_max_num_queries(17):
+    with django_assert_max_num_queries(14):
         author.get(reverse("checklist-detail", args=[checklist.pk]))
 
 

@@ -144,6 +144,17 @@ def test_the_editor_warns_with_counts_before_either(reviewed, collaborator, clie
     assert 'hx-confirm="Delete criterion 1?"' in page  # no work: a plain confirmation
 
 
+def test_the_work_on_every_criterion_is_counted_in_one_query(reviewed, django_assert_num_queries):
+    _checklist, criteria, _answer = reviewed
+    with django_assert_num_queries(1):
+        work = services.criteria_work(c.pk for c in criteria)
+    assert {pk: (w.labels, w.adjudications, w.verdicts) for pk, w in work.items()} == {
+        c.pk: work_on(c) for c in criteria
+    }
+    assert work_on(criteria[1]) == (1, 1, 3) and not work[criteria[0].pk]
+    assert services.criteria_work([]) == {}
+
+
 def test_the_editor_swaps_in_the_new_version_row(reviewed, collaborator, client):
     checklist, (_, second, _), _ = reviewed
     client.force_login(collaborator)

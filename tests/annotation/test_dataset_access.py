@@ -155,12 +155,32 @@ def test_expert_sees_only_own_checklist_on_query_page(client, dataset, collabora
     assert "Mine." in page and "Theirs." in page
 
 
+def test_permissions_checked_in_a_request_are_not_asked_again_until_a_role_changes(
+    dataset, owner, outsider, django_assert_num_queries
+):
+    from annotation import access
+
+    with django_assert_num_queries(2):  # guardian: the user's and their groups'
+        held = access.check_dataset(owner, dataset, roles.CHANGE)
+    with django_assert_num_queries(0):  # the page asking what the user may do there
+        assert access.dataset_permissions(owner, dataset) == held
+    # Another user on the same instance is asked for: never someone else's permissions.
+    assert access.dataset_permissions(outsider, dataset) == set()
+    services.dataset_set_role(dataset=dataset, user=owner, role=roles.DatasetRole.REVIEWER)
+    assert roles.CHANGE not in access.dataset_permissions(owner, dataset)
+    # A dataset marked for deletion since the check answers nothing, as without the check.
+    access.check_dataset(owner, dataset)
+    dataset.deleting_since = dataset.created_at
+    assert access.dataset_permissions(owner, dataset) == set()
+
+
 def test_query_list_page_query_count_is_flat(client, owner, dataset, django_assert_max_num_queries):
     for _ in range(30):
         QueryFactory(dataset=dataset)
     client.force_login(owner)
-    # 13: one to find the latest run, whose verdicts mark saturated queries (none here).
-    with django_assert_max_num_queries(13):
+    # 11: one to find the latest run, whose verdicts mark saturated queries (none here);
+    # the dataset's permissions asked once (the access check's, reused by the page).
+    with django_assert_max_num_queries(11):
         response = client.get(reverse("dataset-detail", args=[dataset.pk]))
     assert response.status_code == 200
 
