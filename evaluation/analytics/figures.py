@@ -620,14 +620,16 @@ HEALTH_CHUNK = 1000  # kept rows per chunk of the API's criterion-health list
 
 
 def health_slice(
-    run: Run, flag: str, start: int, stop: int, *, again: bool = True
+    run: Run, flag: str, start: int, stop: int, *, again: bool = True, cut: bool = False
 ) -> tuple[Served, int, list[list]]:
     """(how the rows are served, criteria with `flag`, every criterion for "", and their
     kept rows start:stop), in the selectors' order, for the API's pages. The rows are kept
     in chunks of HEALTH_CHUNK per flag (`warm` cuts them), so a page reads one chunk (a few
     dozen kB), not the 40,000 rows of a large run (seconds). Never computed here: chunks of
     an earlier state are served while a refresh is queued (`served`); none yet: nothing.
-    `flag` must be "" or one of HEALTH_FLAGS."""
+    `flag` must be "" or one of HEALTH_FLAGS. A refresh that keeps new chunks between the
+    head's read and a later chunk's makes the page read again once, from the new head
+    (`cut`), rather than answer it short."""
     if flag and flag not in HEALTH_FLAGS:
         raise ValueError(f"unknown flag {flag!r}")
     state_ = state(run)
@@ -642,7 +644,9 @@ def health_slice(
     for index in range(start // HEALTH_CHUNK, last + 1):
         chunk = head if index == 0 else _read(_chunk(state_, flag, index))
         if chunk.state != head.state:  # cut for another state: not these rows
-            break
+            if cut:  # a second refresh in between: the rows read so far
+                break
+            return health_slice(run, flag, start, stop, again=False, cut=True)
         first = index * HEALTH_CHUNK
         rows += chunk.figures["rows"][max(0, start - first) : max(0, stop - first)]
     return head.with_figures(None), total, rows

@@ -300,6 +300,38 @@ def test_api_criterion_health_is_paged_and_filtered_by_flag(
     assert owner_api.get(url, {"page": "x"}).status_code == 400
 
 
+def test_a_criterion_health_page_read_across_a_refresh_is_whole(
+    known, reviewed_dataset, monkeypatch
+):
+    """A refresh that keeps new chunks after the page read the first one: the page is read
+    again from the new chunks, not answered short (it stopped at the first chunk cut for
+    the other state)."""
+    from evaluation.analytics import figures
+    from evaluation.kept import events
+
+    monkeypatch.setattr(figures, "HEALTH_CHUNK", 7)
+    run = known.run
+    figures.warm(run)
+    before = figures.state(run).key
+    read, racing = figures._read, []
+
+    def read_then_refresh(state_, **kwargs):
+        found = read(state_, **kwargs)
+        if not racing:  # after the head: a label moves the state and a refresh keeps it
+            racing.append(True)
+            events.bump(reviewed_dataset.pk, events.Event.LABEL)
+            figures.warm(run)
+        return found
+
+    monkeypatch.setattr(figures, "_read", read_then_refresh)
+    served, total, rows = figures.health_slice(run, "", 0, 20)
+    monkeypatch.setattr(figures, "_read", read)
+    every = figures.health_rows(run)
+    assert racing and figures.state(run).key != before  # the state did move
+    assert served.fresh and total == len(every) > 20
+    assert rows == every[:20]
+
+
 def test_system_scores_show_the_runs_undecided_criteria(
     known, reviewed_dataset, client, owner, owner_api
 ):
