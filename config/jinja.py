@@ -2,14 +2,15 @@
 
 Django's own engine renders every page; Jinja2 renders only the few fragments that a page
 repeats hundreds of times under load (the review page's criterion rows: with them in
-Jinja2 the page's CPU per view fell from 29 to 16 ms, for the same HTML; decision record
-0006). Filters here stand in for the Django ones those fragments use.
+Jinja2 the page's CPU per view fell from 29 to 16 ms, for the same HTML; the review
+queues' rows; decision record 0006). Filters here stand in for the Django ones those fragments use.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 
+from django.template.defaultfilters import floatformat, truncatechars
 from django.utils.formats import date_format
 from django.utils.timezone import template_localtime
 from jinja2 import Environment, StrictUndefined
@@ -42,6 +43,9 @@ def environment(**options) -> Environment:
     options.pop("autoescape", None)
     env = Environment(autoescape=True, **options)
     env.filters["local_date"] = local_date
+    # Django's own, so that a fragment prints what the Django template it replaced did.
+    env.filters["truncatechars"] = truncatechars
+    env.filters["floatformat"] = floatformat
     env.globals["outcome_badge"] = outcome_badge
     env.globals["outcome_shown"] = outcome_shown
     return env

@@ -184,6 +184,40 @@ def test_queue_page_assignment_and_next(client, small, reviewed_dataset, reviewe
     assert nxt.status_code == 302 and reverse("answer-review", args=[answer.pk]) in nxt["Location"]
 
 
+def test_queue_rows_escape_what_people_wrote_and_carry_the_csrf_field(
+    client, small, reviewed_dataset, reviewer, owner
+):
+    """The queues' rows are rendered by Jinja2 (config/jinja.py): the query's and the
+    criterion's text are escaped there as on every page, each row's assignment form and the
+    cell an assignment sends back carry the CSRF field, and an admin's select marks who holds
+    the item."""
+    _run, crits, (answer,) = small
+    hostile = '<script>alert("x")</script>'
+    answer.query.text = f"Revenue {hostile}"
+    answer.query.save()
+    crits[0].text = f"Names the figure {hostile}"
+    crits[0].save()
+    queue = reverse("review-queue", args=[reviewed_dataset.pk])
+    assign = reverse("review-assign", args=[reviewed_dataset.pk])
+    client.force_login(reviewer)
+    labelling = client.get(queue + "?queue=labelling").content.decode()
+    disagreement = client.get(queue + "?queue=disagreement").content.decode()
+    taken = client.post(assign, {"queue": "disagreement", "answer": answer.pk,
+                                 "criterion": crits[0].pk, "assignee": "me"}, **HTMX)  # fmt: skip
+    cell = taken.content.decode()
+    for html in (labelling, disagreement, cell):
+        assert "<script>alert" not in html and 'name="csrfmiddlewaretoken" value="' in html
+    assert "Revenue &lt;script&gt;alert(" in labelling
+    assert "Names the figure &lt;script&gt;alert(" in disagreement
+    rows = disagreement.count('class="assign-form"')
+    assert rows >= 1 and disagreement.count('name="csrfmiddlewaretoken"') >= rows
+    assert cell.startswith(f'<div class="assignment" id="assign-{answer.pk}-{crits[0].pk}">')
+    assert "Release" in cell and f'hx-post="{assign}"' in cell
+    client.force_login(owner)
+    page = client.get(queue + "?queue=disagreement").content.decode()
+    assert f'<option value="{reviewer.pk}" selected>{reviewer.username}</option>' in page
+
+
 def test_a_perfect_answer_without_a_run_can_be_reviewed(client, reviewed_dataset, reviewer):
     made = checklisted_query(reviewed_dataset, criteria=2, answers=1)
     crits, (answer,) = made.criteria, made.answers
