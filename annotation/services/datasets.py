@@ -13,7 +13,6 @@ from django.utils import timezone
 from guardian.shortcuts import assign_perm, remove_perm
 
 from annotation import access, hooks, query_ids, roles, scoring
-from annotation.access import dataset_permissions
 from annotation.models import Dataset, DomainTag, Query, query_dimensions_problem
 
 if TYPE_CHECKING:
@@ -271,7 +270,7 @@ def query_assign_experts(*, query: Query, experts: list[AbstractBaseUser]) -> No
     refused = [
         e.get_username()
         for e in experts
-        if roles.ANNOTATE not in dataset_permissions(e, query.dataset)
+        if roles.ANNOTATE not in access.dataset_permissions(e, query.dataset)
     ]
     if refused:
         raise ValueError(f"Not experts of this dataset: {', '.join(sorted(refused))}")

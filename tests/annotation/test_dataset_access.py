@@ -160,7 +160,7 @@ def test_permissions_checked_in_a_request_are_not_asked_again_until_a_role_chang
 ):
     from annotation import access
 
-    with django_assert_num_queries(2):  # guardian: the user's and their groups'
+    with django_assert_num_queries(1):  # guardian's: the user's and their groups', one UNION
         held = access.check_dataset(owner, dataset, roles.CHANGE)
     with django_assert_num_queries(0):  # the page asking what the user may do there
         assert access.dataset_permissions(owner, dataset) == held
@@ -172,6 +172,40 @@ def test_permissions_checked_in_a_request_are_not_asked_again_until_a_role_chang
     access.check_dataset(owner, dataset)
     dataset.deleting_since = dataset.created_at
     assert access.dataset_permissions(owner, dataset) == set()
+
+
+def test_permissions_held_are_guardians_own_answer_in_one_query(
+    dataset, owner, collaborator, outsider, django_assert_num_queries
+):
+    """held_permissions sends guardian's two queries as one UNION: for a member by role, a
+    user holding some through a group, both at once, a superuser, an inactive member and an
+    outsider, it answers what guardian's checker answers."""
+    from django.contrib.auth.models import Group
+    from guardian.core import ObjectPermissionChecker
+    from guardian.shortcuts import assign_perm
+
+    from annotation import access
+    from tests.factories import UserFactory
+
+    by_group = UserFactory(username="by-group")
+    team = Group.objects.create(name="dataset-team")
+    by_group.groups.add(team)
+    assign_perm(roles.VIEW, team, dataset)
+    assign_perm(roles.REVIEW, team, dataset)
+    collaborator.groups.add(team)  # an expert by role, and a reviewer through the group
+    superuser = UserFactory(username="root-user", is_superuser=True, is_staff=True)
+    inactive = UserFactory(username="gone")
+    services.dataset_set_role(dataset=dataset, user=inactive, role=roles.DatasetRole.REVIEWER)
+    inactive.is_active = False
+    inactive.save()
+    people = [owner, collaborator, by_group, superuser, inactive, outsider]
+    expected = {u.username: set(ObjectPermissionChecker(u).get_perms(dataset)) for u in people}
+    assert expected["by-group"] == {roles.VIEW, roles.REVIEW}
+    assert roles.REVIEW in expected[collaborator.username]
+    assert expected["gone"] == set() and expected[outsider.username] == set()
+    for user in people:
+        with django_assert_num_queries(0 if not user.is_active else 1):
+            assert access.held_permissions(user, dataset) == expected[user.username], user
 
 
 def test_query_list_page_query_count_is_flat(client, owner, dataset, django_assert_max_num_queries):
