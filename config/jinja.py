@@ -3,14 +3,15 @@
 Django's own engine renders every page; Jinja2 renders only the few fragments that a page
 repeats hundreds of times under load (the review page's criterion rows: with them in
 Jinja2 the page's CPU per view fell from 29 to 16 ms, for the same HTML; the review
-queues' rows; decision record 0006). Filters here stand in for the Django ones those fragments use.
+queues' rows; the agreement page's tables and matrices; the bar charts; decision record
+0006). Filters here stand in for the Django ones those fragments use.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 
-from django.template.defaultfilters import floatformat, truncatechars
+from django.template.defaultfilters import add, floatformat, truncatechars
 from django.utils.formats import date_format
 from django.utils.timezone import template_localtime
 from jinja2 import Environment, StrictUndefined
@@ -46,6 +47,7 @@ def environment(**options) -> Environment:
     # Django's own, so that a fragment prints what the Django template it replaced did.
     env.filters["truncatechars"] = truncatechars
     env.filters["floatformat"] = floatformat
+    env.filters["add"] = add
     env.globals["outcome_badge"] = outcome_badge
     env.globals["outcome_shown"] = outcome_shown
     return env

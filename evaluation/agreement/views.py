@@ -9,8 +9,10 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.template import engines
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_GET
+from markupsafe import Markup
 
 from annotation.access import access_dataset, dataset_permissions
 from annotation.models import Criterion, Dataset
@@ -32,6 +34,7 @@ from evaluation.runs.models import Run
 # Items per drill-down page; pages follow each other by keyset (?after=answer:criterion), so
 # a page costs the same wherever it is and nothing counts every item behind a figure.
 DRILL_DOWN_PAGE = 100
+TABLES_TEMPLATE = "evaluation/agreement/tables.jinja"
 
 
 def _after(value: str) -> tuple[int, int] | None:
@@ -65,11 +68,13 @@ def _run_id(request: HttpRequest) -> int | None:
     return int(value)
 
 
-def items_href(dataset: Dataset, run: Run | None, key: FigureKey, cell: str = "") -> str:
+def items_href(base: str, run: Run | None, key: FigureKey, cell: str = "") -> str:
+    """The link from a figure (one cell of its matrix) to its items. `base` is the dataset's
+    items URL, reversed once per page: a page links a few hundred numbers."""
     extra = {"run": str(run.pk)} if run else {}
     if cell:
         extra["cell"] = cell
-    return f"{reverse('agreement-items', args=[dataset.pk])}?{key.params(**extra)}"
+    return f"{base}?{key.params(**extra)}"
 
 
 def _raters(key: FigureKey) -> tuple[str, str]:
@@ -85,7 +90,7 @@ def _raters(key: FigureKey) -> tuple[str, str]:
     return "the panel", "the humans"
 
 
-def _row(dataset: Dataset, run: Run | None, figure: Figure) -> dict:
+def _row(base: str, run: Run | None, figure: Figure) -> dict:
     agreement, kappa = figure.agreement, figure.agreement.kappa
     matrix = agreement.confusion
     largest = max((c for row in matrix.counts for c in row), default=0)
@@ -102,7 +107,7 @@ def _row(dataset: Dataset, run: Run | None, figure: Figure) -> dict:
         "kappa_reason": undefined or "",
         "low": None if undefined else kappa.low,
         "high": None if undefined else kappa.high,
-        "href": items_href(dataset, run, figure.key),
+        "href": items_href(base, run, figure.key),
         "matrix": [
             {
                 "label": first,
@@ -111,7 +116,7 @@ def _row(dataset: Dataset, run: Run | None, figure: Figure) -> dict:
                         "count": matrix.counts[i][j],
                         "opacity": shade(matrix.counts[i][j], largest),
                         "agree": i == j,
-                        "href": items_href(dataset, run, figure.key, f"{first},{second}"),
+                        "href": items_href(base, run, figure.key, f"{first},{second}"),
                     }
                     for j, second in enumerate(matrix.categories)
                 ],
@@ -121,7 +126,7 @@ def _row(dataset: Dataset, run: Run | None, figure: Figure) -> dict:
     }
 
 
-def _charts(dataset: Dataset, run: Run | None, title: str, figures: list[Figure]) -> dict:
+def _charts(base: str, run: Run | None, title: str, figures: list[Figure]) -> dict:
     def shown(f: Figure) -> bool:  # kappa is drawn only where the table shows a number
         return kappa_undefined_reason(f.agreement.confusion, *_raters(f.key)) is None
 
@@ -132,7 +137,7 @@ def _charts(dataset: Dataset, run: Run | None, title: str, figures: list[Figure]
                 value=(f.agreement.kappa.kappa if shown(f) else None)
                 if kappa
                 else f.agreement.percent,
-                href=items_href(dataset, run, f.key),
+                href=items_href(base, run, f.key),
                 low=f.agreement.kappa.low if kappa and shown(f) else None,
                 high=f.agreement.kappa.high if kappa and shown(f) else None,
                 note=f"n={f.agreement.n}",
@@ -158,48 +163,56 @@ def _named(report: AgreementReport) -> list[Figure]:
 
 def page_context(report: AgreementReport) -> dict:
     dataset, run = report.dataset, report.run
+    base = reverse("agreement-items", args=[dataset.pk])
     judge_figures = _named(report)
+    html = _fragments()
 
     def table(figures: list[Figure]) -> list[dict]:
-        return [_row(dataset, run, f) for f in figures]
+        return [_row(base, run, f) for f in figures]
 
+    def group(title: str, figures: list[Figure], charted: bool) -> tuple:
+        shown = html.table(table(figures), title, title[:1].upper() + title[1:])
+        return title, shown, _charts(base, run, f"per {title}", figures) if charted else None
+
+    judges, pairs = table(judge_figures), table(report.pairs)
     return {
         "dataset": dataset,
         "report": report,
         "run": run,
-        "categories": PASS_FAIL,
-        "judges": table(judge_figures),
+        "judges_table": html.table(judges, "Agreement per judge", "Judge"),
+        "judges_matrices": _matrices(html, judges, lambda row: ("judge", "human")),
         # Each table with its charts, drawn beside it (None: a table without charts).
         "groups": [
-            (
-                "criterion kind",
-                table(report.kinds),
-                _charts(dataset, run, "per criterion kind", report.kinds),
-            ),
-            (
-                "source type",
-                table(report.sources),
-                _charts(dataset, run, "per source type", report.sources),
-            ),
-            (
-                "query category",
-                table(report.categories),
-                _charts(dataset, run, "per query category", report.categories),
-            ),
-            ("system", table(report.systems), None),
+            group("criterion kind", report.kinds, True),
+            group("source type", report.sources, True),
+            group("query category", report.categories, True),
+            group("system", report.systems, False),
         ],
-        "charts": [_charts(dataset, run, "per judge (panel first)", judge_figures)],
-        "pairs": table(report.pairs),
-        "pairs_chart": _charts(dataset, run, "per pair of raters", report.pairs),
+        "charts": [_charts(base, run, "per judge (panel first)", judge_figures)],
+        "pairs": pairs,
+        "pairs_table": html.table(pairs, "Agreement per pair of raters", "Raters"),
+        "pairs_matrices": _matrices(html, pairs, lambda row: (row["key"].value, row["key"].other)),
+        "pairs_chart": _charts(base, run, "per pair of raters", report.pairs),
         "reviewers": [
             {
                 "stats": r,
-                "judges": _row(dataset, run, r.with_judges),
-                "others": _row(dataset, run, r.with_others),
+                "judges": _row(base, run, r.with_judges),
+                "others": _row(base, run, r.with_others),
             }
             for r in report.reviewers
         ],
     }
+
+
+def _fragments():
+    """The Jinja2 macros of the page's tables and matrices (decision 0006): a page prints a
+    few hundred linked numbers, which cost about 60% of its CPU in Django's engine."""
+    return engines["jinja2"].get_template(TABLES_TEMPLATE).template.module
+
+
+def _matrices(html, rows: list[dict], raters) -> Markup:
+    """Each row's confusion matrix, `raters(row)` naming its two sides."""
+    return Markup("").join(html.confusion(row, *raters(row), PASS_FAIL) for row in rows)
 
 
 @require_GET

@@ -219,3 +219,32 @@ def test_expert_turned_reviewer_sees_the_page(labelled, reviewed_dataset, client
     client.force_login(collaborator)
     url = reverse("dataset-agreement", args=[reviewed_dataset.pk])
     assert client.get(url).status_code == 200
+
+
+def test_names_people_wrote_are_escaped_in_the_tables_matrices_and_charts(
+    labelled, reviewed_dataset, client, reviewer
+):
+    """The tables and bar charts are Jinja2 fragments (decision 0006): a category named
+    with markup shows as text in its table row and its bars, the matrices are drawn, and
+    every figure still links to its items."""
+    from django.template.defaultfilters import truncatechars
+    from markupsafe import escape
+
+    from annotation.models import QueryCategory
+
+    hostile = '<script>alert("x")</script> & <b>digests</b>'
+    category = QueryCategory.objects.get(name="Event digests")
+    category.name = hostile
+    category.save()
+    client.force_login(reviewer)
+    html = client.get(reverse("dataset-agreement", args=[reviewed_dataset.pk])).content.decode()
+    assert "<script>alert" not in html and "<b>digests</b>" not in html
+    escaped = "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; &lt;b&gt;digests&lt;/b&gt;"
+    assert f"<td>{escaped}</td>" in html  # the category's row in the table
+    assert f"<title>{escaped}: " in html  # its bar, in the chart per query category
+    cut = escape(truncatechars(hostile, 30))
+    assert f'text-anchor="end">{cut}</text>' in html  # the bar's label, cut short
+    assert 'aria-label="Confusion matrix: judge-c (judge)"' in html  # a judge's matrix
+    items_url = reverse("agreement-items", args=[reviewed_dataset.pk])
+    # Each category: its row's count, and a bar in each of the two charts.
+    assert html.count(f'href="{items_url}?figure=category&amp;') == 2 * 3
