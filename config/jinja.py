@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from django.template import engines
 from django.template.defaultfilters import add, floatformat, truncatechars
 from django.utils.formats import date_format
 from django.utils.timezone import template_localtime
@@ -34,6 +35,12 @@ def outcome_badge(outcome: str, is_penalty: bool = False, prefix: str = "") -> M
     return Markup('<span class="badge verdict-{}" data-outcome="{}">{}{}</span>').format(
         css, outcome, prefix, escape(word)
     )
+
+
+def macros(name: str):
+    """The macros of the fragment `name` (under templates/jinja2/), to call from Python or
+    from a template tag: each returns its HTML as Markup, escaped by autoescape."""
+    return engines["jinja2"].get_template(name).template.module
 
 
 def environment(**options) -> Environment:

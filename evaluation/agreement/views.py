@@ -9,14 +9,15 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.template import engines
 from django.urls import NoReverseMatch, reverse
+from django.utils.text import capfirst
 from django.views.decorators.http import require_GET
 from markupsafe import Markup
 
 from annotation.access import access_dataset, dataset_permissions
 from annotation.models import Criterion, Dataset
 from config.ids import is_id
+from config.jinja import macros
 from evaluation.agreement.selectors import (
     AgreementReport,
     Figure,
@@ -165,13 +166,13 @@ def page_context(report: AgreementReport) -> dict:
     dataset, run = report.dataset, report.run
     base = reverse("agreement-items", args=[dataset.pk])
     judge_figures = _named(report)
-    html = _fragments()
+    fragments = macros(TABLES_TEMPLATE)  # the tables and matrices (decision 0006)
 
     def table(figures: list[Figure]) -> list[dict]:
         return [_row(base, run, f) for f in figures]
 
     def group(title: str, figures: list[Figure], charted: bool) -> tuple:
-        shown = html.table(table(figures), title, title[:1].upper() + title[1:])
+        shown = fragments.table(table(figures), title, capfirst(title))
         return title, shown, _charts(base, run, f"per {title}", figures) if charted else None
 
     judges, pairs = table(judge_figures), table(report.pairs)
@@ -179,8 +180,8 @@ def page_context(report: AgreementReport) -> dict:
         "dataset": dataset,
         "report": report,
         "run": run,
-        "judges_table": html.table(judges, "Agreement per judge", "Judge"),
-        "judges_matrices": _matrices(html, judges, lambda row: ("judge", "human")),
+        "judges_table": fragments.table(judges, "Agreement per judge", "Judge"),
+        "judges_matrices": _matrices(fragments, judges, lambda row: ("judge", "human")),
         # Each table with its charts, drawn beside it (None: a table without charts).
         "groups": [
             group("criterion kind", report.kinds, True),
@@ -190,8 +191,10 @@ def page_context(report: AgreementReport) -> dict:
         ],
         "charts": [_charts(base, run, "per judge (panel first)", judge_figures)],
         "pairs": pairs,
-        "pairs_table": html.table(pairs, "Agreement per pair of raters", "Raters"),
-        "pairs_matrices": _matrices(html, pairs, lambda row: (row["key"].value, row["key"].other)),
+        "pairs_table": fragments.table(pairs, "Agreement per pair of raters", "Raters"),
+        "pairs_matrices": _matrices(
+            fragments, pairs, lambda row: (row["key"].value, row["key"].other)
+        ),
         "pairs_chart": _charts(base, run, "per pair of raters", report.pairs),
         "reviewers": [
             {
@@ -204,15 +207,10 @@ def page_context(report: AgreementReport) -> dict:
     }
 
 
-def _fragments():
-    """The Jinja2 macros of the page's tables and matrices (decision 0006): a page prints a
-    few hundred linked numbers, which cost about 60% of its CPU in Django's engine."""
-    return engines["jinja2"].get_template(TABLES_TEMPLATE).template.module
-
-
-def _matrices(html, rows: list[dict], raters) -> Markup:
-    """Each row's confusion matrix, `raters(row)` naming its two sides."""
-    return Markup("").join(html.confusion(row, *raters(row), PASS_FAIL) for row in rows)
+def _matrices(fragments, rows: list[dict], raters) -> Markup:
+    """Each row's confusion matrix, `raters(row)` naming its two sides. In Jinja2: a page
+    prints a few hundred linked numbers, about 60% of its CPU in Django's engine."""
+    return Markup("").join(fragments.confusion(row, *raters(row), PASS_FAIL) for row in rows)
 
 
 @require_GET

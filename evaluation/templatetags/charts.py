@@ -4,8 +4,9 @@ Jinja2 macro, templates/jinja2/evaluation/charts/bar_chart.jinja (decision 0006)
 from __future__ import annotations
 
 from django import template
-from django.template import engines
 from markupsafe import Markup
+
+from config.jinja import macros
 
 register = template.Library()
 
@@ -15,5 +16,4 @@ BAR_CHART_TEMPLATE = "evaluation/charts/bar_chart.jinja"
 @register.simple_tag
 def bar_chart(chart) -> Markup:
     """The chart's <figure>, escaped by Jinja2's autoescape."""
-    macros = engines["jinja2"].get_template(BAR_CHART_TEMPLATE).template.module
-    return macros.bar_chart(chart)
+    return macros(BAR_CHART_TEMPLATE).bar_chart(chart)
