@@ -77,11 +77,16 @@ def item_event(*, perfect_answer: bool, adjudication: bool) -> Event:
     return Event.PERFECT_ANSWER_LABEL if perfect_answer else Event.LABEL
 
 
-def answer_item(answer_id: int, *, adjudication: bool) -> tuple[int, Event]:
+def answer_item(answer: Answer | int, *, adjudication: bool) -> tuple[int, Event]:
     """The dataset of an answer and the event of a label (or adjudication) written on it:
-    one query."""
-    found = Answer.objects.filter(pk=answer_id).values_list("query__dataset_id", "checklist_id")
-    dataset_id, checklist_id = found.get()
+    no query for an answer whose query is loaded (the review's views load it to check
+    access), one for an id. Neither an answer's query nor its dataset ever changes."""
+    if isinstance(answer, Answer) and Answer.query.is_cached(answer):
+        dataset_id, checklist_id = answer.query.dataset_id, answer.checklist_id
+    else:
+        answer_id = answer.pk if isinstance(answer, Answer) else answer
+        found = Answer.objects.filter(pk=answer_id).values_list("query__dataset_id", "checklist_id")
+        dataset_id, checklist_id = found.get()
     return dataset_id, item_event(
         perfect_answer=checklist_id is not None, adjudication=adjudication
     )

@@ -84,7 +84,7 @@ def _check_label(label: str) -> None:
 
 
 def _item_written(
-    answer_id: int, criterion_id: int, *, adjudication: bool, write: Callable[[], T]
+    answer: Answer | int, criterion_id: int, *, adjudication: bool, write: Callable[[], T]
 ) -> T:
     """`write()` one item's label (or adjudication), and move with it everything kept of
     the dataset's figures, in the caller's transaction. Every label and adjudication write
@@ -102,7 +102,8 @@ def _item_written(
     3. the queue moves (evaluation.review.moves): the kept queue orders move the item's
        row and take the counters after the bump.
     """
-    dataset_id, event = events.answer_item(answer_id, adjudication=adjudication)
+    dataset_id, event = events.answer_item(answer, adjudication=adjudication)
+    answer_id = answer.pk if isinstance(answer, Answer) else answer
     early = delta.count_early(dataset_id, answer_id=answer_id, criterion_id=criterion_id)
     after = events.bump(dataset_id, event)  # 1.
     if after is None:  # the dataset is being deleted: nothing is kept for it
@@ -135,7 +136,7 @@ def label_set(
         .first()
     )
     return _item_written(
-        answer.pk, criterion.pk, adjudication=False,
+        answer, criterion.pk, adjudication=False,
         write=lambda: _write_label(answer, criterion, reviewer, rater, existing, label, note),
     )  # fmt: skip
 
@@ -185,7 +186,7 @@ def label_restore(
         mine = HumanLabel.objects.filter(
             answer=answer, criterion=criterion, rater=reviewer.get_username()
         )
-        _item_written(answer.pk, criterion.pk, adjudication=False, write=mine.delete)
+        _item_written(answer, criterion.pk, adjudication=False, write=mine.delete)
         return None
     return label_set(
         answer=answer, criterion=criterion, reviewer=reviewer, label=previous.label,
@@ -233,7 +234,7 @@ def adjudicate(
         try:
             with transaction.atomic():
                 return _item_written(
-                    answer.pk, criterion.pk, adjudication=True,
+                    answer, criterion.pk, adjudication=True,
                     write=lambda: Adjudication.objects.create(
                         answer=answer, criterion=criterion, label=label, reason=reason,
                         decided_by=by, version=1,
@@ -254,7 +255,7 @@ def adjudicate(
     current.version = current.version + 1
     fields = ["label", "reason", "decided_by", "decided_at", "version"]
     _item_written(
-        answer.pk, criterion.pk, adjudication=True,
+        answer, criterion.pk, adjudication=True,
         write=lambda: current.save(update_fields=fields),
     )  # fmt: skip
     return current

@@ -11,7 +11,15 @@ from annotation.models import Dataset
 from evaluation.answers.models import Answer
 from evaluation.kept import figures, readers
 from evaluation.kept.counters import Counter, Counters, counters
-from evaluation.kept.events import MOVES, Event, before, bump, bump_all, item_event
+from evaluation.kept.events import (
+    MOVES,
+    Event,
+    answer_item,
+    before,
+    bump,
+    bump_all,
+    item_event,
+)
 from evaluation.kept.models import KeptFigure
 from evaluation.review import services as review
 from tests.factories import DatasetFactory, PanelFactory, external_judges
@@ -93,6 +101,30 @@ def test_each_review_write_bumps_once_with_its_event(reviewed_dataset, reviewer)
         after = counters(reviewed_dataset.pk)
         assert moved(after, earlier) == MOVES[event], event
         assert before(after, event) == earlier, event
+
+
+def test_a_write_on_an_answer_loaded_with_its_query_asks_nothing_more(
+    reviewed_dataset, django_assert_num_queries
+):
+    """The review's views load the answer with its query to check access: a label's write
+    takes its dataset and event from there, and from the database only given an id."""
+    made = checklisted_query(reviewed_dataset, criteria=1, answers=1)
+    perfect = Answer.objects.create(
+        query=made.answers[0].query, system=made.answers[0].system, text="Perfect.",
+        checklist=made.criteria[0].checklist, run_label="perfect",
+    )  # fmt: skip
+    for answer, event in (
+        (made.answers[0], Event.ADJUDICATION),
+        (perfect, Event.PERFECT_ANSWER_ADJUDICATION),
+    ):
+        loaded = Answer.objects.select_related("query").get(pk=answer.pk)
+        with django_assert_num_queries(0):
+            assert answer_item(loaded, adjudication=True) == (reviewed_dataset.pk, event)
+        with django_assert_num_queries(1):
+            assert answer_item(answer.pk, adjudication=True) == (reviewed_dataset.pk, event)
+        alone = Answer.objects.get(pk=answer.pk)  # without its query: read as an id
+        with django_assert_num_queries(1):
+            assert answer_item(alone, adjudication=True) == (reviewed_dataset.pk, event)
 
 
 FIGURES = [
