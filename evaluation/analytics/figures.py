@@ -40,6 +40,7 @@ into the same dataclasses: a cached page shows exactly what a computed one does
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -656,12 +657,13 @@ def _chunk(state_: State, flag: str, index: int) -> State:
     return state_.for_part(f"health-chunk-{flag or 'all'}-{index}")
 
 
-def _store_health_chunks(state_: State, every: list[list], took: float = 0.0) -> None:
+def _health_chunks(state_: State, every: list[list]) -> Iterator[tuple[State, dict]]:
+    """Each flag's rows cut in chunks of HEALTH_CHUNK, with the state each is kept under."""
     for flag in ("", *HEALTH_FLAGS):
         chosen = [r for r in every if flag in r[1]] if flag else every
         for n in range(0, max(len(chosen), 1), HEALTH_CHUNK):
             chunk = {"total": len(chosen), "rows": chosen[n : n + HEALTH_CHUNK]}
-            _store(_chunk(state_, flag, n // HEALTH_CHUNK), chunk, took=took)
+            yield _chunk(state_, flag, n // HEALTH_CHUNK), chunk
 
 
 def warm(run: Run) -> None:
@@ -680,10 +682,14 @@ def warm(run: Run) -> None:
         "health-top": health_top(health_rows_),
     }
     took = time.monotonic() - started
-    for part, slot in _slots(edges).items():
-        _store(state_.for_part(slot), computed[part], edges, took)
-    _store_health_chunks(state_, health_rows_, took)
-    _store(saturated_state(run), computed["page"]["saturated"], edges)
+    parts = [(state_.for_part(slot), computed[part]) for part, slot in _slots(edges).items()]
+    parts += _health_chunks(state_, health_rows_)
+    saturated = saturated_state(run)
+    # One transaction: a reader finds every part of the new state or none of it.
+    kept_figures.store_all(
+        [(s, _wrap(s, edges, figures, took)) for s, figures in parts]
+        + [(saturated, _wrap(saturated, edges, computed["page"]["saturated"]))]
+    )
 
 
 def warm_edges(run: Run, edges: tuple[int, ...]) -> None:

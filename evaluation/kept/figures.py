@@ -127,6 +127,37 @@ def store_pieces(state: State, pieces: dict[str, Any]) -> None:
         )
 
 
+STORE_BATCH = 50  # rows per INSERT of `store_all`
+
+
+def store_all(figures: list[tuple[State, Any]]) -> None:
+    """Keep many figures, each replacing the rows of its own slot as `store` does, in one
+    transaction: a DELETE per (dataset, kind, run), an INSERT per STORE_BATCH rows.
+    Readers see every one of them or none; a run's analytics refresh keeps its hundred-odd
+    slots (the criterion health's chunks) in a few statements and one commit, not two
+    statements and a commit each."""
+    if writes_refused() or not figures:
+        return
+    cells_field = KeptFigure._meta.get_field("cells")
+    owners: dict[tuple[int, str, int | None], list[State]] = {}
+    for state, _ in figures:
+        b = state.basis
+        owners.setdefault((b.dataset_id, b.figure.kind, b.run_id), []).append(state)
+    with transaction.atomic(savepoint=False):
+        for (dataset_id, kind, run_id), states in owners.items():
+            KeptFigure.objects.filter(
+                dataset_id=dataset_id, kind=kind, run_id=run_id,
+                part__in=[s.basis.part for s in states],
+            ).exclude(key__in=[s.key for s in states]).delete()  # fmt: skip
+        KeptFigure.objects.bulk_create(
+            [row(state, Value(cells, output_field=cells_field)) for state, cells in figures],
+            ignore_conflicts=True,
+            # psycopg builds each statement whole in Python: a few MB at most, not a run's
+            # every chunk of criterion health (12 MB at 120,000 criteria) at once.
+            batch_size=STORE_BATCH,
+        )
+
+
 def kept(state: State) -> Any | None:
     """What is kept for `state`, or None; never computes."""
     found = KeptFigure.objects.filter(dataset_id=state.dataset_id, key=state.key)

@@ -193,6 +193,45 @@ def test_keeping_a_state_replaces_its_own_slot_only(reviewed_dataset):
     assert figures.kept(state(first, fact="b")) == {"n": 4}
 
 
+def test_keeping_many_slots_at_once_replaces_each_slot_only_in_one_transaction(
+    reviewed_dataset, django_assert_max_num_queries
+):
+    """`store_all` (a run's analytics refresh: its parts and the criterion health's
+    chunks) does what one `store` per slot does, in one transaction of few statements."""
+    panel = PanelFactory(judges=external_judges(1))
+    first, second = (finished_run(reviewed_dataset, panel, {}) for _ in range(2))
+
+    def state(run, part, fact="a"):
+        return readers.state(
+            reviewed_dataset.pk, readers.ANALYTICS, run=run, part=part, facts=[fact]
+        )
+
+    figures.store(state(first, "page"), {"n": 1})
+    figures.store(state(first, "chunk-0"), {"n": 2})
+    figures.store(state(first, "untouched"), {"n": 3})
+    figures.store(state(second, "page"), {"n": 4})
+    kept = [
+        (state(first, "page", "b"), {"n": 5}),
+        (state(first, "chunk-0", "b"), {"n": 6}),
+        (state(first, "chunk-1", "b"), {"n": 7}),
+        (state(second, "page", "b"), {"n": 8}),
+    ]
+    with django_assert_max_num_queries(3):  # a DELETE for each run, one INSERT
+        figures.store_all(kept)
+    assert [figures.kept(state(first, p)) for p in ("page", "chunk-0")] == [None, None]
+    assert figures.kept(state(second, "page")) is None
+    assert [figures.kept(state(first, p, "b")) for p in ("page", "chunk-0", "chunk-1")] == [
+        {"n": 5}, {"n": 6}, {"n": 7},
+    ]  # fmt: skip
+    assert figures.kept(state(second, "page", "b")) == {"n": 8}
+    assert figures.kept(state(first, "untouched")) == {"n": 3}  # not in the call: left
+    figures.store_all([(state(first, "page", "b"), {"n": 5})])  # kept already: the same row
+    assert KeptFigure.objects.filter(key=state(first, "page", "b").key).count() == 1
+    with figures.read_only():
+        figures.store_all([(state(first, "page", "c"), {"n": 9})])
+    assert figures.kept(state(first, "page", "b")) == {"n": 5}
+
+
 def test_only_a_rename_of_a_site_wide_name_moves_every_dataset(reviewed_dataset):
     """The figures show the names of systems, judges, source types and categories: a
     rename moves every dataset's counters; a new row (in no figure yet) or a change of
