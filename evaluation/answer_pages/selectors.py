@@ -21,6 +21,7 @@ from django.db.models import (
     OuterRef,
     Q,
     QuerySet,
+    Subquery,
 )
 from django.db.models.functions import Length, Substr
 
@@ -162,25 +163,33 @@ class LatestScore:
 def latest_scores(dataset: Dataset, answer_ids: list[int]) -> dict[int, LatestScore]:
     """Each answer's score in the latest run that judged it, read from that run's kept
     scores (evaluation.runs.scores.run_scores: computed once per state of a run, then read
-    by piece). One query finds which runs judged these answers; then, per run found (one or
-    two for a page, usually), its kept summary and the pieces holding these answers."""
+    by piece). One query finds the latest run that judged each answer; then, per run found
+    (one or two for a page, usually), its kept summary and the pieces holding these answers.
+
+    The latest run per answer is found by probing the dataset's runs newest first for a
+    verdict on the answer, and stopping at the first: one index probe per answer when the
+    newest run judged it, where reading every verdict of the page's answers in every run
+    and keeping the newest cost 31 ms at 30 nightly runs, and grew with each night."""
     if not answer_ids:
         return {}
     runs = {r.pk: r for r in Run.objects.filter(dataset=dataset).select_related("dataset")}
     if not runs:
         return {}
-    judged = (
-        Verdict.objects.filter(run_id__in=list(runs), answer_id__in=answer_ids)
-        .values_list("run_id", "answer_id")
-        .distinct()
+    latest_run = (
+        Run.objects.filter(dataset=dataset)
+        .filter(Exists(Verdict.objects.filter(run=OuterRef("pk"), answer=OuterRef(OuterRef("pk")))))
+        .order_by("-created_at", "-pk")
+        .values("pk")[:1]
     )
-    latest: dict[int, int] = {}
-    for run_id, answer_id in judged:
-        if _newer(runs[run_id], runs.get(latest.get(answer_id, 0))):
-            latest[answer_id] = run_id
+    found_latest = (
+        Answer.objects.filter(pk__in=answer_ids)
+        .annotate(latest=Subquery(latest_run))
+        .values_list("pk", "latest")
+    )
     by_run: dict[int, list[int]] = {}
-    for answer_id, run_id in latest.items():
-        by_run.setdefault(run_id, []).append(answer_id)
+    for answer_id, run_id in found_latest:
+        if run_id is not None:
+            by_run.setdefault(run_id, []).append(answer_id)
     found: dict[int, LatestScore] = {}
     for run_id, ids in by_run.items():
         run = runs[run_id]
@@ -188,10 +197,6 @@ def latest_scores(dataset: Dataset, answer_ids: list[int]) -> dict[int, LatestSc
         for answer_id, report in kept.of_answers(ids).items():
             found[answer_id] = LatestScore(run, report, kept.updating)
     return found
-
-
-def _newer(run: Run, than: Run | None) -> bool:
-    return than is None or (run.created_at, run.pk) > (than.created_at, than.pk)
 
 
 def runs_of_answer(answer: Answer) -> list[Run]:

@@ -11,6 +11,8 @@ if TYPE_CHECKING:
 
 from dataclasses import dataclass, field, replace
 
+from django.db.models import Exists, OuterRef
+
 from annotation.headings import GroupHeading, in_reading_order
 from annotation.models import Criterion
 from evaluation.answers.models import Answer
@@ -82,11 +84,13 @@ class ReviewRow:
 
 
 def offered_runs(answer: Answer) -> list[Run]:
-    """Runs holding verdicts on the answer, newest first."""
+    """Runs holding verdicts on the answer, newest first. One index probe per run of the
+    dataset (does it hold one?), where a join read every verdict of the answer in every
+    run: 3,600 index rows for 30 nightly runs, ten times as many for a year of them."""
+    graded = Verdict.objects.filter(run=OuterRef("pk"), answer=answer)
     return list(
-        Run.objects.filter(dataset=answer.query.dataset_id, verdicts__answer=answer)
+        Run.objects.filter(Exists(graded), dataset=answer.query.dataset_id)
         .select_related("panel")
-        .distinct()
         .order_by("-created_at", "-id")
     )
 

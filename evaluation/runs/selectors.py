@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Exists, OuterRef, Q, Sum
 from django.utils import timezone
 
 from annotation.models import Checklist, Criterion, Dataset
@@ -241,16 +241,18 @@ class CriterionVotes:
 def answer_verdicts(run: Run, answer: Answer) -> list[tuple[str, list[CriterionVotes]]]:
     """Per checklist (by author), each criterion with its votes in this run and the run's
     verdict (the panel's method as the run was started). Two queries."""
-    # The checklist as it stands, plus any archived criterion this run judged: a run keeps
-    # what it was started with, so its verdicts on an old wording stay visible.
+    # The checklist as it stands, plus any archived criterion this run judged on the
+    # answer: a run keeps what it was started with, so its verdicts on an old wording stay
+    # visible. An index probe per archived criterion, where a join read every run's
+    # verdicts on every criterion of the query (7,200 rows at 30 nightly runs) to dedupe.
+    judged = Verdict.objects.filter(run=run, answer=answer, criterion=OuterRef("pk"))
     criteria = (
         Criterion.objects.filter(
-            Q(archived_at__isnull=True) | Q(verdicts__run=run),
+            Q(archived_at__isnull=True) | Q(Exists(judged)),
             checklist__query=answer.query_id,
             checklist__status=Checklist.Status.SUBMITTED,
             scoring_enabled=True,
         )
-        .distinct()
         .select_related("checklist__author")
         .order_by("checklist_id", "position", "id")
     )

@@ -290,6 +290,36 @@ def test_a_month_of_runs_gives_cards_to_the_newest_and_links_the_rest(
     assert f'data-verdicts-of="{data.run.pk}"' in page.content.decode()
 
 
+def test_the_answers_list_reads_the_newest_of_many_runs_in_as_many_queries_as_of_one(
+    client, reviewer, judged
+):
+    """Nightly runs judge the same answers: each listed answer's score is the newest run's
+    kept one, in the same queries as with one run. (What each query reads, one index probe
+    per answer rather than every run's verdicts, is measured in bench/, not here.)"""
+    from django.db import connection
+
+    def queries_of(url: str) -> tuple[int, object]:
+        sent = []
+        with connection.execute_wrapper(lambda execute, *args: sent.append(1) or execute(*args)):
+            response = client.get(url)
+        return len(sent), response
+
+    data, _ = judged
+    client.force_login(reviewer)
+    url = reverse("dataset-answers", args=[data.run.dataset_id])
+    client.get(url)  # the run's scores kept
+    one_run, _ = queries_of(url)
+    nights = [build_labelled_again(data) for _ in range(3)]
+    client.get(url)  # the newest run's scores kept
+    four_runs, response = queries_of(url)
+    assert four_runs == one_run
+    rows = response.context["rows"]
+    newest = max(nights, key=lambda r: (r.created_at, r.pk))
+    assert {latest.run for _, latest in rows if latest} == {newest}
+    kept = scores.run_scores(newest).of_answers([a.pk for a, _ in rows])
+    assert {a.pk: latest.report for a, latest in rows if latest} == kept
+
+
 def build_labelled_again(data):
     """A second finished run of the same dataset, panel and answers: a copy of the first's
     verdicts, every vote a failure (so the two runs' verdicts differ)."""
