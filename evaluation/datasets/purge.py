@@ -53,7 +53,13 @@ from evaluation.cross_evaluation.models import CrossEvaluationSettings
 from evaluation.datasets import services as exports
 from evaluation.datasets.models import DatasetExport
 from evaluation.formality.models import FormalityAdvice
-from evaluation.kept.models import KeptFigure, KeptQueueRow, KeptRefresh, ReviewRevision
+from evaluation.kept.models import (
+    KeptFigure,
+    KeptQueueRow,
+    KeptRefresh,
+    ReviewRevision,
+    ScoresMove,
+)
 from evaluation.labels.models import Adjudication, HumanLabel, ReviewAssignment
 from evaluation.rewards.models import RewardAudit, RewardBatch
 from evaluation.runs.models import GradedScore, Run, RunArchive, RunTask, Verdict
@@ -117,6 +123,7 @@ STEPS: tuple[Step, ...] = (
     Step("kept queue rows", _by(KeptQueueRow, "kept__dataset")),
     Step("kept figures", _by(KeptFigure, "dataset")),
     Step("analytics refreshes", _by(KeptRefresh, "dataset")),
+    Step("scores moves", _by(ScoresMove, "dataset")),
     Step("alert events", _by(AlertEvent, "alert__dataset", "run__dataset", "previous__dataset")),
     Step("regression alerts", _by(RegressionAlert, "dataset")),
     Step("run schedules", _by(RunSchedule, "dataset")),

@@ -167,3 +167,26 @@ class KeptRefresh(models.Model):
         if self.run_id is None:
             return f"Refresh of dataset {self.dataset_id}'s figures ({self.group})"
         return f"Analytics refresh of run {self.run_id} ({self.group})"
+
+
+class ScoresMove(models.Model):
+    """One adjudication's move of its dataset's `scores` counter: the counter's value after
+    the move and the answer the adjudication was written on, written in the adjudication's
+    transaction (evaluation.kept.score_moves). A run's scores kept at counter O are brought
+    to counter N by counting again only the answers moved in between, when every value in
+    between has its row here; a value without one (a criterion edited, an import, a name)
+    means the whole run is counted again."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="+")
+    scores = models.BigIntegerField()  # the dataset's `scores` counter after the move
+    # A plain id, not a foreign key: a derived note that must not slow deleting answers.
+    answer_id = models.BigIntegerField()
+    moved_at = models.DateTimeField(auto_now_add=True)  # old rows go (score_moves.KEPT_FOR)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "scores"], name="one_scores_move_per_value")
+        ]
+
+    def __str__(self) -> str:
+        return f"Scores move {self.scores} of dataset {self.dataset_id} (answer {self.answer_id})"

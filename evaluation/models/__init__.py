@@ -15,7 +15,7 @@ criteria verdicts into the answer's score (evaluation.metrics.scoring).
 | evaluation.labels.models | Label, HumanLabel, Adjudication, ReviewAssignment |
 | evaluation.cross_evaluation.models | CrossEvaluationSettings |
 | evaluation.checks.models | CriterionCheck |
-| evaluation.kept.models | ReviewRevision, KeptFigure, KeptQueueRow, KeptRefresh |
+| evaluation.kept.models | ReviewRevision, KeptFigure, KeptQueueRow, KeptRefresh, ScoresMove |
 | evaluation.alerts.models | RegressionAlert, AlertEvent |
 | evaluation.schedules.models | RunSchedule |
 | evaluation.rewards.models | RewardBatch, RewardAudit, RewardVerdict |
@@ -31,7 +31,13 @@ from evaluation.cross_evaluation.models import CrossEvaluationSettings
 from evaluation.datasets.models import DatasetExport
 from evaluation.formality.models import FormalityAdvice
 from evaluation.judges.models import Judge, JudgeTuning, JudgeVersion, Panel, PanelMember
-from evaluation.kept.models import KeptFigure, KeptQueueRow, KeptRefresh, ReviewRevision
+from evaluation.kept.models import (
+    KeptFigure,
+    KeptQueueRow,
+    KeptRefresh,
+    ReviewRevision,
+    ScoresMove,
+)
 from evaluation.labels.models import Adjudication, HumanLabel, Label, ReviewAssignment
 from evaluation.pairwise.models import (
     PairwiseJudgeVote,
@@ -59,5 +65,5 @@ __all__ = [
     "PairwiseVote",
     "Panel", "PanelMember", "RegressionAlert",
     "ReviewAssignment", "ReviewRevision", "RewardAudit", "RewardBatch", "RewardVerdict", "Run",
-    "RunArchive", "RunItem", "RunSchedule", "RunTask", "System", "Verdict",
+    "RunArchive", "RunItem", "RunSchedule", "RunTask", "ScoresMove", "System", "Verdict",
 ]  # fmt: skip

@@ -27,7 +27,7 @@ from annotation.access import dataset_permissions
 from annotation.models import Criterion
 from evaluation.agreement import delta
 from evaluation.answers.models import Answer
-from evaluation.kept import events
+from evaluation.kept import events, score_moves
 from evaluation.labels.models import Adjudication, HumanLabel, Label, ReviewAssignment
 from evaluation.review import moves
 
@@ -101,6 +101,9 @@ def _item_written(
        write committed in between.
     3. the queue moves (evaluation.review.moves): the kept queue orders move the item's
        row and take the counters after the bump.
+    4. the scores note (evaluation.kept.score_moves): an adjudication notes its answer under
+       the `scores` counter it moved to, so that the runs' kept scores are brought up to
+       date by counting that answer again, not the whole run.
     """
     dataset_id, event = events.answer_item(answer, adjudication=adjudication)
     answer_id = answer.pk if isinstance(answer, Answer) else answer
@@ -113,6 +116,7 @@ def _item_written(
     written = write()
     delta.apply_after(agreement)  # 2., the item as it is
     moves.item_moved(moved, answer_id=answer_id, criterion_id=criterion_id)  # 3.
+    score_moves.note(moved, answer_id=answer_id)  # 4.
     return written
 
 

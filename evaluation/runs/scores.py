@@ -13,10 +13,11 @@ each checklist's setting says (its own, else the dataset's: excluded or not met)
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from datetime import datetime
 from decimal import Decimal
 
@@ -24,7 +25,7 @@ from django.db import connection, transaction
 
 from annotation.models import Checklist
 from evaluation.answers.models import Answer
-from evaluation.kept import cold, readers, refresh
+from evaluation.kept import cold, readers, refresh, score_moves
 from evaluation.kept import figures as kept_figures
 from evaluation.labels.models import Adjudication
 from evaluation.metrics import reliability, rubrics, rubrics_sql, votes_sql
@@ -33,6 +34,8 @@ from evaluation.metrics.scoring import AnswerScore, mean_score, passes_threshold
 from evaluation.metrics.summary import graded_mean, mean, pass_rate
 from evaluation.runs import trees
 from evaluation.runs.models import GradedScore, Run, RunArchive
+
+logger = logging.getLogger(__name__)
 
 # The shape of the kept counts and reports: moved when their columns change, so that rows
 # kept by an earlier release are never read as this one's.
@@ -120,7 +123,7 @@ WITH iv AS (
   SELECT v.answer_id, v.criterion_id,
          sum(CASE WHEN v.outcome = 'pass' THEN 1 ELSE 0 END) AS p,
          sum(CASE WHEN v.outcome = 'fail' THEN 1 ELSE 0 END) AS f
-  FROM evaluation_verdict v WHERE v.run_id = %(run)s
+  FROM evaluation_verdict v WHERE v.run_id = %(run)s{answers}
   GROUP BY v.answer_id, v.criterion_id
 ),
 item AS (
@@ -152,23 +155,31 @@ _CORE_FIELDS = (0, 1, 2, len(_CORE_COUNTS) - 1)
 _CORE = ", ".join(_CORE_COUNTS[n] for n in _CORE_FIELDS)
 
 
-def _counted(run: Run) -> list[tuple]:
+def _counted(run: Run, answers: list[int] | None = None) -> list[tuple]:
     """(answer, checklist, group, GroupCounts fields..., core satisfied, unsatisfied,
-    undecided and undecided penalties, splits, adjudicated) rows of the run."""
+    undecided and undecided penalties, splits, adjudicated) rows of the run, or of these
+    of its answers only."""
+    params: dict[str, int] = {"run": run.pk}
+    only = ""
+    if answers is not None:
+        params |= {f"a{n}": pk for n, pk in enumerate(answers)}
+        named = ", ".join(f"%(a{n})s" for n in range(len(answers)))
+        only = f" AND v.answer_id IN ({named})"  # the names only; every id is a parameter
     sql = _COUNTS_SQL.format(
         panel=votes_sql.panel_outcome(run.panel_method, run.panel_threshold, "iv.p", "iv.f"),
         satisfied=rubrics_sql.satisfied("outcome", "weight"),
         counts=_COUNTS,
         core=_CORE,
+        answers=only,
     )
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
+        if connection.vendor == "postgresql" and answers is None:
             # A million votes grouped: enough memory to keep the hash off the disk.
             with transaction.atomic():
                 cursor.execute("SET LOCAL work_mem = '64MB'")
-                cursor.execute(sql, {"run": run.pk})
+                cursor.execute(sql, params)
                 return cursor.fetchall()
-        cursor.execute(sql, {"run": run.pk})
+        cursor.execute(sql, params)
         return cursor.fetchall()
 
 
@@ -243,8 +254,9 @@ def _archived_scores(run: Run) -> RunScores:
     )  # fmt: skip
 
 
-def _report(run: Run, counted: list) -> ScoreReport:
-    """The report from the run's counts per (answer, checklist, group) (_counted)."""
+def _report(run: Run, counted: list, answers: list[int] | None = None) -> ScoreReport:
+    """The report from the run's counts per (answer, checklist, group) (_counted), of
+    these of its answers only when `answers` names them (their grades only are read)."""
     # Kept per group for the strategies; summed per (answer, checklist) for the shares,
     # their weights as exact decimals (as the database sums them) before the one division.
     sums: dict[int, dict[int, list]] = defaultdict(dict)
@@ -289,6 +301,8 @@ def _report(run: Run, counted: list) -> ScoreReport:
     }
     grades: dict[int, dict[str, list[int | None]]] = defaultdict(lambda: defaultdict(list))
     graded_rows = GradedScore.objects.filter(run=run, outcome=GradedScore.Outcome.SCORED)
+    if answers is not None:
+        graded_rows = graded_rows.filter(answer_id__in=answers)
     for answer_id, judge_id, score in graded_rows.values_list("answer_id", "judge_id", "score"):
         grades[answer_id][str(judge_id)].append(score)
     checklist_trees = trees.trees_of(checklist_ids) if checklist_ids else {}
@@ -311,13 +325,13 @@ def _report(run: Run, counted: list) -> ScoreReport:
     threshold = run.dataset.pass_threshold
     # The answers with a vote or a grade, by id: an OR of two IN (subquery) over a million
     # verdicts is a per-row subplan in PostgreSQL, minutes at that size.
-    answers = (
+    scored = (
         Answer.objects.filter(pk__in=sorted(set(per_checklist) | set(grades)))
         .values_list("pk", "query_id", "system_id", "system__name", "system__version", "sample")
         .order_by("query_id", "system__name", "system__version", "sample", "pk")
     )
     reports = []
-    for pk, query_id, system_id, name, version, sample in answers:
+    for pk, query_id, system_id, name, version, sample in scored:
         checklists = [
             result(pk, checklist_id, score)
             for checklist_id, score in sorted(per_checklist.get(pk, {}).items())
@@ -618,16 +632,29 @@ def _whole(report: ScoreReport) -> RunScores:
     )
 
 
-def keep_scores(run: Run, state: readers.State | None = None) -> None:
+def keep_scores(run: Run, state: readers.State | None = None) -> int:
     """Count the ended run's scores afresh and keep them for its current state: what the
     first request of a run does, and the refresh task (`refresh_scores`) after a change.
 
     Counted afresh, not through the counts' own kept rows (run_report): the kept report
-    takes their place for these pages, and keeping both would store the run twice."""
+    takes their place for these pages, and keeping both would store the run twice.
+    Returns the number of answers counted."""
     started = time.monotonic()
     state = state or _scores_state(run)
     report = _report(run, _counted(run))
-    rows = [_answer_row(a) for a in report.answers]
+    _keep_report(state, report, started=started, counted=len(report.answers))
+    return len(report.answers)
+
+
+def _keep_report(
+    state: readers.State, report: ScoreReport, *, started: float, counted: int,
+    rows: list[dict] | None = None,
+) -> None:  # fmt: skip
+    """Keep `report` for `state`: its summary and its pieces, in one transaction. `counted`:
+    the answers whose votes were counted for it (every one, or those a patch moved);
+    `rows`: the answers' rows when the caller has them already."""
+    if rows is None:
+        rows = [_answer_row(a) for a in report.answers]
     summary = {
         "threshold": report.threshold,
         "systems": [asdict(s) for s in report.systems],
@@ -646,8 +673,9 @@ def keep_scores(run: Run, state: readers.State | None = None) -> None:
         "rows": [[getattr(a, name) for name in _BRIEF_FIELDS] for a in report.answers],
     }
     # How long the count took: the next refresh after adjudications waits that much longer
-    # (evaluation.kept.refresh.spacing).
+    # (evaluation.kept.refresh.spacing). And how many answers it counted, for operators.
     summary["took"] = round(time.monotonic() - started, 3)
+    summary["counted"] = counted
     # One transaction: whoever finds the summary finds every piece, and the pieces of the
     # state before go with its summary.
     with transaction.atomic():
@@ -655,10 +683,84 @@ def keep_scores(run: Run, state: readers.State | None = None) -> None:
         kept_figures.store(state.for_part(SUMMARY), summary)
 
 
-def refresh_scores(run: Run) -> None:
-    """The refresh task's work: keep the run's scores for its current state."""
-    if not scores_kept(run):
-        keep_scores(run)
+def refresh_scores(run: Run) -> int:
+    """The refresh task's work: keep the run's scores for its current state, by counting
+    again only the answers adjudicated since the kept ones when it can (`_patched`), else
+    every answer. How many answers it counted (0: they were kept already)."""
+    state = _scores_state(run)
+    if _summary(state) is not None:
+        return 0
+    patched = _patched(run, state)
+    if patched is not None:
+        return patched
+    return keep_scores(run, state)
+
+
+# A patch counts the moved answers again and rewrites every piece; past this share of the
+# run's answers, counting them all is as cheap.
+PATCH_SHARE = 0.5
+
+
+def _patched(run: Run, state: readers.State) -> int | None:
+    """Bring the run's latest kept scores up to `state` when only adjudications moved them
+    (evaluation.kept.score_moves): count the adjudicated answers again, keep their rows
+    in place of the old ones (an answer's row keeps its position: the rows are ordered by
+    query, system and sample, never by score) and every system's figures from the rows.
+    False, keeping nothing, when the kept scores were counted from something else than
+    these counters say (a threshold, a method, a release's shape), when a move in between
+    was not an adjudication's, or when too many answers moved; else the answers counted."""
+    started = time.monotonic()
+    found = _summary(state, earlier=True)
+    if found is None:
+        return None
+    summary = found[0]
+    kept_at = _scores_counter(summary.get("state", ""), state)
+    if kept_at is None:
+        return None
+    moved = score_moves.moved_between(run.dataset_id, kept_at, state.counters[0])
+    if moved is None or len(moved) > max(CHUNK, summary["count"] * PATCH_SHARE):
+        return None
+    rows = _kept_rows(state, summary)
+    if rows is None:
+        return None
+    at = {row["answer_id"]: n for n, row in enumerate(rows)}
+    recount = sorted(pk for pk in moved if pk in at)  # an answer the run judged
+    if recount:
+        for report in _report(run, _counted(run, recount), recount).answers:
+            rows[at[report.answer_id]] = _answer_row(report)
+    answers = [_answer_from(row, {}) for row in rows]
+    report = ScoreReport(summary["threshold"], answers, _by_system(answers))
+    _keep_report(state, report, started=started, counted=len(recount), rows=rows)
+    score_moves.prune(run.dataset_id)
+    logger.info(
+        "Scores of run %s moved to %s by counting %d of %d answers again",
+        run.pk, state.counters[0], len(recount), len(rows),
+    )  # fmt: skip
+    return len(recount)
+
+
+def _scores_counter(text: str, state: readers.State) -> int | None:
+    """The `scores` counter of a kept state's text, when that state differs from `state` in
+    that counter only; else None."""
+    head = text.partition("|")[0]
+    name, _, value = head.partition("=")
+    if name != readers.RUN_SCORES.reads[0] or not value.isdigit():
+        return None
+    kept_at = int(value)
+    return kept_at if replace(state, counters=(kept_at,)).text == text else None
+
+
+def _kept_rows(state: readers.State, summary: dict) -> list[dict] | None:
+    """Every answer's row kept under `summary`'s state, in order (one query); None when a
+    piece is missing (replaced meanwhile)."""
+    keys = {
+        readers.kept_key(state.basis, summary["state"], str(n)): n
+        for n in range(-(-summary["count"] // CHUNK))
+    }
+    pieces = kept_figures.kept_by_key(state.dataset_id, keys)
+    if len(pieces) != len(keys):
+        return None
+    return [row for n in range(len(keys)) for row in pieces[n]]
 
 
 def scores_kept(run: Run) -> bool:

@@ -29,7 +29,7 @@ from evaluation.cross_evaluation.services import perfect_answer_save
 from evaluation.datasets.models import DatasetExport
 from evaluation.formality.models import FormalityAdvice
 from evaluation.judges.models import Judge, Panel
-from evaluation.kept.models import KeptFigure, KeptQueueRow, KeptRefresh
+from evaluation.kept.models import KeptFigure, KeptQueueRow, KeptRefresh, ScoresMove
 from evaluation.labels.models import Adjudication, HumanLabel, ReviewAssignment
 from evaluation.rewards.models import RewardAudit, RewardBatch
 from evaluation.runs import scores
@@ -146,6 +146,7 @@ def build_dataset(shared: Shared, name: str, *, queries: int = 2) -> Dataset:
     KeptRefresh.objects.create(
         dataset=dataset, run=runs[0], group="default", claimed_at=timezone.now()
     )
+    ScoresMove.objects.create(dataset=dataset, scores=1, answer_id=answer.pk)
     CrossEvaluationSettings.objects.create(dataset=dataset, panel=s.panel)
     rewards = RewardBatch.objects.create(user=s.admin, dataset=dataset, panel=s.panel, items=1)
     RewardAudit.objects.create(batch=rewards, item=0, query=query, completion="An answer.")
