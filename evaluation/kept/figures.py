@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import QuerySet, Value
+from django.db.models import Case, QuerySet, Value, When
 
 from evaluation.kept.models import KeptFigure
 from evaluation.kept.readers import Basis, State
@@ -111,13 +111,18 @@ def store_pieces(state: State, pieces: dict[str, Any]) -> None:
     already makes the writes one."""
     if writes_refused():
         return
-    keys = [state.key_of(piece) for piece in pieces]
+    _replace_slot(state, pieces, kept=[state.key_of(piece) for piece in pieces])
+
+
+def _replace_slot(state: State, pieces: dict[str, Any], *, kept: list[str]) -> None:
+    """Write `pieces` for `state` and delete every row of its slot whose key is not in
+    `kept` (the pieces' keys among them)."""
     # Each piece's JSON as a value of its own: for plain values Django 5.2 inserts the rows
     # through UNNEST of one jsonb[] array, and psycopg escapes every quote of every piece
     # in Python to build it (8 of the 31 s of the first scores of a million-verdict run).
     cells_field = KeptFigure._meta.get_field("cells")
     with transaction.atomic(savepoint=False):
-        slot(state).exclude(key__in=keys).delete()
+        slot(state).exclude(key__in=kept).delete()
         KeptFigure.objects.bulk_create(
             [
                 row(state, Value(cells, output_field=cells_field), piece)
@@ -125,6 +130,31 @@ def store_pieces(state: State, pieces: dict[str, Any]) -> None:
             ],
             ignore_conflicts=True,
         )
+
+
+class PiecesGone(Exception):
+    """`move_pieces` found some pieces of the state before missing: another writer kept
+    the slot meanwhile. Raised inside the caller's transaction, which it rolls back."""
+
+
+def move_pieces(before: State, after: State, moved: list[str], written: dict[str, Any]) -> None:
+    """Keep a state that differs from `before` in a few pieces: the pieces named in `moved`
+    pass from `before` to `after` by their keys alone (their JSON is not read or written
+    again), `written` are stored for `after`, and every other row of the slot goes, as
+    `store_pieces` does. Call it inside a transaction: PiecesGone when a moved piece is
+    missing."""
+    if writes_refused():
+        return
+    keys = {before.key_of(piece): after.key_of(piece) for piece in moved}
+    if keys:
+        renamed = KeptFigure.objects.filter(dataset_id=before.dataset_id, key__in=list(keys))
+        count = renamed.update(
+            key=Case(*(When(key=old, then=Value(new)) for old, new in keys.items())),
+            revision=after.revision,
+        )
+        if count != len(keys):
+            raise PiecesGone(f"{len(keys) - count} of {len(keys)} pieces are gone")
+    _replace_slot(after, written, kept=[after.key_of(piece) for piece in [*moved, *written]])
 
 
 STORE_BATCH = 50  # rows per INSERT of `store_all`

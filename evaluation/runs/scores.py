@@ -16,12 +16,12 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, fields, replace
 from datetime import datetime
 from decimal import Decimal
 
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 
 from annotation.models import Checklist
 from evaluation.answers.models import Answer
@@ -97,18 +97,50 @@ class ScoreReport:
 
     def reliability(self) -> dict:
         """pass^k, worst-of-k, spread and the mean per system (with intervals over
-        queries) and, for the (system, query) pairs answered more than once, per query:
-        evaluation.metrics.reliability on the answers' values, pass/fail and samples."""
-        found = reliability.per_query(
-            reliability.SampleScore(a.system_id, a.query_id, a.sample, a.value, a.passed)
-            for a in self.answers
-        )
-        return {
-            "systems": [s.as_dict() for s in reliability.per_system(found)],
-            # A run of single answers has no per-query spread to show: kept for the pairs
-            # with several samples only, so that the summary stays small.
-            "queries": [q.as_dict() for q in found if q.k > 1],
-        }
+        queries) and, for the (system, query) pairs answered more than once, per query."""
+        return _reliability(self.answers)
+
+
+def _reliability(answers: Iterable[AnswerReport | AnswerTotals]) -> dict:
+    """ScoreReport.reliability: evaluation.metrics.reliability on the answers' values,
+    pass/fail and samples."""
+    found = reliability.per_query(
+        reliability.SampleScore(a.system_id, a.query_id, a.sample, a.value, a.passed)
+        for a in answers
+    )
+    return {
+        "systems": [s.as_dict() for s in reliability.per_system(found)],
+        # A run of single answers has no per-query spread to show: kept for the pairs
+        # with several samples only, so that the summary stays small.
+        "queries": [q.as_dict() for q in found if q.k > 1],
+    }
+
+
+@dataclass(frozen=True)
+class AnswerTotals:
+    """What the systems' figures and reliability read of an answer's report (`_by_system`,
+    `_reliability`): kept for every answer in one piece (TOTALS), so that a refresh after
+    adjudications sums them again without reading every answer's report (`_patched`)."""
+
+    answer_id: int
+    query_id: int
+    system_id: int
+    system: str
+    sample: int
+    score: float | None
+    value: float | None
+    weighted: float | None
+    core: float | None
+    graded: float | None
+    passed: bool | None
+    undecided: int
+
+
+_TOTAL_FIELDS = tuple(f.name for f in fields(AnswerTotals))
+
+
+def _totals_row(report: AnswerReport) -> list:
+    return [getattr(report, name) for name in _TOTAL_FIELDS]
 
 
 # Per (answer, checklist, group) of the run: the strategies' counts over the enabled
@@ -394,7 +426,7 @@ def _decimal(value) -> Decimal:
     return value if isinstance(value, Decimal) else Decimal(str(value))
 
 
-def _by_system(answers: list[AnswerReport]) -> list[SystemReport]:
+def _by_system(answers: list[AnswerReport] | list[AnswerTotals]) -> list[SystemReport]:
     grouped: dict[int, list[AnswerReport]] = defaultdict(list)
     for answer in answers:
         grouped[answer.system_id].append(answer)
@@ -647,40 +679,54 @@ def keep_scores(run: Run, state: readers.State | None = None) -> int:
 
 
 def _keep_report(
-    state: readers.State, report: ScoreReport, *, started: float, counted: int,
-    rows: list[dict] | None = None,
-) -> None:  # fmt: skip
+    state: readers.State, report: ScoreReport, *, started: float, counted: int
+) -> None:
     """Keep `report` for `state`: its summary and its pieces, in one transaction. `counted`:
-    the answers whose votes were counted for it (every one, or those a patch moved);
-    `rows`: the answers' rows when the caller has them already."""
-    if rows is None:
-        rows = [_answer_row(a) for a in report.answers]
-    summary = {
-        "threshold": report.threshold,
-        "systems": [asdict(s) for s in report.systems],
-        "count": len(rows),
-        "reliability": report.reliability(),
-        "state": state.text,  # how an updating reader finds these pieces (_kept_scores)
-        "shape": _SHAPE,  # whose fields the rows have: an earlier release's are not read
-    }
+    the answers whose votes were counted for it."""
+    rows = [_answer_row(a) for a in report.answers]
     pieces = {str(n // CHUNK): rows[n : n + CHUNK] for n in range(0, len(rows), CHUNK)}
     # Where each answer's row is (its position), for readers of a few answers by id.
     pieces[INDEX] = {str(row["answer_id"]): n for n, row in enumerate(rows)}
-    # Every answer's brief, as columns named once (a reader finding other names reads the
-    # reports instead).
-    pieces[BRIEFS] = {
-        "fields": list(_BRIEF_FIELDS),
-        "rows": [[getattr(a, name) for name in _BRIEF_FIELDS] for a in report.answers],
-    }
-    # How long the count took: the next refresh after adjudications waits that much longer
-    # (evaluation.kept.refresh.spacing). And how many answers it counted, for operators.
-    summary["took"] = round(time.monotonic() - started, 3)
-    summary["counted"] = counted
+    totals = [_totals_row(a) for a in report.answers]
+    pieces |= _summed_pieces(totals)
+    summary = _summary_cells(
+        state, report.threshold, report.systems, report.reliability(), len(rows),
+        started=started, counted=counted,
+    )  # fmt: skip
     # One transaction: whoever finds the summary finds every piece, and the pieces of the
     # state before go with its summary.
     with transaction.atomic():
         kept_figures.store_pieces(state, pieces)
         kept_figures.store(state.for_part(SUMMARY), summary)
+
+
+def _summed_pieces(totals: list[list]) -> dict[str, dict]:
+    """The pieces kept from every answer's totals (`_totals_row`), each as columns named
+    once (a reader finding other names reads the reports instead): the totals, and every
+    answer's brief."""
+    at = [_TOTAL_FIELDS.index(name) for name in _BRIEF_FIELDS]
+    return {
+        TOTALS: {"fields": list(_TOTAL_FIELDS), "rows": totals},
+        BRIEFS: {"fields": list(_BRIEF_FIELDS), "rows": [[row[n] for n in at] for row in totals]},
+    }
+
+
+def _summary_cells(
+    state: readers.State, threshold: float | None, systems: list[SystemReport],
+    reliability_: dict, count: int, *, started: float, counted: int,
+) -> dict:  # fmt: skip
+    return {
+        "threshold": threshold,
+        "systems": [asdict(s) for s in systems],
+        "count": count,
+        "reliability": reliability_,
+        "state": state.text,  # how an updating reader finds these pieces (_kept_scores)
+        "shape": _SHAPE,  # whose fields the rows have: an earlier release's are not read
+        # How long the count took: the next refresh after adjudications waits that much
+        # longer (evaluation.kept.refresh.spacing). And how many answers it counted.
+        "took": round(time.monotonic() - started, 3),
+        "counted": counted,
+    }
 
 
 def refresh_scores(run: Run) -> int:
@@ -696,19 +742,21 @@ def refresh_scores(run: Run) -> int:
     return keep_scores(run, state)
 
 
-# A patch counts the moved answers again and rewrites every piece; past this share of the
-# run's answers, counting them all is as cheap.
+# Past this share of the run's answers moved, counting them all is about as cheap.
 PATCH_SHARE = 0.5
 
 
 def _patched(run: Run, state: readers.State) -> int | None:
     """Bring the run's latest kept scores up to `state` when only adjudications moved them
-    (evaluation.kept.score_moves): count the adjudicated answers again, keep their rows
-    in place of the old ones (an answer's row keeps its position: the rows are ordered by
-    query, system and sample, never by score) and every system's figures from the rows.
-    False, keeping nothing, when the kept scores were counted from something else than
-    these counters say (a threshold, a method, a release's shape), when a move in between
-    was not an adjudication's, or when too many answers moved; else the answers counted."""
+    (evaluation.kept.score_moves): count the adjudicated answers again, put their rows in
+    place of the old ones in their pieces (an answer's row keeps its position: the rows
+    are ordered by query, system and sample, never by score), sum every system's figures
+    and reliability from the kept totals, and move the untouched pieces to the new state
+    by their keys alone. None, keeping nothing, when the kept scores were counted from
+    something else than these counters say (a threshold, a method, a release's shape),
+    when a move in between was not an adjudication's, when too many answers moved, or
+    when a piece is missing (kept by a release without totals, or replaced meanwhile);
+    else the number of answers counted."""
     started = time.monotonic()
     found = _summary(state, earlier=True)
     if found is None:
@@ -720,23 +768,42 @@ def _patched(run: Run, state: readers.State) -> int | None:
     moved = score_moves.moved_between(run.dataset_id, kept_at, state.counters[0])
     if moved is None or len(moved) > max(CHUNK, summary["count"] * PATCH_SHARE):
         return None
-    rows = _kept_rows(state, summary)
-    if rows is None:
+    before = replace(state, counters=(kept_at,))  # the state of the kept pieces
+    kept = kept_figures.kept_pieces(before, [INDEX, TOTALS])
+    if len(kept) != 2 or kept[TOTALS].get("fields") != list(_TOTAL_FIELDS):
         return None
-    at = {row["answer_id"]: n for n, row in enumerate(rows)}
-    recount = sorted(pk for pk in moved if pk in at)  # an answer the run judged
-    if recount:
-        for report in _report(run, _counted(run, recount), recount).answers:
-            rows[at[report.answer_id]] = _answer_row(report)
-    answers = [_answer_from(row, {}) for row in rows]
-    report = ScoreReport(summary["threshold"], answers, _by_system(answers))
-    _keep_report(state, report, started=started, counted=len(recount), rows=rows)
+    index, totals = kept[INDEX], kept[TOTALS]["rows"]
+    at = {pk: index[str(pk)] for pk in sorted(moved) if str(pk) in index}  # the run judged
+    chunks = kept_figures.kept_pieces(before, {str(n // CHUNK) for n in at.values()})
+    if len(chunks) != len({n // CHUNK for n in at.values()}):
+        return None
+    reports = _report(run, _counted(run, list(at)), list(at)).answers if at else []
+    if len(reports) != len(at):
+        return None  # an answer lost every vote: never by an adjudication
+    for report in reports:
+        n = at[report.answer_id]
+        chunks[str(n // CHUNK)][n % CHUNK] = _answer_row(report)
+        totals[n] = _totals_row(report)
+    answers = [AnswerTotals(*row) for row in totals]
+    cells = _summary_cells(
+        state, summary["threshold"], _by_system(answers), _reliability(answers),
+        summary["count"], started=started, counted=len(at),
+    )  # fmt: skip
+    untouched = [INDEX] + [
+        str(n) for n in range(-(-summary["count"] // CHUNK)) if str(n) not in chunks
+    ]
+    try:
+        with transaction.atomic():
+            kept_figures.move_pieces(before, state, untouched, chunks | _summed_pieces(totals))
+            kept_figures.store(state.for_part(SUMMARY), cells)
+    except (kept_figures.PiecesGone, IntegrityError):
+        return None  # another writer kept the slot between the reads and the writes
     score_moves.prune(run.dataset_id)
     logger.info(
         "Scores of run %s moved to %s by counting %d of %d answers again",
-        run.pk, state.counters[0], len(recount), len(rows),
+        run.pk, state.counters[0], len(at), summary["count"],
     )  # fmt: skip
-    return len(recount)
+    return len(at)
 
 
 def _scores_counter(text: str, state: readers.State) -> int | None:
@@ -750,19 +817,6 @@ def _scores_counter(text: str, state: readers.State) -> int | None:
     return kept_at if replace(state, counters=(kept_at,)).text == text else None
 
 
-def _kept_rows(state: readers.State, summary: dict) -> list[dict] | None:
-    """Every answer's row kept under `summary`'s state, in order (one query); None when a
-    piece is missing (replaced meanwhile)."""
-    keys = {
-        readers.kept_key(state.basis, summary["state"], str(n)): n
-        for n in range(-(-summary["count"] // CHUNK))
-    }
-    pieces = kept_figures.kept_by_key(state.dataset_id, keys)
-    if len(pieces) != len(keys):
-        return None
-    return [row for n in range(len(keys)) for row in pieces[n]]
-
-
 def scores_kept(run: Run) -> bool:
     """The run's scores are kept for its current state (the warm-up asks before queueing
     their refresh): two queries, nothing counted."""
@@ -772,6 +826,7 @@ def scores_kept(run: Run) -> bool:
 SUMMARY = "summary"  # the part the summary of the kept scores lives in; pieces in ""
 INDEX = "index"  # the piece that maps an answer's id to its row's position
 BRIEFS = "briefs"  # the piece holding every answer's AnswerBrief, in the rows' order
+TOTALS = "totals"  # the piece holding every answer's AnswerTotals, in the rows' order
 _BRIEF_FIELDS = tuple(f.name for f in fields(AnswerBrief))
 
 

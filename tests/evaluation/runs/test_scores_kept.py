@@ -63,8 +63,9 @@ def test_every_slice_equals_the_whole_report_built_and_kept(
     run.snapshot = {**run.snapshot, "method": method, "threshold": threshold}
     run.save(update_fields=["snapshot"])
     equal_to_the_whole_report(run)  # built now
-    # 12 answers in 4 pieces of 3, the index of answers by id, their briefs, and the summary.
-    assert KeptFigure.objects.filter(kind="run-scores", run_id=run.pk).count() == 7
+    # 12 answers in 4 pieces of 3, the index of answers by id, their briefs, their totals
+    # (what a refresh after adjudications sums again), and the summary.
+    assert KeptFigure.objects.filter(kind="run-scores", run_id=run.pk).count() == 8
     equal_to_the_whole_report(run)  # read back
     # Every answer's brief, in the rows' order, as the whole report has it (one read).
     whole = scores.run_report(fresh(run)).answers

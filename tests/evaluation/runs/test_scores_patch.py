@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from annotation import services
 from annotation.models import Criterion
-from evaluation.kept.models import ScoresMove
+from evaluation.kept.models import KeptFigure, ScoresMove
 from evaluation.labels.models import Adjudication
 from evaluation.review import services as review
 from evaluation.runs import scores
@@ -27,11 +27,17 @@ from tests.support.review_writes import version
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(autouse=True)
+def small_pieces(monkeypatch):
+    # Pieces of 2 answers: an adjudication rewrites one piece and moves the others.
+    monkeypatch.setattr(scores, "CHUNK", 2)
+
+
 @pytest.fixture
 def runs(reviewed_dataset):
     """Two nightly runs grading the same answers with the same votes (the second a copy of
     the first, but for one query's answers, which it did not judge), scores kept."""
-    first = build_labelled(reviewed_dataset, queries=3, criteria=5, systems=2, seed=3).run
+    first = build_labelled(reviewed_dataset, queries=4, criteria=5, systems=3, seed=3).run
     second = Run.objects.create(
         dataset=reviewed_dataset, panel=first.panel, status=Run.Status.DONE,
         started_at=first.started_at, finished_at=first.finished_at + timedelta(days=1),
@@ -190,6 +196,24 @@ def skipped(runs) -> int:
     first, second = runs
     judged = Verdict.objects.filter(run=second).values("answer__query_id")
     return Verdict.objects.filter(run=first).exclude(answer__query_id__in=judged)[0].answer.query_id
+
+
+def test_pieces_replaced_meanwhile_count_every_answer(runs, reviewer):
+    first, _ = runs
+    answers = Verdict.objects.filter(run=first).values("answer_id").distinct().count()
+    (verdict,) = unadjudicated(first, 1)
+    adjudicate(reviewer, verdict, "pass")
+    # Another writer's keep left the slot without one of the pieces the patch moves.
+    pieces = KeptFigure.objects.filter(kind="run-scores", run_id=first.pk, part="")
+    assert pieces.count() > 4
+    other = [
+        piece for piece in pieces
+        if isinstance(piece.cells, list)
+        and verdict.answer_id not in {row["answer_id"] for row in piece.cells}
+    ]  # fmt: skip
+    other[0].delete()
+    assert refreshed(first) == answers
+    assert every_figure(first) == counted_afresh(first)
 
 
 def test_a_refused_adjudication_notes_nothing(runs, reviewer):
