@@ -511,6 +511,17 @@ def default_kept(run: Run) -> bool:
     )
 
 
+def default_served(run: Run) -> bool:
+    """Every part of the default group kept for the run's current state or an earlier one
+    (its readers serve that one, marked updating, and queue the refresh): what the warm-up
+    asks. One query per part."""
+    edges = am.DEFAULT_EDGES
+    return all(
+        _read(_kept_state(run, part, edges), edges=edges, figures=False).computed_at is not None
+        for part in _slots(edges)
+    )
+
+
 def _part(run: Run, part: str, edges: tuple[int, ...] = am.DEFAULT_EDGES) -> Any:
     """The part for the current state, computed here when it is not kept: for the worker
     and the dataset export, never for a request (`served`)."""

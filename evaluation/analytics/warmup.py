@@ -8,7 +8,8 @@ seeders (bench.seed_scale) and by `manage.py warm_figures`. Run by the warm-up t
 (evaluation.analytics.tasks.warm_figures), per dataset:
 
 - every ended run, newest first: its run scores, its analytics figures, its judge
-  stability and its verdict counts (the run page's progress, runs.overview). Not computed
+  stability and its verdict counts (the run page's progress, runs.overview), when cold
+  (`cold_groups`: figures behind labels are left to their readers). Not computed
   here but queued as the runs' own refreshes (evaluation.kept.refresh): one marker per run
   and group, so a reader arriving meanwhile queues no second count, several workers share
   the runs, and a failure backs off as any refresh's does;
@@ -69,11 +70,20 @@ def runs_to_warm(dataset: Dataset) -> list[Run]:
 
 
 def cold_groups(run: Run) -> list[str]:
-    """The run's refresh groups whose figures are not kept for its current state."""
+    """The run's refresh groups whose readers would get the placeholder: nothing kept for
+    the run's current state, nor for an earlier state that they would serve meanwhile.
+
+    Figures kept for an earlier state (the scores before an adjudication, the analytics
+    before a label) are not warmed here: their readers serve them marked updating and queue
+    their refresh, spaced while labels come. Nightly runs grade the same answers, so a day
+    of labels leaves every hot run's analytics behind; recounting them all at each start
+    of the web server was 30 recounts of 14 s at the month preset, for runs nobody opened.
+    What makes a figure cold is what the warm-up is for: a seed, a migration or a deploy
+    that changes a figure's version, a flush."""
     found = []
-    if not scores.scores_kept(run):
+    if not scores.scores_served(run):
         found.append(scores.REFRESH_GROUP)
-    if not figures.default_kept(run):
+    if not figures.default_served(run):
         found.append(refresh.DEFAULT)
     if not stability.stability_kept(run):
         found.append(stability.REFRESH_GROUP)

@@ -818,9 +818,14 @@ def _scores_counter(text: str, state: readers.State) -> int | None:
 
 
 def scores_kept(run: Run) -> bool:
-    """The run's scores are kept for its current state (the warm-up asks before queueing
-    their refresh): two queries, nothing counted."""
+    """The run's scores are kept for its current state: two queries, nothing counted."""
     return _summary(_scores_state(run)) is not None
+
+
+def scores_served(run: Run) -> bool:
+    """The run's scores are kept for its current state or an earlier one, which its readers
+    serve meanwhile (the warm-up asks before queueing their refresh): two queries."""
+    return _summary(_scores_state(run), earlier=True) is not None
 
 
 SUMMARY = "summary"  # the part the summary of the kept scores lives in; pieces in ""

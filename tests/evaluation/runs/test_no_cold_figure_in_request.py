@@ -22,11 +22,14 @@ from evaluation.analytics import figures, receivers, warmup
 from evaluation.analytics.tasks import refresh_analytics
 from evaluation.kept import refresh
 from evaluation.kept.models import KeptFigure, KeptRefresh
+from evaluation.labels.models import HumanLabel
+from evaluation.review import services as review
 from evaluation.runs import overview, scores, stability
-from evaluation.runs.models import Run
+from evaluation.runs.models import Run, Verdict
 from tests.evaluation.agreement.labelled import build_labelled
 from tests.support.beat import wait_for
 from tests.support.compare import same
+from tests.support.review_writes import version
 
 # The run page with a placeholder: access, run, overview and progress, the scores' two
 # reads (counters, slot), the refresh marker and its failure, session and user; and the
@@ -217,3 +220,28 @@ def test_a_runs_cold_agreement_counts_are_queued_and_the_page_says_computing(
     counted = agreement_kept.counted_cells(reviewed_dataset, fresh_run, method, threshold)
     kept = agreement_kept.keep_cells(reviewed_dataset, fresh_run)
     assert sorted(map(repr, kept)) == sorted(map(repr, counted)) and counted
+
+
+def test_the_warm_up_leaves_figures_behind_labels_to_their_readers(reviewed_dataset, reviewer):
+    """A label and an adjudication leave the run's analytics and scores behind, not cold:
+    the warm-up of a start does not recount them (their readers serve them marked updating
+    and queue the refresh); a flush of the analytics makes them cold, and warmed."""
+    run = build_labelled(reviewed_dataset, queries=3, criteria=4, systems=2, seed=74).run
+    scores.keep_scores(fresh(run))
+    figures.warm(fresh(run))
+    stability.run_stability(fresh(run))
+    overview.keep_counts(fresh(run))
+    assert warmup.cold_groups(fresh(run)) == []
+
+    verdict = Verdict.objects.filter(run=run).select_related("answer", "criterion").first()
+    review.label_set(answer=verdict.answer, criterion=verdict.criterion, reviewer=reviewer,
+                     label="fail" if HumanLabel.objects.filter(answer=verdict.answer).exists()
+                     else "pass")  # fmt: skip
+    seen = version(verdict.answer, verdict.criterion)
+    review.adjudicate(answer=verdict.answer, criterion=verdict.criterion, by=reviewer,
+                      label="pass", expected_version=seen)  # fmt: skip
+    assert not scores.scores_kept(fresh(run)) and not figures.default_kept(fresh(run))
+    assert warmup.cold_groups(fresh(run)) == []
+
+    KeptFigure.objects.filter(run_id=run.pk, kind="analytics").delete()  # a flush
+    assert warmup.cold_groups(fresh(run)) == [refresh.DEFAULT]
