@@ -35,9 +35,15 @@ def note(moved: Moved, *, answer_id: int) -> None:
     """Note that `moved` (a label's or adjudication's bump) moved the scores of one answer:
     one insert, only for events that move the `scores` counter (adjudications)."""
     if Counter.SCORES in MOVES[moved.event]:
-        ScoresMove.objects.create(
+        # An upsert: a note left under the same value (counters that started again from
+        # zero) is replaced, never a reason for the adjudication to fail.
+        note_ = ScoresMove(
             dataset_id=moved.dataset_id, scores=moved.after.scores, answer_id=answer_id
         )
+        ScoresMove.objects.bulk_create(
+            [note_], update_conflicts=True, unique_fields=["dataset", "scores"],
+            update_fields=["answer_id", "moved_at"],
+        )  # fmt: skip
 
 
 def moved_between(dataset_id: int, kept_at: int, now: int) -> set[int] | None:

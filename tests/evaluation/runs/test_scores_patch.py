@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from annotation import services
 from annotation.models import Criterion
+from evaluation.kept.counters import counters
 from evaluation.kept.models import KeptFigure, ScoresMove
 from evaluation.labels.models import Adjudication
 from evaluation.review import services as review
@@ -236,3 +237,17 @@ def test_a_refused_adjudication_notes_nothing(runs, reviewer):
     review.label_set(answer=verdict.answer, criterion=verdict.criterion, reviewer=reviewer,
                      label="fail")  # fmt: skip
     assert ScoresMove.objects.count() == 1
+
+
+def test_a_note_left_under_the_same_value_never_fails_an_adjudication(
+    runs, reviewer, reviewed_dataset
+):
+    """Counters that start again from zero find old notes under their values: the new note
+    replaces the old one, and the adjudication is saved."""
+    first, _ = runs
+    (verdict,) = unadjudicated(first, 1)
+    next_value = counters(reviewed_dataset.pk).scores + 1
+    ScoresMove.objects.create(dataset=reviewed_dataset, scores=next_value, answer_id=0)
+    adjudicate(reviewer, verdict, "pass")
+    assert Adjudication.objects.filter(answer=verdict.answer, criterion=verdict.criterion).exists()
+    assert ScoresMove.objects.get(scores=next_value).answer_id == verdict.answer_id
