@@ -10,7 +10,7 @@ from django.db import connection
 
 from evaluation.metrics import votes_sql
 from evaluation.review import order
-from evaluation.runs.models import Run
+from evaluation.runs.models import Run, Verdict
 
 # Every (answer, criterion) the chosen run of its answer judged, with its vote counts, its
 # human labels counted and whether it was adjudicated; only the disagreeing ones are queued,
@@ -97,8 +97,14 @@ def facts_sql(ranked: list[Run], *, one_item: bool) -> str:
 def item_row(dataset_id: int, ranked: list[Run], answer_id: int, criterion_id: int) -> dict | None:
     """The queue row of one item as the fill would write it now (KeptQueueRow's fields),
     or None when it is not queued (its judges agree and no human contradicts them): the
-    same statement as the fill, narrowed to the item (review.moves)."""
-    sql = f"{facts_sql(ranked, one_item=True)} SELECT {QUEUED}"
+    same statement as the fill, narrowed to the item and to the answer's chosen run
+    (review.moves). Narrowed to the one run, its plan and its reads do not grow with the
+    runs ranked: over 30 nightly runs the statement read the answer's 3,600 verdicts and
+    took 12 ms to plan, in every label's transaction."""
+    chosen = chosen_run(ranked, answer_id)
+    if chosen is None:  # no ranked run judged the answer: nothing of it is queued
+        return None
+    sql = f"{facts_sql([chosen], one_item=True)} SELECT {QUEUED}"
     with connection.cursor() as cursor:
         cursor.execute(sql, {"dataset": dataset_id, "answer": answer_id, "criterion": criterion_id})
         found = cursor.fetchone()
@@ -107,3 +113,13 @@ def item_row(dataset_id: int, ranked: list[Run], answer_id: int, criterion_id: i
     row = dict(zip(ROW_FIELDS, found, strict=True))
     row["adjudicated"] = bool(row["adjudicated"])
     return row
+
+
+def chosen_run(ranked: list[Run], answer_id: int) -> Run | None:
+    """The fill's chosen run of an answer: the highest-ranked run that judged it (`best`
+    in the statement above). Probed from the highest rank down, one indexed EXISTS each:
+    one probe when the newest run judged the answer, as nightly runs do."""
+    for run in reversed(ranked):
+        if Verdict.objects.filter(run_id=run.pk, answer_id=answer_id).exists():
+            return run
+    return None

@@ -15,6 +15,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from annotation import roles, services
+from annotation.models import Criterion
 from evaluation.kept.counters import counters
 from evaluation.kept.models import KeptFigure, KeptQueueRow
 from evaluation.labels.models import HumanLabel
@@ -114,7 +115,6 @@ def test_a_random_day_of_labelling_keeps_every_order_exact(labelled, reviewed_da
     rng = random.Random(11)
     criteria = list(labelled.run.verdicts.values_list("answer", "criterion").distinct())
     items = [(a, c) for a, c in criteria]
-    from annotation.models import Criterion
     from evaluation.answers.models import Answer
 
     for _ in range(30):
@@ -195,7 +195,6 @@ def test_two_reviewers_labelling_at_once_leave_orders_equal_to_a_refill(reviewed
         .distinct()
         .order_by("answer", "criterion")
     )[:8]
-    from annotation.models import Criterion
     from evaluation.answers.models import Answer
 
     errors: list[BaseException] = []
@@ -337,3 +336,50 @@ def test_readers_filling_one_queue_fill_it_one_after_the_other(reviewed_dataset,
     assert b_start >= a_end  # one after the other
     (header,) = KeptFigure.objects.filter(dataset=reviewed_dataset, kind=KINDS[1])
     assert header.revision == counters(reviewed_dataset.pk).number
+
+
+@pytest.mark.django_db
+def test_writes_on_answers_of_several_runs_move_the_order_over_every_run_to_a_refill(
+    labelled, reviewed_dataset, reviewer
+):
+    """Over every run, each answer's row comes from its chosen run, the newest that judged
+    it: a newer run judged half of the answers with other votes. A label or adjudication on
+    an answer of either half moves the order to what a refill writes."""
+    from datetime import timedelta
+
+    from evaluation.answers.models import Answer
+    from evaluation.runs.models import Run, Verdict
+
+    older = labelled.run
+    newer = Run.objects.create(
+        dataset=reviewed_dataset, panel=older.panel, status=Run.Status.DONE,
+        started_at=older.started_at, finished_at=older.finished_at + timedelta(days=1),
+        snapshot=older.snapshot,
+    )  # fmt: skip
+    answers = sorted(set(older.verdicts.values_list("answer_id", flat=True)))
+    rejudged = answers[::2]
+    flip = {"pass": "fail", "fail": "pass"}
+    Verdict.objects.bulk_create(
+        Verdict(
+            run=newer, answer_id=v.answer_id, criterion_id=v.criterion_id, judge_id=v.judge_id,
+            sample=v.sample, outcome=flip.get(v.outcome, v.outcome) if n % 3 else v.outcome,
+            rationale="", cache_key=f"newer-{v.pk}",
+        )
+        for n, v in enumerate(older.verdicts.filter(answer_id__in=rejudged).order_by("pk"))
+    )  # fmt: skip
+    runs = [None, older, newer]
+    for run in runs:
+        read_queues(reviewed_dataset, reviewer, run)
+    kept = headers(reviewed_dataset)
+    for answer_id in (rejudged[0], answers[1]):  # chosen: the newer run, then the older
+        answer = Answer.objects.get(pk=answer_id)
+        for criterion_id in list(
+            older.verdicts.filter(answer_id=answer_id)
+            .values_list("criterion_id", flat=True)
+            .distinct()
+        )[:2]:
+            criterion = Criterion.objects.get(pk=criterion_id)
+            review.label_set(answer=answer, criterion=criterion, reviewer=reviewer, label="fail")
+            review.adjudicate(answer=answer, criterion=criterion, by=reviewer, label="pass",
+                              expected_version=version(answer, criterion))  # fmt: skip
+            assert_moved_to_a_refill(reviewed_dataset, reviewer, runs, kept)
