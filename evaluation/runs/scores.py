@@ -774,8 +774,9 @@ def _patched(run: Run, state: readers.State) -> int | None:
         return None
     index, totals = kept[INDEX], kept[TOTALS]["rows"]
     at = {pk: index[str(pk)] for pk in sorted(moved) if str(pk) in index}  # the run judged
-    chunks = kept_figures.kept_pieces(before, {str(n // CHUNK) for n in at.values()})
-    if len(chunks) != len({n // CHUNK for n in at.values()}):
+    wanted = {str(n // CHUNK) for n in at.values()}
+    chunks = kept_figures.kept_pieces(before, wanted)
+    if len(chunks) != len(wanted):
         return None
     reports = _report(run, _counted(run, list(at)), list(at)).answers if at else []
     if len(reports) != len(at):
