@@ -47,8 +47,9 @@ CROSS_EVALUATION_FROM_LABELS = Figure(
 ANALYTICS = Figure("analytics", (Counter.NUMBER,))
 # The queries every system answers fully (the query list's marks): query scores only.
 SATURATED = Figure("saturated-queries", (Counter.SCORES,))
-# Verdicts only: the runs' states say when they move.
-QUEUE_VOTES = Figure("queue-votes")
+# Verdicts only: the runs' states say when they move. Each graded answer's uncertainty,
+# from its vote splits (the labelling queue's order and the analytics' sampling design).
+QUEUE_UNCERTAINTY = Figure("queue-uncertainty")
 PROGRESS = Figure("progress")
 # An ended run's counts over its verdicts, in one row: what its page and progress API show
 # (runs.overview); PROGRESS, TOKENS and ERRORS are a running run's, per live window.

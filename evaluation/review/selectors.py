@@ -115,10 +115,25 @@ def _uncertainties(
     """For each graded answer: the run whose verdicts count (as runs_by_answer, among the
     runs of system answers, or of perfect answers with `perfect`), the judges' uncertainty
     on it (the mean over its judged criteria of 1 - |2 · pass share - 1|, from counted
-    splits) and how many of its criteria got a valid vote."""
+    splits) and how many of its criteria got a valid vote. Kept while the runs have ended
+    and not moved (kept.answer_uncertainties): one row per answer to read."""
     runs = [run] if run is not None else labelling_runs(dataset, perfect=perfect)
     by_pk = {r.pk: r for r in runs}
-    rows = kept.vote_histogram(dataset.pk, runs, "perfect" if perfect and run is None else "")
+    part = "perfect" if perfect and run is None else ""
+    rows = kept.answer_uncertainties(
+        dataset.pk, runs, part, lambda: _answer_uncertainties(runs, run)
+    )
+    chosen = {answer_id: by_pk[run_id] for answer_id, run_id, _, _ in rows}
+    uncertainty = {answer_id: u for answer_id, _, u, judged in rows if judged}
+    judged = {answer_id: n for answer_id, _, _, n in rows if n}
+    return chosen, uncertainty, judged
+
+
+def _answer_uncertainties(runs: list[Run], run: Run | None) -> list[list]:
+    """[answer, run whose verdicts count, uncertainty or None, criteria with a valid vote]
+    per graded answer, from the runs' vote splits (kept.vote_histogram)."""
+    by_pk = {r.pk: r for r in runs}
+    rows = kept.vote_histogram(runs)
     graded: dict[int, list[Run]] = defaultdict(list)
     for run_id, answer_id, *_ in rows:
         if not graded[answer_id] or graded[answer_id][-1].pk != run_id:
@@ -135,8 +150,12 @@ def _uncertainties(
         total = totals[answer_id]
         total[0] += n * (1 - abs(2 * (p / (p + f)) - 1))
         total[1] += n
-    uncertainty = {a: (t[0] / t[1] if t[1] else None) for a, t in totals.items()}
-    return chosen, uncertainty, {a: int(t[1]) for a, t in totals.items()}
+    return [
+        [a, r.pk, totals[a][0] / totals[a][1], int(totals[a][1])]
+        if a in totals
+        else [a, r.pk, None, 0]
+        for a, r in chosen.items()
+    ]
 
 
 def dataset_reviewers(dataset: Dataset) -> list:
@@ -390,9 +409,10 @@ def labelling_design(dataset: Dataset) -> sampling.Design | None:
     policy (sampling.priority_design), from the same facts as the labelling queue: every
     graded answer's uncertainty under the dataset's finished runs, and which answers have
     a human label. None under the other policies, whose queue order is a simple random
-    draw (the labelled answers need no weights). Two queries (the vote histogram is kept
-    while the runs do not move: kept.vote_histogram). System answers only, as the queue:
-    cross-evaluation runs grade perfect answers, which no analytics figure scores."""
+    draw (the labelled answers need no weights). Two queries (each answer's uncertainty is
+    kept while the runs do not move: kept.answer_uncertainties). System answers only, as
+    the queue: cross-evaluation runs grade perfect answers, which no analytics figure
+    scores."""
     if dataset.label_policy != "uncertain":
         return None
     _, uncertainty, judged = _uncertainties(dataset, None)

@@ -130,7 +130,7 @@ def test_a_write_on_an_answer_loaded_with_its_query_asks_nothing_more(
 FIGURES = [
     readers.AGREEMENT, readers.LABELLING_QUEUE, readers.DISAGREEMENT_QUEUE,
     readers.SCORE_COUNTS, readers.RUN_SCORES, readers.CROSS_EVALUATION, readers.ANALYTICS,
-    readers.QUEUE_VOTES, readers.PROGRESS, readers.TOKENS, readers.ERRORS,
+    readers.QUEUE_UNCERTAINTY, readers.PROGRESS, readers.TOKENS, readers.ERRORS,
     readers.VERDICT_TOKENS,
 ]  # fmt: skip
 
@@ -154,7 +154,9 @@ def test_a_run_still_going_is_not_cacheable_and_its_state_names_its_method(revie
     done = finished_run(reviewed_dataset, panel, {})
     going = finished_run(reviewed_dataset, panel, {}, status="running")
     assert readers.state(reviewed_dataset.pk, readers.PROGRESS, run=done).cacheable
-    assert not readers.state(reviewed_dataset.pk, readers.QUEUE_VOTES, runs=[done, going]).cacheable
+    assert not readers.state(
+        reviewed_dataset.pk, readers.QUEUE_UNCERTAINTY, runs=[done, going]
+    ).cacheable
     other = readers.state(reviewed_dataset.pk, readers.PROGRESS, run=done)
     done.snapshot = {**done.snapshot, "method": "unanimity"}
     assert readers.state(reviewed_dataset.pk, readers.PROGRESS, run=done).key != other.key

@@ -220,3 +220,32 @@ def test_a_changed_run_is_never_answered_from_the_order_kept_before(
     queue_filters.next_item(reviewed_dataset, reviewer, queue="disagreement", current=())
     (now,) = kept_headers(reviewed_dataset, "disagreement-queue")
     assert now.pk != header.pk
+
+
+def test_each_answers_uncertainty_is_kept_per_answer_until_a_run_moves(
+    workload, reviewed_dataset, reviewer
+):
+    """The labelling queue's uncertainties are kept one row per graded answer (the vote
+    splits they come from are many more): a second order of the queue reads them without
+    counting the splits again; a run that moves makes them counted again."""
+    a1, a2 = workload["a1"], workload["a2"]
+    reviewed_dataset.label_policy, reviewed_dataset.label_share = "uncertain", 1.0
+    first = list(selectors.labelling_queue(reviewed_dataset, reviewer))
+    (kept,) = KeptFigure.objects.filter(dataset=reviewed_dataset, kind="queue-uncertainty")
+    kept_rows = {row[0]: row[2:] for row in kept.cells}
+    assert kept_rows == {a1.pk: [pytest.approx(1 / 3), 7], a2.pk: [pytest.approx(2 / 9), 3]}
+    shown = {i.answer_id: i.facts.uncertainty for i in first}
+    assert shown == {a1.pk: kept_rows[a1.pk][0], a2.pk: kept_rows[a2.pk][0]}
+
+    KeptFigure.objects.filter(kind="labelling-queue").delete()  # the order counted again
+    with CaptureQueriesContext(connection) as queries:
+        again = list(selectors.labelling_queue(reviewed_dataset, reviewer))
+    assert keys(again) == keys(first) and len(first) == 2
+    assert not [q for q in queries.captured_queries if "evaluation_verdict v" in q["sql"]]
+
+    run = workload["latest"]
+    run.attempt += 1
+    run.save(update_fields=["attempt"])
+    selectors.labelling_queue(reviewed_dataset, reviewer)
+    (now,) = KeptFigure.objects.filter(dataset=reviewed_dataset, kind="queue-uncertainty")
+    assert now.pk != kept.pk  # the old state's row replaced by the new one
