@@ -178,6 +178,11 @@ def main(argv: list[str] | None = None) -> int:
         cursor = connection.cursor()
         if not args.reuse:
             build(cursor, args.block)
+        else:
+            cursor.execute(f"SELECT to_regclass('{COPY}') IS NOT NULL")
+            if not cursor.fetchone()[0]:
+                print(f"--reuse: no {COPY} to time (build it with --keep)", file=sys.stderr)
+                return 2
         cursor.execute(f"SELECT COUNT(*) FROM pg_inherits WHERE inhparent = '{COPY}'::regclass")
         partitions = cursor.fetchone()[0]
         print(f"\n{'statement':<52} {'table ms':>10} {'by run ms':>10} {'ratio':>6}")

@@ -21,6 +21,7 @@ from evaluation.answer_pages.forms import AnswerFilterForm
 from evaluation.answers.forms import AnswersUploadForm
 from evaluation.answers.upload import decode_upload, import_answers
 from evaluation.answers.view import answer_view
+from evaluation.kept.counters import counters
 from evaluation.labels.models import Adjudication, HumanLabel
 from evaluation.runs import scores
 from evaluation.runs.answer_block import answer_in_run
@@ -95,8 +96,9 @@ def answer_detail(request: HttpRequest, pk: int) -> HttpResponse:
     # (four reads of kept scores a card: a month of nightly runs made this page 134 queries).
     carded = runs[:SCORE_CARDS] + ([shown] if shown in runs[SCORE_CARDS:] else [])
     per_run = []
+    at = counters(answer.query.dataset_id) if carded else None  # one read for every card
     for run in carded:
-        kept = scores.run_scores(run)
+        kept = scores.run_scores(run, at=at)
         per_run.append((run, kept.of_answers([answer.pk]).get(answer.pk), kept.updating))
     block = answer_in_run(request.user, shown, answer) if shown else {}
     labels = list(

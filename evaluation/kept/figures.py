@@ -9,6 +9,8 @@ new one's, never neither. Values are JSON.
 
 from __future__ import annotations
 
+import json
+import re
 import threading
 import zlib
 from collections.abc import Callable, Iterable, Iterator
@@ -204,6 +206,41 @@ def kept_by_key(dataset_id: int, names: dict[str, Any]) -> dict[Any, Any]:
     query; missing ones left out."""
     found = KeptFigure.objects.filter(dataset_id=dataset_id, key__in=list(names))
     return {names[key]: cells for key, cells in found.values_list("key", "cells")}
+
+
+_KEY_NAME = re.compile(r"[\w-]+")
+
+
+def kept_entries(dataset_id: int, keys: Iterable[str], paths: list[str | int]) -> dict[str, list]:
+    """For each row kept under `keys`, by key: its JSON's values at `paths` (an object's
+    member when a str, an array's element when an int; None where it has none), picked
+    in the database rather than the whole row decoded in Python. A run's scores index
+    maps 6,000 answers to their rows: 2-3 ms to read whole, 0.3 ms for one answer (the
+    answer page reads ten runs' entries). Rows missing are left out; one query."""
+    keys = list(keys)
+    if not keys:
+        return {}
+    if not paths:
+        return {key: [] for key in kept_by_key(dataset_id, {k: k for k in keys})}
+    if connection.vendor == "postgresql":
+        picks = ["cells -> %s::int" if isinstance(p, int) else "cells -> %s::text" for p in paths]
+        params: list = list(paths)
+    else:  # SQLite's JSON paths; member names are answer ids and the like, never quoted
+        if any(isinstance(p, str) and not _KEY_NAME.fullmatch(p) for p in paths):
+            raise ValueError(f"not a plain member name among {paths!r}")
+        picks = ["cells -> %s"] * len(paths)
+        params = [f"$[{p}]" if isinstance(p, int) else f'$."{p}"' for p in paths]
+    marks = ", ".join(["%s"] * len(keys))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT key, {', '.join(picks)} FROM {KeptFigure._meta.db_table} "  # noqa: S608
+            f"WHERE dataset_id = %s AND key IN ({marks})",
+            [*params, dataset_id, *keys],
+        )  # the table's name from the model; every value a parameter
+        return {
+            key: [None if v is None else json.loads(v) for v in values]
+            for key, *values in cursor.fetchall()
+        }
 
 
 def remembered(state: State, compute: Callable[[], Any]) -> Any:

@@ -27,6 +27,7 @@ from annotation.models import Checklist
 from evaluation.answers.models import Answer
 from evaluation.kept import cold, readers, refresh, score_moves
 from evaluation.kept import figures as kept_figures
+from evaluation.kept.counters import Counters
 from evaluation.labels.models import Adjudication
 from evaluation.metrics import reliability, rubrics, rubrics_sql, votes_sql
 from evaluation.metrics.rubrics import GroupScore
@@ -542,7 +543,7 @@ class RunScores:
         )
 
 
-def _scores_state(run: Run) -> readers.State:
+def _scores_state(run: Run, at: Counters | None = None) -> readers.State:
     """Everything the kept report is computed from: the run's state and method (its
     verdicts and grades), the `scores` counter (adjudications, criteria, systems' names,
     answers deleted) and the dataset's pass threshold (the pass/fail column and the pass
@@ -553,7 +554,7 @@ def _scores_state(run: Run) -> readers.State:
         repr(dataset.blend_weight), _SHAPE,
         *readers.run_facts(run),
     ]  # fmt: skip
-    return readers.state(run.dataset_id, readers.RUN_SCORES, run=run, facts=facts)
+    return readers.state(run.dataset_id, readers.RUN_SCORES, run=run, facts=facts, at=at)
 
 
 def _answer_row(report: AnswerReport) -> dict:
@@ -600,7 +601,7 @@ def _with_authors(rows: list[dict]) -> list[AnswerReport]:
 REFRESH_GROUP = "scores"
 
 
-def run_scores(run: Run) -> RunScores:
+def run_scores(run: Run, *, at: Counters | None = None) -> RunScores:
     """run_report(run) for a page: the same figures, but for an ended run the per-system
     summary and the ordered per-answer rows are kept in the figure cache under the state
     they were computed from (_scores_state), and a request reads the summary and the
@@ -616,10 +617,13 @@ def run_scores(run: Run) -> RunScores:
     recount of a million votes is not paid by the reader after every adjudication. Nor
     are the first scores of a run (or of a new figure version): the reader queues them and
     gets a placeholder (`_computing`; evaluation.kept.cold), unless the settings say
-    otherwise (the test suite) or the snapshot is read-only (a dataset export)."""
+    otherwise (the test suite) or the snapshot is read-only (a dataset export).
+
+    `at`: the dataset's counters, read once by a page that shows several runs' scores
+    (the answer page's ten cards), instead of once per run."""
     if run.archived_at is not None:
         return _archived_scores(run)
-    state = _scores_state(run)
+    state = _scores_state(run, at)
     found = _summary(state)
     if found is None and (stale := _summary(state, earlier=True)) is not None:
         if not _revalidate(run, after=stale[1], took=stale[0].get("took", 0.0)):
@@ -936,23 +940,38 @@ def _kept_scores(
         return _with_authors(rows[start - offset : stop - offset])
 
     def find(answer_ids: list[int]) -> dict[int, AnswerReport]:
-        """Two reads: the index piece, then the pieces holding these answers' rows. When a
-        refresh replaced them between the summary's read and these (a newer state kept),
-        the newer state's rows, as `read` does: answering without them made the side by
-        side page show a side as not scored (bench.web, 720,000 verdicts)."""
-        key = readers.kept_key(state.basis, text, INDEX)
-        index = kept_figures.kept_by_key(run.dataset_id, {key: INDEX}).get(INDEX)
-        if index is None:
-            return run_scores(run).of_answers(answer_ids)
-        at = {pk: index[str(pk)] for pk in answer_ids if str(pk) in index}
+        """Two reads: the index's entries of these answers, then their rows in the pieces
+        holding them, each picked in the database (a page asks for one answer or a few:
+        decoding the whole index and pieces cost the answer page 40 of its 100 ms at ten
+        runs). When a refresh replaced them between the summary's read and these (a newer
+        state kept), the newer state's rows, as `read` does: answering without them made
+        the side by side page show a side as not scored (bench.web, 720,000 verdicts)."""
+        ids = list(dict.fromkeys(answer_ids))
+        at = _positions(readers.kept_key(state.basis, text, INDEX), ids)
+        if at is None:
+            return run_scores(run).of_answers(ids)
         numbers = {n // CHUNK for n in at.values()}
         keys = {readers.kept_key(state.basis, text, str(n)): n for n in numbers}
-        pieces = kept_figures.kept_by_key(run.dataset_id, keys) if keys else {}
-        if len(pieces) != len(keys):
-            return run_scores(run).of_answers(answer_ids)
-        rows = [pieces[n // CHUNK][n % CHUNK] for n in at.values() if n // CHUNK in pieces]
+        places = sorted({n % CHUNK for n in at.values()})
+        found = kept_figures.kept_entries(run.dataset_id, keys, places)
+        if len(found) != len(keys):
+            return run_scores(run).of_answers(ids)
+        pieces = {keys[key]: dict(zip(places, rows, strict=True)) for key, rows in found.items()}
+        rows = [pieces[n // CHUNK][n % CHUNK] for n in at.values()]
         # Without the checklists' authors (a query): the readers show the scores only.
-        return {row["answer_id"]: _answer_from(row, {}) for row in rows}
+        return {row["answer_id"]: _answer_from(row, {}) for row in rows if row is not None}
+
+    def _positions(key: str, ids: list[int]) -> dict[int, int] | None:
+        """Each answer's row position in the index kept under `key` (the run judged the
+        answers missing from it); None when the index is gone. Past a piece's worth of
+        answers, the index read whole is cheaper than that many picks."""
+        if len(ids) > CHUNK:
+            index = kept_figures.kept_by_key(run.dataset_id, {key: INDEX}).get(INDEX)
+            return None if index is None else {pk: index[str(pk)] for pk in ids if str(pk) in index}
+        found = kept_figures.kept_entries(run.dataset_id, [key], [str(pk) for pk in ids])
+        if key not in found:
+            return None
+        return {pk: n for pk, n in zip(ids, found[key], strict=True) if n is not None}
 
     def briefs() -> list[AnswerBrief] | None:
         """One read; None when these scores were kept without the piece."""

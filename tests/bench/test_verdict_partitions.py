@@ -63,3 +63,13 @@ def test_it_refuses_a_database_that_is_not_postgresql(monkeypatch, capsys):
     monkeypatch.setenv("DATABASE_URL", "sqlite:///x.sqlite3")
     assert verdict_partitions.main(["--repeat", "1"]) == 2
     assert "DATABASE_URL" in capsys.readouterr().err
+
+
+@pytest.mark.django_db(transaction=True)
+def test_reuse_without_a_kept_copy_says_so_and_changes_nothing(monkeypatch, capsys):
+    from bench import verdict_partitions
+
+    monkeypatch.setenv("DATABASE_URL", _url())
+    assert verdict_partitions.main(["--reuse", "--repeat", "1"]) == 2
+    assert "--keep" in capsys.readouterr().err
+    assert not _copy_exists()

@@ -256,3 +256,27 @@ def test_only_a_rename_of_a_site_wide_name_moves_every_dataset(reviewed_dataset)
     system.version = "2"
     system.save()
     assert moved(counters(reviewed_dataset.pk), earlier) == MOVES[Event.NAME_CHANGED]
+
+
+def test_entries_of_kept_rows_are_picked_in_the_database(
+    reviewed_dataset, django_assert_num_queries
+):
+    """`kept_entries` answers what decoding the whole row would (an object's members by
+    name, an array's elements by position, None where there is none), in one query, on
+    both databases; rows not kept are left out."""
+    panel = PanelFactory(judges=external_judges(1))
+    run = finished_run(reviewed_dataset, panel, {})
+
+    def state(part):
+        return readers.state(reviewed_dataset.pk, readers.RUN_SCORES, run=run, part=part)
+
+    index = {"1467": 16, "12": 0, "7": {"nested": [1, 2]}}
+    figures.store(state("index"), index)
+    figures.store(state("rows"), [{"answer_id": 12, "score": "0.5"}, None, [3, "x"]])
+    key = state("index").key
+    with django_assert_num_queries(1):
+        found = figures.kept_entries(reviewed_dataset.pk, [key, "no such key"], ["1467", "7", "99"])
+    assert found == {key: [16, {"nested": [1, 2]}, None]}
+    rows = figures.kept_entries(reviewed_dataset.pk, [state("rows").key], [2, 0, 5])
+    assert rows == {state("rows").key: [[3, "x"], {"answer_id": 12, "score": "0.5"}, None]}
+    assert figures.kept_entries(reviewed_dataset.pk, [], ["1"]) == {}
