@@ -228,13 +228,3 @@ def answer_uncertainties(
     if not state.cacheable:
         return derive()
     return kept_figures.remembered(state, derive)
-    placeholders = ", ".join(["%s"] * len(runs))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _HISTOGRAM_SQL.format(runs=placeholders),
-            [r.pk for r in runs],
-        )
-        rows = [[int(v) for v in row] for row in cursor.fetchall()]
-    if state.cacheable:
-        kept_figures.store(state, rows)
-    return rows
