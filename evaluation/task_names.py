@@ -22,6 +22,8 @@ DATASET_REFRESH_TASK = "evaluation.refresh_dataset_figures"
 # Every kept figure of every dataset (or one), before their first reader: queued by
 # migrate, the web server's start and the seeders (evaluation.analytics.warmup).
 WARM_FIGURES_TASK = "evaluation.warm_figures"
+# The warm-up's paced steps over the older runs, each queueing the next after a pause.
+WARM_OLDER_RUNS_TASK = "evaluation.warm_older_runs"
 # The regression alerts of a run that ended (evaluation.alerts.tasks and receivers).
 CHECK_REGRESSIONS_TASK = "evaluation.check_regressions"
 # The email and webhook of one regression found, the webhook retried (evaluation.alerts).

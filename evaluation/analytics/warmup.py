@@ -5,29 +5,39 @@ what makes the first reader find it warm).
 Queued (`queue`) by `migrate` (post_migrate: a migration, or a deploy that changes a
 figure's version, runs it), by each start of the web server (config/gunicorn.py), by the
 seeders (bench.seed_scale) and by `manage.py warm_figures`. Run by the warm-up task
-(evaluation.analytics.tasks.warm_figures), per dataset:
+(evaluation.analytics.tasks.warm_figures), per dataset, in two tiers:
 
-- every ended run, newest first: its run scores, its analytics figures, its judge
-  stability and its verdict counts (the run page's progress, runs.overview), when cold
-  (`cold_groups`: figures behind labels are left to their readers). Not computed
-  here but queued as the runs' own refreshes (evaluation.kept.refresh): one marker per run
-  and group, so a reader arriving meanwhile queues no second count, several workers share
-  the runs, and a failure backs off as any refresh's does;
-- the agreement counts of the agreement page's default run (computed here, under its fill
-  lock), and the dataset's own figures (`dataset_groups`: the labelling and disagreement
-  queues over every run, the cross-evaluation figures, the agreement counts without a run
-  when the dataset has none): computed here under the dataset's refresh marker
-  (`recompute_dataset`), the one its readers take, so a reader meanwhile queues no second
-  count and a failure backs off.
+- **at once**, what the pages open on: the newest run of each panel (its run scores,
+  analytics figures, judge stability and verdict counts: the run page's progress,
+  runs.overview) and every run's scores (the score trend and the answer page's run cards
+  read them all), when cold (`cold_groups`: figures behind labels are left to their
+  readers). Not computed here but queued as the runs' own refreshes
+  (evaluation.kept.refresh): one marker per run and group, so a reader arriving meanwhile
+  queues no second count, several workers share the runs, and a failure backs off as any
+  refresh's does. Then the agreement counts of the agreement page's default run (computed
+  here, under its fill lock), and the dataset's own figures (`dataset_groups`: the
+  labelling and disagreement queues over every run, the cross-evaluation figures, the
+  agreement counts without a run when the dataset has none): computed here under the
+  dataset's refresh marker (`recompute_dataset`), the one its readers take, so a reader
+  meanwhile queues no second count and a failure backs off;
+- **paced**, the older runs' other figures (`pace`): one figure at a time, newest run
+  first, each step queueing the next after `refresh.spacing` of what it took (the pause
+  after labels: FIGURES_REFRESH_PAUSE times as long). At the month preset that is thirty
+  analytics counts of 14 s that nobody has asked for yet; counted back to back, they held
+  a core (and a PostgreSQL backend beside it) for minutes while the first readers after a
+  seed or a deploy waited on the other. A reader who opens an older run meanwhile queues
+  its refresh at once (the cold rule): pacing delays only what nobody is waiting for. One
+  chain per dataset: its marker (PACED_GROUP) is held across the pauses.
 
 Cheap when everything is warm: one indexed read per figure, nothing counted. Safe to run
 twice or on several hosts at once (what it keeps is keyed by state; the refreshes are
-single-flight).
+single-flight, and so is the paced chain).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -37,7 +47,7 @@ from annotation.models import Dataset
 from evaluation import task_names
 from evaluation.agreement import kept as agreement_kept
 from evaluation.agreement import selectors as agreement
-from evaluation.analytics import figures
+from evaluation.analytics import figures, recount
 from evaluation.cross_evaluation import counted as cross_evaluation
 from evaluation.cross_evaluation.sources import Source
 from evaluation.kept import cold, readers, refresh
@@ -48,14 +58,19 @@ from evaluation.runs.selectors import runs_of_system_answers
 
 logger = logging.getLogger(__name__)
 
+# The dataset's marker of the paced chain over its older runs: one chain at a time.
+PACED_GROUP = "warm-up-paced"
+
 
 @dataclass
 class Warmed:
     """What one warm-up did: refreshes queued per (run, group), datasets whose agreement
-    and queues it computed, and what failed (dataset, error kind: logged in full)."""
+    and queues it computed, datasets whose paced chain over the older runs it started, and
+    what failed (dataset, error kind: logged in full)."""
 
     queued: list[tuple[int, str]] = field(default_factory=list)
     datasets: list[int] = field(default_factory=list)
+    paced: list[int] = field(default_factory=list)
     failed: list[tuple[int, str]] = field(default_factory=list)
 
 
@@ -67,6 +82,16 @@ def runs_to_warm(dataset: Dataset) -> list[Run]:
         kind=Run.Kind.CROSS_EVALUATION
     )
     return list(found.select_related("dataset").order_by("-created_at", "-pk"))
+
+
+def newest_of_each_panel(runs: list[Run]) -> tuple[list[Run], list[Run]]:
+    """`runs` (newest first) split into the newest run of each panel, which the pages open
+    on, and the others."""
+    newest: dict[int | None, Run] = {}
+    for run in runs:
+        newest.setdefault(run.panel_id, run)
+    first = set(map(id, newest.values()))
+    return list(newest.values()), [run for run in runs if id(run) not in first]
 
 
 def cold_groups(run: Run) -> list[str]:
@@ -148,11 +173,19 @@ def _count_dataset(dataset: Dataset, group: str) -> None:
     raise ValueError(f"No figure of a dataset has the refresh group {group!r}.")
 
 
-def warm_dataset(dataset: Dataset, into: Warmed) -> None:
-    for run in runs_to_warm(dataset):
+def warm_dataset(dataset: Dataset, into: Warmed, *, paced: bool = True) -> None:
+    newest, older = newest_of_each_panel(runs_to_warm(dataset))
+    if not paced:  # every run at once (manage.py warm_figures --unpaced: a quiet window)
+        newest, older = newest + older, []
+    for run in newest:
         for group in cold_groups(run):
             if refresh.ensure(dataset.pk, run.pk, group):
                 into.queued.append((run.pk, group))
+    for run in older:
+        if not scores.scores_served(run) and refresh.ensure(
+            dataset.pk, run.pk, scores.REFRESH_GROUP
+        ):
+            into.queued.append((run.pk, scores.REFRESH_GROUP))
     # The pages every reviewer opens first: the agreement page (its default run) and the
     # dataset's own figures (the queues over every run, cross-evaluation). The run's
     # agreement counts are kept under their fill lock; the dataset's figures under its
@@ -164,25 +197,79 @@ def warm_dataset(dataset: Dataset, into: Warmed) -> None:
         if refresh.claim(dataset.pk, None, group):
             recompute_dataset(dataset, group)
     into.datasets.append(dataset.pk)
+    if any(cold_groups(run) for run in older) and start_pacing(dataset):
+        into.paced.append(dataset.pk)
 
 
-def warm(dataset_id: int | None = None) -> Warmed:
+def start_pacing(dataset: Dataset) -> bool:
+    """Queue the first paced step over the dataset's older runs, unless a chain holds its
+    marker already; False then, or when the broker cannot take it (the next warm-up
+    tries again; readers queue what they open)."""
+    if not refresh.claim(dataset.pk, None, PACED_GROUP):
+        return False
+    return _queue_step(dataset, 0.0)
+
+
+def pace(dataset: Dataset) -> bool:
+    """One paced step (the task evaluation.analytics.tasks.warm_older_runs): count the next
+    cold figure of the older runs, then queue the next step after `refresh.spacing` of
+    what this one took, holding the chain's marker across the pause. True when a next
+    step is queued; False when nothing was left (the marker goes). With an eager Celery (a
+    demo without a worker) the steps run one after the other here, without pauses."""
+    while (took := count_next_older(dataset)) is not None:
+        if not refresh.eager():
+            wait = refresh.spacing(took)
+            refresh.hold(dataset.pk, None, PACED_GROUP, wait)
+            return _queue_step(dataset, wait)
+    refresh.release(dataset.pk, None, PACED_GROUP)
+    return False
+
+
+def count_next_older(dataset: Dataset) -> float | None:
+    """Count the first cold figure of the older runs (newest run first) whose marker is
+    free (a reader's refresh may hold one: its own task counts it); the seconds it took,
+    or None when none is left."""
+    _newest, older = newest_of_each_panel(runs_to_warm(dataset))
+    for run in older:
+        for group in cold_groups(run):
+            if refresh.claim(dataset.pk, run.pk, group):
+                started = time.monotonic()
+                recount.recount_run(run, group)
+                return time.monotonic() - started
+    return None
+
+
+def _queue_step(dataset: Dataset, wait: float) -> bool:
+    try:
+        signature = task_names.signature(task_names.WARM_OLDER_RUNS_TASK, (dataset.pk,))
+        signature.apply_async(countdown=wait)
+    except Exception:
+        logger.exception("Could not queue the paced warm-up of dataset %s", dataset.pk)
+        refresh.release(dataset.pk, None, PACED_GROUP)
+        return False
+    return True
+
+
+def warm(dataset_id: int | None = None, *, paced: bool = True) -> Warmed:
     """Warm one dataset's figures, or every dataset's (newest first). A dataset that fails
-    is logged and left for its readers' refreshes; the others are still warmed."""
+    is logged and left for its readers' refreshes; the others are still warmed. Not
+    `paced`: every run's cold figures queued at once, none left to the paced steps."""
     warmed = Warmed()
     datasets = Dataset.objects.order_by("-pk")
     if dataset_id is not None:
         datasets = datasets.filter(pk=dataset_id)
     for dataset in datasets:
         try:
-            warm_dataset(dataset, warmed)
+            warm_dataset(dataset, warmed, paced=paced)
         except Exception as error:
             logger.exception("Warm-up of dataset %s failed", dataset.pk)
             warmed.failed.append((dataset.pk, type(error).__name__))
     return warmed
 
 
-def queue(dataset_id: int | None = None, *, why: str, asked: bool = False) -> bool:
+def queue(
+    dataset_id: int | None = None, *, why: str, asked: bool = False, paced: bool = True
+) -> bool:
     """Queue the warm-up task; False (logged) when the broker cannot take it: a start-up or
     a migration never fails for it, and readers then queue their own refreshes. Also False
     when settings.FIGURES_WARM_UP is off (the test suite), unless someone `asked` for it
@@ -190,7 +277,7 @@ def queue(dataset_id: int | None = None, *, why: str, asked: bool = False) -> bo
     if not (asked or settings.FIGURES_WARM_UP):
         return False
     try:
-        task_names.signature(task_names.WARM_FIGURES_TASK, (dataset_id,)).apply_async()
+        task_names.signature(task_names.WARM_FIGURES_TASK, (dataset_id, paced)).apply_async()
     except Exception:
         logger.exception("Could not queue the warm-up of kept figures (%s)", why)
         return False

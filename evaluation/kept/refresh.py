@@ -158,6 +158,14 @@ def release(dataset_id: int, run_id: int | None, group: str) -> None:
     _marker(dataset_id, run_id, group).delete()
 
 
+def hold(dataset_id: int, run_id: int | None, group: str, seconds: float) -> None:
+    """Keep a taken marker live `seconds` longer than REFRESH_TIMEOUT would: the holder
+    waits out a pause before its next step (the warm-up's paced steps,
+    evaluation.analytics.warmup.pace) and no one else may start meanwhile."""
+    later = timezone.now() + timedelta(seconds=seconds)
+    _marker(dataset_id, run_id, group).update(claimed_at=later)
+
+
 def fail(dataset_id: int, run_id: int | None, group: str, error: BaseException) -> Failure:
     """The recompute raised: keep the marker as a failure that blocks readers until its
     backoff runs out (written whether or not the marker is still there)."""

@@ -185,7 +185,7 @@ def test_migrate_queues_the_warm_up_and_a_flush_does_not(settings, monkeypatch):
     receivers.warm_after_migrate(sender=None, plan=None)  # a flush sends no plan
     assert sent == []
     receivers.warm_after_migrate(sender=None, plan=[])  # migrate, nothing to apply
-    assert sent == [(task_names.WARM_FIGURES_TASK, (None,))]
+    assert sent == [(task_names.WARM_FIGURES_TASK, (None, True))]
     settings.FIGURES_WARM_UP = False  # the test suite's default
     receivers.warm_after_migrate(sender=None, plan=[])
     assert len(sent) == 1

@@ -21,6 +21,7 @@ from evaluation.kept.models import KeptFigure, KeptRefresh
 from evaluation.runs import scores, trend
 from evaluation.runs.models import Run, Verdict
 from tests.support.compare import same
+from tests.support.nights import next_night
 
 pytestmark = pytest.mark.django_db
 
@@ -40,27 +41,6 @@ def first_night(admin):
 
 def fresh(run: Run) -> Run:
     return Run.objects.select_related("dataset").get(pk=run.pk)
-
-
-def next_night(run: Run, night: int, *, panel=None, **fields) -> Run:
-    """The same items graded again a night later, every `night + 2`-th verdict flipped:
-    each night's scores differ."""
-    later = Run.objects.create(
-        dataset=run.dataset, panel=panel or run.panel, kind=run.kind, name=f"Night {night}",
-        status=Run.Status.DONE, snapshot=run.snapshot, created_by=run.created_by,
-        started_at=run.finished_at + timedelta(days=night),
-        finished_at=run.finished_at + timedelta(days=night, hours=1), **fields,
-    )  # fmt: skip
-    copies = []
-    for n, vote in enumerate(Verdict.objects.filter(run=run).order_by("pk")):
-        vote.pk, vote.run = None, later
-        if n % (night + 2) == 0 and vote.outcome in ("pass", "fail"):
-            vote.outcome = "fail" if vote.outcome == "pass" else "pass"
-        copies.append(vote)
-    Verdict.objects.bulk_create(copies)
-    later.expected = len(copies)
-    later.save(update_fields=["expected"])
-    return fresh(later)
 
 
 def counted(*runs: Run) -> None:
