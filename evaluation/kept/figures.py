@@ -220,12 +220,12 @@ def kept_entries(dataset_id: int, keys: Iterable[str], paths: list[str | int]) -
     keys = list(keys)
     if not keys:
         return {}
-    if not paths:
-        return {key: [] for key in kept_by_key(dataset_id, {k: k for k in keys})}
-    if connection.vendor == "postgresql":
+    picks: list[str] = []  # no paths: which of the rows are kept, their keys only
+    params: list = []
+    if paths and connection.vendor == "postgresql":
         picks = ["cells -> %s::int" if isinstance(p, int) else "cells -> %s::text" for p in paths]
-        params: list = list(paths)
-    else:  # SQLite's JSON paths; member names are answer ids and the like, never quoted
+        params = list(paths)
+    elif paths:  # SQLite's JSON paths; member names are answer ids and the like, never quoted
         if any(isinstance(p, str) and not _KEY_NAME.fullmatch(p) for p in paths):
             raise ValueError(f"not a plain member name among {paths!r}")
         picks = ["cells -> %s"] * len(paths)
@@ -233,7 +233,7 @@ def kept_entries(dataset_id: int, keys: Iterable[str], paths: list[str | int]) -
     marks = ", ".join(["%s"] * len(keys))
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT key, {', '.join(picks)} FROM {KeptFigure._meta.db_table} "  # noqa: S608
+            f"SELECT {', '.join(['key', *picks])} FROM {KeptFigure._meta.db_table} "  # noqa: S608
             f"WHERE dataset_id = %s AND key IN ({marks})",
             [*params, dataset_id, *keys],
         )  # the table's name from the model; every value a parameter

@@ -947,6 +947,8 @@ def _kept_scores(
         state kept), the newer state's rows, as `read` does: answering without them made
         the side by side page show a side as not scored (bench.web, 720,000 verdicts)."""
         ids = list(dict.fromkeys(answer_ids))
+        if not ids:  # nothing to pick: not even the index is read
+            return {}
         at = _positions(readers.kept_key(state.basis, text, INDEX), ids)
         if at is None:
             return run_scores(run).of_answers(ids)

@@ -280,3 +280,7 @@ def test_entries_of_kept_rows_are_picked_in_the_database(
     rows = figures.kept_entries(reviewed_dataset.pk, [state("rows").key], [2, 0, 5])
     assert rows == {state("rows").key: [[3, "x"], {"answer_id": 12, "score": "0.5"}, None]}
     assert figures.kept_entries(reviewed_dataset.pk, [], ["1"]) == {}
+    # No paths: which rows are kept, nothing of theirs read.
+    with django_assert_num_queries(1) as read:
+        assert figures.kept_entries(reviewed_dataset.pk, [key, "no such key"], []) == {key: []}
+    assert "cells" not in read.captured_queries[0]["sql"]

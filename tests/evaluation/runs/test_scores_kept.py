@@ -9,6 +9,8 @@ from dataclasses import asdict
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from annotation.models import Criterion
@@ -49,6 +51,10 @@ def equal_to_the_whole_report(run: Run) -> None:
         for c in expected["checklists"]:
             c["author"] = ""
         same(expected, asdict(by_id[answer.answer_id]), f"answer {answer.answer_id}")
+    # No answer asked for: nothing read (not even the run's index of answers).
+    with CaptureQueriesContext(connection) as read:
+        assert kept.of_answers([]) == {}
+    assert read.captured_queries == []
 
 
 @pytest.mark.parametrize(
