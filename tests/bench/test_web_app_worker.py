@@ -24,7 +24,7 @@ class Logged:
 
 def test_the_refreshes_by_group_are_counted_with_their_seconds(reviewed_dataset, caplog):
     known = build_known(reviewed_dataset)
-    with caplog.at_level(logging.INFO, logger="evaluation.analytics.tasks"):
+    with caplog.at_level(logging.INFO, logger="evaluation.analytics.recount"):
         assert refresh_analytics(known.run.pk, refresh.DEFAULT) is True
         assert refresh_analytics(known.run.pk, scores.REFRESH_GROUP) is True
         assert refresh_analytics(known.run.pk, refresh.DEFAULT) is True

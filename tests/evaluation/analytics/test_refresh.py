@@ -150,7 +150,7 @@ def test_a_task_that_raises_keeps_the_old_figures_and_says_when_it_tries_again(
     client.get(url)
     assert _marker(known.run) is not None
     monkeypatch.setattr(figures, "warm", _broken)
-    with caplog.at_level(logging.WARNING, logger="evaluation.analytics.tasks"):
+    with caplog.at_level(logging.WARNING, logger="evaluation.analytics.recount"):
         started = timezone.now()
         assert refresh_analytics(known.run.pk, refresh.DEFAULT) is False
     assert "Analytics refresh of run" in caplog.text and "mid-compute" in caplog.text
@@ -233,7 +233,7 @@ def test_the_warm_task_at_a_runs_end_records_its_failure_too(reviewed_dataset, m
     KeptFigure.objects.filter(kind="analytics").delete()
     refresh.claim(known.run.dataset_id, known.run.pk, refresh.DEFAULT)  # as the receiver does
     monkeypatch.setattr(figures, "warm", _broken)
-    with caplog.at_level(logging.ERROR, logger="evaluation.analytics.tasks"):
+    with caplog.at_level(logging.ERROR, logger="evaluation.analytics.recount"):
         assert warm_analytics(known.run.pk) is False
     failed = refresh.failure(known.run.dataset_id, known.run.pk, refresh.DEFAULT)
     assert failed is not None and failed.error == "RuntimeError" and failed.tries == 1
