@@ -27,6 +27,7 @@ from django.db.models.functions import Length, Substr
 
 from annotation.models import Dataset
 from evaluation.answers.models import Answer
+from evaluation.kept.counters import counters
 from evaluation.labels.models import Adjudication, HumanLabel
 from evaluation.runs import scores
 from evaluation.runs.models import Run, Verdict
@@ -190,9 +191,11 @@ def latest_scores(dataset: Dataset, answer_ids: list[int]) -> dict[int, LatestSc
     # Only the runs found, not every run of the dataset (365 wide rows a year of nights).
     runs = Run.objects.select_related("dataset").in_bulk(list(by_run))
     found: dict[int, LatestScore] = {}
+    # The dataset's counters read once for every run (one read a run otherwise).
+    at = counters(dataset.pk) if len(runs) > 1 else None
     for run_id, ids in by_run.items():
         run = runs[run_id]
-        kept = scores.run_scores(run)
+        kept = scores.run_scores(run, at=at)
         for answer_id, report in kept.of_answers(ids).items():
             found[answer_id] = LatestScore(run, report, kept.updating)
     return found

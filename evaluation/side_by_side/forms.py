@@ -9,6 +9,7 @@ from __future__ import annotations
 from django import forms
 
 from annotation.models import Dataset, QueryCategory
+from evaluation.kept.counters import counters
 from evaluation.runs import scores
 from evaluation.runs.models import Run
 from evaluation.runs.scores import RunScores
@@ -74,8 +75,11 @@ class SideBySideForm(forms.Form):
         run_a, run_b = self._run("a", a_id), self._run("b", b_id)
         if run_a is None or run_b is None:
             return data
-        kept_a = scores.run_scores(run_a)
-        kept_b = kept_a if run_b.pk == run_a.pk else scores.run_scores(run_b)
+        if run_b.pk == run_a.pk:
+            kept_a = kept_b = scores.run_scores(run_a)
+        else:  # the dataset's counters read once for both runs
+            at = counters(run_a.dataset_id)
+            kept_a, kept_b = scores.run_scores(run_a, at=at), scores.run_scores(run_b, at=at)
         self.computing = next((k for k in (kept_a, kept_b) if k.computing), None)
         if self.computing is not None:
             return data

@@ -320,6 +320,37 @@ def test_the_answers_list_reads_the_newest_of_many_runs_in_as_many_queries_as_of
     assert {a.pk: latest.report for a, latest in rows if latest} == kept
 
 
+def test_answers_whose_newest_runs_differ_each_show_their_own_runs_score(reviewer, judged):
+    """One answer left out of the newest run: its score is the first run's, the others' the
+    newest run's, each as that run keeps it; the dataset's counters read once for both."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from evaluation.answer_pages.selectors import latest_scores
+    from evaluation.kept.models import ReviewRevision
+
+    data, _ = judged
+    newest = build_labelled_again(data)
+    left_out = newest.verdicts.values_list("answer_id", flat=True).first()
+    newest.verdicts.filter(answer_id=left_out).delete()
+    bump(data.run.dataset_id, Event.LABELS_IMPORTED)
+    answer_ids = list(data.run.verdicts.values_list("answer_id", flat=True).distinct())
+    for run in (data.run, newest):  # as their run pages keep them
+        scores.keep_scores(Run.objects.select_related("dataset").get(pk=run.pk))
+
+    with CaptureQueriesContext(connection) as read:
+        found = latest_scores(data.run.dataset, answer_ids)
+    table = ReviewRevision._meta.db_table
+    assert sum(f'FROM "{table}"' in q["sql"] for q in read.captured_queries) == 1
+    assert {pk: latest.run.pk for pk, latest in found.items()} == {
+        pk: data.run.pk if pk == left_out else newest.pk for pk in answer_ids
+    }
+    for run in (data.run, newest):
+        mine = [pk for pk, latest in found.items() if latest.run.pk == run.pk]
+        kept = scores.run_scores(Run.objects.select_related("dataset").get(pk=run.pk))
+        assert {pk: found[pk].report for pk in mine} == kept.of_answers(mine)
+
+
 def build_labelled_again(data):
     """A second finished run of the same dataset, panel and answers: a copy of the first's
     verdicts, every vote a failure (so the two runs' verdicts differ)."""

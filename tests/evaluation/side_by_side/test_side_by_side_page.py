@@ -14,6 +14,7 @@ from django.urls import reverse
 
 from annotation.models import QueryCategory
 from annotation.services import dataset_create
+from evaluation.kept.models import ReviewRevision
 from evaluation.runs import scores
 from evaluation.side_by_side.pairing import A_MEETS, B_MEETS, SAME, UNCOMPARED
 from tests.factories import UserFactory
@@ -39,8 +40,12 @@ def shown(response) -> list[int]:
 def test_differing_criteria_first_with_the_kept_scores(client, reviewer, two_runs):
     data = two_runs
     client.force_login(reviewer)
-    response = client.get(url(data, **sides(data), sort="query"))
+    with CaptureQueriesContext(connection) as read:
+        response = client.get(url(data, **sides(data), sort="query"))
     assert response.status_code == 200
+    # The dataset's counters (what both runs' kept scores are keyed by) read once.
+    table = ReviewRevision._meta.db_table
+    assert sum(f'FROM "{table}"' in q["sql"] for q in read.captured_queries) == 1
     details = response.context["comparison"].details
     assert [d.pair.query_id for d in details] == [q.pk for q in data.queries]
     first = details[0]
