@@ -232,10 +232,14 @@ def count_next_older(dataset: Dataset) -> float | None:
     _newest, older = newest_of_each_panel(runs_to_warm(dataset))
     for run in older:
         for group in cold_groups(run):
-            if refresh.claim(dataset.pk, run.pk, group):
-                started = time.monotonic()
-                recount.recount_run(run, group)
-                return time.monotonic() - started
+            if not refresh.claim(dataset.pk, run.pk, group):
+                continue
+            if group not in cold_groups(run):  # kept by the refresh that held it meanwhile
+                refresh.release(dataset.pk, run.pk, group)
+                continue
+            started = time.monotonic()
+            recount.recount_run(run, group)
+            return time.monotonic() - started
     return None
 
 

@@ -128,6 +128,32 @@ def test_a_figure_a_readers_refresh_holds_is_left_to_it(three_nights, monkeypatc
     assert len(warmup.cold_groups(fresh(oldest))) == ALL_GROUPS - 2
 
 
+def test_a_figure_kept_between_the_look_and_the_claim_is_not_counted_again(
+    three_nights, monkeypatch
+):
+    """The race of a reader's refresh ending just as a step looks: the step found the
+    middle run's scores cold, then their refresh kept them and let go of the marker before
+    the step took it. The step lets the marker go too and counts the next figure."""
+    _oldest, middle, newest = three_nights
+    take = refresh.claim
+
+    def kept_meanwhile(dataset_id, run_id, group):
+        if (run_id, group) == (middle.pk, scores.REFRESH_GROUP):
+            scores.keep_scores(fresh(middle))  # the reader's refresh, just ended
+        return take(dataset_id, run_id, group)
+
+    monkeypatch.setattr(refresh, "claim", kept_meanwhile)
+    recorded_broker(monkeypatch)
+    counted = []
+    monkeypatch.setattr(
+        warmup.recount, "recount_run", lambda run, group: counted.append((run.pk, group))
+    )
+    assert warmup.pace(newest.dataset) is True
+    assert counted == [(middle.pk, warmup.cold_groups(fresh(middle))[0])]
+    assert counted[0][1] != scores.REFRESH_GROUP
+    assert not KeptRefresh.objects.filter(run_id=middle.pk, group=scores.REFRESH_GROUP).exists()
+
+
 def test_when_nothing_is_left_the_chain_ends_and_its_marker_goes(three_nights, monkeypatch):
     _oldest, _middle, newest = three_nights
     assert refresh.claim(newest.dataset_id, None, warmup.PACED_GROUP)
