@@ -90,8 +90,8 @@ def newest_of_each_panel(runs: list[Run]) -> tuple[list[Run], list[Run]]:
     newest: dict[int | None, Run] = {}
     for run in runs:
         newest.setdefault(run.panel_id, run)
-    first = set(map(id, newest.values()))
-    return list(newest.values()), [run for run in runs if id(run) not in first]
+    first = {run.pk for run in newest.values()}
+    return list(newest.values()), [run for run in runs if run.pk not in first]
 
 
 def cold_groups(run: Run) -> list[str]:
@@ -105,16 +105,21 @@ def cold_groups(run: Run) -> list[str]:
     of the web server was 30 recounts of 14 s at the month preset, for runs nobody opened.
     What makes a figure cold is what the warm-up is for: a seed, a migration or a deploy
     that changes a figure's version, a flush."""
-    found = []
-    if not scores.scores_served(run):
-        found.append(scores.REFRESH_GROUP)
-    if not figures.default_served(run):
-        found.append(refresh.DEFAULT)
-    if not stability.stability_kept(run):
-        found.append(stability.REFRESH_GROUP)
-    if not overview.counts_kept(run):
-        found.append(overview.REFRESH_GROUP)
-    return found
+    return [group for group in SERVED if is_cold(run, group)]
+
+
+# Each refresh group a run's pages read, and whether something is kept that they serve.
+SERVED = {
+    scores.REFRESH_GROUP: scores.scores_served,
+    refresh.DEFAULT: figures.default_served,
+    stability.REFRESH_GROUP: stability.stability_kept,
+    overview.REFRESH_GROUP: overview.counts_kept,
+}
+
+
+def is_cold(run: Run, group: str) -> bool:
+    """Whether the run's readers of `group` would get the placeholder (`cold_groups`)."""
+    return not SERVED[group](run)
 
 
 def dataset_groups(dataset: Dataset, *, with_agreement: bool) -> list[str]:
@@ -182,7 +187,7 @@ def warm_dataset(dataset: Dataset, into: Warmed, *, paced: bool = True) -> None:
             if refresh.ensure(dataset.pk, run.pk, group):
                 into.queued.append((run.pk, group))
     for run in older:
-        if not scores.scores_served(run) and refresh.ensure(
+        if is_cold(run, scores.REFRESH_GROUP) and refresh.ensure(
             dataset.pk, run.pk, scores.REFRESH_GROUP
         ):
             into.queued.append((run.pk, scores.REFRESH_GROUP))
@@ -234,7 +239,7 @@ def count_next_older(dataset: Dataset) -> float | None:
         for group in cold_groups(run):
             if not refresh.claim(dataset.pk, run.pk, group):
                 continue
-            if group not in cold_groups(run):  # kept by the refresh that held it meanwhile
+            if not is_cold(run, group):  # kept by the refresh that held it meanwhile
                 refresh.release(dataset.pk, run.pk, group)
                 continue
             started = time.monotonic()
