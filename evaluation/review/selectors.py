@@ -121,7 +121,7 @@ def _uncertainties(
     by_pk = {r.pk: r for r in runs}
     part = "perfect" if perfect and run is None else ""
     rows = kept.answer_uncertainties(
-        dataset.pk, runs, part, lambda: _answer_uncertainties(runs, run)
+        dataset.pk, runs, part, lambda: _answer_uncertainties(by_pk, run)
     )
     chosen = {answer_id: by_pk[run_id] for answer_id, run_id, _, _ in rows}
     uncertainty = {answer_id: u for answer_id, _, u, judged in rows if judged}
@@ -129,11 +129,10 @@ def _uncertainties(
     return chosen, uncertainty, judged
 
 
-def _answer_uncertainties(runs: list[Run], run: Run | None) -> list[list]:
+def _answer_uncertainties(by_pk: dict[int, Run], run: Run | None) -> list[list]:
     """[answer, run whose verdicts count, uncertainty or None, criteria with a valid vote]
-    per graded answer, from the runs' vote splits (kept.vote_histogram)."""
-    by_pk = {r.pk: r for r in runs}
-    rows = kept.vote_histogram(runs)
+    per graded answer, from the vote splits of the runs `by_pk` (kept.vote_histogram)."""
+    rows = kept.vote_histogram(list(by_pk.values()))
     graded: dict[int, list[Run]] = defaultdict(list)
     for run_id, answer_id, *_ in rows:
         if not graded[answer_id] or graded[answer_id][-1].pk != run_id:
