@@ -19,8 +19,13 @@ from evaluation.runs.models import Run, Verdict
 # an answer is the highest-ranked run that judged it (`rank`: the caller's order). {answer},
 # {item} and {criterion} narrow it to one item (`item_row`): the chosen run is
 # still the answer's, over all its criteria.
-_DISAGREEMENT_FACTS = """
-WITH item AS (
+#
+# In two parts: the judges' side (`_JUDGED`: the votes, which labels never move) and the
+# humans' (`_LABELLED`: labels and adjudications, read from `{chosen}`). The whole fill
+# may count the first into a temporary table before it holds the review counters
+# (`judged_sql`, review.kept), so that labels wait only for the second.
+_JUDGED = """
+item AS (
   SELECT v.run_id, v.answer_id, v.criterion_id,
          sum(CASE WHEN v.outcome = 'pass' THEN 1 ELSE 0 END) AS p,
          sum(CASE WHEN v.outcome = 'fail' THEN 1 ELSE 0 END) AS f,
@@ -33,7 +38,9 @@ chosen AS (
   SELECT item.*, {outcome} AS outcome,
          max(run_rank) OVER (PARTITION BY answer_id) AS best
   FROM item
-),
+)
+"""
+_LABELLED = """
 lab AS (
   SELECT l.answer_id, l.criterion_id,
          sum(CASE WHEN l.label = 'pass' THEN 1 ELSE 0 END) AS lp,
@@ -52,7 +59,7 @@ facts AS (
          CASE x.outcome WHEN 'pass' THEN coalesce(lab.lf, 0)
                         WHEN 'fail' THEN coalesce(lab.lp, 0) ELSE 0 END AS contradicting,
          c.checklist_id, c.position
-  FROM chosen x
+  FROM {chosen} x
   JOIN annotation_criterion c ON c.id = x.criterion_id
   LEFT JOIN lab ON lab.answer_id = x.answer_id AND lab.criterion_id = x.criterion_id
   LEFT JOIN evaluation_adjudication d
@@ -75,9 +82,29 @@ ROW_FIELDS = (
 )  # fmt: skip
 
 
-def facts_sql(ranked: list[Run], *, one_item: bool) -> str:
+def facts_sql(ranked: list[Run], *, one_item: bool, judged: str | None = None) -> str:
     """The facts of every judged item of the ranked runs (or of `%(answer)s`·
-    `%(criterion)s` alone), up to the list of queued columns."""
+    `%(criterion)s` alone), up to the list of queued columns. `judged`: a table holding
+    `judged_sql`'s rows for the same runs, read instead of counting the votes here."""
+    labelled = _LABELLED.format(
+        chosen=judged or "chosen",
+        item=" AND l.answer_id = %(answer)s AND l.criterion_id = %(criterion)s" if one_item else "",
+        criterion=" AND x.criterion_id = %(criterion)s" if one_item else "",
+    )  # fmt: skip
+    if judged is not None:
+        return f"WITH {labelled}"
+    return f"WITH {_judged(ranked, one_item=one_item)}, {labelled}"
+
+
+def judged_sql(ranked: list[Run]) -> str:
+    """The judges' side of every item of the ranked runs, in its answer's chosen run: what
+    `facts_sql(..., judged=table)` reads from a table (no parameter: it does not depend on
+    the dataset's labels)."""
+    judged = _judged(ranked, one_item=False)  # only integers and our own expressions
+    return f"WITH {judged} SELECT * FROM chosen WHERE run_rank = best"  # noqa: S608
+
+
+def _judged(ranked: list[Run], *, one_item: bool) -> str:
     rank = (
         "CASE v.run_id " + " ".join(f"WHEN {r.pk} THEN {n}" for n, r in enumerate(ranked)) + " END"
     )
@@ -85,12 +112,10 @@ def facts_sql(ranked: list[Run], *, one_item: bool) -> str:
         f"WHEN {r.pk} THEN {votes_sql.panel_outcome(r.panel_method, r.panel_threshold, 'p', 'f')}"
         for r in ranked
     )
-    return _DISAGREEMENT_FACTS.format(
+    return _JUDGED.format(
         rank=rank, outcome=f"CASE run_id {methods} END",
         runs=", ".join(str(r.pk) for r in ranked),
         answer=" AND v.answer_id = %(answer)s" if one_item else "",
-        item=" AND l.answer_id = %(answer)s AND l.criterion_id = %(criterion)s" if one_item else "",
-        criterion=" AND x.criterion_id = %(criterion)s" if one_item else "",
     )  # fmt: skip  # only integers and our own expressions go into the text
 
 

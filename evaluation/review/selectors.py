@@ -290,7 +290,7 @@ def queue_of_group(group: str) -> tuple[str, bool, int | None] | None:
 def _kept_header(
     dataset: Dataset, run: Run | None, runs: list[Run], *, figure: readers.Figure,
     facts: tuple[object, ...], fill: Callable[[int], dict], recent: bool, part: str = "",
-    group: str,
+    group: str, prepare: Callable[[], None] | None = None,
 ) -> tuple[KeptFigure | None, ColdOrder | None]:  # fmt: skip
     """The kept order a queue reads (evaluation.review.kept), per queue `figure` and `run`,
     computed from `runs` (in their order) and `facts` (the policy): under `recent`, the
@@ -298,7 +298,8 @@ def _kept_header(
     counters, `fill`ed when missing, unless the cold rule sends the fill to the background
     (the dataset's refresh `group`): then the newest order kept in the slot, marked
     updating, or None (the placeholder). With a run still going, the order is made for
-    this request alone (not cacheable: verdicts arrive without the runs' state moving)."""
+    this request alone (not cacheable: verdicts arrive without the runs' state moving).
+    `prepare`: counted before the fill holds the review counters (kept.kept)."""
     basis = readers.basis(dataset.pk, figure, run=run, runs=runs, facts=facts, part=part)
     header = kept.latest(basis) if recent and basis.cacheable else None
     if header is not None:
@@ -308,7 +309,7 @@ def _kept_header(
         read_only = kept_figures.writes_refused()
         return cold.fill(dataset.pk, None, group, read_only=read_only)
 
-    header = kept.kept(readers.state_of(basis), fill, rule)
+    header = kept.kept(readers.state_of(basis), fill, rule, prepare)
     if header is not None:
         return header, None
     earlier = kept.newest(basis)
@@ -539,10 +540,10 @@ def disagreement_queue(
         return DisagreementQueue(items=empty)
     # In the ranked order, not the ids' order: it picks each answer's run.
     ranked = sorted(runs, key=lambda r: (r.finished_at or _EPOCH, r.pk))
+    prepare, fill = kept.disagreement_fill(dataset.pk, ranked)
     header, found = _kept_header(
         dataset, run, ranked, figure=readers.DISAGREEMENT_QUEUE, facts=(), recent=recent,
-        fill=lambda header_id: kept.write_disagreements(dataset.pk, ranked, header_id),
-        group=refresh_group(readers.DISAGREEMENT_QUEUE, run),
+        fill=fill, prepare=prepare, group=refresh_group(readers.DISAGREEMENT_QUEUE, run),
     )  # fmt: skip
     queue = _queue(header, found, lambda rows: _disagreement_items(rows, by_pk))
     if mine:
