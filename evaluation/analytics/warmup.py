@@ -94,6 +94,15 @@ def newest_of_each_panel(runs: list[Run]) -> tuple[list[Run], list[Run]]:
     return list(newest.values()), [run for run in runs if run.pk not in first]
 
 
+# Each refresh group a run's pages read, and whether something is kept that they serve.
+SERVED = {
+    scores.REFRESH_GROUP: scores.scores_served,
+    refresh.DEFAULT: figures.default_served,
+    stability.REFRESH_GROUP: stability.stability_kept,
+    overview.REFRESH_GROUP: overview.counts_kept,
+}
+
+
 def cold_groups(run: Run) -> list[str]:
     """The run's refresh groups whose readers would get the placeholder: nothing kept for
     the run's current state, nor for an earlier state that they would serve meanwhile.
@@ -106,15 +115,6 @@ def cold_groups(run: Run) -> list[str]:
     What makes a figure cold is what the warm-up is for: a seed, a migration or a deploy
     that changes a figure's version, a flush."""
     return [group for group in SERVED if is_cold(run, group)]
-
-
-# Each refresh group a run's pages read, and whether something is kept that they serve.
-SERVED = {
-    scores.REFRESH_GROUP: scores.scores_served,
-    refresh.DEFAULT: figures.default_served,
-    stability.REFRESH_GROUP: stability.stability_kept,
-    overview.REFRESH_GROUP: overview.counts_kept,
-}
 
 
 def is_cold(run: Run, group: str) -> bool:

@@ -200,6 +200,21 @@ REFRESHED = re.compile(
 )
 
 
+def refreshed(log: str) -> list[tuple[datetime, int, str]]:
+    """(time, run, group) of each refresh a worker's log says it counted."""
+    return [
+        (datetime.strptime(at, "%Y-%m-%d %H:%M:%S,%f"), int(run), group)
+        for at, run, group in REFRESHED.findall(log)
+    ]
+
+
+def all_warm(nights: list[Run]) -> bool:
+    """No run has a cold figure, and no refresh or chain marker of their dataset is left."""
+    return all(warmup.cold_groups(fresh(run)) == [] for run in nights) and not (
+        KeptRefresh.objects.filter(dataset_id=nights[-1].dataset_id).exists()
+    )
+
+
 @pytest.mark.worker
 def test_a_real_worker_warms_everything_once_and_the_older_runs_spaced(three_nights, start_worker):
     """The whole warm-up on a real worker of two threads, with a spacing of 2 s: every cold
@@ -211,19 +226,15 @@ def test_a_real_worker_warms_everything_once_and_the_older_runs_spaced(three_nig
     signature = Signature(task_names.WARM_FIGURES_TASK, args=(newest.dataset_id, True))
     signature.apply_async(queue=queue)
     wait_for(
-        lambda: all(warmup.cold_groups(fresh(run)) == [] for run in three_nights)
-        and not KeptRefresh.objects.filter(dataset_id=newest.dataset_id).exists(),
+        lambda: all_warm(three_nights),
         90, lambda: "warm-up never finished:\n" + worker.log()[-3000:],
     )  # fmt: skip
 
-    refreshed = [
-        (datetime.strptime(at, "%Y-%m-%d %H:%M:%S,%f"), int(run), group)
-        for at, run, group in REFRESHED.findall(worker.log())
-    ]
-    counted = [(run, group) for _at, run, group in refreshed]
+    found = refreshed(worker.log())
+    counted = [(run, group) for _at, run, group in found]
     assert len(counted) == len(set(counted)) == 3 * ALL_GROUPS, worker.log()[-3000:]
     paced = sorted(
-        at for at, run, group in refreshed
+        at for at, run, group in found
         if run in (oldest.pk, middle.pk) and group != scores.REFRESH_GROUP
     )  # fmt: skip
     assert len(paced) == 2 * (ALL_GROUPS - 1)
@@ -267,13 +278,8 @@ def test_a_worker_killed_while_it_holds_the_next_step_leaves_the_chain_to_the_ne
         env={"FIGURES_REFRESH_SPACING": "1", "CELERY_VISIBILITY": "1"},
     )  # fmt: skip
     wait_for(
-        lambda: all(warmup.cold_groups(fresh(run)) == [] for run in three_nights)
-        and not KeptRefresh.objects.filter(dataset_id=newest.dataset_id).exists(),
+        lambda: all_warm(three_nights),
         120, lambda: "the chain never finished:\n" + second.log()[-3000:],
     )  # fmt: skip
-    counted = [
-        (int(run), group)
-        for log in (first.log(), second.log())
-        for _at, run, group in REFRESHED.findall(log)
-    ]
+    counted = [(run, group) for _at, run, group in refreshed(first.log() + second.log())]
     assert len(counted) == len(set(counted)) == 3 * ALL_GROUPS, second.log()[-3000:]
