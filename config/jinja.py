@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from django.forms.renderers import Jinja2 as Jinja2FormRenderer
 from django.template import engines
 from django.template.defaultfilters import add, floatformat, truncatechars
 from django.utils.formats import date_format
@@ -19,6 +20,14 @@ from jinja2 import Environment, StrictUndefined
 from markupsafe import Markup, escape
 
 from evaluation.metrics.rubrics import outcome_shown
+
+# Django's own Jinja2 templates of the form widgets (django/forms/jinja2/), for a widget of
+# hundreds of options: Django's engine renders a <select> one template per option, and the
+# start-run form's 200 queries were a third of the runs page's CPU (132 ms of Python, 95
+# ms with these; docs/benchmarks.md, "Where a reader's time in the server goes"). The same
+# HTML but for blank lines and entity spelling (&#34; for &quot;). Not site-wide: the
+# admin's widget wrappers exist only as Django templates.
+WIDGET_RENDERER = Jinja2FormRenderer()
 
 
 def local_date(value: dt.datetime | None, format_string: str) -> str:

@@ -4,6 +4,7 @@ from django import forms
 from django.db.models import Q
 
 from annotation.models import Dataset, Query
+from config import jinja
 from config.ids import parse_id
 from evaluation.answers.models import System
 from evaluation.judges.models import Panel
@@ -14,6 +15,14 @@ from evaluation.runs.models import Run
 QUERY_OPTIONS = 200
 # The latest finished runs offered as a trial's baseline (the API takes any of them).
 BASELINE_OPTIONS = 50
+
+
+class ManyOptions(forms.SelectMultiple):
+    """A multiple <select> of up to QUERY_OPTIONS options, drawn by Django's Jinja2 widget
+    templates whatever the form's renderer (config.jinja.WIDGET_RENDERER says why)."""
+
+    def render(self, name, value, attrs=None, renderer=None):
+        return super().render(name, value, attrs, jinja.WIDGET_RENDERER)
 
 
 class QueryChoices(forms.ModelMultipleChoiceField):
@@ -31,7 +40,7 @@ class RunForm(forms.Form):
     queries = QueryChoices(
         Query.objects.none(),
         required=False,
-        widget=forms.SelectMultiple(attrs={"size": 6}),
+        widget=ManyOptions(attrs={"size": 6}),
         help_text="None selected: every query of the dataset.",
     )
     systems = forms.ModelMultipleChoiceField(

@@ -68,6 +68,26 @@ def test_review_page_shows_votes_rationales_verdicts_and_labels(client, small, r
     assert f'data-criterion="{crits[2].pk}"' in page and "<kbd>u</kbd>" in page
 
 
+def test_an_answer_whose_text_changed_shows_its_new_text_and_hostile_markdown_stays_inert(
+    client, small, reviewer
+):
+    """Rendered answers are kept per process by their text (evaluation.answers.rendering):
+    a changed text is rendered afresh, never the HTML kept for the text it had, and what is
+    kept is the sanitised HTML, the second view as inert as the first."""
+    _run, _crits, (answer,) = small
+    client.force_login(reviewer)
+    url = reverse("answer-review", args=[answer.pk])
+    assert "revenue was <strong>$4.0 billion</strong>" in client.get(url).content.decode()
+    answer.text = "Revenue was **$5.1 billion** [see](javascript:alert(1)) <script>x()</script>"
+    answer.save(update_fields=["text"])
+    for _ in range(2):
+        page = client.get(url).content.decode()
+        assert "Revenue was <strong>$5.1 billion</strong>" in page
+        assert "$4.0 billion" not in page
+        assert 'href="javascript' not in page and "<script>x()" not in page
+        assert "&lt;script&gt;x()" in page  # shown as the text it is
+
+
 def test_label_undo_and_no_javascript_fallback(client, small, reviewer):
     run, crits, (answer,) = small
     client.force_login(reviewer)

@@ -91,3 +91,16 @@ def test_any_query_of_the_dataset_can_be_chosen_listed_or_not(
     )
     assert started.status_code == 302
     assert list(dataset.runs.get().queries.all()) == [unlisted]
+
+
+def test_the_query_options_escape_what_experts_wrote(client, owner, dataset, queries):
+    """The query select is drawn by Django's Jinja2 widget templates (config.jinja
+    WIDGET_RENDERER), not the form's own engine: its labels are escaped there too."""
+    queries[0].text = 'Revenue <script>alert("x")</script> & "margins"'
+    queries[0].save(update_fields=["text"])
+    client.force_login(owner)
+    page = client.get(reverse("dataset-runs", args=[dataset.pk])).content.decode()
+    assert "<script>alert" not in page
+    label = f"#{queries[0].pk} Revenue &lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; "
+    assert label in page
+    assert options(page) == {q.pk: False for q in queries[:4]}
