@@ -20,11 +20,11 @@ ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "th": {"style"}, "td": {"style"}, 
 
 # Answers rendered lately, by their text, in each process: the same answer is drawn on its
 # page, its review page, its run's page and side by side, for each reviewer who opens it,
-# and markdown-it is pure Python (about 3 ms a kilobyte on a slow machine of ours; the side by
-# side API renders twenty answers a page). Keyed by the text itself, so an edited answer is
-# a new entry and what comes out depends on nothing else. At most 128 entries of the
-# largest answers (limits.ANSWER_TEXT, 100 kB, and their HTML) is ~30 MB a process; answers
-# of a few kilobytes, well under 2 MB.
+# and markdown-it is pure Python (about 3 ms a kilobyte on a slow machine of ours; the
+# side by side API renders twenty answers a page). Keyed by the text itself, so an edited
+# answer is a new entry and what comes out depends on nothing else. At most 128 entries of
+# the largest answers (limits.ANSWER_TEXT, 100 kB, and their HTML) is ~30 MB a process;
+# answers of a few kilobytes, well under 2 MB.
 RENDERED_KEPT = 128
 
 
