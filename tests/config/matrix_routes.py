@@ -88,7 +88,7 @@ PAGE_ARGS["schedule-delete"] = lambda w: {"pk": w.dataset.pk, "schedule_pk": w.s
 PAGE_ARGS["export-status"] = lambda w: {"token": w.export.token}
 PAGE_ARGS["export-download"] = lambda w: {"token": w.export.token}
 PAGE_ARGS["judge-edit"] = lambda w: {"pk": w.judge.pk}
-PAGE_ARGS["guideline-edit"] = lambda w: {"pk": 1}  # the Finance preset every world has
+PAGE_ARGS["guideline-edit"] = lambda w: {"pk": w.guideline.pk}  # the seeded Finance one
 PAGE_ARGS["judge-test"] = lambda w: {"pk": w.judge.pk}
 PAGE_ARGS["dataset-tuning"] = lambda w: {"pk": w.dataset.pk}
 PAGE_ARGS["judge-tuning"] = lambda w: {"pk": w.dataset.pk, "judge_pk": w.llm_judge.pk}
@@ -120,7 +120,7 @@ API_IDS: dict[str, Callable[[World], int]] = {
     "criteria": lambda w: w.criterion.pk,
     "datasets": lambda w: w.dataset.pk,
     "groups": lambda w: w.group.pk,
-    "guidelines": lambda w: 1,
+    "guidelines": lambda w: w.guideline.pk,
     "judges": lambda w: w.judge.pk,
     "labels": lambda w: w.label.pk,
     "panels": lambda w: w.panel.pk,
@@ -129,7 +129,7 @@ API_IDS: dict[str, Callable[[World], int]] = {
     "queries": lambda w: w.query.pk,
     "review-assignments": lambda w: w.assignment.pk,
     "runs": lambda w: w.run.pk,
-    "source-types": lambda w: 1,
+    "source-types": lambda w: w.source_type.pk,
     "tokens": lambda w: w.api_token.pk,
     "systems": lambda w: w.system.pk,
     "verdicts": lambda w: w.verdict.pk,

@@ -18,7 +18,17 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from annotation import roles, services
-from annotation.models import Checklist, Citation, Criterion, CriterionGroup, Dataset, Query
+from annotation.models import (
+    Checklist,
+    Citation,
+    Criterion,
+    CriterionGroup,
+    Dataset,
+    Guideline,
+    Query,
+    SourceType,
+)
+from annotation.seeds import FINANCE_GUIDELINE
 from evaluation.answers.models import Answer, System
 from evaluation.cross_evaluation.services import perfect_answer_save
 from evaluation.judges.models import Judge, Panel
@@ -70,10 +80,18 @@ class World:
     invitation_key: str = "world-invitation-key"  # its link's key
     # A pairwise session of the world's answer and a second answer to the query (one pair).
     pairwise_session: object = None
+    # The reference data every installation is seeded with (annotation.seeds), found by
+    # name: a flush by an earlier transactional test on the same worker seeds them again
+    # under new ids, so they are not id 1 in every world.
+    guideline: Guideline | None = None  # the Finance guideline
+    source_type: SourceType | None = None  # the first seeded source type
 
 
 def build_world() -> World:
-    w = World()
+    w = World(
+        guideline=Guideline.objects.get(name=FINANCE_GUIDELINE, version=1),
+        source_type=SourceType.objects.filter(is_banned=False).order_by("pk").first(),
+    )
 
     def person(name: str, group: str | None = None, **extra) -> object:
         user = UserFactory(username=name, **extra)
