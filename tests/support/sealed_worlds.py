@@ -72,7 +72,7 @@ from tests.factories import (
     UserFactory,
     valid_criteria,
 )
-from tests.support.world import World
+from tests.support.world import World, seeded_reference
 
 SUFFIX = "7f3a"
 
@@ -178,7 +178,7 @@ def _checklist(w: MarkedWorld, by, name: str, *, count: int, submit: bool) -> Ch
 
 def _world(tag: str, judge: Judge) -> MarkedWorld:
     """One dataset's people and content, up to its labels and adjudication (no run yet)."""
-    w = MarkedWorld(tag=tag, judge=judge, llm_judge=judge)
+    w = MarkedWorld(tag=tag, judge=judge, llm_judge=judge, **seeded_reference())
 
     def person(role: str, group: str) -> object:
         username = f"{tag.lower()}_{role}"

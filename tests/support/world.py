@@ -87,11 +87,16 @@ class World:
     source_type: SourceType | None = None  # the first seeded source type
 
 
+def seeded_reference() -> dict:
+    """The world's `guideline` and `source_type`, as seeded in this database now."""
+    return {
+        "guideline": Guideline.objects.get(name=FINANCE_GUIDELINE, version=1),
+        "source_type": SourceType.objects.filter(is_banned=False).order_by("pk").first(),
+    }
+
+
 def build_world() -> World:
-    w = World(
-        guideline=Guideline.objects.get(name=FINANCE_GUIDELINE, version=1),
-        source_type=SourceType.objects.filter(is_banned=False).order_by("pk").first(),
-    )
+    w = World(**seeded_reference())
 
     def person(name: str, group: str | None = None, **extra) -> object:
         user = UserFactory(username=name, **extra)

@@ -61,7 +61,10 @@ def night(dataset, panel, alpha, worker) -> tuple[Run, Run]:
         dataset_id=dataset.pk, panel_id=panel.pk, system_id=alpha.pk, name="Nightly"
     )
     checked_by = run.canaries.get()
-    wait_for(lambda: Run.objects.filter(pk=checked_by.pk).exclude(canary_result={}).exists(),
+    # The canary's figures are kept when the canary ends; the run it checks is graded on
+    # its own and may end later (it did on a slow, busy machine), so wait for both.
+    wait_for(lambda: Run.objects.filter(pk=checked_by.pk).exclude(canary_result={}).exists()
+             and Run.objects.filter(pk=run.pk, status__in=Run.FINISHED).exists(),
              worker)  # fmt: skip
     run.refresh_from_db()
     checked_by.refresh_from_db()
