@@ -211,11 +211,21 @@ def default_run(dataset: Dataset, runs: list[Run]) -> Run | None:
     """The run the page opens on: of the finished `runs`, the one that graded the most
     labelled answers, the latest among equals (the latest finished when nothing is
     labelled); None without a finished run. The overlap is counted only when there are
-    two finished runs to choose from."""
+    two finished runs to choose from, and kept until a run ends, an answer is labelled for
+    the first time, or a verdict or adjudication changes (agreement.kept.default_run)."""
     # Not an archived run: its verdicts are in its Parquet file (evaluation.archive).
     finished = [r for r in runs if r.status in Run.FINISHED and r.archived_at is None]
     if len(finished) < 2:
         return choose_run(dataset, None, runs)
+    labelled = list(_labelled_answers(dataset).order_by("pk").values_list("pk", flat=True))
+    return kept.default_run(
+        dataset.pk, finished, labelled, lambda: _most_labelled(dataset, finished, len(labelled))
+    )
+
+
+def _most_labelled(dataset: Dataset, finished: list[Run], labelled: int) -> Run:
+    """Of the `finished` runs, the one that graded the most of the `labelled` answers (how
+    many there are), the latest among equals."""
 
     def latest(r: Run):
         return (r.finished_at or r.created_at, r.pk)
@@ -223,10 +233,9 @@ def default_run(dataset: Dataset, runs: list[Run]) -> Run | None:
     # The latest run that graded every labelled answer wins whatever the others graded
     # (none can grade more): one query where nightly runs grade the same answers, instead
     # of an index probe per labelled answer for each of a month of runs (2.6 s at 30 runs
-    # of 720,000 verdicts, in every request of the agreement pages).
+    # of 720,000 verdicts).
     newest = max(finished, key=latest)
-    found = _labelled_answers(dataset).aggregate(labelled=Count("pk"), graded=_graded(newest))
-    if found["graded"] == found["labelled"]:
+    if _labelled_answers(dataset).aggregate(graded=_graded(newest))["graded"] == labelled:
         return newest
     overlap = labelled_overlap(dataset, finished)
     return max(finished, key=lambda r: (overlap[r.pk], *latest(r)))

@@ -59,6 +59,10 @@ ERRORS = Figure("errors")
 VERDICT_TOKENS = Figure("verdict-tokens")
 # A run's repeated calls of one judge on one item (judge stability): verdicts only.
 JUDGE_STABILITY = Figure("judge-stability")
+# Which finished run the agreement pages open on (agreement.selectors.default_run), in the
+# dataset's slot: the runs' states and the labelled answers are in its facts; verdicts gone
+# with a criterion, and adjudications, move SCORES. Labels do not move it.
+AGREEMENT_DEFAULT_RUN = Figure("agreement-default-run", (Counter.SCORES,))
 
 
 def run_state(run: Run) -> str:

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from evaluation.agreement.selectors import agreement_report, default_run, labelled_overlap
 from evaluation.cross_evaluation.services import perfect_answer_save
-from evaluation.runs.models import Run
+from evaluation.runs.models import Run, Verdict
 from evaluation.runs.selectors import runs_of_system_answers
 from tests.factories import AnswerFactory, PanelFactory, external_judges
 from tests.support.builders import checklisted_query, finished_run, human_label
@@ -79,20 +79,62 @@ def test_a_run_that_graded_none_of_the_labels_says_so_and_names_the_run_to_pick(
 def test_nightly_runs_of_the_same_answers_open_on_the_newest_without_counting_each_run(
     two_runs, reviewed_dataset, django_assert_num_queries
 ):
-    """Runs that graded every labelled answer: the newest is shown, found in one query
-    (how many answers are labelled, and how many of them it graded) however many runs
-    there are."""
+    """Runs that graded every labelled answer: the newest is shown, found in one query of
+    the verdicts (how many of the labelled answers it graded) however many runs there are,
+    and then kept: later requests read the choice (three queries: the labelled answers, the
+    dataset's counters, the kept choice) and never the verdicts."""
     labelled = two_runs["labelled"]
     panel = labelled.panel
     graded = {(v.answer, v.criterion): ("pass",) for v in labelled.verdicts.all()}
     nights = [finished_run(reviewed_dataset, panel, graded) for _ in range(3)]
     runs = runs_of_system_answers(reviewed_dataset)
-    with django_assert_num_queries(1):
+    with django_assert_num_queries(6) as chosen:  # and the choice kept: a slot's two writes
         assert default_run(reviewed_dataset, runs).pk == nights[-1].pk
+    assert sum(Verdict._meta.db_table in q["sql"] for q in chosen.captured_queries) == 1
+    with django_assert_num_queries(3) as read:
+        assert default_run(reviewed_dataset, runs).pk == nights[-1].pk
+    assert not any(Verdict._meta.db_table in q["sql"] for q in read.captured_queries)
     # The same run as counting every run's overlap would pick.
     overlap = labelled_overlap(reviewed_dataset, runs)
     best = max(overlap.values())
     assert overlap[nights[-1].pk] == best == 2
+
+
+def test_the_kept_choice_moves_when_an_answer_is_first_labelled_or_a_run_ends(
+    two_runs, reviewed_dataset, client, reviewer
+):
+    """The choice is kept, but never served past what decides it: labelling the answers
+    only the later run graded makes the two runs equal (the later wins), and a run that
+    ends afterwards and graded every labelled answer is the newest."""
+    client.force_login(reviewer)
+    url = reverse("dataset-agreement", args=[reviewed_dataset.pk])
+
+    def opened_on() -> int:
+        runs = runs_of_system_answers(reviewed_dataset)
+        chosen = default_run(reviewed_dataset, runs).pk
+        html = client.get(url).content.decode()
+        assert f'<option value="{chosen}" selected>' in html
+        return chosen
+
+    labelled, other, criteria = two_runs["labelled"], two_runs["other"], two_runs["criteria"]
+    assert opened_on() == labelled.pk
+    assert opened_on() == labelled.pk  # read as kept
+    # A label on an answer that had none (no review counter the choice reads moves).
+    second = sorted({v.answer for v in other.verdicts.all()}, key=lambda a: a.pk)
+    for answer in second:
+        human_label(answer, criteria[0], "reviewer", "fail")
+    assert opened_on() == other.pk  # 2 labelled answers each; `other` finished last
+    # A further label on an answer already labelled changes nothing.
+    human_label(second[0], criteria[1], "reviewer", "pass")
+    assert opened_on() == other.pk
+    # A run that graded every labelled answer ends: it is the newest.
+    everything = {(v.answer, v.criterion): ("pass",) for v in labelled.verdicts.all()}
+    everything |= {(v.answer, v.criterion): ("pass",) for v in other.verdicts.all()}
+    night = finished_run(reviewed_dataset, labelled.panel, everything)
+    assert opened_on() == night.pk
+    # It is archived: the page goes back to the runs still here.
+    Run.objects.filter(pk=night.pk).update(archived_at=timezone.now())
+    assert opened_on() == other.pk
 
 
 def test_without_labels_the_latest_finished_run_is_shown(reviewed_dataset):

@@ -184,9 +184,13 @@ def test_page_query_count_stays_flat(
     with django_assert_max_num_queries(29) as small:
         client.get(url)
     build_labelled(reviewed_dataset, queries=12, criteria=8, systems=3, seed=2)
-    # Up to three more: with two finished runs to choose from, the page finds which graded
-    # the most labelled answers (agreement.selectors.default_run): whether the newest graded
-    # every one (two queries), else each run's count (one), at any size.
+    # Up to seven more: with two finished runs to choose from, the page finds which graded
+    # the most labelled answers (agreement.selectors.default_run): the labelled answers, the
+    # counters and the kept choice (three), and the first time, whether the newest graded
+    # every one (one), else each run's count (one), and the choice kept (two writes).
+    with django_assert_max_num_queries(len(small.captured_queries) + 7):
+        assert client.get(url).status_code == 200
+    # Then the choice is read as kept, at any size.
     with django_assert_max_num_queries(len(small.captured_queries) + 3):
         assert client.get(url).status_code == 200
     with django_assert_max_num_queries(len(small.captured_queries) + 4):

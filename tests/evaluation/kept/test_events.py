@@ -131,7 +131,7 @@ FIGURES = [
     readers.AGREEMENT, readers.LABELLING_QUEUE, readers.DISAGREEMENT_QUEUE,
     readers.SCORE_COUNTS, readers.RUN_SCORES, readers.CROSS_EVALUATION, readers.ANALYTICS,
     readers.QUEUE_UNCERTAINTY, readers.PROGRESS, readers.TOKENS, readers.ERRORS,
-    readers.VERDICT_TOKENS,
+    readers.VERDICT_TOKENS, readers.AGREEMENT_DEFAULT_RUN,
 ]  # fmt: skip
 
 
