@@ -38,6 +38,7 @@ import random
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 PASSWORD = "bench-password"
@@ -183,6 +184,35 @@ def _copy(cursor, table: str, columns: tuple[str, ...], rows: Iterator[tuple]) -
             copy.write_row(row)
             n += 1
     return n
+
+
+@contextmanager
+def _foreign_keys_checked_once(cursor, table: str) -> Iterator[None]:
+    """The table's foreign keys dropped while the block writes, then added back and each
+    checked in one scan (NOT VALID, then VALIDATE), in the caller's transaction. Django's
+    keys are DEFERRABLE INITIALLY DEFERRED: kept, each row's check waits in a queue and
+    runs at COMMIT, a lookup per row and key (86 million at the month preset, most of its
+    commit). The table is locked against every other session until the commit.
+
+    A key is neither dropped nor added while the tables it joins have checks queued: the
+    rows written before are checked first (SET CONSTRAINTS ALL IMMEDIATE), and every key
+    is deferred again after (the database has no deferrable key checked immediately)."""
+    cursor.execute(
+        "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint"
+        " WHERE conrelid = %s::regclass AND contype = 'f' ORDER BY conname",
+        [table],
+    )
+    keys = cursor.fetchall()
+    cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+    for name, _ in keys:
+        cursor.execute(f'ALTER TABLE {table} DROP CONSTRAINT "{name}"')
+    cursor.execute("SET CONSTRAINTS ALL DEFERRED")
+    yield
+    cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+    for name, definition in keys:  # as Django made them: DEFERRABLE INITIALLY DEFERRED
+        cursor.execute(f'ALTER TABLE {table} ADD CONSTRAINT "{name}" {definition} NOT VALID')
+        cursor.execute(f'ALTER TABLE {table} VALIDATE CONSTRAINT "{name}"')
+    cursor.execute("SET CONSTRAINTS ALL DEFERRED")
 
 
 # An answer's conversation, retrieved context and metadata (issue 24): empty, as for a
@@ -376,15 +406,17 @@ def seed(preset_name: str, *, seed_value: int = 14, out=sys.stdout) -> dict:
         skill = [0.93 - 0.04 * i for i in range(len(judges))]
         verdict_ids = ids["evaluation_verdict"]
         verdict_total = 0
-        for night in range(preset.runs - 1, -1, -1):
-            run = _seed_run(
-                cursor, ids, rng, preset=preset, preset_name=preset_name, dataset=dataset,
-                panel=panel, admin=admin, judges=judges, answers=answers, scope=scope,
-                items=items, salt=salt, skill=skill, verdict_ids=verdict_ids,
-                finished=now - dt.timedelta(days=night),
-            )  # fmt: skip
-            verdict_total += run.expected
-            say(f"run {run.pk}: {run.expected:,} verdicts on {len(items):,} items")
+        with _foreign_keys_checked_once(cursor, "evaluation_verdict"):
+            for night in range(preset.runs - 1, -1, -1):
+                run = _seed_run(
+                    cursor, ids, rng, preset=preset, preset_name=preset_name, dataset=dataset,
+                    panel=panel, admin=admin, judges=judges, answers=answers, scope=scope,
+                    items=items, salt=salt, skill=skill, verdict_ids=verdict_ids,
+                    finished=now - dt.timedelta(days=night),
+                )  # fmt: skip
+                verdict_total += run.expected
+                say(f"run {run.pk}: {run.expected:,} verdicts on {len(items):,} items")
+        say("the verdicts' foreign keys checked")
 
         # Human labels: labelled_items items once each, the rest as further raters.
         chosen = rng.sample(range(len(items)), preset.labelled_items)

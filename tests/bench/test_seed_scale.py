@@ -82,3 +82,32 @@ def test_the_month_preset_seeds_one_run_a_night_and_queues_no_warm_up_in_tests()
         * (month.runs)
         == 21_600_000
     )
+
+
+def verdict_foreign_keys() -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT conname, pg_get_constraintdef(oid), convalidated, condeferrable, condeferred"
+            " FROM pg_constraint WHERE conrelid = 'evaluation_verdict'::regclass"
+            " AND contype = 'f' ORDER BY conname"
+        )
+        return cursor.fetchall()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_seeded_verdicts_keep_their_foreign_keys_checked():
+    """The seeder drops the verdicts' foreign keys while it copies them and adds them back
+    checked once each (bench.seed_scale._foreign_keys_checked_once): afterwards they are
+    the keys Django made, valid and deferred as before, and a verdict naming no answer is
+    refused at commit as it was."""
+    from django.db import IntegrityError, transaction
+
+    from bench.seed_scale import seed
+
+    before = verdict_foreign_keys()
+    assert len(before) == 4 and all(valid and deferrable for _, _, valid, deferrable, _ in before)
+    found = seed("month-tiny", seed_value=5, out=io.StringIO())
+    assert verdict_foreign_keys() == before
+    verdict = Verdict.objects.filter(run=found["run"]).first()
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Verdict.objects.filter(pk=verdict.pk).update(answer_id=10**9)  # checked at commit
