@@ -10,6 +10,7 @@ written, so that the selectors only read.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import astuple
 
 from django.db import transaction
@@ -28,7 +29,9 @@ from evaluation.metrics.aggregation import Method
 from evaluation.runs.models import Run
 
 
-def default_run(dataset_id: int, finished: list[Run], labelled: list[int], choose) -> Run:
+def default_run(
+    dataset_id: int, finished: list[Run], labelled: list[int], choose: Callable[[], Run]
+) -> Run:
     """The run `choose()` picks among the `finished` runs for the `labelled` answers (their
     ids, in order), as kept when the same runs, in the same states, were chosen among for
     the same answers; else chosen now and kept. What it saves: `choose` probes each
