@@ -42,12 +42,8 @@ def default_run(
     state = readers.state(
         dataset_id, readers.AGREEMENT_DEFAULT_RUN, runs=runs, facts=[f"labelled:{answers}"]
     )
-    by_pk = {r.pk: r for r in runs}
-    found = by_pk.get(kept_figures.kept(state))
-    if found is None:
-        found = choose()
-        kept_figures.store(state, found.pk)
-    return found
+    by_pk = {r.pk: r for r in runs}  # the kept pk is one of them: the runs are in its state
+    return by_pk[kept_figures.remembered(state, lambda: choose().pk)]
 
 
 def run_method(run: Run | None) -> tuple[str, float]:
